@@ -1,0 +1,39 @@
+"""The small error hierarchy. User mistakes carry enough context to be printed as-is."""
+
+from __future__ import annotations
+
+
+class SpanJudgeError(Exception):
+    """Base class for every error spanjudge raises on purpose."""
+
+
+class ConfigError(SpanJudgeError, ValueError):
+    """Invalid configuration; the message names every problem with its path and the fix."""
+
+    def __init__(self, problems: list[str] | str, *, source: str | None = None) -> None:
+        self.problems = [problems] if isinstance(problems, str) else list(problems)
+        self.source = source
+        head = f"invalid configuration in {source}" if source else "invalid configuration"
+        super().__init__(head + ":\n" + "\n".join(f"  - {p}" for p in self.problems))
+
+
+class InputError(SpanJudgeError, ValueError):
+    """Unreadable input: names the file, the line and the field."""
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None) -> None:
+        self.file = file
+        self.line = line
+        self.detail = message
+        where = ""
+        if file is not None:
+            where = f"{file}:{line}: " if line is not None else f"{file}: "
+        super().__init__(where + message)
+
+
+class JudgeError(SpanJudgeError):
+    """A judge could not produce a judgement. ``retryable`` tells the caller whether to try again."""
+
+    def __init__(self, message: str, *, retryable: bool = False, error_type: str = "judge_error"):
+        super().__init__(message)
+        self.retryable = retryable
+        self.error_type = error_type

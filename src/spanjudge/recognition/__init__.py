@@ -1,0 +1,1 @@
+"""Recognition presets: turn spans into steps."""

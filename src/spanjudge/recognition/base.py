@@ -1,0 +1,140 @@
+"""The recogniser protocol and the helpers every preset shares."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from spanjudge.spans.record import AttrValue, SpanRecord
+from spanjudge.trajectory.steps import CatalogueEntry, SkillStatus, Step, StepStatus
+
+# Refusal text that marks a skill load as failed even when the tool reported success.
+_REFUSALS = re.compile(
+    r"\bnot found\b|\bunknown skill\b|\bno such skill\b|\bis required\b|\bdoes not exist\b"
+    r"|\bnot available\b|\bfailed to load\b",
+    re.IGNORECASE,
+)
+_AVAILABLE_SKILLS = re.compile(r"<available_skills>(.*?)</available_skills>", re.DOTALL)
+_SKILL_BLOCK = re.compile(
+    r"<skill>\s*<name>\s*(.*?)\s*</name>\s*(?:<description>\s*(.*?)\s*</description>)?",
+    re.DOTALL,
+)
+# "- name: description" lists, as several harnesses render their catalogue.
+_SKILL_LINE = re.compile(r"^\s*[-*]\s*\**`?([A-Za-z0-9_.:-]+)`?\**\s*[:\u2014-]\s+(.+?)\s*$", re.M)
+
+
+@runtime_checkable
+class Recogniser(Protocol):
+    """Turns one span into steps. ``None`` means "not mine, try the next preset"."""
+
+    name: str
+
+    def recognise(self, span: SpanRecord) -> list[Step] | None: ...
+
+
+@runtime_checkable
+class SessionFinaliser(Protocol):
+    """Optional second pass over a whole session (for facts spread over several spans)."""
+
+    def finalise(self, steps: list[Step], spans: Sequence[SpanRecord]) -> list[Step]: ...
+
+
+def parse_json(value: AttrValue) -> Any:
+    """Decode a JSON string attribute; non-JSON text is returned as-is."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text[:1] in ("{", "[", '"') or text in ("true", "false", "null"):
+            try:
+                return json.loads(text)
+            except ValueError:
+                return value
+    return value
+
+
+def as_text(value: Any) -> str | None:
+    """Render a result or message payload as text for reports and judges."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def is_refusal(text: str | None) -> bool:
+    return bool(text) and _REFUSALS.search(text or "") is not None
+
+
+def error_in_payload(payload: Any) -> str | None:
+    """An error carried inside a result payload (`{"status": "error", ...}`) while the span is OK."""
+    if isinstance(payload, str):
+        decoded = parse_json(payload)
+        if decoded is payload:
+            return None
+        payload = decoded
+    if isinstance(payload, dict):
+        status = payload.get("status")
+        if isinstance(status, str) and status.lower() in ("error", "failed", "failure"):
+            detail = payload.get("error") or payload.get("message") or payload.get("content")
+            return as_text(detail) or "status: error"
+        if payload.get("is_error") is True or payload.get("isError") is True:
+            return as_text(payload.get("content")) or "is_error: true"
+        if "error" in payload and payload.get("error") and len(payload) <= 3:
+            return as_text(payload["error"])
+    return None
+
+
+def skill_load_status(
+    *, has_result: bool, span_error: bool, tool_status: str | None, result_text: str | None,
+    payload_error: str | None,
+) -> tuple[SkillStatus, str | None]:
+    """DESIGN section 2: `loaded` only with a result and no error signal of any kind."""
+    if span_error:
+        return "failed", "span status is error"
+    if tool_status is not None and tool_status.lower() not in ("success", "ok", "completed"):
+        return "failed", f"tool status {tool_status!r}"
+    if payload_error:
+        return "failed", f"error in result payload: {payload_error}"
+    if not has_result:
+        return "unresolved", None
+    if is_refusal(result_text):
+        return "failed", f"refusal in result: {(result_text or '').strip()[:200]}"
+    return "loaded", None
+
+
+def step_status(span: SpanRecord) -> StepStatus:
+    return span.status
+
+
+def parse_catalogue(text: str | None) -> tuple[CatalogueEntry, ...]:
+    """Skills offered in a system prompt: `<available_skills>` XML blocks, or name: description lists."""
+    if not text or "skill" not in text.lower():
+        return ()
+    entries: dict[str, CatalogueEntry] = {}
+    for block in _AVAILABLE_SKILLS.findall(text):
+        for name, description in _SKILL_BLOCK.findall(block):
+            entries.setdefault(name, CatalogueEntry(name=name, description=description or None))
+        if not entries:
+            for name, description in _SKILL_LINE.findall(block):
+                entries.setdefault(name, CatalogueEntry(name=name, description=description))
+    return tuple(entries.values())
+
+
+def first_attr(span: SpanRecord, *keys: str) -> AttrValue:
+    for key in keys:
+        value = span.attributes.get(key)
+        if value is not None:
+            return value
+    return None
+
+
+def int_attr(span: SpanRecord, *keys: str) -> int | None:
+    value = first_attr(span, *keys)
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return int(value)
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return None

@@ -1,0 +1,120 @@
+"""Every attribute, event and metric name spanjudge reads or writes.
+
+Kept in one module with no runtime dependencies so that recognisers, emitters, tests and the
+Grafana/Prometheus files agree on spelling.
+"""
+
+from __future__ import annotations
+
+# --- OpenTelemetry GenAI semantic conventions (read) ---
+GEN_AI_OPERATION_NAME = "gen_ai.operation.name"
+GEN_AI_CONVERSATION_ID = "gen_ai.conversation.id"
+GEN_AI_AGENT_NAME = "gen_ai.agent.name"
+GEN_AI_AGENT_ID = "gen_ai.agent.id"
+GEN_AI_TOOL_NAME = "gen_ai.tool.name"
+GEN_AI_TOOL_CALL_ID = "gen_ai.tool.call.id"
+GEN_AI_TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
+GEN_AI_TOOL_CALL_RESULT = "gen_ai.tool.call.result"
+GEN_AI_TOOL_STATUS = "gen_ai.tool.status"
+GEN_AI_TOOL_DEFINITIONS = "gen_ai.tool.definitions"
+GEN_AI_TOOL_JSON_SCHEMA = "gen_ai.tool.json_schema"
+GEN_AI_SKILL_NAME = "gen_ai.skill.name"
+GEN_AI_REQUEST_MODEL = "gen_ai.request.model"
+GEN_AI_RESPONSE_MODEL = "gen_ai.response.model"
+GEN_AI_RESPONSE_FINISH_REASONS = "gen_ai.response.finish_reasons"
+GEN_AI_USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+GEN_AI_USAGE_PROMPT_TOKENS = "gen_ai.usage.prompt_tokens"
+GEN_AI_USAGE_COMPLETION_TOKENS = "gen_ai.usage.completion_tokens"
+GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"
+GEN_AI_OUTPUT_MESSAGES = "gen_ai.output.messages"
+GEN_AI_SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
+GEN_AI_TOKEN_TYPE = "gen_ai.token.type"
+
+# GenAI events (v1.36 event-based and latest experimental)
+EV_GEN_AI_USER_MESSAGE = "gen_ai.user.message"
+EV_GEN_AI_SYSTEM_MESSAGE = "gen_ai.system.message"
+EV_GEN_AI_ASSISTANT_MESSAGE = "gen_ai.assistant.message"
+EV_GEN_AI_TOOL_MESSAGE = "gen_ai.tool.message"
+EV_GEN_AI_CHOICE = "gen_ai.choice"
+EV_GEN_AI_INFERENCE_DETAILS = "gen_ai.client.inference.operation.details"
+
+OP_INVOKE_AGENT = "invoke_agent"
+OP_INVOKE_WORKFLOW = "invoke_workflow"
+OP_HANDLE_TURN = "handle_conversation_turn"
+OP_EXECUTE_TOOL = "execute_tool"
+OP_CHAT = "chat"
+OP_TEXT_COMPLETION = "text_completion"
+OP_GENERATE_CONTENT = "generate_content"
+AGENT_TURN_OPERATIONS = frozenset({OP_INVOKE_AGENT, OP_INVOKE_WORKFLOW, OP_HANDLE_TURN})
+MODEL_OPERATIONS = frozenset({OP_CHAT, OP_TEXT_COMPLETION, OP_GENERATE_CONTENT, "embeddings"})
+SPAN_INVOCATION_INTERNAL = "gen_ai.invocation.internal"
+
+# --- Session keys ---
+SESSION_ID = "session.id"
+
+# --- OpenInference (read) ---
+OI_SPAN_KIND = "openinference.span.kind"
+OI_TOOL_NAME = "tool.name"
+OI_INPUT_VALUE = "input.value"
+OI_OUTPUT_VALUE = "output.value"
+OI_LLM_MODEL_NAME = "llm.model_name"
+OI_LLM_FINISH_REASON = "llm.finish_reason"
+OI_LLM_TOKEN_PROMPT = "llm.token_count.prompt"
+OI_LLM_TOKEN_COMPLETION = "llm.token_count.completion"
+OI_LLM_INPUT_MESSAGES = "llm.input_messages"
+OI_LLM_OUTPUT_MESSAGES = "llm.output_messages"
+OI_LLM_TOOLS = "llm.tools"
+OI_AGENT_NAME = "agent.name"
+OI_GRAPH_NODE_NAME = "graph.node.name"
+OI_METADATA = "metadata"
+
+# --- spanjudge's own attributes (read and written) ---
+SJ_SESSION_END = "spanjudge.session.end"
+SJ_EXPECTED_SKILLS = "spanjudge.expected_skills"
+SJ_TASK_ID = "spanjudge.task.id"
+SJ_RUN_SEED = "spanjudge.run.seed"
+SJ_TERMINAL_STATE = "spanjudge.terminal_state"
+SJ_REVISION = "spanjudge.revision"
+SJ_SESSION_COMPLETE = "spanjudge.session.complete"
+SJ_SESSION_STATE = "spanjudge.session.state"
+SJ_OUTCOME = "spanjudge.outcome"
+SJ_REASON = "spanjudge.reason"
+SJ_JUDGE = "spanjudge.judge"
+SJ_VERDICT_ID = "spanjudge.verdict.id"
+SJ_SCOPE_NAME = "spanjudge"
+SPAN_EVALUATE = "spanjudge.evaluate"
+
+# --- Evaluation results (written) ---
+EV_EVALUATION_RESULT = "gen_ai.evaluation.result"
+GEN_AI_EVALUATION_NAME = "gen_ai.evaluation.name"
+GEN_AI_EVALUATION_SCORE_VALUE = "gen_ai.evaluation.score.value"
+GEN_AI_EVALUATION_SCORE_LABEL = "gen_ai.evaluation.score.label"
+GEN_AI_EVALUATION_EXPLANATION = "gen_ai.evaluation.explanation"
+ERROR_TYPE = "error.type"
+
+# --- Metrics (written) ---
+M_VERDICTS = "spanjudge.verdicts"
+M_SCORE = "spanjudge.score"
+M_SESSIONS = "spanjudge.sessions"
+M_SKILL_EXPECTED = "spanjudge.skill.expected"
+M_SKILL_OBSERVED = "spanjudge.skill.observed"
+M_SESSION_TOOL_CALLS = "spanjudge.session.tool_calls"
+M_SESSION_TOKENS = "spanjudge.session.tokens"
+M_SESSION_DURATION = "spanjudge.session.duration"
+M_SESSION_RETRIES = "spanjudge.session.retries"
+M_SESSION_BACKTRACKS = "spanjudge.session.backtracks"
+M_SPANS_RECEIVED = "spanjudge.spans.received"
+M_SPANS_DROPPED = "spanjudge.spans.dropped"
+M_SESSIONS_OPEN = "spanjudge.sessions.open"
+M_EVALUATION_DURATION = "spanjudge.evaluation.duration"
+M_JUDGE_TOKENS = "spanjudge.judge.tokens"
+M_JUDGE_CALLS = "spanjudge.judge.calls"
+DROP_REASON = "reason"
+SCORE_BUCKETS = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+# --- Claude Code (read) ---
+CC_INTERACTION = "claude_code.interaction"
+CC_TOOL = "claude_code.tool"
+CC_TOOL_NAME = "tool_name"
+CC_SKILL_ACTIVATED = "claude_code.skill_activated"

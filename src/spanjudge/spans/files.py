@@ -1,0 +1,108 @@
+"""Reading recorded OTLP files: JSON lines (either spelling) and protobuf (`.pb`)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import struct
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from spanjudge.errors import InputError
+from spanjudge.spans.limits import DEFAULT_LIMITS, Limits
+from spanjudge.spans.otlp_json import decode_json_document
+from spanjudge.spans.otlp_proto import SpanProblem, decode_request, parse_request
+from spanjudge.spans.record import SpanRecord
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """Spans decoded from one line (JSON) or one message (protobuf) of one input."""
+
+    source: str
+    line: int
+    spans: list[SpanRecord]
+    problems: list[SpanProblem]
+    size_bytes: int
+
+
+def _open_text(path: str) -> IO[str]:
+    if path == "-":
+        return sys.stdin
+    if path.endswith(".gz"):
+        return gzip.open(path, "rt", encoding="utf-8")
+    return open(path, encoding="utf-8")  # noqa: SIM115 - closed by the caller's generator
+
+
+def read_input(path: str, limits: Limits = DEFAULT_LIMITS) -> Iterator[Chunk]:
+    """Yield decoded chunks; unreadable files and undecodable lines raise `InputError`."""
+    if path != "-" and not Path(path).exists():
+        raise InputError("no such file", file=path)
+    if path != "-" and Path(path).is_dir():
+        raise InputError("is a directory, expected an OTLP JSON lines or .pb file", file=path)
+    if path.endswith(".pb") or path.endswith(".binpb"):
+        yield from _read_protobuf(path, limits)
+        return
+    try:
+        handle = _open_text(path)
+    except OSError as exc:
+        raise InputError(f"cannot open: {exc.strerror}", file=path) from None
+    try:
+        for lineno, line in enumerate(handle, start=1):
+            stripped = line.strip()
+            if not stripped:
+                continue
+            try:
+                doc = json.loads(stripped)
+            except json.JSONDecodeError as exc:
+                hint = " (truncated line?)" if not stripped.endswith("}") else ""
+                raise InputError(
+                    f"invalid JSON at column {exc.colno}: {exc.msg}{hint}", file=path, line=lineno
+                ) from None
+            spans, problems = decode_json_document(doc, limits)
+            yield Chunk(path, lineno, spans, problems, len(line))
+    except UnicodeDecodeError:
+        raise InputError(
+            "not UTF-8 text; protobuf input must have a .pb extension", file=path
+        ) from None
+    finally:
+        if handle is not sys.stdin:
+            handle.close()
+
+
+def _read_protobuf(path: str, limits: Limits) -> Iterator[Chunk]:
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot open: {exc.strerror}", file=path) from None
+    messages = _split_length_prefixed(data)
+    for index, message in enumerate(messages if messages is not None else [data], start=1):
+        try:
+            request = parse_request(message)
+        except ValueError as exc:
+            raise InputError(str(exc), file=path, line=index) from None
+        spans, problems = decode_request(request, limits)
+        yield Chunk(path, index, spans, problems, len(message))
+
+
+def _split_length_prefixed(data: bytes) -> list[bytes] | None:
+    """The Collector file exporter's proto format prefixes each message with a 4-byte length."""
+    out = []
+    pos = 0
+    while pos < len(data):
+        if pos + 4 > len(data):
+            return None
+        (size,) = struct.unpack(">I", data[pos : pos + 4])
+        if size == 0 or pos + 4 + size > len(data):
+            return None
+        out.append(data[pos + 4 : pos + 4 + size])
+        pos += 4 + size
+    try:
+        for message in out:
+            parse_request(message)
+    except ValueError:
+        return None
+    return out or None

@@ -1,0 +1,103 @@
+"""OpenTelemetry SDK `ReadableSpan` to `SpanRecord` (used by the in-process processor)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import SpanKind as OtelSpanKind
+from opentelemetry.trace import StatusCode as OtelStatusCode
+
+from spanjudge.spans.limits import DEFAULT_LIMITS, Limits, cap_value
+from spanjudge.spans.record import AttrValue, SpanEvent, SpanKind, SpanLink, SpanRecord, StatusCode
+
+_KINDS: dict[OtelSpanKind, SpanKind] = {
+    OtelSpanKind.INTERNAL: "internal",
+    OtelSpanKind.SERVER: "server",
+    OtelSpanKind.CLIENT: "client",
+    OtelSpanKind.PRODUCER: "producer",
+    OtelSpanKind.CONSUMER: "consumer",
+}
+_STATUS: dict[OtelStatusCode, StatusCode] = {
+    OtelStatusCode.UNSET: "unset",
+    OtelStatusCode.OK: "ok",
+    OtelStatusCode.ERROR: "error",
+}
+
+
+def _norm(value: Any) -> AttrValue:
+    if isinstance(value, (str, bool, int, float)) or value is None:
+        return value
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, Mapping):
+        return {str(k): _norm(v) for k, v in value.items()}
+    return tuple(_norm(v) for v in value)
+
+
+def _attrs(raw: Mapping[str, Any] | None, limits: Limits) -> tuple[dict[str, AttrValue], int]:
+    out: dict[str, AttrValue] = {}
+    cuts = 0
+    if not raw:
+        return out, 0
+    for key, value in raw.items():
+        capped, n = cap_value(_norm(value), limits)
+        cuts += n
+        out[key] = capped
+    return out, cuts
+
+
+_RESOURCE_CACHE: dict[int, tuple[Any, dict[str, AttrValue]]] = {}
+
+
+def _resource_attrs(span: ReadableSpan, limits: Limits) -> dict[str, AttrValue]:
+    # Resources are shared by every span of a provider: convert each once.
+    resource = span.resource
+    cached = _RESOURCE_CACHE.get(id(resource))
+    if cached is not None and cached[0] is resource:
+        return cached[1]
+    attrs, _ = _attrs(resource.attributes if resource else None, limits)
+    if len(_RESOURCE_CACHE) > 64:
+        _RESOURCE_CACHE.clear()
+    _RESOURCE_CACHE[id(resource)] = (resource, attrs)
+    return attrs
+
+
+def span_from_sdk(span: ReadableSpan, limits: Limits = DEFAULT_LIMITS) -> SpanRecord:
+    ctx = span.context
+    if ctx is None:
+        raise ValueError(f"span {span.name!r} has no context")
+    parent = span.parent
+    attributes, cuts = _attrs(span.attributes, limits)
+    events = []
+    for ev in span.events[: limits.max_events_per_span]:
+        ev_attrs, n = _attrs(ev.attributes, limits)
+        cuts += n
+        events.append(SpanEvent(name=ev.name, time_unix_nano=ev.timestamp, attributes=ev_attrs))
+    scope = span.instrumentation_scope
+    start = span.start_time or 0
+    return SpanRecord(
+        trace_id=format(ctx.trace_id, "032x"),
+        span_id=format(ctx.span_id, "016x"),
+        parent_span_id=format(parent.span_id, "016x") if parent is not None else None,
+        name=span.name,
+        kind=_KINDS.get(span.kind, "internal"),
+        start_unix_nano=start,
+        end_unix_nano=max(start, span.end_time or start),
+        status=_STATUS.get(span.status.status_code, "unset"),
+        status_message=span.status.description or None,
+        attributes=attributes,
+        events=tuple(events),
+        links=tuple(
+            SpanLink(
+                trace_id=format(link.context.trace_id, "032x"),
+                span_id=format(link.context.span_id, "016x"),
+            )
+            for link in span.links
+        ),
+        resource=_resource_attrs(span, limits),
+        scope_name=scope.name if scope else None,
+        scope_version=scope.version if scope else None,
+        truncated=cuts,
+    )

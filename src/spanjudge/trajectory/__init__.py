@@ -1,0 +1,1 @@
+"""Steps, assembled trajectories and their statistics."""

@@ -1,0 +1,74 @@
+"""`Step`: what a recogniser makes of one span (a turn, a model call, a tool call, a skill load...)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+StepKind = Literal["agent_turn", "model_call", "tool_call", "skill_load", "final_answer"]
+StepStatus = Literal["ok", "error", "unset"]
+SkillStatus = Literal["loaded", "failed", "unresolved"]
+STEP_KINDS: tuple[StepKind, ...] = (
+    "agent_turn",
+    "model_call",
+    "tool_call",
+    "skill_load",
+    "final_answer",
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CatalogueEntry:
+    """One skill offered to the agent (from `<available_skills>` blocks and equivalents)."""
+
+    name: str
+    description: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Step:
+    """One recognised unit of agent activity.
+
+    ``turn`` is filled in by session assembly; recognisers leave it at 0. ``seq`` breaks ties
+    between steps from the same span (a turn span may yield both `agent_turn` and `final_answer`).
+    """
+
+    kind: StepKind
+    name: str
+    span_id: str
+    trace_id: str
+    parent_span_id: str | None = None
+    start_unix_nano: int = 0
+    end_unix_nano: int = 0
+    status: StepStatus = "unset"
+    turn: int = 0
+    seq: int = 0
+    preset: str = ""
+    # tool_call / skill_load
+    tool_call_id: str | None = None
+    arguments: Any = None
+    result: str | None = None
+    error: str | None = None
+    # skill_load
+    skill: str | None = None
+    skill_status: SkillStatus | None = None
+    skill_body: str | None = None
+    # model_call
+    model: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    finish_reason: str | None = None
+    # agent_turn: the user request; final_answer / model_call: the output text
+    text: str | None = None
+    agent_name: str | None = None
+    # offered skills and tool schemas seen on this span (system prompts, tool definitions)
+    catalogue: tuple[CatalogueEntry, ...] = ()
+    tool_schemas: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> bool:
+        """A tool call or skill load that did not succeed."""
+        if self.kind == "skill_load":
+            return self.skill_status == "failed"
+        return self.status == "error" or self.error is not None
