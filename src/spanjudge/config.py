@@ -1,0 +1,191 @@
+"""Configuration: one YAML/JSON file, validated at start with every problem reported at once."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from spanjudge.errors import ConfigError
+from spanjudge.expectations import Rule, SessionEntry, load_expectations_file, parse_rules
+from spanjudge.sessions.store import ClosePolicy
+from spanjudge.spans.limits import Limits
+from spanjudge.trajectory.effects import EFFECTS, EffectMap
+
+TOP_LEVEL = (
+    "sessions",
+    "expectations",
+    "expectations_files",
+    "evaluators",
+    "judges",
+    "effects",
+    "limits",
+    "labels",
+    "serve",
+    "emit",
+)
+# Sections validated by the module that owns them: section -> "module:function(raw, path, problems)".
+SECTION_PARSERS: dict[str, str] = {}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Config:
+    policy: ClosePolicy = field(default_factory=ClosePolicy)
+    rules: tuple[Rule, ...] = ()
+    entries: tuple[SessionEntry, ...] = ()
+    evaluators: Mapping[str, Any] = field(default_factory=dict)
+    judges: Mapping[str, Any] = field(default_factory=dict)
+    effects: EffectMap = field(default_factory=EffectMap)
+    limits: Limits = field(default_factory=Limits)
+    label_skills: tuple[str, ...] = ()
+    sections: Mapping[str, Any] = field(default_factory=dict)
+    source: str | None = None
+
+
+def _dataclass_section(cls: Any, raw: Any, path: str, problems: list[str], **extra: Any) -> Any:
+    if raw is None:
+        return cls(**extra)
+    if not isinstance(raw, Mapping):
+        problems.append(f"{path}: expected a mapping")
+        return cls(**extra)
+    known = {f.name: f for f in fields(cls)}
+    kwargs: dict[str, Any] = dict(extra)
+    for key, value in raw.items():
+        spec = known.get(key)
+        if spec is None or key in extra:
+            allowed = ", ".join(k for k in known if k not in extra)
+            problems.append(f"{path}.{key}: unknown setting (allowed: {allowed})")
+            continue
+        default = getattr(cls(**extra), key)
+        if isinstance(default, bool) and not isinstance(value, bool):
+            problems.append(f"{path}.{key}: expected true or false, got {value!r}")
+        elif isinstance(default, (int, float)) and not isinstance(default, bool):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                problems.append(f"{path}.{key}: expected a non-negative number, got {value!r}")
+                continue
+            kwargs[key] = type(default)(value) if isinstance(default, int) and float(value).is_integer() else value
+        elif isinstance(default, tuple):
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                problems.append(f"{path}.{key}: expected a list of strings")
+                continue
+            kwargs[key] = tuple(value)
+        else:
+            kwargs[key] = value
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as exc:
+        problems.append(f"{path}: {exc}")
+        return cls(**extra)
+
+
+def _policy(raw: Any, problems: list[str]) -> ClosePolicy:
+    raw = dict(raw) if isinstance(raw, Mapping) else raw
+    extra: dict[str, Any] = {}
+    if isinstance(raw, dict) and "mode" in raw:
+        mode = raw.pop("mode")
+        if mode not in ("session", "turn"):
+            problems.append(f"sessions.mode: expected 'session' or 'turn', got {mode!r}")
+        extra["per_turn"] = mode == "turn"
+    policy: ClosePolicy = _dataclass_section(ClosePolicy, raw, "sessions", problems)
+    if extra:
+        policy = ClosePolicy(**{**{f.name: getattr(policy, f.name) for f in fields(policy)}, **extra})
+    return policy
+
+
+def _effects(raw: Any, problems: list[str]) -> EffectMap:
+    if raw is None:
+        return EffectMap()
+    if not isinstance(raw, Mapping):
+        problems.append("effects: expected a mapping of tool name -> effect")
+        return EffectMap()
+    overrides = {}
+    for tool, effect in raw.items():
+        if effect not in EFFECTS:
+            problems.append(f"effects.{tool}: unknown effect {effect!r} (expected one of {', '.join(EFFECTS)})")
+        else:
+            overrides[str(tool)] = effect
+    return EffectMap(overrides=overrides)
+
+
+def parse_config(doc: Any, source: str | None = None) -> Config:
+    """Validate a parsed document; raises `ConfigError` listing every problem."""
+    problems: list[str] = []
+    if doc is None:
+        doc = {}
+    if not isinstance(doc, Mapping):
+        raise ConfigError("the configuration must be a mapping at the top level", source=source)
+    for key in doc:
+        if key not in TOP_LEVEL:
+            problems.append(f"{key}: unknown section (known: {', '.join(TOP_LEVEL)})")
+    policy = _policy(doc.get("sessions"), problems)
+    rules = parse_rules(doc.get("expectations"), "expectations", problems)
+    entries: list[SessionEntry] = []
+    files = doc.get("expectations_files") or []
+    if not isinstance(files, list):
+        problems.append("expectations_files: expected a list of paths")
+        files = []
+    base = Path(source).parent if source else Path(".")
+    for i, name in enumerate(files):
+        path = str((base / str(name)) if not Path(str(name)).is_absolute() else name)
+        try:
+            entries.extend(load_expectations_file(path))
+        except ConfigError as exc:
+            problems.extend(f"expectations_files[{i}]: {p}" for p in exc.problems)
+    evaluators = doc.get("evaluators") or {}
+    if not isinstance(evaluators, Mapping):
+        problems.append("evaluators: expected a mapping of evaluator name -> options")
+        evaluators = {}
+    judges = doc.get("judges") or {}
+    if not isinstance(judges, Mapping):
+        problems.append("judges: expected a mapping of judge name -> settings")
+        judges = {}
+    labels = doc.get("labels") or {}
+    label_skills: tuple[str, ...] = ()
+    if isinstance(labels, Mapping) and isinstance(labels.get("skills"), list):
+        label_skills = tuple(str(s) for s in labels["skills"])
+    elif labels:
+        problems.append("labels: expected {skills: [names allowed as metric label values]}")
+    sections: dict[str, Any] = {}
+    for section, target in SECTION_PARSERS.items():
+        module_name, _, func = target.partition(":")
+        parser = getattr(importlib.import_module(module_name), func)
+        sections[section] = parser(doc.get(section), section, problems)
+    for section in ("serve", "emit"):
+        sections.setdefault(section, doc.get(section))
+    config = Config(
+        policy=policy,
+        rules=tuple(rules),
+        entries=tuple(entries),
+        evaluators=evaluators,
+        judges=judges,
+        effects=_effects(doc.get("effects"), problems),
+        limits=_dataclass_section(Limits, doc.get("limits"), "limits", problems),
+        label_skills=label_skills,
+        sections=sections,
+        source=source,
+    )
+    # Evaluator options are validated by building the evaluators once.
+    from spanjudge.evaluators.base import build_evaluators
+
+    build_evaluators(config.evaluators, problems)
+    if problems:
+        raise ConfigError(problems, source=source)
+    return config
+
+
+def load_config(path: str | None) -> Config:
+    if path is None:
+        return parse_config({})
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read configuration file: {exc.strerror}", source=path) from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"not valid YAML: {exc}", source=path) from None
+    return parse_config(doc, path)

@@ -1,0 +1,162 @@
+"""The core every front end shares: closed session -> trajectory -> verdicts -> result."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from spanjudge.config import Config
+from spanjudge.evaluators.base import EvaluationContext, Evaluator, build_evaluators
+from spanjudge.evaluators.verdict import EVALUATOR_ERROR, Verdict, not_evaluated
+from spanjudge.expectations import Expectation, ExpectationResolver
+from spanjudge.errors import ConfigError
+from spanjudge.recognition.registry import RecogniserRegistry
+from spanjudge.sessions.store import ClosedSession
+from spanjudge.trajectory.assemble import SessionMeta, assemble
+from spanjudge.trajectory.model import Trajectory
+
+log = logging.getLogger("spanjudge")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Coverage:
+    """DESIGN section 5: how much of what should have been judged was judged."""
+
+    expected_skills: int
+    expected_skills_loaded: int
+    skill_invocations: int
+    invocations_with_body: int
+    not_evaluated: Mapping[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "expected_skills": self.expected_skills,
+            "expected_skills_loaded": self.expected_skills_loaded,
+            "skill_invocations": self.skill_invocations,
+            "invocations_with_body": self.invocations_with_body,
+            "not_evaluated": dict(self.not_evaluated),
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionResult:
+    trajectory: Trajectory
+    expectation: Expectation
+    verdicts: tuple[Verdict, ...]
+    coverage: Coverage
+    evaluation_duration_s: float = 0.0
+
+
+def coverage_of(
+    trajectory: Trajectory, expectation: Expectation, verdicts: Sequence[Verdict]
+) -> Coverage:
+    loaded = {load.skill.strip().lower() for load in trajectory.skill_loads if load.status == "loaded"}
+    expected = [s.strip().lower() for s in expectation.skills]
+    skipped: dict[str, int] = {}
+    for verdict in verdicts:
+        if verdict.outcome == "not_evaluated":
+            skipped[verdict.evaluator] = skipped.get(verdict.evaluator, 0) + 1
+    return Coverage(
+        expected_skills=len(expected),
+        expected_skills_loaded=sum(1 for s in expected if s in loaded),
+        skill_invocations=len(trajectory.skill_loads),
+        invocations_with_body=sum(1 for load in trajectory.skill_loads if load.body_recorded),
+        not_evaluated=skipped,
+    )
+
+
+# judge_for(evaluator_name) -> judge object or None; supplied by the judges package.
+JudgeLookup = Callable[[str], Any]
+
+
+class Engine:
+    """Recognise, assemble and evaluate closed sessions. Thread-compatible, not thread-safe."""
+
+    def __init__(
+        self,
+        config: Config | None = None,
+        *,
+        recognisers: RecogniserRegistry | None = None,
+        evaluators: Sequence[Evaluator] | None = None,
+        judge_for: JudgeLookup | None = None,
+    ) -> None:
+        self.config = config or Config()
+        self.recognisers = recognisers or RecogniserRegistry.default()
+        if evaluators is None:
+            problems: list[str] = []
+            evaluators = build_evaluators(self.config.evaluators, problems)
+            if problems:
+                raise ConfigError(problems, source=self.config.source)
+        self.evaluators = list(evaluators)
+        self.resolver = ExpectationResolver(self.config.entries, self.config.rules)
+        self.judge_for = judge_for or _default_judges(self.config)
+        self._warned: set[str] = set()
+
+    def add_expectations(self, resolver: ExpectationResolver) -> None:
+        self.resolver = ExpectationResolver(
+            [*self.resolver.exact.values(), *self.resolver.globs,
+             *resolver.exact.values(), *resolver.globs],
+            [*self.resolver.rules, *resolver.rules],
+        )
+
+    def trajectory(self, closed: ClosedSession) -> Trajectory:
+        steps = self.recognisers.recognise_session(closed.spans)
+        meta = SessionMeta(
+            session_id=closed.key,
+            key_source=closed.key_source,
+            complete=closed.complete,
+            revision=closed.revision,
+            close_reason=closed.reason,
+        )
+        return assemble(meta, closed.spans, steps, effects=self.config.effects)
+
+    def evaluate(self, closed: ClosedSession) -> SessionResult:
+        started = time.perf_counter()
+        trajectory = self.trajectory(closed)
+        expectation = self.resolver.resolve(trajectory)
+        verdicts: list[Verdict] = []
+        for evaluator in self.evaluators:
+            ctx = EvaluationContext(
+                trajectory=trajectory,
+                expectation=expectation,
+                judge=self.judge_for(evaluator.name),
+            )
+            verdicts.extend(self._run(evaluator, ctx))
+        return SessionResult(
+            trajectory=trajectory,
+            expectation=expectation,
+            verdicts=tuple(verdicts),
+            coverage=coverage_of(trajectory, expectation, verdicts),
+            evaluation_duration_s=time.perf_counter() - started,
+        )
+
+    def _run(self, evaluator: Evaluator, ctx: EvaluationContext) -> list[Verdict]:
+        try:
+            produced = list(evaluator.evaluate(ctx))
+            if not produced:
+                raise RuntimeError("evaluator returned no verdict")
+            return produced
+        except Exception as exc:  # an evaluator bug must not take the session down
+            if evaluator.name not in self._warned:
+                self._warned.add(evaluator.name)
+                log.exception("evaluator %s failed (logged once)", evaluator.name)
+            return [
+                not_evaluated(
+                    evaluator.name,
+                    EVALUATOR_ERROR,
+                    f"evaluator raised {type(exc).__name__}: {exc}",
+                    error_type=type(exc).__name__,
+                )
+            ]
+
+
+def _default_judges(config: Config) -> JudgeLookup:
+    try:
+        from spanjudge.judges.registry import judge_lookup
+    except ImportError:
+        return lambda name: None
+    lookup: JudgeLookup = judge_lookup(config)
+    return lookup

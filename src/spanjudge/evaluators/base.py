@@ -1,0 +1,93 @@
+"""The evaluator protocol, its context, and the registry that builds evaluators from config."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any, Protocol, runtime_checkable
+
+from spanjudge.evaluators.verdict import Verdict
+from spanjudge.expectations import Expectation
+from spanjudge.trajectory.model import Trajectory
+
+ENTRY_POINT_GROUP = "spanjudge.evaluators"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvaluationContext:
+    """What an evaluator may look at. ``judge`` is the judge configured for this evaluator."""
+
+    trajectory: Trajectory
+    expectation: Expectation
+    judge: Any = None
+    shared: Mapping[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Evaluator(Protocol):
+    """Judges one aspect of a session. Must return at least one verdict; may raise (the engine
+    turns an exception into a `not_evaluated` verdict with ``error.type``)."""
+
+    name: str
+
+    def evaluate(self, ctx: EvaluationContext) -> list[Verdict]: ...
+
+
+# from_options(options, config_path, problems) -> Evaluator; problems get every config error.
+EvaluatorFactory = Callable[[Mapping[str, Any], str, list[str]], Evaluator]
+
+# Built-in evaluators in report order: name -> "module:factory".
+BUILTIN_EVALUATORS: dict[str, str] = {
+    "skill_loaded": "spanjudge.evaluators.skill_loaded:SkillLoaded.from_options",
+}
+
+
+def _load(target: str) -> EvaluatorFactory:
+    module_name, _, attr = target.partition(":")
+    obj: Any = importlib.import_module(module_name)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    factory: EvaluatorFactory = obj
+    return factory
+
+
+def available_factories() -> dict[str, EvaluatorFactory]:
+    """Built-ins, then third-party evaluators from the `spanjudge.evaluators` entry-point group."""
+    factories = {name: _load(target) for name, target in BUILTIN_EVALUATORS.items()}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name not in factories:
+            factories[ep.name] = ep.load()
+    return factories
+
+
+def build_evaluators(
+    options: Mapping[str, Any], problems: list[str], path: str = "evaluators"
+) -> list[Evaluator]:
+    """Every known evaluator unless disabled (`enabled: false`); options validated here."""
+    factories = available_factories()
+    for name in options:
+        if name not in factories:
+            known = ", ".join(sorted(factories))
+            problems.append(f"{path}.{name}: unknown evaluator (known: {known})")
+    built = []
+    for name, factory in factories.items():
+        opts = options.get(name) or {}
+        if not isinstance(opts, Mapping):
+            problems.append(f"{path}.{name}: expected a mapping of options")
+            continue
+        if opts.get("enabled", True) is False:
+            continue
+        clean = {k: v for k, v in opts.items() if k not in ("enabled", "judge")}
+        built.append(factory(clean, f"{path}.{name}", problems))
+    return built
+
+
+def unknown_options(
+    options: Mapping[str, Any], allowed: Sequence[str], path: str, problems: list[str]
+) -> None:
+    for key in options:
+        if key not in allowed:
+            hint = f"allowed: {', '.join(allowed)}" if allowed else "this evaluator takes none"
+            problems.append(f"{path}.{key}: unknown option ({hint})")

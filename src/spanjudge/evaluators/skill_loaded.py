@@ -1,0 +1,100 @@
+"""`skill_loaded`: was each expected skill actually loaded? (DESIGN section 5)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from spanjudge.evaluators.base import EvaluationContext, unknown_options
+from spanjudge.evaluators.verdict import (
+    NO_EXPECTATION,
+    SESSION_INCOMPLETE,
+    Target,
+    Verdict,
+    not_evaluated,
+)
+from spanjudge.trajectory.model import SkillLoad
+
+NAME = "skill_loaded"
+
+
+def _norm(name: str) -> str:
+    return name.strip().lower()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SkillLoaded:
+    name: str = NAME
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any], path: str, problems: list[str]) -> SkillLoaded:
+        unknown_options(options, (), path, problems)
+        return cls()
+
+    def evaluate(self, ctx: EvaluationContext) -> list[Verdict]:
+        expected = ctx.expectation.skills
+        trajectory = ctx.trajectory
+        if not expected:
+            return [
+                not_evaluated(
+                    NAME,
+                    NO_EXPECTATION,
+                    "no expected skills for this session (expectations file, config rules or "
+                    "spanjudge.expected_skills); nothing to check",
+                )
+            ]
+        return [self._one(skill, trajectory.skill_loads, ctx) for skill in expected]
+
+    def _one(self, skill: str, loads: tuple[SkillLoad, ...], ctx: EvaluationContext) -> Verdict:
+        mine = [load for load in loads if _norm(load.skill) == _norm(skill)]
+        loaded = [load for load in mine if load.status == "loaded"]
+        evidence = tuple(load.span_id for load in mine)
+        if loaded:
+            first = loaded[0]
+            tries = f" after {len(mine) - len(loaded)} failed attempt(s)" if len(mine) > 1 else ""
+            return Verdict(
+                evaluator=NAME,
+                outcome="pass",
+                score=1.0,
+                label="loaded",
+                explanation=f"required skill {skill!r} was loaded in turn {first.turn}{tries}",
+                target=Target(skill=skill, span_id=first.span_id, turn=first.turn),
+                evidence=evidence,
+            )
+        others = sorted({load.skill for load in loads if load.status == "loaded"})
+        instead = f"; loaded instead: {', '.join(others)}" if others else ""
+        answered = " although the agent gave a final answer" if ctx.trajectory.final_answer else ""
+        if mine:
+            last = mine[-1]
+            if last.status == "failed":
+                label = "load_failed"
+                why = f"every load attempt failed ({len(mine)}); last error: {last.error or 'unknown'}"
+            else:
+                label = "unresolved"
+                why = "a load was attempted but no result was recorded"
+            return Verdict(
+                evaluator=NAME,
+                outcome="fail",
+                score=0.0,
+                label=label,
+                explanation=f"required skill {skill!r} was not loaded: {why}{instead}",
+                target=Target(skill=skill, span_id=last.span_id, turn=last.turn),
+                evidence=evidence,
+            )
+        if not ctx.trajectory.complete:
+            return not_evaluated(
+                NAME,
+                SESSION_INCOMPLETE,
+                f"required skill {skill!r} not loaded so far, but the session was cut short "
+                f"({ctx.trajectory.close_reason}) and may still load it",
+                target=Target(skill=skill),
+            )
+        return Verdict(
+            evaluator=NAME,
+            outcome="fail",
+            score=0.0,
+            label="not_loaded",
+            explanation=f"required skill {skill!r} was never loaded{answered}{instead}",
+            target=Target(skill=skill),
+        )

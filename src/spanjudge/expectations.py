@@ -1,0 +1,179 @@
+"""What a session is required to do (DESIGN section 6): file, config rules, span attributes."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from spanjudge.errors import ConfigError
+from spanjudge.trajectory.model import Trajectory
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Expectation:
+    """The merged requirements for one session, with where each came from."""
+
+    skills: tuple[str, ...] = ()
+    task: str | None = None
+    reference_answer: str | None = None
+    success: Mapping[str, Any] | None = None
+    sources: tuple[str, ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionEntry:
+    pattern: str
+    skills: tuple[str, ...] = ()
+    task: str | None = None
+    reference_answer: str | None = None
+    success: Mapping[str, Any] | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Rule:
+    request_matches: re.Pattern[str]
+    skills: tuple[str, ...] = ()
+    success: Mapping[str, Any] | None = None
+
+
+_ENTRY_KEYS = {"skills", "task", "reference_answer", "success"}
+
+
+def _skills(value: Any, path: str, problems: list[str]) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return tuple(p.strip() for p in value.split(",") if p.strip())
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    problems.append(f"{path}: expected a list of skill names, got {value!r}")
+    return ()
+
+
+def parse_entries(doc: Any, source: str) -> list[SessionEntry]:
+    problems: list[str] = []
+    if not isinstance(doc, Mapping) or not isinstance(doc.get("sessions"), Mapping):
+        raise ConfigError(
+            "expected an object with a 'sessions' mapping: "
+            '{"sessions": {"<session id or glob>": {"skills": [...]}}}',
+            source=source,
+        )
+    entries = []
+    for pattern, body in doc["sessions"].items():
+        path = f"sessions.{pattern}"
+        if not isinstance(body, Mapping):
+            problems.append(f"{path}: expected an object with skills/task/reference_answer")
+            continue
+        entries.append(
+            SessionEntry(
+                pattern=str(pattern),
+                skills=_skills(body.get("skills"), f"{path}.skills", problems),
+                task=body.get("task"),
+                reference_answer=body.get("reference_answer"),
+                success=body.get("success"),
+                extra={k: v for k, v in body.items() if k not in _ENTRY_KEYS},
+            )
+        )
+    if problems:
+        raise ConfigError(problems, source=source)
+    return entries
+
+
+def load_expectations_file(path: str) -> list[SessionEntry]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read expectations file: {exc.strerror}", source=path) from None
+    try:
+        doc = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise ConfigError(f"not valid JSON/YAML: {exc}", source=path) from None
+    return parse_entries(doc, path)
+
+
+def parse_rules(raw: Any, path: str, problems: list[str]) -> list[Rule]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        problems.append(f"{path}: expected a list of rules")
+        return []
+    rules = []
+    for i, item in enumerate(raw):
+        where = f"{path}[{i}]"
+        when = item.get("when") if isinstance(item, Mapping) else None
+        regex = when.get("request_matches") if isinstance(when, Mapping) else None
+        if not isinstance(regex, str):
+            problems.append(f"{where}.when.request_matches: required, a regular expression")
+            continue
+        try:
+            compiled = re.compile(regex, re.IGNORECASE)
+        except re.error as exc:
+            problems.append(f"{where}.when.request_matches: invalid regex {regex!r}: {exc}")
+            continue
+        rules.append(
+            Rule(
+                request_matches=compiled,
+                skills=_skills(item.get("skills"), f"{where}.skills", problems),
+                success=item.get("success"),
+            )
+        )
+    return rules
+
+
+class ExpectationResolver:
+    """Merges the three sources; exact session ids beat globs, all skills are unioned."""
+
+    def __init__(
+        self, entries: Sequence[SessionEntry] = (), rules: Sequence[Rule] = ()
+    ) -> None:
+        self.exact = {e.pattern: e for e in entries if not any(c in e.pattern for c in "*?[")}
+        self.globs = [e for e in entries if e.pattern not in self.exact]
+        self.rules = list(rules)
+
+    def resolve(self, trajectory: Trajectory) -> Expectation:
+        skills: list[str] = []
+        sources: list[str] = []
+        task = reference = None
+        success: Mapping[str, Any] | None = None
+        extra: dict[str, Any] = {}
+
+        def add(names: Sequence[str], source: str) -> None:
+            if names and source not in sources:
+                sources.append(source)
+            for name in names:
+                if name not in skills:
+                    skills.append(name)
+
+        matched = [self.exact[trajectory.session_id]] if trajectory.session_id in self.exact else []
+        matched += [g for g in self.globs if fnmatch.fnmatchcase(trajectory.session_id, g.pattern)]
+        if trajectory.task_id:
+            matched += [g for g in self.globs if g.pattern == f"task:{trajectory.task_id}"]
+        for entry in matched:
+            add(entry.skills, "expectations_file")
+            task = task or entry.task
+            reference = reference or entry.reference_answer
+            success = success or entry.success
+            extra.update(entry.extra)
+        request = trajectory.request or ""
+        for rule in self.rules:
+            if rule.request_matches.search(request):
+                add(rule.skills, "config_rule")
+                success = success or rule.success
+        add(trajectory.expected_skills_attr, "span_attribute")
+        return Expectation(
+            skills=tuple(skills),
+            task=task,
+            reference_answer=reference,
+            success=success,
+            sources=tuple(sources),
+            extra=extra,
+        )

@@ -1,0 +1,61 @@
+"""The ordered list of recognition presets and the whole-session recognition pass."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable, Sequence
+
+from spanjudge import semconv
+from spanjudge.recognition.base import Recogniser, SessionFinaliser
+from spanjudge.spans.record import SpanRecord
+from spanjudge.trajectory.steps import Step
+
+# module name -> class name; tried in this order (most specific first).
+BUILTIN_PRESETS: tuple[tuple[str, str], ...] = (
+    ("spanjudge.recognition.claude_code", "ClaudeCodeRecogniser"),
+    ("spanjudge.recognition.openinference", "OpenInferenceRecogniser"),
+    ("spanjudge.recognition.genai", "GenAIRecogniser"),
+)
+
+
+def is_own_span(span: SpanRecord) -> bool:
+    """Spans spanjudge (or its judges) emitted are never agent activity."""
+    scope = span.scope_name or ""
+    return (
+        scope == semconv.SJ_SCOPE_NAME
+        or scope.startswith(semconv.SJ_SCOPE_NAME + ".")
+        or span.name == semconv.SPAN_EVALUATE
+    )
+
+
+class RecogniserRegistry:
+    """Presets tried in order; the first that claims a span (returns a list) wins."""
+
+    def __init__(self, recognisers: Iterable[Recogniser]) -> None:
+        self.recognisers: list[Recogniser] = list(recognisers)
+
+    @classmethod
+    def default(cls) -> RecogniserRegistry:
+        presets = []
+        for module_name, class_name in BUILTIN_PRESETS:
+            module = importlib.import_module(module_name)
+            presets.append(getattr(module, class_name)())
+        return cls(presets)
+
+    def recognise_span(self, span: SpanRecord) -> list[Step]:
+        if is_own_span(span):
+            return []
+        for recogniser in self.recognisers:
+            steps = recogniser.recognise(span)
+            if steps is not None:
+                return steps
+        return []
+
+    def recognise_session(self, spans: Sequence[SpanRecord]) -> list[Step]:
+        steps: list[Step] = []
+        for span in spans:
+            steps.extend(self.recognise_span(span))
+        for recogniser in self.recognisers:
+            if isinstance(recogniser, SessionFinaliser):
+                steps = recogniser.finalise(steps, spans)
+        return steps

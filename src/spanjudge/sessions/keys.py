@@ -1,0 +1,23 @@
+"""Session key precedence (DESIGN section 3)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from spanjudge import semconv
+from spanjudge.spans.record import SpanRecord
+
+DEFAULT_KEY_ATTRIBUTES: tuple[str, ...] = (semconv.GEN_AI_CONVERSATION_ID, semconv.SESSION_ID)
+TRACE_ID_SOURCE = "trace_id"
+
+
+def session_key(
+    span: SpanRecord, extra_attributes: Sequence[str] = ()
+) -> tuple[str, str] | None:
+    """(key, source attribute) from the span, then its resource; None when neither has one."""
+    for attribute in (*DEFAULT_KEY_ATTRIBUTES, *extra_attributes):
+        for attrs in (span.attributes, span.resource):
+            value = attrs.get(attribute)
+            if value is not None and value != "":
+                return str(value), attribute
+    return None

@@ -1,0 +1,255 @@
+"""Open sessions: grouping spans by session key, de-duplication, and the close policies."""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from spanjudge import semconv
+from spanjudge.sessions.keys import TRACE_ID_SOURCE, session_key
+from spanjudge.spans.record import SpanRecord
+
+CloseReason = Literal[
+    "end_marker", "idle", "max_age", "turn", "end_of_input", "shutdown", "evicted"
+]
+# Reasons after which the session may still have been going: evaluated, marked incomplete.
+INCOMPLETE_REASONS = frozenset({"shutdown", "evicted", "max_age"})
+_MAX_TRACE_KEYS = 200_000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClosePolicy:
+    """When sessions close. Times are seconds on the store's clock."""
+
+    idle_timeout_s: float = 900.0
+    max_age_s: float | None = 6 * 3600.0
+    end_grace_s: float = 2.0
+    per_turn: bool = False
+    turn_grace_s: float = 2.0
+    max_open_bytes: int = 256 * 1024 * 1024
+    max_open_sessions: int = 100_000
+    # closed sessions kept so a late span can re-open them with their earlier spans
+    keep_closed_sessions: int = 1_000
+    key_attributes: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class OpenSession:
+    key: str
+    key_source: str
+    revision: int
+    first_seen: float
+    last_seen: float
+    spans: list[SpanRecord] = field(default_factory=list)
+    seen: set[tuple[str, str]] = field(default_factory=set)
+    size_bytes: int = 0
+    close_at: float | None = None
+    close_reason: CloseReason | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClosedSession:
+    key: str
+    key_source: str
+    revision: int
+    reason: CloseReason
+    spans: tuple[SpanRecord, ...]
+
+    @property
+    def complete(self) -> bool:
+        return self.reason not in INCOMPLETE_REASONS
+
+
+def estimate_size(span: SpanRecord) -> int:
+    """A cheap upper-bound-ish estimate of a span's retained bytes (for the memory budget)."""
+    size = 400
+    for key, value in span.attributes.items():
+        size += 64 + len(key) + (len(value) if isinstance(value, str) else 16)
+    for event in span.events:
+        size += 120
+        for key, value in event.attributes.items():
+            size += 64 + len(key) + (len(value) if isinstance(value, str) else 16)
+    return size
+
+
+class SessionStore:
+    """Groups spans into sessions and decides when each closes.
+
+    Not thread-safe: one owner (the processor's worker, the sidecar's pipeline) calls it.
+    ``clock`` is injectable; offline runs use event time (the latest span end seen).
+    """
+
+    def __init__(
+        self,
+        policy: ClosePolicy | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.policy = policy or ClosePolicy()
+        self.clock = clock
+        self.open: OrderedDict[str, OpenSession] = OrderedDict()
+        self._trace_key: dict[str, str] = {}
+        self._pending: dict[str, list[SpanRecord]] = {}  # spans of traces with no key yet
+        self._pending_since: dict[str, float] = {}
+        self._closed: OrderedDict[str, tuple[int, tuple[SpanRecord, ...]]] = OrderedDict()
+        self.open_bytes = 0
+        self.duplicates = 0
+        self.reopened = 0
+        self.evicted = 0
+
+    # --- intake ---
+
+    def add(self, span: SpanRecord) -> None:
+        now = self.clock()
+        found = session_key(span, self.policy.key_attributes)
+        if found is None:
+            key = self._trace_key.get(span.trace_id)
+            if key is None:
+                self._pending.setdefault(span.trace_id, []).append(span)
+                self._pending_since.setdefault(span.trace_id, now)
+                return
+            self._append(key, "", span, now)
+            return
+        key, source = found
+        self._trace_key.setdefault(span.trace_id, key)
+        if len(self._trace_key) > _MAX_TRACE_KEYS:
+            # Oldest traces first (insertion order); their sessions are long closed.
+            for old in list(self._trace_key)[: _MAX_TRACE_KEYS // 4]:
+                del self._trace_key[old]
+        self._append(key, source, span, now)
+        waiting = self._pending.pop(span.trace_id, None)
+        self._pending_since.pop(span.trace_id, None)
+        if waiting and self._trace_key[span.trace_id] == key:
+            for earlier in waiting:
+                self._append(key, source, earlier, now)
+
+    def add_all(self, spans: Iterable[SpanRecord]) -> None:
+        for span in spans:
+            self.add(span)
+
+    def _append(self, key: str, source: str, span: SpanRecord, now: float) -> None:
+        session = self.open.get(key)
+        if session is None:
+            revision = 1
+            earlier: tuple[SpanRecord, ...] = ()
+            closed = self._closed.pop(key, None)
+            if closed is not None:
+                revision, earlier = closed[0] + 1, closed[1]
+                self.reopened += 1
+            session = OpenSession(
+                key=key, key_source=source, revision=revision, first_seen=now, last_seen=now
+            )
+            self.open[key] = session
+            for old in earlier:
+                self._retain(session, old)
+        elif source and not session.key_source:
+            session.key_source = source
+        if not self._retain(session, span):
+            self.duplicates += 1
+            return
+        session.last_seen = now
+        if span.attributes.get(semconv.SJ_SESSION_END) in (True, "true", "True", 1):
+            session.close_at = now + self.policy.end_grace_s
+            session.close_reason = "end_marker"
+        elif self.policy.per_turn and span.parent_span_id is None:
+            session.close_at = now + self.policy.turn_grace_s
+            session.close_reason = "turn"
+
+    def _retain(self, session: OpenSession, span: SpanRecord) -> bool:
+        ident = (span.trace_id, span.span_id)
+        if ident in session.seen:
+            return False
+        session.seen.add(ident)
+        session.spans.append(span)
+        size = estimate_size(span)
+        session.size_bytes += size
+        self.open_bytes += size
+        return True
+
+    # --- closing ---
+
+    def due(self) -> list[ClosedSession]:
+        """Sessions whose close policy has fired, plus evictions over the memory budget."""
+        now = self.clock()
+        policy = self.policy
+        ready: list[ClosedSession] = []
+        for key in list(self.open):
+            session = self.open[key]
+            reason: CloseReason | None = None
+            if session.close_at is not None and now >= session.close_at:
+                reason = session.close_reason
+            elif now - session.last_seen >= policy.idle_timeout_s:
+                reason = "idle"
+            elif policy.max_age_s is not None and now - session.first_seen >= policy.max_age_s:
+                reason = "max_age"
+            if reason is not None:
+                ready.append(self._close(key, reason))
+        for trace_id in [t for t, s in self._pending_since.items() if now - s >= policy.idle_timeout_s]:
+            ready.extend(self._close_pending(trace_id, "idle"))
+        ready.extend(self._evict_over_budget())
+        return ready
+
+    def _evict_over_budget(self) -> list[ClosedSession]:
+        out = []
+        while self.open and (
+            self.open_bytes > self.policy.max_open_bytes
+            or len(self.open) > self.policy.max_open_sessions
+        ):
+            oldest = next(iter(self.open))
+            out.append(self._close(oldest, "evicted"))
+            self.evicted += 1
+        return out
+
+    def close_all(self, reason: CloseReason) -> list[ClosedSession]:
+        """End of input or shutdown: every open session and every key-less trace."""
+        out = [self._close(key, reason) for key in list(self.open)]
+        for trace_id in list(self._pending):
+            out.extend(self._close_pending(trace_id, reason))
+        return out
+
+    def close_key(self, key: str, reason: CloseReason) -> ClosedSession | None:
+        return self._close(key, reason) if key in self.open else None
+
+    def _close_pending(self, trace_id: str, reason: CloseReason) -> list[ClosedSession]:
+        spans = self._pending.pop(trace_id, [])
+        self._pending_since.pop(trace_id, None)
+        if not spans:
+            return []
+        now = self.clock()
+        for span in spans:
+            self._append(trace_id, TRACE_ID_SOURCE, span, now)
+        self._trace_key[trace_id] = trace_id
+        return [self._close(trace_id, reason)]
+
+    def _close(self, key: str, reason: CloseReason) -> ClosedSession:
+        session = self.open.pop(key)
+        self.open_bytes -= session.size_bytes
+        spans = tuple(session.spans)
+        self._closed[key] = (session.revision, spans)
+        while len(self._closed) > self.policy.keep_closed_sessions:
+            self._closed.popitem(last=False)
+        for trace_id in {s.trace_id for s in spans}:
+            if self._trace_key.get(trace_id) == key and reason in ("end_of_input", "shutdown"):
+                self._trace_key.pop(trace_id, None)
+        return ClosedSession(
+            key=key,
+            key_source=session.key_source or TRACE_ID_SOURCE,
+            revision=session.revision,
+            reason=reason,
+            spans=spans,
+        )
+
+    def forget_closed(self) -> None:
+        """Offline streaming: drop closed-session spans once nothing can re-open them."""
+        self._closed.clear()
+
+    @property
+    def open_span_count(self) -> int:
+        return sum(len(s.spans) for s in self.open.values()) + sum(
+            len(v) for v in self._pending.values()
+        )
+
+    def open_keys(self) -> Sequence[str]:
+        return list(self.open)

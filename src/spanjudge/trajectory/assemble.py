@@ -1,0 +1,243 @@
+"""Session spans + recognised steps -> `Trajectory` (turns, ordering, final answer, stats)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from spanjudge import semconv
+from spanjudge.spans.record import SpanRecord
+from spanjudge.trajectory.effects import DEFAULT_EFFECT_MAP, EffectMap
+from spanjudge.trajectory.model import SkillLoad, Trajectory, Turn
+from spanjudge.trajectory.stats import compute_stats
+from spanjudge.trajectory.steps import CatalogueEntry, Step
+
+_STOP_REASONS = frozenset({"stop", "end_turn", "complete", "completed", "finish", "eos"})
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class SessionMeta:
+    """What session assembly knows about a session besides its spans."""
+
+    session_id: str
+    key_source: str
+    complete: bool
+    revision: int = 1
+    close_reason: str = "end_of_input"
+
+
+def _root_turns(steps: Sequence[Step], spans_by_id: Mapping[str, SpanRecord]) -> list[Step]:
+    turn_spans = {s.span_id for s in steps if s.kind == "agent_turn"}
+    roots = []
+    for step in steps:
+        if step.kind != "agent_turn":
+            continue
+        parent = step.parent_span_id
+        nested = False
+        seen = 0
+        while parent is not None and seen < 256:  # bounded: cyclic parents must not hang us
+            if parent in turn_spans:
+                nested = True
+                break
+            parent_span = spans_by_id.get(parent)
+            parent = parent_span.parent_span_id if parent_span else None
+            seen += 1
+        if not nested:
+            roots.append(step)
+    return roots
+
+
+def _turn_of(
+    step: Step,
+    root_ids: Mapping[str, int],
+    roots: Sequence[Step],
+    spans_by_id: Mapping[str, SpanRecord],
+) -> int:
+    span_id: str | None = step.span_id
+    seen = 0
+    while span_id is not None and seen < 256:
+        if span_id in root_ids:
+            return root_ids[span_id]
+        span = spans_by_id.get(span_id)
+        span_id = span.parent_span_id if span else None
+        seen += 1
+    # Outside every turn span: the last turn that started before it.
+    index = 0
+    for i, root in enumerate(roots):
+        if root.start_unix_nano <= step.start_unix_nano:
+            index = i
+    return index
+
+
+def _str_list(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            try:
+                decoded = json.loads(text)
+            except ValueError:
+                decoded = None
+            if isinstance(decoded, list):
+                return tuple(str(v).strip() for v in decoded if str(v).strip())
+        return tuple(p.strip() for p in text.split(",") if p.strip())
+    if isinstance(value, tuple):
+        return tuple(str(v).strip() for v in value if str(v).strip())
+    return ()
+
+
+def _terminal_state(spans: Sequence[SpanRecord]) -> Mapping[str, Any] | None:
+    state = None
+    for span in spans:
+        candidates = [span.attributes.get(semconv.SJ_TERMINAL_STATE)]
+        candidates += [
+            ev.attributes.get(semconv.SJ_TERMINAL_STATE)
+            for ev in span.events
+            if ev.name == semconv.SJ_TERMINAL_STATE or semconv.SJ_TERMINAL_STATE in ev.attributes
+        ]
+        for raw in candidates:
+            if isinstance(raw, str):
+                try:
+                    decoded = json.loads(raw)
+                except ValueError:
+                    continue
+                if isinstance(decoded, dict):
+                    state = decoded
+            elif isinstance(raw, dict):
+                state = raw
+    return state
+
+
+def _derive_final_answers(steps: list[Step]) -> list[Step]:
+    """Turns without an explicit final answer take their last model output with a stop reason."""
+    has_answer = {s.turn for s in steps if s.kind == "final_answer" and s.text}
+    last_stop: dict[int, Step] = {}
+    for step in steps:
+        if (
+            step.kind == "model_call"
+            and step.text
+            and (step.finish_reason or "stop").lower() in _STOP_REASONS
+        ):
+            last_stop[step.turn] = step
+    extra = [
+        dataclasses.replace(step, kind="final_answer", name="final_answer", seq=step.seq + 1)
+        for turn, step in last_stop.items()
+        if turn not in has_answer
+    ]
+    return steps + extra
+
+
+def assemble(
+    meta: SessionMeta,
+    spans: Sequence[SpanRecord],
+    steps: Sequence[Step],
+    *,
+    effects: EffectMap = DEFAULT_EFFECT_MAP,
+) -> Trajectory:
+    """Order steps, number turns, pick final answers and compute statistics."""
+    order = {(s.trace_id, s.span_id): i for i, s in enumerate(spans)}
+    spans_by_id = {s.span_id: s for s in spans}
+    ordered = sorted(
+        steps,
+        key=lambda s: (s.start_unix_nano, order.get((s.trace_id, s.span_id), 0), s.seq),
+    )
+    roots = _root_turns(ordered, spans_by_id)
+    root_ids = {r.span_id: i for i, r in enumerate(roots)}
+    numbered = [
+        dataclasses.replace(s, turn=_turn_of(s, root_ids, roots, spans_by_id)) for s in ordered
+    ]
+    numbered = _derive_final_answers(numbered)
+    numbered.sort(
+        key=lambda s: (s.start_unix_nano, order.get((s.trace_id, s.span_id), 0), s.seq)
+    )
+    answers: dict[int, str] = {}
+    for step in numbered:
+        if step.kind == "final_answer" and step.text:
+            answers[step.turn] = step.text.strip()
+    turns = tuple(
+        Turn(
+            index=i,
+            span_id=r.span_id,
+            trace_id=r.trace_id,
+            request=r.text,
+            final_answer=answers.get(i),
+            agent_name=r.agent_name,
+            start_unix_nano=r.start_unix_nano,
+            end_unix_nano=r.end_unix_nano,
+        )
+        for i, r in enumerate(roots)
+    )
+    skill_loads = tuple(
+        SkillLoad(
+            skill=s.skill or "",
+            status=s.skill_status or "unresolved",
+            span_id=s.span_id,
+            tool_name=s.name,
+            body=s.skill_body,
+            error=s.error,
+            turn=s.turn,
+            tool_call_id=s.tool_call_id,
+        )
+        for s in numbered
+        if s.kind == "skill_load"
+    )
+    catalogue: dict[str, CatalogueEntry] = {}
+    schemas: dict[str, Any] = {}
+    for step in numbered:
+        for entry in step.catalogue:
+            known = catalogue.get(entry.name)
+            if known is None or (not known.description and entry.description):
+                catalogue[entry.name] = entry
+        schemas.update(step.tool_schemas)
+    stats, retried, undone = compute_stats(numbered, spans, len(turns), effects)
+    final_answer = None
+    if turns:
+        final_answer = turns[-1].final_answer
+    elif answers:
+        final_answer = answers[max(answers)]
+    expected: list[str] = []
+    task_id = run_seed = agent_name = None
+    for span in spans:
+        for skill in _str_list(span.attr(semconv.SJ_EXPECTED_SKILLS)):
+            if skill not in expected:
+                expected.append(skill)
+        task_id = task_id or _opt_str(span.attr(semconv.SJ_TASK_ID))
+        run_seed = run_seed or _opt_str(span.attr(semconv.SJ_RUN_SEED))
+        agent_name = agent_name or _opt_str(span.attributes.get(semconv.GEN_AI_AGENT_NAME))
+    if turns and turns[0].agent_name:
+        agent_name = turns[0].agent_name
+    return Trajectory(
+        session_id=meta.session_id,
+        session_key_source=meta.key_source,
+        complete=meta.complete,
+        revision=meta.revision,
+        close_reason=meta.close_reason,
+        trace_ids=tuple(dict.fromkeys(s.trace_id for s in sorted(spans, key=_start))),
+        turns=turns,
+        steps=tuple(numbered),
+        skill_loads=skill_loads,
+        catalogue=tuple(catalogue.values()),
+        final_answer=final_answer,
+        stats=stats,
+        agent_name=agent_name,
+        task_id=task_id,
+        run_seed=run_seed,
+        expected_skills_attr=tuple(expected),
+        terminal_state=_terminal_state(spans),
+        tool_schemas=schemas,
+        span_count=len(spans),
+        truncated_values=sum(s.truncated for s in spans),
+        retry_span_ids=tuple(s.span_id for s in retried),
+        backtrack_span_ids=tuple(s.span_id for s in undone),
+    )
+
+
+def _start(span: SpanRecord) -> int:
+    return span.start_unix_nano
+
+
+def _opt_str(value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    return str(value)

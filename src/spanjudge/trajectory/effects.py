@@ -1,0 +1,61 @@
+"""What a tool call does to the world: its effect class and the resource it touches.
+
+Used for backtracks (DESIGN section 4) and by the `side_effects` evaluator. Defaults go by
+tool-name pattern; configuration can override any tool.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Effect = Literal["read", "create", "modify", "delete", "external"]
+EFFECTS: tuple[Effect, ...] = ("read", "create", "modify", "delete", "external")
+
+# Checked in order; the first pattern that matches the tool name (case-insensitive) wins.
+DEFAULT_EFFECT_PATTERNS: tuple[tuple[str, Effect], ...] = (
+    (r"(^|_)(delete|remove|rm|unlink|drop|destroy|purge|truncate)(_|$)", "delete"),
+    (r"(^|_)(create|mkdir|insert|add|new|open_ticket|touch|upload)(_|$)|^create_", "create"),
+    (r"(^|_)(write|save|put|store|append)(_|$)|^write$|^Write$", "create"),
+    (r"(^|_)(update|edit|modify|patch|replace|set|rename|move|mv)(_|$)|^(Edit|MultiEdit)$", "modify"),
+    (r"(^|_)(send|post|email|notify|publish|deploy|http|fetch_url|webhook|pay)(_|$)", "external"),
+    (r"(^|_)(read|get|list|search|find|query|view|cat|ls|grep|glob|load|fetch|calculate)(_|$)"
+     r"|^(Read|Glob|Grep|LS)$", "read"),
+)
+RESOURCE_ARGS: tuple[str, ...] = ("path", "file_path", "filename", "file", "key", "id")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EffectMap:
+    """Effect per tool: explicit overrides first, then the default patterns."""
+
+    overrides: Mapping[str, Effect] = field(default_factory=dict)
+    patterns: tuple[tuple[str, Effect], ...] = DEFAULT_EFFECT_PATTERNS
+    resource_args: tuple[str, ...] = RESOURCE_ARGS
+
+    def effect(self, tool_name: str) -> Effect | None:
+        if tool_name in self.overrides:
+            return self.overrides[tool_name]
+        lowered = tool_name.lower()
+        for pattern, effect in self.patterns:
+            if re.search(pattern, lowered) or re.search(pattern, tool_name):
+                return effect
+        return None
+
+    def resource(self, arguments: Any) -> str | None:
+        """The path-like argument a call acts on, normalised (`./out/a` and `out/a` agree)."""
+        if not isinstance(arguments, Mapping):
+            return None
+        for key in self.resource_args:
+            value = arguments.get(key)
+            if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value):
+                text = str(value).strip()
+                while text.startswith("./"):
+                    text = text[2:]
+                return text
+        return None
+
+
+DEFAULT_EFFECT_MAP = EffectMap()
