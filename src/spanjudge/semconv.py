@@ -118,3 +118,58 @@ CC_INTERACTION = "claude_code.interaction"
 CC_TOOL = "claude_code.tool"
 CC_TOOL_NAME = "tool_name"
 CC_SKILL_ACTIVATED = "claude_code.skill_activated"
+
+# --- OpenInference, more (read) [openinference helper] ---
+OI_TOOL_CALL_ID = "tool_call.id"
+OI_LLM_TOKEN_TOTAL = "llm.token_count.total"
+OI_EXCEPTION_EVENT = "exception"
+OI_EXCEPTION_TYPE = "exception.type"
+OI_EXCEPTION_MESSAGE = "exception.message"
+# LangChain run metadata keys inside the OpenInference `metadata` JSON attribute
+LC_META_GRAPH_NODE = "langgraph_node"
+LC_META_THREAD_ID = "thread_id"
+LC_META_AGENT_NAME = "lc_agent_name"
+
+# --- GenAI / Strands, more (read) [strands helper] ---
+GEN_AI_SYSTEM = "gen_ai.system"
+GEN_AI_PROVIDER_NAME = "gen_ai.provider.name"
+GEN_AI_USAGE_TOTAL_TOKENS = "gen_ai.usage.total_tokens"
+GEN_AI_SKILL_DESCRIPTION = "gen_ai.skill.description"
+GEN_AI_SKILL_RESOURCE_NAME = "gen_ai.skill.resource.name"  # ADK: resource reads and skill scripts
+GEN_AI_SKILL_SOURCE_URI = "gen_ai.skill.source.uri"
+GEN_AI_WORKFLOW_NAME = "gen_ai.workflow.name"
+OP_EXECUTE_EVENT_LOOP_CYCLE = "execute_event_loop_cycle"  # Strands: claimed, no steps
+EV_EXCEPTION = "exception"
+EXCEPTION_MESSAGE = "exception.message"
+EXCEPTION_TYPE = "exception.type"
+
+# --- Claude Code, more (read) [claude_code helper] ---
+CC_SPAN_PREFIX = "claude_code."
+CC_LLM_REQUEST = "claude_code.llm_request"
+CC_TOOL_EXECUTION = "claude_code.tool.execution"
+CC_USER_PROMPT = "user_prompt"
+CC_SKILL_NAME = "skill_name"
+CC_TOOL_USE_ID = "tool_use_id"
+CC_TOOL_INPUT = "tool_input"
+CC_SUCCESS = "success"
+CC_ERROR = "error"
+CC_MODEL = "model"
+CC_STOP_REASON = "stop_reason"
+CC_INPUT_TOKENS = "input_tokens"
+CC_OUTPUT_TOKENS = "output_tokens"
+CC_CACHE_READ_TOKENS = "cache_read_tokens"
+CC_CACHE_CREATION_TOKENS = "cache_creation_tokens"
+CC_AGENT_ID = "agent_id"
+# detailed beta tracing (ENABLE_BETA_TRACING_DETAILED): content attributes
+CC_NEW_CONTEXT = "new_context"
+CC_MODEL_OUTPUT = "response.model_output"
+CC_SYSTEM_REMINDERS = "system_reminders"
+CC_SKILL_BODY_MARKER = "Base directory for this skill:"
+
+# --- processor (helper: processor) ---
+M_INTERNAL_ERRORS = "spanjudge.internal_errors"
+DROP_QUEUE_FULL = "queue_full"
+DROP_INVALID = "invalid_span"
+SESSION_STATE_EVALUATED = "evaluated"
+SESSION_STATE_INCOMPLETE = "incomplete"
+SESSION_STATE_EVICTED = "evicted"

@@ -6,7 +6,7 @@ import gzip
 import json
 import struct
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -37,14 +37,19 @@ def _open_text(path: str) -> IO[str]:
     return open(path, encoding="utf-8")  # noqa: SIM115 - closed by the caller's generator
 
 
-def read_input(path: str, limits: Limits = DEFAULT_LIMITS) -> Iterator[Chunk]:
-    """Yield decoded chunks; unreadable files and undecodable lines raise `InputError`."""
+def read_input(
+    path: str,
+    limits: Limits = DEFAULT_LIMITS,
+    on_error: Callable[[InputError], None] | None = None,
+) -> Iterator[Chunk]:
+    """Yield decoded chunks. Unreadable files raise `InputError`; so do undecodable lines,
+    unless ``on_error`` is given, which then receives the error and reading continues."""
     if path != "-" and not Path(path).exists():
         raise InputError("no such file", file=path)
     if path != "-" and Path(path).is_dir():
         raise InputError("is a directory, expected an OTLP JSON lines or .pb file", file=path)
     if path.endswith(".pb") or path.endswith(".binpb"):
-        yield from _read_protobuf(path, limits)
+        yield from _read_protobuf(path, limits, on_error)
         return
     try:
         handle = _open_text(path)
@@ -59,9 +64,13 @@ def read_input(path: str, limits: Limits = DEFAULT_LIMITS) -> Iterator[Chunk]:
                 doc = json.loads(stripped)
             except json.JSONDecodeError as exc:
                 hint = " (truncated line?)" if not stripped.endswith("}") else ""
-                raise InputError(
+                error = InputError(
                     f"invalid JSON at column {exc.colno}: {exc.msg}{hint}", file=path, line=lineno
-                ) from None
+                )
+                if on_error is None:
+                    raise error from None
+                on_error(error)
+                continue
             spans, problems = decode_json_document(doc, limits)
             yield Chunk(path, lineno, spans, problems, len(line))
     except UnicodeDecodeError:
@@ -73,7 +82,9 @@ def read_input(path: str, limits: Limits = DEFAULT_LIMITS) -> Iterator[Chunk]:
             handle.close()
 
 
-def _read_protobuf(path: str, limits: Limits) -> Iterator[Chunk]:
+def _read_protobuf(
+    path: str, limits: Limits, on_error: Callable[[InputError], None] | None
+) -> Iterator[Chunk]:
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
@@ -83,7 +94,11 @@ def _read_protobuf(path: str, limits: Limits) -> Iterator[Chunk]:
         try:
             request = parse_request(message)
         except ValueError as exc:
-            raise InputError(str(exc), file=path, line=index) from None
+            error = InputError(str(exc), file=path, line=index)
+            if on_error is None:
+                raise error from None
+            on_error(error)
+            continue
         spans, problems = decode_request(request, limits)
         yield Chunk(path, index, spans, problems, len(message))
 

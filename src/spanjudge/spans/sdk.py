@@ -97,7 +97,7 @@ def span_from_sdk(span: ReadableSpan, limits: Limits = DEFAULT_LIMITS) -> SpanRe
             for link in span.links
         ),
         resource=_resource_attrs(span, limits),
-        scope_name=scope.name if scope else None,
-        scope_version=scope.version if scope else None,
+        scope_name=(scope.name or None) if scope else None,
+        scope_version=(scope.version or None) if scope else None,
         truncated=cuts,
     )

@@ -1,0 +1,50 @@
+"""JUnit XML: one testsuite per session, one testcase per verdict (CI systems show them)."""
+
+from __future__ import annotations
+
+from typing import Any, TextIO
+from xml.sax.saxutils import escape, quoteattr
+
+from spanjudge.engine import SessionResult
+from spanjudge.emit.summary import Summary
+
+
+class JunitWriter:
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+
+    def begin(self) -> None:
+        self.out.write('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name="spanjudge">\n')
+
+    def session(self, result: SessionResult) -> None:
+        t = result.trajectory
+        fails = sum(1 for v in result.verdicts if v.outcome == "fail")
+        skipped = sum(1 for v in result.verdicts if v.outcome == "not_evaluated")
+        self.out.write(
+            f"  <testsuite name={quoteattr(t.session_id)} tests=\"{len(result.verdicts)}\" "
+            f'failures="{fails}" errors="0" skipped="{skipped}" '
+            f'time="{t.stats.duration_s:.3f}">\n'
+        )
+        for v in result.verdicts:
+            target = v.target.skill or v.target.tool_call_id or (
+                f"turn {v.target.turn}" if v.target.turn is not None else "session"
+            )
+            name = f"{v.evaluator}[{target}]"
+            score = "" if v.score is None else f" score={v.score:g}"
+            self.out.write(
+                f"    <testcase classname={quoteattr('spanjudge.' + v.evaluator)} "
+                f"name={quoteattr(name)}>"
+            )
+            if v.outcome == "fail":
+                self.out.write(
+                    f"<failure message={quoteattr(v.label + score)} type={quoteattr(v.label)}>"
+                    f"{escape(v.explanation)}</failure>"
+                )
+            elif v.outcome == "not_evaluated":
+                self.out.write(f"<skipped message={quoteattr(f'{v.reason}: {v.explanation}')}/>")
+            self.out.write(f"<system-out>{escape(v.explanation)} (judge: {escape(v.judge)})</system-out>")
+            self.out.write("</testcase>\n")
+        self.out.write("  </testsuite>\n")
+
+    def end(self, summary: Summary, input_report: dict[str, Any]) -> None:
+        self.out.write("</testsuites>\n")

@@ -1,0 +1,220 @@
+"""Verdicts and sessions as OpenTelemetry metrics, plus spanjudge's own telemetry (DESIGN 8).
+
+Add `score_views()` to your `MeterProvider` so that `spanjudge.score` uses the buckets
+0, .25, .5, .75, 1 on every SDK version (recent SDKs also honour the advisory set here):
+
+    MeterProvider(metric_readers=[reader], views=score_views())
+
+Label values are bounded: a skill name outside the session's catalogue, its expectations and the
+configured `labels.skills` is reported as `other`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from opentelemetry import metrics
+from opentelemetry.metrics import CallbackOptions, Observation
+from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
+
+from spanjudge import semconv
+from spanjudge.emit.report import spanjudge_version
+from spanjudge.engine import SessionResult
+
+OTHER = "other"
+UNKNOWN_AGENT = "unknown"
+_TOOL_CALL_BUCKETS = (0.0, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0)
+_TOKEN_BUCKETS = (0.0, 100.0, 1_000.0, 5_000.0, 10_000.0, 50_000.0, 100_000.0, 500_000.0, 1e6)
+_DURATION_BUCKETS = (0.0, 1.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0)
+_EVAL_DURATION_BUCKETS = (0.0, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0, 120.0)
+
+
+def score_views() -> list[View]:
+    """Views to add to a `MeterProvider`: `spanjudge.score` buckets 0, .25, .5, .75, 1."""
+    return [
+        View(
+            instrument_name=semconv.M_SCORE,
+            aggregation=ExplicitBucketHistogramAggregation(boundaries=semconv.SCORE_BUCKETS),
+        )
+    ]
+
+
+def _meter(meter_provider: Any) -> metrics.Meter:
+    provider = meter_provider or metrics.get_meter_provider()
+    meter: metrics.Meter = provider.get_meter(semconv.SJ_SCOPE_NAME, spanjudge_version())
+    return meter
+
+
+def _norm(name: str) -> str:
+    return name.strip().lower()
+
+
+class SkillLabels:
+    """Bounds `gen_ai.skill.name` label values: known names pass, anything else is `other`."""
+
+    def __init__(self, configured: Iterable[str] = ()) -> None:
+        self.configured = frozenset(_norm(s) for s in configured if s.strip())
+
+    def for_session(self, result: SessionResult) -> Callable[[str], str]:
+        allowed = set(self.configured)
+        allowed.update(_norm(s) for s in result.expectation.skills)
+        allowed.update(_norm(entry.name) for entry in result.trajectory.catalogue)
+
+        def label(skill: str) -> str:
+            name = _norm(skill)
+            return name if name and name in allowed else OTHER
+
+        return label
+
+
+class MetricsSink:
+    """Counts verdicts and records per-session trajectory statistics (DESIGN 8 table).
+
+    `spanjudge.sessions` is counted by `SelfTelemetry.session_closed`, once per closed session,
+    including sessions whose evaluation failed.
+    """
+
+    def __init__(self, meter_provider: Any = None, label_skills: Sequence[str] = ()) -> None:
+        meter = _meter(meter_provider)
+        self._labels = SkillLabels(label_skills)
+        self.verdicts = meter.create_counter(
+            semconv.M_VERDICTS, unit="1", description="Verdicts by evaluator and outcome"
+        )
+        self.score = meter.create_histogram(
+            semconv.M_SCORE,
+            unit="1",
+            description="Verdict scores (not_evaluated verdicts have none and are not recorded)",
+            explicit_bucket_boundaries_advisory=list(semconv.SCORE_BUCKETS),
+        )
+        self.skill_expected = meter.create_counter(
+            semconv.M_SKILL_EXPECTED, unit="1", description="Skills a session was required to load"
+        )
+        self.skill_observed = meter.create_counter(
+            semconv.M_SKILL_OBSERVED, unit="1", description="Skills a session loaded successfully"
+        )
+        self.tool_calls = meter.create_histogram(
+            semconv.M_SESSION_TOOL_CALLS,
+            unit="1",
+            description="Tool calls per session (skill loads excluded)",
+            explicit_bucket_boundaries_advisory=list(_TOOL_CALL_BUCKETS),
+        )
+        self.tokens = meter.create_histogram(
+            semconv.M_SESSION_TOKENS,
+            unit="1",
+            description="Model tokens per session by gen_ai.token.type",
+            explicit_bucket_boundaries_advisory=list(_TOKEN_BUCKETS),
+        )
+        self.duration = meter.create_histogram(
+            semconv.M_SESSION_DURATION,
+            unit="s",
+            description="Session duration, first span start to last span end",
+            explicit_bucket_boundaries_advisory=list(_DURATION_BUCKETS),
+        )
+        self.retries = meter.create_counter(
+            semconv.M_SESSION_RETRIES, unit="1", description="Retried tool calls and skill loads"
+        )
+        self.backtracks = meter.create_counter(
+            semconv.M_SESSION_BACKTRACKS, unit="1", description="Calls that undid earlier effects"
+        )
+
+    def emit(self, result: SessionResult) -> None:
+        trajectory = result.trajectory
+        agent = trajectory.agent_name or UNKNOWN_AGENT
+        skill_label = self._labels.for_session(result)
+        agent_attrs = {semconv.GEN_AI_AGENT_NAME: agent}
+        for verdict in result.verdicts:
+            attrs = {
+                semconv.GEN_AI_EVALUATION_NAME: verdict.evaluator,
+                semconv.SJ_OUTCOME: verdict.outcome,
+                semconv.GEN_AI_AGENT_NAME: agent,
+            }
+            if verdict.target.skill:
+                attrs[semconv.GEN_AI_SKILL_NAME] = skill_label(verdict.target.skill)
+            self.verdicts.add(1, attrs)
+            if verdict.score is not None:
+                self.score.record(
+                    verdict.score,
+                    {semconv.GEN_AI_EVALUATION_NAME: verdict.evaluator, **agent_attrs},
+                )
+        for skill in dict.fromkeys(_norm(s) for s in result.expectation.skills):
+            self.skill_expected.add(1, {**agent_attrs, semconv.GEN_AI_SKILL_NAME: skill_label(skill)})
+        loaded = dict.fromkeys(
+            _norm(load.skill) for load in trajectory.skill_loads if load.status == "loaded"
+        )
+        for skill in loaded:
+            self.skill_observed.add(1, {**agent_attrs, semconv.GEN_AI_SKILL_NAME: skill_label(skill)})
+        stats = trajectory.stats
+        self.tool_calls.record(stats.tool_calls, agent_attrs)
+        for token_type, count in (("input", stats.input_tokens), ("output", stats.output_tokens)):
+            if count is not None:
+                self.tokens.record(count, {**agent_attrs, semconv.GEN_AI_TOKEN_TYPE: token_type})
+        self.duration.record(stats.duration_s, agent_attrs)
+        self.retries.add(stats.retries, agent_attrs)
+        self.backtracks.add(stats.backtracks, agent_attrs)
+
+    def flush(self, timeout_s: float) -> bool:
+        # Metric readers collect on their own schedule (or on scrape); nothing is buffered here.
+        return True
+
+    def shutdown(self) -> None:
+        """Nothing to release: the meter provider belongs to the user."""
+
+
+class SelfTelemetry:
+    """spanjudge's own health: spans in and dropped, open sessions, evaluation time, closes."""
+
+    def __init__(self, meter_provider: Any = None) -> None:
+        meter = _meter(meter_provider)
+        self._open_fn: Callable[[], int] | None = None
+        self._lock = threading.Lock()
+        self._received = meter.create_counter(
+            semconv.M_SPANS_RECEIVED, unit="1", description="Spans handed to spanjudge"
+        )
+        self._dropped = meter.create_counter(
+            semconv.M_SPANS_DROPPED, unit="1", description="Spans not evaluated, by reason"
+        )
+        self._sessions = meter.create_counter(
+            semconv.M_SESSIONS, unit="1", description="Closed sessions by spanjudge.session.state"
+        )
+        self._eval_duration = meter.create_histogram(
+            semconv.M_EVALUATION_DURATION,
+            unit="s",
+            description="Time to evaluate one session",
+            explicit_bucket_boundaries_advisory=list(_EVAL_DURATION_BUCKETS),
+        )
+        self._internal = meter.create_counter(
+            semconv.M_INTERNAL_ERRORS, unit="1", description="Internal errors caught by spanjudge"
+        )
+        meter.create_observable_gauge(
+            semconv.M_SESSIONS_OPEN,
+            callbacks=[self._observe_open],
+            unit="1",
+            description="Sessions currently open",
+        )
+
+    def _observe_open(self, options: CallbackOptions) -> Iterable[Observation]:
+        fn = self._open_fn
+        return [Observation(fn())] if fn is not None else []
+
+    def set_open_sessions_callback(self, fn: Callable[[], int]) -> None:
+        self._open_fn = fn
+
+    def spans_received(self, n: int) -> None:
+        if n:
+            self._received.add(n)
+
+    def spans_dropped(self, n: int, reason: str) -> None:
+        if n:
+            self._dropped.add(n, {semconv.DROP_REASON: reason})
+
+    def evaluation_duration(self, seconds: float) -> None:
+        self._eval_duration.record(max(0.0, seconds))
+
+    def session_closed(self, state: str) -> None:
+        """`state`: evaluated, incomplete or evicted (`spanjudge.session.state`)."""
+        self._sessions.add(1, {semconv.SJ_SESSION_STATE: state})
+
+    def internal_error(self, where: str) -> None:
+        self._internal.add(1, {"where": where})

@@ -1,0 +1,196 @@
+"""Verdicts as OTLP: the `spanjudge.evaluate` span with one event per verdict, and log records.
+
+DESIGN section 8 (Contract). Ended agent spans are immutable, so verdicts go on a new carrier
+span in the session's trace, parented to the last turn's root span and linked to the other
+turns. The same verdicts are emitted as log records named `gen_ai.evaluation.result` that carry
+the evaluated span's trace and span ids (OTel Logs API), so log backends can join them to traces.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from opentelemetry import _logs, trace
+from opentelemetry._logs import SeverityNumber
+from opentelemetry.context import Context
+from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, TraceFlags
+from opentelemetry.util.types import AttributeValue
+
+from spanjudge import semconv
+from spanjudge.emit.report import spanjudge_version
+from spanjudge.engine import SessionResult
+from spanjudge.evaluators.verdict import Verdict
+from spanjudge.trajectory.model import Trajectory
+
+_MAX_LINKS = 128  # the SDK's default span link limit; more turns than that keep the latest
+
+
+def verdict_attributes(
+    verdict: Verdict, session_id: str, revision: int
+) -> dict[str, AttributeValue]:
+    """The attributes of one `gen_ai.evaluation.result` event or log record (DESIGN 8)."""
+    attrs: dict[str, AttributeValue] = {
+        semconv.GEN_AI_EVALUATION_NAME: verdict.evaluator,
+        semconv.GEN_AI_EVALUATION_SCORE_LABEL: verdict.label,
+        semconv.GEN_AI_EVALUATION_EXPLANATION: verdict.explanation,
+        semconv.SJ_OUTCOME: verdict.outcome,
+        semconv.SJ_JUDGE: verdict.judge,
+        semconv.SJ_VERDICT_ID: verdict.stable_id(session_id, revision),
+    }
+    if verdict.score is not None:
+        attrs[semconv.GEN_AI_EVALUATION_SCORE_VALUE] = float(verdict.score)
+    if verdict.reason:
+        attrs[semconv.SJ_REASON] = verdict.reason
+    if verdict.target.skill:
+        attrs[semconv.GEN_AI_SKILL_NAME] = verdict.target.skill
+    if verdict.error_type:
+        attrs[semconv.ERROR_TYPE] = verdict.error_type
+    return attrs
+
+
+def _context_of(ids: tuple[str, str] | None) -> Context | None:
+    if ids is None:
+        return None
+    span_context = _span_context(ids)
+    return trace.set_span_in_context(NonRecordingSpan(span_context)) if span_context else None
+
+
+def _span_context(ids: tuple[str, str]) -> SpanContext | None:
+    try:
+        trace_id, span_id = int(ids[0], 16), int(ids[1], 16)
+    except ValueError:
+        return None
+    if not trace_id or not span_id:
+        return None
+    return SpanContext(
+        trace_id=trace_id,
+        span_id=span_id,
+        is_remote=True,
+        trace_flags=TraceFlags(TraceFlags.SAMPLED),
+    )
+
+
+class _Placement:
+    """Where a session's evaluation goes: the parent span, the linked turns, evaluated spans."""
+
+    def __init__(self, trajectory: Trajectory) -> None:
+        self.trajectory = trajectory
+        turns = trajectory.turns
+        self.parent: tuple[str, str] | None = None
+        if turns:
+            last = turns[-1]
+            self.parent = (last.trace_id, last.span_id)
+        elif trajectory.steps:
+            # No recognised turn: hang it under the latest step so it stays in the session's trace.
+            latest = max(trajectory.steps, key=lambda s: s.end_unix_nano)
+            self.parent = (latest.trace_id, latest.span_id)
+        self.links = [(t.trace_id, t.span_id) for t in turns[:-1]][-_MAX_LINKS:]
+        self._step_trace: Mapping[str, str] = {s.span_id: s.trace_id for s in trajectory.steps}
+
+    def evaluated_span(self, verdict: Verdict) -> tuple[str, str] | None:
+        """The span a verdict is about: its target span, else its turn, else the last turn."""
+        target = verdict.target
+        if target.span_id and target.span_id in self._step_trace:
+            return (self._step_trace[target.span_id], target.span_id)
+        turns = self.trajectory.turns
+        if target.turn is not None and 0 <= target.turn < len(turns):
+            turn = turns[target.turn]
+            return (turn.trace_id, turn.span_id)
+        return self.parent
+
+
+class OtelVerdictSink:
+    """Emits each evaluated session as a `spanjudge.evaluate` span and log records.
+
+    Uses the providers passed in, else the global ones (looked up at first emission, so a
+    processor created before `set_tracer_provider` still finds the provider). The tracer's
+    instrumentation scope is `spanjudge`, which is how recognition skips these spans.
+    """
+
+    def __init__(self, tracer_provider: Any = None, logger_provider: Any = None) -> None:
+        self._tracer_provider = tracer_provider
+        self._logger_provider = logger_provider
+        self._tracer: trace.Tracer | None = None
+        self._logger: _logs.Logger | None = None
+        self._closed = False
+
+    def _get_tracer(self) -> trace.Tracer:
+        if self._tracer is None:
+            provider = self._tracer_provider or trace.get_tracer_provider()
+            self._tracer = provider.get_tracer(semconv.SJ_SCOPE_NAME, spanjudge_version())
+        return self._tracer
+
+    def _get_logger(self) -> _logs.Logger:
+        if self._logger is None:
+            provider = self._logger_provider or _logs.get_logger_provider()
+            self._logger = provider.get_logger(semconv.SJ_SCOPE_NAME, spanjudge_version())
+        return self._logger
+
+    def emit(self, result: SessionResult) -> None:
+        if self._closed:
+            return
+        trajectory = result.trajectory
+        placement = _Placement(trajectory)
+        links = [
+            Link(ctx)
+            for ctx in (_span_context(ids) for ids in placement.links)
+            if ctx is not None
+        ]
+        span_attrs: dict[str, AttributeValue] = {
+            semconv.SESSION_ID: trajectory.session_id,
+            semconv.SJ_REVISION: trajectory.revision,
+            semconv.SJ_SESSION_COMPLETE: trajectory.complete,
+        }
+        if trajectory.agent_name:
+            span_attrs[semconv.GEN_AI_AGENT_NAME] = trajectory.agent_name
+        end_ns = time.time_ns()
+        start_ns = end_ns - int(max(0.0, result.evaluation_duration_s) * 1e9)
+        span = self._get_tracer().start_span(
+            semconv.SPAN_EVALUATE,
+            context=_context_of(placement.parent) or Context(),
+            links=links,
+            attributes=span_attrs,
+            start_time=start_ns,
+        )
+        logger = self._get_logger()
+        for verdict in result.verdicts:
+            attrs = verdict_attributes(verdict, trajectory.session_id, trajectory.revision)
+            span.add_event(semconv.EV_EVALUATION_RESULT, attrs, timestamp=end_ns)
+            log_attrs = {
+                **attrs,
+                semconv.SESSION_ID: trajectory.session_id,
+                semconv.SJ_REVISION: trajectory.revision,
+            }
+            logger.emit(
+                timestamp=end_ns,
+                observed_timestamp=end_ns,
+                context=_context_of(placement.evaluated_span(verdict)) or Context(),
+                severity_number=(
+                    SeverityNumber.WARN if verdict.outcome == "fail" else SeverityNumber.INFO
+                ),
+                severity_text="WARN" if verdict.outcome == "fail" else "INFO",
+                event_name=semconv.EV_EVALUATION_RESULT,
+                attributes=log_attrs,
+            )
+        span.end(end_time=end_ns)
+
+    def flush(self, timeout_s: float) -> bool:
+        """Flush the providers' processors (the SDK ones have `force_flush`; proxies do not)."""
+        deadline = time.monotonic() + max(0.0, timeout_s)
+        ok = True
+        for provider in (
+            self._tracer_provider or trace.get_tracer_provider(),
+            self._logger_provider or _logs.get_logger_provider(),
+        ):
+            flush = getattr(provider, "force_flush", None)
+            if flush is None:
+                continue
+            left_ms = max(0, int((deadline - time.monotonic()) * 1000))
+            ok = bool(flush(left_ms)) and ok
+        return ok
+
+    def shutdown(self) -> None:
+        """Stop emitting. The providers belong to the user and are left running."""
+        self._closed = True

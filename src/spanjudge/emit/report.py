@@ -1,0 +1,113 @@
+"""The JSON report (`schemas/report.schema.json`, Contract) and its streaming writer."""
+
+from __future__ import annotations
+
+import json
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, TextIO
+
+from spanjudge.engine import SessionResult
+from spanjudge.emit.summary import Summary
+from spanjudge.trajectory.steps import Step
+
+
+def spanjudge_version() -> str:
+    try:
+        return version("spanjudge")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def step_to_json(step: Step) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "kind": step.kind,
+        "name": step.name,
+        "span_id": step.span_id,
+        "turn": step.turn,
+        "status": "error" if step.kind in ("tool_call", "skill_load") and step.failed else step.status,
+        "start_unix_nano": step.start_unix_nano,
+        "end_unix_nano": step.end_unix_nano,
+    }
+    if step.kind in ("tool_call", "skill_load"):
+        out["tool_call_id"] = step.tool_call_id
+        out["arguments"] = step.arguments
+        out["result"] = step.result
+        if step.error:
+            out["error"] = step.error
+    if step.kind == "skill_load":
+        out["skill"] = step.skill
+        out["skill_status"] = step.skill_status
+    if step.kind == "model_call":
+        out["model"] = step.model
+        out["input_tokens"] = step.input_tokens
+        out["output_tokens"] = step.output_tokens
+        out["finish_reason"] = step.finish_reason
+    if step.kind in ("agent_turn", "final_answer") and step.text is not None:
+        out["text"] = step.text
+    return out
+
+
+def session_to_json(result: SessionResult) -> dict[str, Any]:
+    t = result.trajectory
+    return {
+        "session_id": t.session_id,
+        "session_key_source": t.session_key_source,
+        "complete": t.complete,
+        "close_reason": t.close_reason,
+        "revision": t.revision,
+        "task_id": t.task_id,
+        "run_seed": t.run_seed,
+        "agent_name": t.agent_name,
+        "trace_ids": list(t.trace_ids),
+        "turns": len(t.turns),
+        "steps": [step_to_json(s) for s in t.steps],
+        "skill_loads": [
+            {
+                "skill": load.skill,
+                "status": load.status,
+                "span_id": load.span_id,
+                "tool_name": load.tool_name,
+                "body_recorded": load.body_recorded,
+                "error": load.error,
+                "turn": load.turn,
+            }
+            for load in t.skill_loads
+        ],
+        "catalogue": [{"name": c.name, "description": c.description} for c in t.catalogue],
+        "final_answer": t.final_answer.strip() if t.final_answer is not None else None,
+        "stats": t.stats.to_json(),
+        "expected_skills": list(result.expectation.skills),
+        "expectation_sources": list(result.expectation.sources),
+        "verdicts": [v.to_json() for v in result.verdicts],
+        "coverage": result.coverage.to_json(),
+        "retry_span_ids": list(t.retry_span_ids),
+        "backtrack_span_ids": list(t.backtrack_span_ids),
+        "terminal_state": dict(t.terminal_state) if t.terminal_state is not None else None,
+        "spans": t.span_count,
+        "truncated_values": t.truncated_values,
+    }
+
+
+class JsonReportWriter:
+    """Writes one JSON document, sessions streamed as they are evaluated (memory stays flat)."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.first = True
+
+    def begin(self) -> None:
+        self.out.write('{"spanjudge_version": %s, "sessions": [' % json.dumps(spanjudge_version()))
+
+    def session(self, result: SessionResult) -> None:
+        self.out.write("\n" if self.first else ",\n")
+        self.first = False
+        self.out.write(json.dumps(session_to_json(result), ensure_ascii=False, default=str))
+
+    def end(self, summary: Summary, input_report: dict[str, Any]) -> None:
+        self.out.write("\n]")
+        if summary.tasks:
+            tasks = [p.to_json() for p in summary.tasks.values()]
+            self.out.write(',\n"tasks": ' + json.dumps(tasks, ensure_ascii=False))
+        self.out.write(',\n"summary": ' + json.dumps(summary.to_json(), ensure_ascii=False))
+        self.out.write(',\n"input": ' + json.dumps(input_report, ensure_ascii=False))
+        self.out.write("}\n")

@@ -1,0 +1,134 @@
+"""The terminal table: per session its trajectory line and verdicts, then the summary."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from spanjudge.engine import SessionResult
+from spanjudge.emit.summary import Summary, rates
+from spanjudge.evaluators.verdict import Verdict
+
+_MARK = {"pass": "PASS", "fail": "FAIL", "not_evaluated": "NOT EVALUATED"}
+_COLOUR = {"pass": "\033[32m", "fail": "\033[31m", "not_evaluated": "\033[33m"}
+_RESET = "\033[0m"
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value * 100:.0f}%"
+
+
+def _target(verdict: Verdict) -> str:
+    t = verdict.target
+    if t.skill:
+        return t.skill
+    if t.tool_call_id:
+        return t.tool_call_id
+    if t.turn is not None:
+        return f"turn {t.turn}"
+    return "session"
+
+
+def _clip(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def session_lines(result: SessionResult, colour: bool = False) -> list[str]:
+    t = result.trajectory
+    s = t.stats
+    state = "complete" if t.complete else f"INCOMPLETE ({t.close_reason})"
+    tokens = "?" if s.input_tokens is None else f"{s.input_tokens}+{s.output_tokens or 0}"
+    lines = [
+        f"session {t.session_id}  [{state}; key: {t.session_key_source}"
+        + (f"; task {t.task_id}" if t.task_id else "")
+        + (f"; revision {t.revision}" if t.revision > 1 else "")
+        + "]",
+        f"  turns {s.turns}  tool calls {s.tool_calls}  skill loads {s.skill_loads}  "
+        f"model calls {s.model_calls}  tokens {tokens}  errors {s.errors}  "
+        f"retries {s.retries}  backtracks {s.backtracks}  {s.duration_s:.2f}s",
+    ]
+    for verdict in result.verdicts:
+        mark = _MARK[verdict.outcome]
+        if colour:
+            mark = _COLOUR[verdict.outcome] + mark + _RESET
+        pad = " " * (13 - len(_MARK[verdict.outcome]))
+        score = "  -  " if verdict.score is None else f"{verdict.score:5.2f}"
+        why = f"[{verdict.reason}] " if verdict.reason else ""
+        lines.append(
+            f"  {mark}{pad} {score}  {verdict.evaluator:<22} {_clip(_target(verdict), 18):<18} "
+            f"{_clip(why + verdict.explanation, 90)}"
+        )
+    cov = result.coverage
+    lines.append(
+        f"  coverage: expected skills loaded {cov.expected_skills_loaded}/{cov.expected_skills}, "
+        f"invocations with body {cov.invocations_with_body}/{cov.skill_invocations}"
+    )
+    return lines
+
+
+def summary_lines(summary: Summary, input_report: dict[str, Any] | None = None) -> list[str]:
+    lines = [
+        "",
+        f"{summary.sessions} session(s); verdicts: {summary.verdicts['pass']} pass, "
+        f"{summary.verdicts['fail']} fail, {summary.verdicts['not_evaluated']} not evaluated",
+        f"  {'evaluator':<22} {'pass':>5} {'fail':>5} {'n/e':>5}  {'pass rate':>9}  {'coverage':>8}",
+    ]
+    for name, counts in summary.by_evaluator.items():
+        pass_rate, coverage = rates(counts)
+        lines.append(
+            f"  {name:<22} {counts['pass']:>5} {counts['fail']:>5} {counts['not_evaluated']:>5}"
+            f"  {_pct(pass_rate):>9}  {_pct(coverage):>8}"
+        )
+    lines.append("  (pass rate = pass / (pass + fail); coverage = judged / all; n/e = not evaluated)")
+    for profile in summary.tasks.values():
+        lines.extend(task_lines(profile.to_json()))
+    if input_report and input_report.get("skipped"):
+        lines.append(f"skipped {input_report['skipped']} invalid span(s)/line(s) (--skip-invalid)")
+    return lines
+
+
+def task_lines(task: dict[str, Any]) -> list[str]:
+    seeds = ", ".join(task.get("seeds") or []) or "-"
+    lines = ["", f"task {task['task_id']}: {task['runs']} run(s) (seeds {seeds})"]
+    for name, comp in task["components"].items():
+        if comp["kind"] == "evaluator":
+            runs = "".join({"pass": "P", "fail": "F"}.get(o, "-") for o in comp["outcomes"])
+            k = comp["pass_hat_k"].get(str(comp["pass"] + comp["fail"]))
+            lines.append(
+                f"  {name:<22} runs {runs:<10} pass rate {_pct(comp['pass_rate']):>5}"
+                f"  pass^k {_pct(k):>5}  coverage {_pct(comp['coverage']):>5}"
+            )
+        elif comp.get("n"):
+            lines.append(
+                f"  {name:<22} min {comp['min']:g}  median {comp['median']:g}  "
+                f"max {comp['max']:g}  spread {comp['spread']:g}"
+            )
+    return lines
+
+
+def render_table(results: Sequence[SessionResult], colour: bool = False) -> str:
+    """The whole table for a list of results (the demo and small runs)."""
+    summary = Summary()
+    lines: list[str] = []
+    for result in results:
+        summary.add(result)
+        lines.extend(session_lines(result, colour))
+        lines.append("")
+    lines.extend(summary_lines(summary))
+    return "\n".join(lines) + "\n"
+
+
+class TableWriter:
+    def __init__(self, out: TextIO, colour: bool = False) -> None:
+        self.out = out
+        self.colour = colour
+
+    def begin(self) -> None:
+        pass
+
+    def session(self, result: SessionResult) -> None:
+        self.out.write("\n".join(session_lines(result, self.colour)) + "\n\n")
+
+    def end(self, summary: Summary, input_report: dict[str, Any]) -> None:
+        self.out.write("\n".join(summary_lines(summary, input_report)) + "\n")

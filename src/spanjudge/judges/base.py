@@ -1,0 +1,142 @@
+"""The `Judge` protocol: a structured request in, a structured rating plus rationale out.
+
+Four questions are asked of a judge (``JudgeRequest.kind``):
+
+- ``skill_selection``: was the invoked ``skill`` the right one for the request? ``yes`` | ``no``
+- ``skill_omission``: no skill was invoked; should one have been? ``yes`` (names it) | ``no``
+- ``instruction_following``: how closely did the session follow the SKILL.md body?
+  ``fully`` | ``mostly`` | ``partially`` | ``minimally`` | ``not_followed``
+- ``outcome``: does the final answer meet the reference answer / task? ``yes`` | ``no``
+
+A judge that cannot answer raises `JudgeError`; it never guesses a rating.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from spanjudge.errors import JudgeError
+from spanjudge.trajectory.model import Trajectory
+from spanjudge.trajectory.steps import CatalogueEntry, Step
+
+JudgeKind = Literal["skill_selection", "skill_omission", "instruction_following", "outcome"]
+JUDGE_KINDS: tuple[JudgeKind, ...] = (
+    "skill_selection",
+    "skill_omission",
+    "instruction_following",
+    "outcome",
+)
+
+# Instruction-following levels and their scores (DESIGN section 5, Contract).
+LEVELS: dict[str, float] = {
+    "fully": 1.0,
+    "mostly": 0.75,
+    "partially": 0.5,
+    "minimally": 0.25,
+    "not_followed": 0.0,
+}
+BINARY: dict[str, float] = {"yes": 1.0, "no": 0.0}
+
+
+def ratings_for(kind: JudgeKind) -> dict[str, float]:
+    """The allowed ratings of one kind of question, with their scores."""
+    return LEVELS if kind == "instruction_following" else BINARY
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JudgeRequest:
+    """Everything a judge may look at for one question.
+
+    ``request`` and ``prior_context`` come from the user; ``steps``, ``final_answer`` and
+    ``skill_body`` were produced or fetched by the agent and are untrusted data.
+    """
+
+    kind: JudgeKind
+    request: str | None
+    prior_context: tuple[str, ...] = ()
+    catalogue: tuple[CatalogueEntry, ...] = ()
+    skill: str | None = None
+    skill_status: str | None = None
+    skill_span_id: str | None = None
+    skill_body: str | None = None
+    steps: tuple[Step, ...] = ()
+    final_answer: str | None = None
+    reference_answer: str | None = None
+    task: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Judgement:
+    """A rating from ``ratings_for(kind)`` with its score and a human-readable rationale."""
+
+    rating: str
+    score: float
+    rationale: str
+    judge: str
+    skill: str | None = None
+    evidence: tuple[str, ...] = ()
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """``name`` is what verdicts record: ``heuristic`` or ``llm:<model>``."""
+
+    name: str
+
+    def judge(self, request: JudgeRequest) -> Judgement:
+        """Answer ``request``; raise `JudgeError` when no trustworthy answer can be given."""
+        ...
+
+
+def judgement_from(
+    kind: JudgeKind, rating: Any, rationale: Any, judge: str, skill: Any = None
+) -> Judgement:
+    """Validate a rating produced by a model; anything outside the allowed set is an error."""
+    allowed = ratings_for(kind)
+    key = rating.strip().lower().replace(" ", "_") if isinstance(rating, str) else None
+    if key not in allowed:
+        raise JudgeError(
+            f"rating {rating!r} is not one of {', '.join(allowed)}",
+            error_type="judge_unparseable",
+        )
+    if not isinstance(rationale, str) or not rationale.strip():
+        raise JudgeError("the judgement has no rationale", error_type="judge_unparseable")
+    return Judgement(
+        rating=key,
+        score=allowed[key],
+        rationale=rationale.strip(),
+        judge=judge,
+        skill=skill if isinstance(skill, str) and skill.strip() else None,
+    )
+
+
+def requests_up_to(trajectory: Trajectory, turn: int) -> tuple[str | None, tuple[str, ...]]:
+    """The request of ``turn`` and the user requests of earlier turns (the prior context)."""
+    current = None
+    prior: list[str] = []
+    for t in trajectory.turns:
+        if t.index < turn and t.request:
+            prior.append(t.request)
+        elif t.index == turn:
+            current = t.request
+    if current is None and prior:
+        current = prior.pop()
+    return current, tuple(prior)
+
+
+__all__ = [
+    "BINARY",
+    "JUDGE_KINDS",
+    "LEVELS",
+    "Judge",
+    "JudgeError",
+    "JudgeKind",
+    "JudgeRequest",
+    "Judgement",
+    "judgement_from",
+    "ratings_for",
+    "requests_up_to",
+]

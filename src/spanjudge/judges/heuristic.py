@@ -1,0 +1,324 @@
+"""The embedded default judge: deterministic, explainable, no network.
+
+It reads only what the user asked (requests, the catalogue) and what the agent did (tool names,
+order, status, final answer). Tool outputs are never read, so text planted in them cannot steer it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from spanjudge.errors import JudgeError
+from spanjudge.judges.base import BINARY, LEVELS, Judgement, JudgeRequest
+from spanjudge.judges.text import SkillStep, parse_skill, tokens
+from spanjudge.trajectory.steps import CatalogueEntry, Step
+
+NAME = "heuristic"
+# Omission: a catalogue entry "fits" a request sharing at least this many distinct content words.
+_OMISSION_MIN_TERMS = 2
+_PRIOR_WEIGHT = 0.5
+_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+
+
+def _level(in_order: float, reordered: bool) -> str:
+    """Fraction of steps evidenced in order -> level; any out-of-order step costs one level."""
+    names = list(LEVELS)  # fully .. not_followed
+    if in_order <= 0:
+        return "not_followed"
+    if in_order >= 1:
+        index = 0
+    elif in_order >= 0.75:
+        index = 1
+    elif in_order >= 0.5:
+        index = 2
+    else:
+        index = 3
+    if reordered:
+        index = min(index + 1, 3)
+    return names[index]
+
+
+class HeuristicJudge:
+    """`Judge` implementation; stateless and thread-safe."""
+
+    name = NAME
+
+    def judge(self, request: JudgeRequest) -> Judgement:
+        if request.kind == "skill_selection":
+            return self._selection(request)
+        if request.kind == "skill_omission":
+            return self._omission(request)
+        if request.kind == "instruction_following":
+            return self._following(request)
+        return self._outcome(request)
+
+    # --- selection and omission -------------------------------------------------------------
+
+    @staticmethod
+    def _weights(entries: Sequence[CatalogueEntry]) -> dict[str, float]:
+        # Words every entry shares tell the skills apart poorly: weight by rarity (idf).
+        counts: dict[str, int] = {}
+        for entry in entries:
+            for term in tokens(entry.name) | tokens(entry.description):
+                counts[term] = counts.get(term, 0) + 1
+        n = len(entries)
+        return {term: math.log(1 + n / df) for term, df in counts.items()}
+
+    @staticmethod
+    def _score(
+        entry: CatalogueEntry, current: set[str], prior: set[str], weights: dict[str, float]
+    ) -> tuple[float, list[str]]:
+        name_terms = tokens(entry.name)
+        terms = name_terms | tokens(entry.description)
+        score = 0.0
+        matched = []
+        for term in sorted(terms & (current | prior)):
+            weight = weights.get(term, 1.0) * (2.0 if term in name_terms else 1.0)
+            score += weight if term in current else weight * _PRIOR_WEIGHT
+            matched.append(term)
+        return score, matched
+
+    @staticmethod
+    def _candidates(request: JudgeRequest) -> tuple[list[CatalogueEntry], str, str]:
+        """Catalogue plus the chosen skill; returns (entries, chosen name, note)."""
+        entries = list(request.catalogue)
+        chosen = (request.skill or "").strip()
+        names = {e.name.lower(): e.name for e in entries}
+        if chosen.lower() in names:
+            return entries, names[chosen.lower()], ""
+        close = difflib.get_close_matches(chosen.lower(), list(names), n=1, cutoff=0.8)
+        if close:
+            resolved = names[close[0]]
+            return entries, resolved, f" ({chosen!r} is not in the catalogue; read as {resolved!r})"
+        description = parse_skill(request.skill_body).description if request.skill_body else None
+        entries.append(CatalogueEntry(name=chosen, description=description))
+        note = " (not in the recorded catalogue)" if request.catalogue else ""
+        return entries, chosen, note
+
+    def _selection(self, request: JudgeRequest) -> Judgement:
+        if not request.request:
+            raise JudgeError("no user request recorded", error_type="no_request")
+        entries, chosen, note = self._candidates(request)
+        current = tokens(request.request)
+        prior = set().union(*(tokens(p) for p in request.prior_context)) - current
+        weights = self._weights(entries)
+        scored = {e.name: self._score(e, current, prior, weights) for e in entries}
+        mine, mine_terms = scored[chosen]
+        best_name, (best, best_terms) = max(
+            scored.items(), key=lambda kv: (kv[1][0], kv[0] == chosen)
+        )
+        ranking = sorted(((round(s, 3), n) for n, (s, _) in scored.items()), reverse=True)
+        details: dict[str, Any] = {"scores": {n: s for s, n in ranking}, "matched": mine_terms}
+        if mine <= 0:
+            rating = "no"
+            why = f"the request shares no content word with {chosen!r}'s name or description{note}"
+            if best > 0:
+                why += f"; {best_name!r} matches {', '.join(best_terms)}"
+        elif best_name == chosen or mine >= best:
+            rating = "yes"
+            why = f"{chosen!r}{note} best matches the request (matched: {', '.join(mine_terms)})"
+        else:
+            rating = "no"
+            why = (
+                f"{best_name!r} fits the request better (matched: {', '.join(best_terms)}; "
+                f"score {best:.2f}) than {chosen!r}{note} (matched: {', '.join(mine_terms)}; "
+                f"score {mine:.2f})"
+            )
+        return Judgement(
+            rating=rating, score=BINARY[rating], rationale=why, judge=NAME, details=details
+        )
+
+    def _omission(self, request: JudgeRequest) -> Judgement:
+        if not request.request:
+            raise JudgeError("no user request recorded", error_type="no_request")
+        if not request.catalogue:
+            raise JudgeError("no skill catalogue recorded", error_type="no_catalogue")
+        current = tokens(request.request)
+        prior = set().union(*(tokens(p) for p in request.prior_context)) - current
+        weights = self._weights(request.catalogue)
+        best: tuple[float, list[str], CatalogueEntry] | None = None
+        for entry in request.catalogue:
+            score, matched = self._score(entry, current, prior, weights)
+            if best is None or score > best[0]:
+                best = (score, matched, entry)
+        assert best is not None
+        score, matched, entry = best
+        name_terms = tokens(entry.name)
+        fits = len(set(matched) & current) >= _OMISSION_MIN_TERMS or (
+            bool(name_terms) and name_terms <= current
+        )
+        if fits:
+            why = (
+                f"the request matches skill {entry.name!r} ({', '.join(matched)}) but none was used"
+            )
+            return Judgement(rating="yes", score=1.0, rationale=why, judge=NAME, skill=entry.name)
+        shown = f" (closest: {entry.name!r}, matched: {', '.join(matched)})" if matched else ""
+        why = f"no catalogue skill fits the request{shown}; answering without one was right"
+        return Judgement(rating="no", score=0.0, rationale=why, judge=NAME)
+
+    # --- instruction following --------------------------------------------------------------
+
+    @staticmethod
+    def _matches(step: SkillStep, event: Step) -> bool:
+        if step.answer:
+            return event.kind == "final_answer"
+        if event.kind != "tool_call":
+            return False
+        name = event.name.lower()
+        if step.tools:
+            return any(
+                name == t.lower() or name.endswith(("_" + t.lower(), "." + t.lower()))
+                for t in step.tools
+            )
+        name_terms = tokens(event.name)
+        return bool(name_terms) and len(name_terms & tokens(step.text)) * 2 >= len(name_terms)
+
+    def _following(self, request: JudgeRequest) -> Judgement:
+        if not request.skill_body:
+            raise JudgeError("the SKILL.md body was not recorded", error_type="body_not_recorded")
+        doc = parse_skill(request.skill_body)
+        start = 0
+        for i, step in enumerate(request.steps):
+            if step.kind == "skill_load" and step.span_id == request.skill_span_id:
+                start = i + 1
+                break
+        # Failed calls do not evidence a step; the successful retry does.
+        events = [
+            s
+            for s in request.steps[start:]
+            if (s.kind == "tool_call" and not s.failed) or (s.kind == "final_answer" and s.text)
+        ]
+        every_tool = [s for s in request.steps if s.kind == "tool_call"]
+        observable = [
+            st
+            for st in doc.steps
+            if st.answer or st.tools or any(self._matches(st, e) for e in every_tool)
+        ]
+        if not observable:
+            raise JudgeError(
+                f"no step of {request.skill!r} names a tool or an answer that spans could show",
+                error_type="no_observable_steps",
+            )
+        pairs = _align(observable, events, self._matches)
+        in_order = {st.index: ev for st, ev in pairs}
+        out_of_order = {
+            st.index: next(e for e in events if self._matches(st, e))
+            for st in observable
+            if st.index not in in_order and any(self._matches(st, e) for e in events)
+        }
+        fraction = len(in_order) / len(observable)
+        rating = _level(fraction, bool(out_of_order))
+        lines = []
+        for st in doc.steps:
+            label = f"step {st.index} ({_short(st.text)})"
+            if st not in observable:
+                lines.append(f"{label}: not observable in spans, not counted")
+            elif st.index in in_order:
+                ev = in_order[st.index]
+                lines.append(f"{label}: matched {ev.kind} {ev.name!r} span {ev.span_id}")
+            elif st.index in out_of_order:
+                ev = out_of_order[st.index]
+                lines.append(f"{label}: out of order, {ev.kind} {ev.name!r} span {ev.span_id}")
+            else:
+                lines.append(f"{label}: no evidence")
+        why = (
+            f"{len(in_order)}/{len(observable)} steps evidenced in order"
+            + (f", {len(out_of_order)} out of order" if out_of_order else "")
+            + f" -> {rating}; "
+            + "; ".join(lines)
+        )
+        evidence = tuple(ev.span_id for ev in [*in_order.values(), *out_of_order.values()])
+        details = {
+            "matched": {str(k): v.span_id for k, v in in_order.items()},
+            "out_of_order": {str(k): v.span_id for k, v in out_of_order.items()},
+            "steps": len(doc.steps),
+            "observable_steps": len(observable),
+        }
+        return Judgement(
+            rating=rating,
+            score=LEVELS[rating],
+            rationale=why,
+            judge=NAME,
+            evidence=tuple(dict.fromkeys(evidence)),
+            details=details,
+        )
+
+    # --- outcome ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _outcome(request: JudgeRequest) -> Judgement:
+        reference = request.reference_answer
+        answer = request.final_answer
+        if not reference or not answer:
+            raise JudgeError(
+                "needs a final answer and a reference answer", error_type="no_reference"
+            )
+        want_numbers = _numbers(reference)
+        if want_numbers:
+            missing = sorted(want_numbers - _numbers(answer))
+            ok = not missing
+            why = (
+                f"every number of the reference ({', '.join(map(_fmt, sorted(want_numbers)))}) "
+                "appears in the final answer"
+                if ok
+                else f"the final answer lacks {', '.join(map(_fmt, missing))} from the reference"
+            )
+        else:
+            want = tokens(reference)
+            got = tokens(answer)
+            recall = len(want & got) / len(want) if want else 0.0
+            ok = recall >= 0.6
+            why = f"{recall:.0%} of the reference's content words appear in the final answer"
+        rating = "yes" if ok else "no"
+        return Judgement(rating=rating, score=BINARY[rating], rationale=why, judge=NAME)
+
+
+def _align(
+    steps: Sequence[SkillStep], events: Sequence[Step], match: Any
+) -> list[tuple[SkillStep, Step]]:
+    """Longest in-order alignment of skill steps with events (LCS), one event per step."""
+    n, m = len(steps), len(events)
+    table = [[0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n - 1, -1, -1):
+        for j in range(m - 1, -1, -1):
+            if match(steps[i], events[j]):
+                table[i][j] = 1 + table[i + 1][j + 1]
+            else:
+                table[i][j] = max(table[i + 1][j], table[i][j + 1])
+    pairs = []
+    i = j = 0
+    while i < n and j < m:
+        if match(steps[i], events[j]) and table[i][j] == 1 + table[i + 1][j + 1]:
+            pairs.append((steps[i], events[j]))
+            i += 1
+            j += 1
+        elif table[i + 1][j] >= table[i][j + 1]:
+            i += 1
+        else:
+            j += 1
+    return pairs
+
+
+def _numbers(text: str) -> set[float]:
+    found = set()
+    for raw in _NUMBER.findall(text):
+        try:
+            found.add(float(raw.replace(",", "")))
+        except ValueError:
+            continue
+    return found
+
+
+def _fmt(value: float) -> str:
+    return str(int(value)) if value.is_integer() else str(value)
+
+
+def _short(text: str, limit: int = 48) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+HEURISTIC = HeuristicJudge()

@@ -1,0 +1,207 @@
+"""Text helpers for the heuristic judge: tokens, SKILL.md front matter and step parsing."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "can",
+        "could",
+        "do",
+        "does",
+        "for",
+        "from",
+        "get",
+        "give",
+        "has",
+        "have",
+        "how",
+        "i",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "need",
+        "of",
+        "on",
+        "or",
+        "our",
+        "please",
+        "should",
+        "so",
+        "some",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "these",
+        "this",
+        "those",
+        "to",
+        "up",
+        "us",
+        "use",
+        "using",
+        "via",
+        "want",
+        "was",
+        "we",
+        "what",
+        "when",
+        "whenever",
+        "which",
+        "while",
+        "who",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "one",
+        "all",
+        "also",
+        "just",
+        "make",
+        "like",
+        "let",
+        "lets",
+        "skill",
+        "skills",
+        "user",
+        "asks",
+        "ask",
+        "answer",
+        "tool",
+        "tools",
+        "file",
+        "files",
+    ]
+)
+_NUMBERED = re.compile(r"^ {0,3}(\d{1,3})[.)]\s+(.*\S)")
+_BULLET = re.compile(r"^ {0,3}[-*+]\s+(.*\S)")
+_HEADING = re.compile(r"^#{1,6}\s+(.*)")
+_BACKTICK = re.compile(r"`([^`\n]{1,200})`")
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]*$")
+_ANSWER_VERBS = ("answer", "reply", "respond", "return", "tell", "report back", "summarise to")
+
+
+def stem(word: str) -> str:
+    """A deliberately small suffix stripper: enough to match 'reports' with 'report'."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 5 and word.endswith("ing"):
+        return word[:-3]
+    if len(word) > 4 and word.endswith("ed"):
+        return word[:-2]
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def tokens(text: str | None) -> set[str]:
+    """Lower-cased, stemmed content words; identifiers such as read_csv split into parts."""
+    if not text:
+        return set()
+    words = _WORD.findall(text.lower().replace("_", " ").replace("-", " "))
+    return {stem(w) for w in words if w not in _STOP and len(w) > 1}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SkillStep:
+    """One instruction of a SKILL.md body."""
+
+    index: int
+    text: str
+    tools: tuple[str, ...]
+    answer: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SkillDoc:
+    name: str | None
+    description: str | None
+    steps: tuple[SkillStep, ...]
+
+
+def _front_matter(body: str) -> tuple[dict[str, str], str]:
+    lines = body.lstrip("\ufeff").splitlines()
+    if not lines or lines[0].strip() != "---":
+        return {}, body
+    meta: dict[str, str] = {}
+    for i, line in enumerate(lines[1:], start=1):
+        if line.strip() == "---":
+            return meta, "\n".join(lines[i + 1 :])
+        key, sep, value = line.partition(":")
+        if sep and key.strip() and not key.startswith((" ", "\t")):
+            meta[key.strip().lower()] = value.strip().strip("\"'")
+    return {}, body
+
+
+def _items(text: str) -> list[str]:
+    """Numbered items anywhere, else bullets under a step-like heading, else all bullets."""
+    numbered: list[str] = []
+    bullets: list[tuple[str, bool]] = []
+    in_steps = False
+    current: list[str] | None = None
+    for line in text.splitlines():
+        heading = _HEADING.match(line)
+        if heading:
+            title = heading.group(1).lower()
+            in_steps = any(w in title for w in ("step", "instruction", "procedure", "workflow"))
+            current = None
+            continue
+        if m := _NUMBERED.match(line):
+            numbered.append(m.group(2))
+            current = numbered
+        elif m := _BULLET.match(line):
+            bullets.append((m.group(1), in_steps))
+            current = None
+        elif current is numbered and line.startswith((" ", "\t")) and line.strip() and numbered:
+            numbered[-1] += " " + line.strip()  # wrapped continuation of the last item
+        elif not line.strip():
+            current = None
+    if numbered:
+        return numbered
+    under_heading = [text for text, flagged in bullets if flagged]
+    return under_heading or [text for text, _ in bullets]
+
+
+def _tool_refs(text: str) -> tuple[str, ...]:
+    refs = []
+    for raw in _BACKTICK.findall(text):
+        candidate = raw.strip().rstrip("()")
+        # Paths and values (out/report.md, 42) are arguments, not tool names.
+        if _IDENT.match(candidate) and "/" not in candidate and not candidate[0].isdigit():
+            if "." in candidate and candidate.rsplit(".", 1)[1] in ("md", "csv", "json", "txt"):
+                continue
+            refs.append(candidate)
+    return tuple(dict.fromkeys(refs))
+
+
+def parse_skill(body: str) -> SkillDoc:
+    """Split a SKILL.md body into front matter and ordered steps."""
+    meta, text = _front_matter(body)
+    steps = []
+    for i, item in enumerate(_items(text)):
+        tools = _tool_refs(item)
+        plain = item.lower().lstrip("*_ ")
+        answer = not tools and plain.startswith(_ANSWER_VERBS)
+        steps.append(SkillStep(index=i + 1, text=item, tools=tools, answer=answer))
+    return SkillDoc(name=meta.get("name"), description=meta.get("description"), steps=tuple(steps))

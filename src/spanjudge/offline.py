@@ -1,0 +1,133 @@
+"""Offline evaluation of recorded OTLP files (`spanjudge eval`), streamed in bounded memory."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from spanjudge.engine import Engine, SessionResult
+from spanjudge.emit.summary import Summary
+from spanjudge.errors import InputError
+from spanjudge.sessions.store import SessionStore
+from spanjudge.spans.files import read_input
+
+
+class ReportWriter(Protocol):
+    def begin(self) -> None: ...
+    def session(self, result: SessionResult) -> None: ...
+    def end(self, summary: Summary, input_report: dict[str, Any]) -> None: ...
+
+
+@dataclass(slots=True)
+class InputStats:
+    files: int = 0
+    lines: int = 0
+    spans: int = 0
+    bytes: int = 0
+    skipped: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "files": self.files,
+            "lines": self.lines,
+            "spans": self.spans,
+            "skipped": self.skipped,
+            "problems": self.problems[:100],
+        }
+
+
+class EventClock:
+    """Offline time is event time: the latest span end seen so far, in seconds."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Progress:
+    """A one-line progress indicator on stderr, only when stderr is a terminal."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.last = 0.0
+        self.started = time.monotonic()
+
+    def update(self, stats: InputStats, sessions: int) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now - self.last < 0.5:
+            return
+        self.last = now
+        rate = stats.spans / max(1e-9, now - self.started)
+        sys.stderr.write(
+            f"\r{stats.spans:,} spans, {sessions:,} sessions evaluated, "
+            f"{stats.bytes / 1e6:,.0f} MB read, {rate:,.0f} spans/s "
+        )
+        sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+
+
+def run_offline(
+    paths: Sequence[str],
+    engine: Engine,
+    writer: ReportWriter,
+    *,
+    skip_invalid: bool = False,
+    progress: bool = False,
+    on_skip: Callable[[str], None] | None = None,
+) -> tuple[Summary, InputStats]:
+    """Stream every input through one session store; sessions are evaluated as soon as their
+    close policy fires on event time, the rest at end of input.
+
+    Raises `InputError` on the first bad line unless ``skip_invalid``."""
+    clock = EventClock()
+    store = SessionStore(engine.config.policy, clock=clock)
+    summary = Summary()
+    stats = InputStats()
+    bar = Progress(progress)
+    writer.begin()
+
+    def flush(closed: Iterable[Any]) -> None:
+        for session in closed:
+            result = engine.evaluate(session)
+            summary.add(result)
+            writer.session(result)
+
+    def skip(error: InputError) -> None:
+        stats.skipped += 1
+        stats.problems.append(str(error))
+        if on_skip:
+            on_skip(str(error))
+
+    for path in paths:
+        stats.files += 1
+        for chunk in read_input(path, engine.config.limits, skip if skip_invalid else None):
+            stats.lines += 1
+            stats.bytes += chunk.size_bytes
+            for problem in chunk.problems:
+                error = InputError(str(problem), file=chunk.source, line=chunk.line)
+                if not skip_invalid:
+                    raise error
+                skip(error)
+            for span in chunk.spans:
+                if span.end_unix_nano / 1e9 > clock.now:
+                    clock.now = span.end_unix_nano / 1e9
+                store.add(span)
+            stats.spans += len(chunk.spans)
+            flush(store.due())
+            store.forget_closed()
+            bar.update(stats, summary.sessions)
+    flush(store.close_all("end_of_input"))
+    bar.done()
+    writer.end(summary, stats.to_json())
+    return summary, stats

@@ -1,0 +1,242 @@
+"""The `serve:` section of the configuration file, validated with every problem reported at once.
+
+Verdict export settings fall back to the standard `OTEL_EXPORTER_OTLP_*` environment variables:
+a value in the file wins, an unset one is left to the OpenTelemetry exporters, which read the
+environment themselves.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+DEFAULT_GRPC_ENDPOINT = "127.0.0.1:4327"
+DEFAULT_HTTP_ENDPOINT = "127.0.0.1:4328"
+DEFAULT_METRICS_ENDPOINT = "127.0.0.1:9464"
+PROTOCOLS = ("grpc", "http/protobuf")
+ON_SHUTDOWN = ("spool", "evaluate")
+SYNCHRONOUS = ("normal", "full")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TlsConfig:
+    """Server TLS. ``client_ca_file`` set means mutual TLS: clients must present a certificate."""
+
+    cert_file: str | None = None
+    key_file: str | None = None
+    client_ca_file: str | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.cert_file is not None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AuthConfig:
+    """Bearer-token auth on both receivers. The token comes from the file, or from ``token_env``."""
+
+    bearer_token: str | None = None
+    token_env: str | None = None
+
+    def token(self) -> str | None:
+        if self.bearer_token:
+            return self.bearer_token
+        if self.token_env:
+            return os.environ.get(self.token_env) or None
+        return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpoolConfig:
+    """The SQLite spool. ``synchronous: full`` also survives power loss, at a cost per request."""
+
+    enabled: bool = True
+    path: str = "spanjudge-spool.db"
+    max_bytes: int = 1024 * 1024 * 1024
+    synchronous: str = "normal"
+    keep_evaluated: int = 100_000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExportConfig:
+    """Verdicts out over OTLP. ``None`` leaves the setting to `OTEL_EXPORTER_OTLP_*`."""
+
+    enabled: bool | None = None  # None: on when an endpoint is configured here or in the env
+    endpoint: str | None = None
+    protocol: str | None = None
+    insecure: bool | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    timeout_s: float | None = None
+    certificate_file: str | None = None
+    client_key_file: str | None = None
+    client_certificate_file: str | None = None
+    max_queue_spans: int = 20_000
+    metrics_interval_s: float = 10.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InputConfig:
+    """What a receiver accepts before it decodes a span."""
+
+    max_request_bytes: int = 8 * 1024 * 1024
+    # Spans starting before 2000-01-01 or too far in the future are rejected as absurd.
+    min_start_unix_s: float = 946_684_800.0
+    max_future_skew_s: float = 86_400.0
+    max_span_duration_s: float = 7 * 86_400.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServeConfig:
+    """Everything `spanjudge serve` needs besides the core configuration."""
+
+    grpc_endpoint: str | None = DEFAULT_GRPC_ENDPOINT
+    http_endpoint: str | None = DEFAULT_HTTP_ENDPOINT
+    metrics_endpoint: str | None = DEFAULT_METRICS_ENDPOINT
+    tls: TlsConfig = field(default_factory=TlsConfig)
+    auth: AuthConfig = field(default_factory=AuthConfig)
+    spool: SpoolConfig = field(default_factory=SpoolConfig)
+    export: ExportConfig = field(default_factory=ExportConfig)
+    input: InputConfig = field(default_factory=InputConfig)
+    max_pending_spans: int = 200_000
+    retry_after_s: int = 2
+    tick_interval_s: float = 0.25
+    flush_timeout_s: float = 10.0
+    shutdown_timeout_s: float = 20.0
+    on_shutdown: str = "spool"
+    grpc_workers: int = 8
+
+
+_NESTED: dict[str, type] = {
+    "tls": TlsConfig,
+    "auth": AuthConfig,
+    "spool": SpoolConfig,
+    "export": ExportConfig,
+    "input": InputConfig,
+}
+_CHOICES: dict[tuple[type, str], tuple[str, ...]] = {
+    (ExportConfig, "protocol"): PROTOCOLS,
+    (ServeConfig, "on_shutdown"): ON_SHUTDOWN,
+    (SpoolConfig, "synchronous"): SYNCHRONOUS,
+}
+_OPTIONAL_NUMBERS = {(ExportConfig, "timeout_s")}
+_OPTIONAL_BOOLS = {(ExportConfig, "enabled"), (ExportConfig, "insecure")}
+
+
+def _value(cls: type, name: str, default: Any, value: Any, path: str, problems: list[str]) -> Any:
+    """Check one scalar setting against its default's type; returns the value or None if bad."""
+    choices = _CHOICES.get((cls, name))
+    if choices is not None:
+        if value not in choices:
+            problems.append(f"{path}: expected one of {', '.join(choices)}, got {value!r}")
+            return None
+        return value
+    if isinstance(default, bool) or (cls, name) in _OPTIONAL_BOOLS:
+        if not isinstance(value, bool):
+            problems.append(f"{path}: expected true or false, got {value!r}")
+            return None
+        return value
+    if isinstance(default, (int, float)) or (cls, name) in _OPTIONAL_NUMBERS:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            problems.append(f"{path}: expected a non-negative number, got {value!r}")
+            return None
+        return int(value) if isinstance(default, int) else float(value)
+    if isinstance(default, Mapping):
+        if not isinstance(value, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+        ):
+            problems.append(f"{path}: expected a mapping of strings to strings")
+            return None
+        return dict(value)
+    # endpoints, paths and names: strings; an endpoint may be null/"" to switch it off
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        problems.append(f"{path}: expected a string, got {value!r}")
+        return None
+    return value
+
+
+def _section(cls: type, raw: Any, path: str, problems: list[str]) -> Any:
+    if raw is None:
+        return cls()
+    if not isinstance(raw, Mapping):
+        problems.append(f"{path}: expected a mapping")
+        return cls()
+    defaults = cls()
+    known = [f.name for f in fields(cls)]
+    kwargs: dict[str, Any] = {}
+    for key, value in raw.items():
+        sub = f"{path}.{key}"
+        if key not in known:
+            problems.append(f"{sub}: unknown setting (allowed: {', '.join(known)})")
+            continue
+        if key in _NESTED and cls is ServeConfig:
+            kwargs[key] = _section(_NESTED[key], value, sub, problems)
+            continue
+        checked = _value(cls, key, getattr(defaults, key), value, sub, problems)
+        if checked is not None or value is None or value == "":
+            kwargs[key] = checked
+    return cls(**kwargs)
+
+
+def _endpoint_problem(endpoint: str) -> str | None:
+    host, sep, port = endpoint.rpartition(":")
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        return f"expected host:port (port 0 picks a free one), got {endpoint!r}"
+    return None
+
+
+def _env_protocol(problems: list[str]) -> str | None:
+    for name in ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"):
+        value = os.environ.get(name)
+        if value:
+            if value not in PROTOCOLS:
+                problems.append(f"env {name}: expected one of {', '.join(PROTOCOLS)}, got {value!r}")
+                return None
+            return value
+    return None
+
+
+def _env_endpoint() -> str | None:
+    for name in ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"):
+        if os.environ.get(name):
+            return os.environ[name]
+    return None
+
+
+def parse_serve(raw: Any, path: str, problems: list[str]) -> ServeConfig:
+    """Validate the `serve` section (``raw`` may be None); appends every problem with its path."""
+    config: ServeConfig = _section(ServeConfig, raw, path, problems)
+    for name in ("grpc_endpoint", "http_endpoint", "metrics_endpoint"):
+        endpoint = getattr(config, name)
+        if endpoint is not None and (problem := _endpoint_problem(endpoint)):
+            problems.append(f"{path}.{name}: {problem}")
+    tls = config.tls
+    if (tls.cert_file is None) != (tls.key_file is None):
+        problems.append(f"{path}.tls: cert_file and key_file go together")
+    if tls.client_ca_file and not tls.cert_file:
+        problems.append(f"{path}.tls.client_ca_file: mutual TLS needs cert_file and key_file too")
+    for name in ("cert_file", "key_file", "client_ca_file"):
+        file = getattr(tls, name)
+        if file and not os.path.isfile(file):
+            problems.append(f"{path}.tls.{name}: no such file {file!r}")
+    if config.auth.token_env and not config.auth.bearer_token and not config.auth.token():
+        problems.append(f"{path}.auth.token_env: environment variable {config.auth.token_env} is unset")
+    if config.input.max_request_bytes < 1024:
+        problems.append(f"{path}.input.max_request_bytes: at least 1024 bytes")
+    if config.tick_interval_s <= 0:
+        problems.append(f"{path}.tick_interval_s: must be above 0")
+    export = config.export
+    protocol = export.protocol or _env_protocol(problems) or "grpc"
+    enabled = export.enabled
+    if enabled is None:
+        enabled = bool(export.endpoint or _env_endpoint())
+    return _replace(config, export=_replace(export, protocol=protocol, enabled=enabled))
+
+
+def _replace(obj: Any, **changes: Any) -> Any:
+    values = {f.name: getattr(obj, f.name) for f in fields(obj)}
+    values.update(changes)
+    return type(obj)(**values)

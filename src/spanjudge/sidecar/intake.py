@@ -1,0 +1,149 @@
+"""Request bodies to `SpanRecord`s: size limits, decompression, decoding and sanity checks.
+
+Shared by both receivers and by the spool's replay, so a span accepted once is accepted again
+after a restart. Nothing here raises anything but `BadRequest` on any input.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from spanjudge.sidecar.config import InputConfig
+from spanjudge.spans.limits import Limits
+from spanjudge.spans.otlp_json import decode_json_document
+from spanjudge.spans.otlp_proto import SpanProblem, decode_request, parse_request
+from spanjudge.spans.record import SpanRecord
+
+FORMAT_PROTOBUF = "pb"
+FORMAT_JSON = "json"
+_NANOS = 1_000_000_000
+
+
+class BadRequest(Exception):
+    """The whole request is unusable. ``too_large`` separates size limits from malformed input."""
+
+    def __init__(self, message: str, *, too_large: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.too_large = too_large
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    """The spans accepted from one request and the problems of the ones rejected."""
+
+    records: list[SpanRecord]
+    problems: list[SpanProblem]
+
+    def error_message(self, limit: int = 8) -> str:
+        """OTLP partial-success `error_message`: the first problems, with the count of the rest."""
+        shown = "; ".join(str(p) for p in self.problems[:limit])
+        rest = len(self.problems) - limit
+        return shown + (f"; and {rest} more" if rest > 0 else "")
+
+
+def gunzip(data: bytes, max_bytes: int) -> bytes:
+    """Decompress a gzip body without ever holding more than ``max_bytes`` (no gzip bombs)."""
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        out = inflater.decompress(data, max_bytes + 1)
+    except zlib.error as exc:
+        raise BadRequest(f"invalid gzip body: {exc}") from None
+    if len(out) > max_bytes or inflater.unconsumed_tail:
+        raise BadRequest(
+            f"decompressed request exceeds the limit of {max_bytes} bytes", too_large=True
+        )
+    if not inflater.eof:
+        raise BadRequest("invalid gzip body: truncated")
+    return out
+
+
+def decode_body(data: bytes, fmt: str, limits: Limits, checks: InputConfig) -> Decoded:
+    """Decode an OTLP body in ``fmt`` (`pb` or `json`); per-span problems are kept, not raised."""
+    if len(data) > checks.max_request_bytes:
+        raise BadRequest(
+            f"request of {len(data)} bytes exceeds the limit of {checks.max_request_bytes}",
+            too_large=True,
+        )
+    try:
+        if fmt == FORMAT_PROTOBUF:
+            try:
+                request = parse_request(data)
+            except ValueError as exc:
+                raise BadRequest(str(exc)) from None
+            records, problems = decode_request(request, limits)
+        else:
+            try:
+                doc = json.loads(data)
+            except (ValueError, RecursionError) as exc:
+                raise BadRequest(f"not valid JSON: {exc}") from None
+            records, problems = decode_json_document(doc, limits)
+    except BadRequest:
+        raise
+    except RecursionError:
+        raise BadRequest("request nests values too deeply") from None
+    except Exception as exc:  # a decoder bug on odd input must answer 400, not kill a thread
+        raise BadRequest(f"malformed OTLP {fmt} request: {type(exc).__name__}: {exc}") from None
+    return check_records(records, problems, checks)
+
+
+def check_records(
+    records: Sequence[SpanRecord],
+    problems: list[SpanProblem],
+    checks: InputConfig,
+    now_s: float | None = None,
+) -> Decoded:
+    """Reject spans with absurd timestamps and spans on a parent cycle within the request."""
+    now = time.time() if now_s is None else now_s
+    low = int(checks.min_start_unix_s * _NANOS)
+    high = int((now + checks.max_future_skew_s) * _NANOS)
+    longest = int(checks.max_span_duration_s * _NANOS)
+    kept: list[SpanRecord] = []
+    for record in records:
+        where = f"span {record.span_id} of trace {record.trace_id}"
+        if not low <= record.start_unix_nano <= high:
+            problems.append(
+                SpanProblem(where, f"startTimeUnixNano {record.start_unix_nano} is not plausible")
+            )
+        elif record.end_unix_nano - record.start_unix_nano > longest:
+            problems.append(
+                SpanProblem(where, f"duration exceeds {checks.max_span_duration_s:.0f}s")
+            )
+        else:
+            kept.append(record)
+    cyclic = _cyclic(kept)
+    if cyclic:
+        for record in kept:
+            if (record.trace_id, record.span_id) in cyclic:
+                problems.append(
+                    SpanProblem(
+                        f"span {record.span_id} of trace {record.trace_id}",
+                        "parentSpanId: the span is its own ancestor (cyclic parents)",
+                    )
+                )
+        kept = [r for r in kept if (r.trace_id, r.span_id) not in cyclic]
+    return Decoded(kept, problems)
+
+
+def _cyclic(records: Sequence[SpanRecord]) -> set[tuple[str, str]]:
+    parents = {(r.trace_id, r.span_id): r.parent_span_id for r in records}
+    on_cycle: set[tuple[str, str]] = set()
+    done: set[tuple[str, str]] = set()
+    for start in parents:
+        path: list[tuple[str, str]] = []
+        index: dict[tuple[str, str], int] = {}
+        node: tuple[str, str] | None = start
+        while node is not None and node in parents and node not in done:
+            if node in index:
+                on_cycle.update(path[index[node] :])
+                break
+            index[node] = len(path)
+            path.append(node)
+            parent = parents[node]
+            node = (node[0], parent) if parent is not None else None
+        done.update(path)
+    return on_cycle

@@ -1,0 +1,96 @@
+"""Shared test helpers: a real SDK tracer with deterministic ids, span factories."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.id_generator import IdGenerator
+from opentelemetry.trace import Tracer
+
+from spanjudge.spans.otlp_json import request_to_json_line, sdk_spans_to_request
+from spanjudge.spans.record import SpanRecord
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+SCHEMA = ROOT / "src" / "spanjudge" / "schemas" / "report.schema.json"
+
+
+class CountingIds(IdGenerator):
+    """Deterministic ids: 1, 2, 3... so tests can name them."""
+
+    def __init__(self) -> None:
+        self.spans = itertools.count(1)
+        self.traces = itertools.count(1)
+
+    def generate_span_id(self) -> int:
+        return next(self.spans)
+
+    def generate_trace_id(self) -> int:
+        return next(self.traces)
+
+
+def recorded(
+    body: Callable[[Tracer], Any], resource: dict[str, Any] | None = None
+) -> list[ReadableSpan]:
+    """Run ``body`` with a real SDK tracer and return the finished spans."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(
+        id_generator=CountingIds(), resource=Resource.create(resource or {"service.name": "test"})
+    )
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    body(provider.get_tracer("test-agent"))
+    provider.shutdown()
+    return list(exporter.get_finished_spans())
+
+
+def write_jsonl(path: Path, spans: list[ReadableSpan]) -> Path:
+    path.write_text(request_to_json_line(sdk_spans_to_request(spans)) + "\n", encoding="utf-8")
+    return path
+
+
+def span(
+    span_id: int,
+    *,
+    trace: int = 1,
+    parent: int | None = None,
+    name: str = "span",
+    start: int = 0,
+    end: int | None = None,
+    attrs: dict[str, Any] | None = None,
+    resource: dict[str, Any] | None = None,
+    status: str = "unset",
+) -> SpanRecord:
+    """A SpanRecord with readable integer ids (for store/trajectory unit tests)."""
+    return SpanRecord(
+        trace_id=format(trace, "032x"),
+        span_id=format(span_id, "016x"),
+        parent_span_id=format(parent, "016x") if parent is not None else None,
+        name=name,
+        start_unix_nano=start,
+        end_unix_nano=start + 1 if end is None else end,
+        status=status,  # type: ignore[arg-type]
+        attributes=attrs or {},
+        resource=resource or {},
+    )
+
+
+def load_schema() -> dict[str, Any]:
+    return json.loads(SCHEMA.read_text())
+
+
+def scenario_files() -> Iterator[Path]:
+    yield from sorted(FIXTURES.glob("*/scenarios.json"))
+
+
+@pytest.fixture
+def schema() -> dict[str, Any]:
+    return load_schema()

@@ -1,0 +1,127 @@
+"""Session assembly: keys, traces, de-duplication, out-of-order arrival, close policies."""
+
+from __future__ import annotations
+
+from spanjudge.sessions.store import ClosePolicy, SessionStore
+from tests.conftest import span
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_key_precedence_conversation_id_then_session_id_then_resource():
+    store = SessionStore()
+    store.add(span(1, trace=1, attrs={"gen_ai.conversation.id": "conv", "session.id": "sess"}))
+    store.add(span(2, trace=2, attrs={"session.id": "sess"}))
+    store.add(span(3, trace=3, resource={"session.id": "from-resource"}))
+    closed = {c.key: c for c in store.close_all("end_of_input")}
+    assert closed["conv"].key_source == "gen_ai.conversation.id"
+    assert closed["sess"].key_source == "session.id"
+    assert closed["from-resource"].key_source == "session.id"
+
+
+def test_configured_key_attribute_is_used_after_the_standard_ones():
+    store = SessionStore(ClosePolicy(key_attributes=("app.thread",)))
+    store.add(span(1, attrs={"app.thread": "t-9"}))
+    [closed] = store.close_all("end_of_input")
+    assert (closed.key, closed.key_source) == ("t-9", "app.thread")
+
+
+def test_keyless_trace_is_its_own_session_and_says_so():
+    store = SessionStore()
+    store.add(span(1, trace=7))
+    store.add(span(2, trace=7, parent=1))
+    [closed] = store.close_all("end_of_input")
+    assert closed.key == format(7, "032x") and closed.key_source == "trace_id"
+    assert len(closed.spans) == 2
+
+
+def test_turns_across_traces_and_child_before_parent():
+    store = SessionStore()
+    # trace 1: the child (no key) arrives before its keyed root
+    store.add(span(2, trace=1, parent=1, start=10))
+    store.add(span(1, trace=1, start=5, attrs={"session.id": "s"}))
+    # trace 2 interleaved with trace 3 of another session
+    store.add(span(4, trace=2, parent=3, start=30))
+    store.add(span(9, trace=3, start=31, attrs={"session.id": "other"}))
+    store.add(span(3, trace=2, start=29, attrs={"session.id": "s"}))
+    closed = {c.key: c for c in store.close_all("end_of_input")}
+    assert sorted(s.span_id[-1] for s in closed["s"].spans) == ["1", "2", "3", "4"]
+    assert [s.span_id[-1] for s in closed["other"].spans] == ["9"]
+
+
+def test_repeated_spans_are_kept_once():
+    store = SessionStore()
+    one = span(1, attrs={"session.id": "s"})
+    store.add(one)
+    store.add(one)
+    [closed] = store.close_all("end_of_input")
+    assert len(closed.spans) == 1 and store.duplicates == 1
+
+
+def test_explicit_end_marker_closes_after_grace():
+    clock = Clock()
+    store = SessionStore(ClosePolicy(end_grace_s=2), clock=clock)
+    store.add(span(1, attrs={"session.id": "s", "spanjudge.session.end": True}))
+    assert store.due() == []
+    clock.now += 2
+    [closed] = store.due()
+    assert closed.reason == "end_marker" and closed.complete
+
+
+def test_idle_timeout_and_max_age():
+    clock = Clock()
+    store = SessionStore(ClosePolicy(idle_timeout_s=60, max_age_s=100), clock=clock)
+    store.add(span(1, trace=1, attrs={"session.id": "idle"}))
+    store.add(span(2, trace=2, attrs={"session.id": "busy"}))
+    clock.now += 59
+    store.add(span(3, trace=2, attrs={"session.id": "busy"}))
+    assert store.due() == []
+    clock.now += 1
+    [idle] = store.due()
+    assert idle.key == "idle" and idle.reason == "idle" and idle.complete
+    for _ in range(4):
+        clock.now += 10
+        store.add(span(10 + int(clock.now), trace=2, attrs={"session.id": "busy"}))
+    [old] = store.due()
+    assert old.key == "busy" and old.reason == "max_age" and not old.complete
+
+
+def test_per_turn_mode_closes_when_the_root_span_ends():
+    clock = Clock()
+    store = SessionStore(ClosePolicy(per_turn=True, turn_grace_s=1), clock=clock)
+    store.add(span(2, parent=1, attrs={"session.id": "s"}))
+    clock.now += 5
+    assert store.due() == []  # a child span does not end the turn
+    store.add(span(1, attrs={"session.id": "s"}))
+    clock.now += 1
+    [closed] = store.due()
+    assert closed.reason == "turn" and len(closed.spans) == 2
+
+
+def test_late_span_reopens_with_next_revision_and_earlier_spans():
+    clock = Clock()
+    store = SessionStore(ClosePolicy(idle_timeout_s=10), clock=clock)
+    store.add(span(1, attrs={"session.id": "s"}))
+    clock.now += 10
+    [first] = store.due()
+    assert first.revision == 1
+    store.add(span(2, attrs={"session.id": "s"}))
+    [second] = store.close_all("shutdown")
+    assert second.revision == 2 and len(second.spans) == 2 and not second.complete
+
+
+def test_memory_budget_evicts_oldest_as_incomplete():
+    store = SessionStore(ClosePolicy(max_open_bytes=2000))
+    for i in range(1, 6):
+        store.add(span(i, trace=i, attrs={"session.id": f"s{i}", "blob": "x" * 300}))
+    evicted = store.due()
+    assert evicted and all(c.reason == "evicted" and not c.complete for c in evicted)
+    assert evicted[0].key == "s1"
+    assert store.open_bytes <= 2000
+    assert store.evicted == len(evicted)
