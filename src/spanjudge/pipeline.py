@@ -70,8 +70,18 @@ class Pipeline:
         return self._evaluate(self.store.due())
 
     def close_all(self, reason: CloseReason) -> list[SessionResult]:
-        """Close every open session (flush, shutdown, end of input) and evaluate it."""
-        return self._evaluate(self.store.close_all(reason))
+        """Close every open session (flush, shutdown, end of input) and evaluate it.
+
+        A session whose own close already fired (end marker, turn end) and only waits out its
+        grace period closes with that reason, so it stays complete.
+        """
+        closed = [
+            self.store.close_key(key, session.close_reason)
+            for key, session in list(self.store.open.items())
+            if session.close_reason is not None
+        ]
+        done = [c for c in closed if c is not None]
+        return self._evaluate([*done, *self.store.close_all(reason)])
 
     def flush(self, timeout_s: float) -> bool:
         """Flush every sink within ``timeout_s`` overall."""
@@ -118,5 +128,6 @@ class Pipeline:
             self.telemetry.internal_error(where)
         if where not in self._warned:
             self._warned.add(where)
-            log.exception("spanjudge %s failed (logged once, counted in %s)", where,
-                          semconv.M_INTERNAL_ERRORS)
+            log.exception(
+                "spanjudge %s failed (logged once, counted in %s)", where, semconv.M_INTERNAL_ERRORS
+            )

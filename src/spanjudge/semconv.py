@@ -173,3 +173,24 @@ DROP_INVALID = "invalid_span"
 SESSION_STATE_EVALUATED = "evaluated"
 SESSION_STATE_INCOMPLETE = "incomplete"
 SESSION_STATE_EVICTED = "evicted"
+
+# --- judges (helper: judges) ---
+# Attribute on spanjudge.judge.calls: how one call attempt ended.
+JUDGE_CALL_OUTCOME = "outcome"
+JUDGE_OUTCOME_OK = "ok"
+JUDGE_OUTCOME_RETRIED = "retried"
+JUDGE_OUTCOME_ERROR = "error"
+JUDGE_OUTCOME_UNPARSEABLE = "unparseable"
+JUDGE_OUTCOME_CACHED = "cached"
+JUDGE_OUTCOME_UNAVAILABLE = "unavailable"
+GEN_AI_TOKEN_TYPE_INPUT = "input"
+GEN_AI_TOKEN_TYPE_OUTPUT = "output"
+
+# --- sidecar (helper: sidecar) ---
+M_SIDECAR_REQUESTS = "spanjudge.sidecar.requests"
+M_SIDECAR_SPOOL_BYTES = "spanjudge.sidecar.spool.bytes"
+M_SIDECAR_PENDING_SPANS = "spanjudge.sidecar.pending_spans"
+SIDECAR_TRANSPORT = "transport"
+SIDECAR_RESULT = "result"
+DROP_REJECTED = "rejected"
+ADK_MERGED_TOOLS = "(merged tools)"  # ADK's summary span over parallel calls: not a call itself

@@ -139,12 +139,16 @@ class MetricsSink:
                     {semconv.GEN_AI_EVALUATION_NAME: verdict.evaluator, **agent_attrs},
                 )
         for skill in dict.fromkeys(_norm(s) for s in result.expectation.skills):
-            self.skill_expected.add(1, {**agent_attrs, semconv.GEN_AI_SKILL_NAME: skill_label(skill)})
+            self.skill_expected.add(
+                1, {**agent_attrs, semconv.GEN_AI_SKILL_NAME: skill_label(skill)}
+            )
         loaded = dict.fromkeys(
             _norm(load.skill) for load in trajectory.skill_loads if load.status == "loaded"
         )
         for skill in loaded:
-            self.skill_observed.add(1, {**agent_attrs, semconv.GEN_AI_SKILL_NAME: skill_label(skill)})
+            self.skill_observed.add(
+                1, {**agent_attrs, semconv.GEN_AI_SKILL_NAME: skill_label(skill)}
+            )
         stats = trajectory.stats
         self.tool_calls.record(stats.tool_calls, agent_attrs)
         for token_type, count in (("input", stats.input_tokens), ("output", stats.output_tokens)):

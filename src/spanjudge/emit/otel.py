@@ -67,7 +67,7 @@ def _span_context(ids: tuple[str, str]) -> SpanContext | None:
     return SpanContext(
         trace_id=trace_id,
         span_id=span_id,
-        is_remote=True,
+        is_remote=False,
         trace_flags=TraceFlags(TraceFlags.SAMPLED),
     )
 
@@ -134,9 +134,7 @@ class OtelVerdictSink:
         trajectory = result.trajectory
         placement = _Placement(trajectory)
         links = [
-            Link(ctx)
-            for ctx in (_span_context(ids) for ids in placement.links)
-            if ctx is not None
+            Link(ctx) for ctx in (_span_context(ids) for ids in placement.links) if ctx is not None
         ]
         span_attrs: dict[str, AttributeValue] = {
             semconv.SESSION_ID: trajectory.session_id,

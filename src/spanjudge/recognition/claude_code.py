@@ -1,4 +1,4 @@
-"""Claude Code / Claude Agent SDK preset (the CLI's traces beta, `com.anthropic.claude_code.tracing`).
+"""Claude Code / Claude Agent SDK preset: the CLI's traces beta.
 
 Span shapes, as emitted by `@anthropic-ai/claude-code` 2.1.x:
 - `claude_code.interaction`: one root span per user prompt (one trace per turn); `user_prompt`
@@ -260,8 +260,15 @@ class ClaudeCodeRecogniser:
                 if best is None or step.end_unix_nano >= best.end_unix_nano:
                     last[step.trace_id] = step
         return [
+            # tokens stay on the model call so that they are counted once
             dataclasses.replace(
-                step, kind="final_answer", seq=2, text=(step.text or "").strip(), catalogue=()
+                step,
+                kind="final_answer",
+                seq=2,
+                text=(step.text or "").strip(),
+                catalogue=(),
+                input_tokens=None,
+                output_tokens=None,
             )
             for step in last.values()
         ]
@@ -284,9 +291,9 @@ def _attach_body(
         and (s.tool_call_id == tool_use_id or s.skill == skill)
     ]
     exact = [i for i in candidates if steps[i].tool_call_id == tool_use_id]
-    chosen = (exact or candidates or [None])[-1]
-    if chosen is None:
+    if not candidates:
         return steps
+    chosen = (exact or candidates)[-1]
     updated = list(steps)
     updated[chosen] = dataclasses.replace(steps[chosen], skill_body=rest.strip())
     return updated

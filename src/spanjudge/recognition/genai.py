@@ -91,8 +91,10 @@ def _content_text(content: Any) -> str | None:
     """Join the text of a message's content (a string, a block list, or a JSON string of them)."""
     content = parse_json(content) if isinstance(content, str) else content
     if isinstance(content, dict):
-        if "parts" in content or "content" in content and not isinstance(content.get("content"), str):
-            return _content_text(content.get("parts", content.get("content")))
+        if "parts" in content:  # an OTel message
+            return _content_text(content["parts"])
+        if isinstance(content.get("content"), (list, tuple)):  # a v1.36 message with blocks
+            return _content_text(content["content"])
         return _block_text(content)
     if isinstance(content, (list, tuple)):
         texts = [t for t in (_block_text(b) for b in content) if t]
@@ -159,7 +161,8 @@ def _tool_schemas(span: SpanRecord, tool_name: str | None = None) -> dict[str, A
         for item in definitions:
             if not isinstance(item, dict):
                 continue
-            function = item.get("function") if isinstance(item.get("function"), dict) else item
+            nested = item.get("function")  # OpenAI-style {"type": "function", "function": {...}}
+            function: dict[str, Any] = nested if isinstance(nested, dict) else item
             name = function.get("name")
             schema = function.get("parameters", function.get("inputSchema"))
             if isinstance(schema, dict) and isinstance(schema.get("json"), dict):
@@ -201,8 +204,10 @@ def _tool_io(span: SpanRecord) -> tuple[Any, Any, bool]:
 
 def _result_text(result: Any) -> str | None:
     """Tool result as text: Strands `[{"text": ...}]` content is unwrapped, JSON kept as JSON."""
-    if isinstance(result, (list, tuple)) and result and all(
-        isinstance(b, dict) and ("text" in b or "json" in b) for b in result
+    if (
+        isinstance(result, (list, tuple))
+        and result
+        and all(isinstance(b, dict) and ("text" in b or "json" in b) for b in result)
     ):
         return _content_text(result)
     return as_text(result)
@@ -247,8 +252,12 @@ class GenAIRecogniser:
         if op in sc.AGENT_TURN_OPERATIONS or span.name == sc.SPAN_INVOCATION_INTERNAL:
             return self._turn(span)
         if op == sc.OP_EXECUTE_TOOL or (op is None and span.name.startswith(_TOOL_PREFIX)):
+            if span.str_attr(sc.GEN_AI_TOOL_NAME) == sc.ADK_MERGED_TOOLS:
+                return []
             return [self._tool(span)]
-        if op in sc.MODEL_OPERATIONS or (op is None and int_attr(span, sc.GEN_AI_USAGE_INPUT_TOKENS)):
+        if op in sc.MODEL_OPERATIONS or (
+            op is None and int_attr(span, sc.GEN_AI_USAGE_INPUT_TOKENS)
+        ):
             return [self._model(span)]
         if op is not None:
             return []  # a GenAI span that is no agent activity (event-loop cycles, memory, ...)
@@ -309,7 +318,9 @@ class GenAIRecogniser:
             kind="model_call",
             name=span.name,
             model=str(model) if model is not None else None,
-            input_tokens=int_attr(span, sc.GEN_AI_USAGE_INPUT_TOKENS, sc.GEN_AI_USAGE_PROMPT_TOKENS),
+            input_tokens=int_attr(
+                span, sc.GEN_AI_USAGE_INPUT_TOKENS, sc.GEN_AI_USAGE_PROMPT_TOKENS
+            ),
             output_tokens=int_attr(
                 span, sc.GEN_AI_USAGE_OUTPUT_TOKENS, sc.GEN_AI_USAGE_COMPLETION_TOKENS
             ),
@@ -404,8 +415,13 @@ class GenAIRecogniser:
                     if (reason or "stop").lower() in _STOP_REASONS:
                         out.append(
                             dataclasses.replace(
-                                call, kind="final_answer", text=text.strip(), seq=1,
-                                input_tokens=None, output_tokens=None, catalogue=(),
+                                call,
+                                kind="final_answer",
+                                text=text.strip(),
+                                seq=1,
+                                input_tokens=None,
+                                output_tokens=None,
+                                catalogue=(),
                                 tool_schemas={},
                             )
                         )

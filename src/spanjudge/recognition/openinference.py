@@ -71,7 +71,7 @@ class OpenInferenceRecogniser:
             return [self._tool(span)]
         if kind == "LLM":
             return [self._model_call(span)]
-        if kind in _TURN_KINDS and _is_turn_root(span):
+        if kind in _TURN_KINDS and _is_turn_root(span, kind):
             return [self._turn(span)]
         return []
 
@@ -181,21 +181,22 @@ def _metadata(span: SpanRecord) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _is_turn_root(span: SpanRecord) -> bool:
-    """A graph or chain with no parent, or a LangGraph run at the top of its graph.
+def _is_turn_root(span: SpanRecord, kind: str) -> bool:
+    """A chain or agent with no parent, a LangGraph run at the top of its graph, or an agent.
 
-    Runs nested inside a LangGraph node inherit `langgraph_node` in their metadata; the graph's
-    own root run does not, even when a web framework span is its parent. Turns nested inside
-    another turn span are dropped again by session assembly.
+    Runs nested inside a LangGraph node inherit `langgraph_node` in their metadata (Deep Agents
+    middleware nodes are AGENT spans of that sort); the graph's own root run does not, even when
+    a web framework span is its parent. Turns nested inside another turn span are dropped again
+    by session assembly, so an AGENT span of another framework may safely be offered as one.
     """
     if span.parent_span_id is None:
         return True
     meta = _metadata(span)
-    return (
-        bool(meta)
-        and semconv.LC_META_GRAPH_NODE not in meta
-        and (semconv.LC_META_THREAD_ID in meta or semconv.LC_META_AGENT_NAME in meta)
-    )
+    if semconv.LC_META_GRAPH_NODE in meta:
+        return False
+    if kind == "AGENT":
+        return True
+    return semconv.LC_META_THREAD_ID in meta or semconv.LC_META_AGENT_NAME in meta
 
 
 def _span_error(span: SpanRecord) -> str | None:

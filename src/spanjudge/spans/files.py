@@ -34,7 +34,7 @@ def _open_text(path: str) -> IO[str]:
         return sys.stdin
     if path.endswith(".gz"):
         return gzip.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")  # noqa: SIM115 - closed by the caller's generator
+    return open(path, encoding="utf-8")
 
 
 def read_input(

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 
-_HEX = frozenset("0123456789abcdefABCDEF")
+_HEX = re.compile(r"[0-9a-fA-F]+")
 _ZERO_SPAN = "0" * 16
 
 
@@ -24,7 +25,7 @@ def id_from_bytes(raw: bytes, size: int, what: str) -> str:
 
 def id_from_text(text: str, size: int, what: str) -> str:
     """Accept hex (Collector file exporter) or base64 (protobuf JSON mapping) spellings."""
-    if len(text) == 2 * size and all(c in _HEX for c in text):
+    if len(text) == 2 * size and _HEX.fullmatch(text):
         value = text.lower()
         if value == "0" * (2 * size):
             raise IdError(f"{what} is all zeros (invalid)")

@@ -23,9 +23,9 @@ from spanjudge.spans.record import (
     STATUS_CODES,
     AttrValue,
     SpanEvent,
+    SpanKind,
     SpanLink,
     SpanRecord,
-    SpanKind,
     StatusCode,
 )
 
@@ -42,23 +42,26 @@ class FieldError(ValueError):
 
 
 def _int(value: Any, field: str) -> int:
-    if isinstance(value, bool):
-        raise FieldError(field, f"expected an integer, got {value!r}")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str):
+    kind = type(value)
+    if kind is str:
         try:
             return int(value)
         except ValueError:
             pass
+    elif kind is int:
+        return int(value)
     raise FieldError(field, f"expected an integer (or a decimal string), got {value!r}")
 
 
 def any_value_json(value: Any, field: str) -> AttrValue:
-    if not isinstance(value, Mapping):
-        raise FieldError(field, f"expected an AnyValue object, got {type(value).__name__}")
-    if "stringValue" in value:
-        return str(value["stringValue"])
+    if type(value) is not dict:
+        if not isinstance(value, Mapping):
+            raise FieldError(field, f"expected an AnyValue object, got {type(value).__name__}")
+        value = dict(value)
+    # Fast path: string values are by far the most common.
+    text = value.get("stringValue")
+    if text is not None:
+        return text if type(text) is str else str(text)
     if "intValue" in value:
         return _int(value["intValue"], field + ".intValue")
     if "doubleValue" in value:
@@ -87,21 +90,30 @@ def any_value_json(value: Any, field: str) -> AttrValue:
 def attrs_json(
     items: Any, field: str, limits: Limits
 ) -> tuple[dict[str, AttrValue], int]:
-    if items is None:
+    if not items:
         return {}, 0
-    if not isinstance(items, list):
+    if type(items) is not list:
         raise FieldError(field, f"expected a list of key/value objects, got {type(items).__name__}")
     out: dict[str, AttrValue] = {}
     cuts = 0
+    cap = limits.max_attr_chars
+    max_attrs = limits.max_attrs_per_span
     for i, kv in enumerate(items):
-        if not isinstance(kv, Mapping) or "key" not in kv:
+        if type(kv) is not dict or "key" not in kv:
             raise FieldError(f"{field}[{i}]", "expected an object with 'key' and 'value'")
-        if len(out) >= limits.max_attrs_per_span:
+        if len(out) >= max_attrs:
             cuts += 1
             continue
-        value, n = cap_value(any_value_json(kv.get("value", {}), f"{field}[{i}].value"), limits)
-        cuts += n
-        out[str(kv["key"])] = value
+        value = any_value_json(kv.get("value", {}), f"{field}[{i}].value")
+        if type(value) is str:
+            if len(value) > cap:
+                value, n = cap_value(value, limits)
+                cuts += n
+        elif type(value) is tuple:
+            value, n = cap_value(value, limits)
+            cuts += n
+        key = kv["key"]
+        out[key if type(key) is str else str(key)] = value
     return out, cuts
 
 

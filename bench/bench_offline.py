@@ -1,0 +1,130 @@
+"""Offline evaluation throughput and memory on a large generated OTLP JSON file.
+
+    python bench/bench_offline.py            # 200 MB (the issue's size)
+    python bench/bench_offline.py --mb 20    # quicker
+
+The file is made from the committed Strands fixtures: each replica gets fresh trace/span ids,
+fresh session ids and timestamps shifted one minute further, so sessions end early in the file
+and are closed on event time (idle timeout) and released before the file ends.
+
+Reported, all measured in this run on this machine:
+- spans/s of `spanjudge eval` (recognition, sessions, every default evaluator, JSON report to
+  /dev/null) and the same for the floor: reading the lines and `json.loads` only; the ratio.
+- peak RSS of each, in a fresh subprocess, for the full file and for a quarter of it: memory that
+  does not grow with file size is bounded by open sessions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = [ROOT / "fixtures" / "strands" / "strands_default.jsonl"]
+_ID = re.compile(r'"(traceId|spanId|parentSpanId)":"([0-9a-f]{8})')
+_TIME = re.compile(r'"(startTimeUnixNano|endTimeUnixNano|timeUnixNano)":"(\d+)"')
+_SESSION = re.compile(r'("key":"session\.id","value":\{"stringValue":")([^"]+)"')
+
+
+def generate(path: Path, megabytes: int) -> int:
+    lines = [line for src in SOURCES for line in src.read_text().splitlines() if line.strip()]
+    base_start = min(int(m.group(2)) for line in lines for m in _TIME.finditer(line))
+    target = megabytes * 1_000_000
+    written = 0
+    replica = 0
+    with path.open("w") as out:
+        while written < target:
+            replica += 1
+            prefix = format(replica, "08x")
+            shift = replica * 60 * 1_000_000_000
+            for line in lines:
+                line = _ID.sub(lambda m: f'"{m.group(1)}":"{prefix}', line)
+                line = _TIME.sub(
+                    lambda m: f'"{m.group(1)}":"{int(m.group(2)) - base_start + shift + 1_700_000_000_000_000_000}"',
+                    line,
+                )
+                line = _SESSION.sub(lambda m: f'{m.group(1)}{m.group(2)}-r{replica}"', line)
+                out.write(line + "\n")
+                written += len(line) + 1
+    return replica
+
+
+def floor(path: str) -> dict[str, float]:
+    started = time.perf_counter()
+    spans = 0
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            doc = json.loads(line)
+            for rs in doc["resourceSpans"]:
+                for ss in rs["scopeSpans"]:
+                    spans += len(ss["spans"])
+    elapsed = time.perf_counter() - started
+    return {"spans": spans, "seconds": elapsed, "max_rss_mb": _rss_mb()}
+
+
+def spanjudge_run(path: str) -> dict[str, float]:
+    from spanjudge.emit.report import JsonReportWriter
+    from spanjudge.engine import Engine
+    from spanjudge.offline import run_offline
+
+    started = time.perf_counter()
+    with open("/dev/null", "w") as sink:
+        summary, stats = run_offline([path], Engine(), JsonReportWriter(sink))
+    elapsed = time.perf_counter() - started
+    return {
+        "spans": stats.spans,
+        "sessions": summary.sessions,
+        "seconds": elapsed,
+        "max_rss_mb": _rss_mb(),
+    }
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _child(mode: str, path: str) -> dict[str, float]:
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", mode, path], capture_output=True, text=True, check=True
+    )
+    result: dict[str, float] = json.loads(out.stdout)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=int, default=200, help="size of the generated file (MB)")
+    parser.add_argument("--child", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        mode, path = args.child
+        print(json.dumps(floor(path) if mode == "floor" else spanjudge_run(path)))
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        big = Path(tmp) / "big.jsonl"
+        small = Path(tmp) / "small.jsonl"
+        replicas = generate(big, args.mb)
+        generate(small, max(1, args.mb // 4))
+        print(f"generated {big.stat().st_size / 1e6:.0f} MB ({replicas} replicas of the fixtures)")
+        base = _child("floor", str(big))
+        full = _child("spanjudge", str(big))
+        quarter = _child("spanjudge", str(small))
+        base_rate = base["spans"] / base["seconds"]
+        rate = full["spans"] / full["seconds"]
+        print(f"floor (json.loads only):   {base_rate:12,.0f} spans/s   peak RSS {base['max_rss_mb']:.0f} MB")
+        print(f"spanjudge eval:            {rate:12,.0f} spans/s   peak RSS {full['max_rss_mb']:.0f} MB"
+              f"   ({full['sessions']:,} sessions)")
+        print(f"ratio spanjudge / floor:   {rate / base_rate:.2f}x")
+        print(f"peak RSS at 1/4 the file:  {quarter['max_rss_mb']:.0f} MB "
+              f"(full / quarter = {full['max_rss_mb'] / quarter['max_rss_mb']:.2f}x for 4x the input)")
+
+
+if __name__ == "__main__":
+    main()

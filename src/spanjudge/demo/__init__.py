@@ -1,0 +1,110 @@
+"""`spanjudge demo`: a bundled scripted agent judged in-process by `SpanJudgeProcessor`.
+
+Runs with no network and no model, on the embedded defaults (heuristic judges), and prints the
+verdict table: one session passes, one fails (a required skill that never loaded, despite a
+fluent answer), one is not evaluated, with its reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from spanjudge import semconv
+from spanjudge.demo.agent import SCENARIOS, ScriptedAgent
+from spanjudge.emit.metrics import MetricsSink, score_views
+from spanjudge.emit.otel import OtelVerdictSink
+from spanjudge.emit.table import render_table
+from spanjudge.engine import SessionResult
+from spanjudge.processor import SpanJudgeProcessor
+
+
+class CollectingSink:
+    """Keeps every result in memory (the demo prints them; tests read them)."""
+
+    def __init__(self) -> None:
+        self.results: list[SessionResult] = []
+
+    def emit(self, result: SessionResult) -> None:
+        self.results.append(result)
+
+    def flush(self, timeout_s: float) -> bool:
+        return True
+
+    def shutdown(self) -> None:
+        """Nothing to release."""
+
+
+def run_demo(timeout_s: float = 30.0) -> tuple[list[SessionResult], dict[str, int]]:
+    """Run every scenario through the processor; returns the results and emission counts."""
+    spans = InMemorySpanExporter()
+    logs = InMemoryLogRecordExporter()
+    reader = InMemoryMetricReader()
+    tracer_provider = TracerProvider()
+    logger_provider = LoggerProvider()
+    logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
+    meter_provider = MeterProvider(metric_readers=[reader], views=score_views())
+    collected = CollectingSink()
+    processor = SpanJudgeProcessor(
+        tracer_provider=tracer_provider,
+        meter_provider=meter_provider,
+        sinks=[
+            OtelVerdictSink(tracer_provider=tracer_provider, logger_provider=logger_provider),
+            MetricsSink(meter_provider=meter_provider),
+            collected,
+        ],
+    )
+    # spanjudge first, then the exporter: verdicts emitted at shutdown still get exported.
+    tracer_provider.add_span_processor(processor)
+    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+    agent = ScriptedAgent(tracer_provider)
+    for scenario in SCENARIOS:
+        agent.run(scenario, end_session=True)
+    processor.force_flush(int(timeout_s * 1000))
+    tracer_provider.shutdown()
+    logger_provider.shutdown()
+    counts = {
+        "evaluation_spans": sum(
+            1 for s in spans.get_finished_spans() if s.name == semconv.SPAN_EVALUATE
+        ),
+        "log_records": len(logs.get_finished_logs()),
+        "agent_spans": sum(
+            1 for s in spans.get_finished_spans() if s.name != semconv.SPAN_EVALUATE
+        ),
+    }
+    meter_provider.shutdown()
+    order = {s.session_id: i for i, s in enumerate(SCENARIOS)}
+    results = sorted(collected.results, key=lambda r: order.get(r.trajectory.session_id, 99))
+    return results, counts
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of `spanjudge demo`; exit code 0 when the demo ran."""
+    parser = argparse.ArgumentParser(
+        prog="spanjudge demo",
+        description="Judge a bundled scripted agent in-process and print the verdicts.",
+    )
+    parser.add_argument("--color", action="store_true", help="colour the outcomes")
+    args = parser.parse_args(argv)
+    results, counts = run_demo()
+    out = sys.stdout
+    out.write("spanjudge demo: a scripted agent (no network, no model) judged in-process\n")
+    for scenario in SCENARIOS:
+        out.write(f"  {scenario.session_id:<18} {scenario.title}\n")
+    out.write("\n")
+    out.write(render_table(results, colour=args.color))
+    out.write(
+        f"\nemitted: {counts['evaluation_spans']} {semconv.SPAN_EVALUATE} span(s), "
+        f"{counts['log_records']} {semconv.EV_EVALUATION_RESULT} log record(s), "
+        f"from {counts['agent_spans']} agent span(s)\n"
+    )
+    return 0 if len(results) == len(SCENARIOS) else 1

@@ -1,0 +1,38 @@
+"""The bridge evaluators use: ask a judge, turn a failed judgement into a `judge_error` verdict."""
+
+from __future__ import annotations
+
+from spanjudge.errors import JudgeError
+from spanjudge.evaluators.verdict import JUDGE_ERROR, Target, Verdict, not_evaluated
+from spanjudge.judges.base import Judge, Judgement, JudgeRequest
+from spanjudge.judges.heuristic import HEURISTIC
+
+
+def judge_of(candidate: object) -> Judge:
+    """The context's judge, or the heuristic judge when none is configured."""
+    return candidate if isinstance(candidate, Judge) else HEURISTIC
+
+
+def ask(judge: Judge, request: JudgeRequest) -> Judgement | JudgeError:
+    """Never raises: any failure comes back as a `JudgeError` carrying an ``error_type``."""
+    try:
+        return judge.judge(request)
+    except JudgeError as exc:
+        return exc
+    except Exception as exc:  # a judge bug or an unexpected client error: unscored, not a crash
+        return JudgeError(f"{type(exc).__name__}: {exc}", error_type=type(exc).__name__)
+
+
+def error_verdict(
+    evaluator: str, judge: Judge, error: JudgeError, target: Target, what: str
+) -> Verdict:
+    """``not_evaluated`` / ``judge_error``: never a pass, never a 0.0."""
+    return not_evaluated(
+        evaluator,
+        JUDGE_ERROR,
+        f"{what}: judge {judge.name} gave no judgement: {error}",
+        target=target,
+        judge=judge.name,
+        error_type=error.error_type,
+        evidence=(target.span_id,) if target.span_id else (),
+    )

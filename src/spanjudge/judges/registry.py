@@ -1,0 +1,190 @@
+"""The ``judges`` configuration section and the per-evaluator judge lookup.
+
+Configuration (every key but ``type`` optional unless marked required)::
+
+    judges:
+      local-llm:
+        type: openai                       # any OpenAI-compatible chat-completions endpoint
+        base_url: "http://127.0.0.1:8000/v1"   # required; POST {base_url}/chat/completions
+        model: "qwen2.5"                   # required; verdicts say judge: llm:qwen2.5
+        api_key_env: "OPENAI_API_KEY"      # env var holding the key (sent as a Bearer token)
+        json_mode: true                    # ask for structured JSON output; falls back if refused
+        timeout_s: 30                      # per HTTP call
+        max_retries: 3                     # on 429, 5xx, timeouts, connection resets
+        backoff_s: 0.5                     # first retry delay, doubled each time (max 8 s)
+        concurrency: 4                     # calls in flight at once, per judge
+        cache_size: 512                    # judgements remembered, keyed by the request
+        cooldown_s: 30                     # fail fast this long after an endpoint gave up
+        max_tokens: 512
+        temperature: 0.0
+      claude:
+        type: bedrock                      # needs the extra: pip install 'spanjudge[bedrock]'
+        model: "anthropic.claude-..."      # required: Bedrock model id or inference profile
+        region: "us-east-1"
+        profile: "my-aws-profile"          # AWS credentials profile (default chain otherwise)
+        # timeout_s, max_retries, backoff_s, concurrency, cache_size, cooldown_s, max_tokens,
+        # temperature as above
+    evaluators:
+      skill_selection: {judge: local-llm}
+      instruction_following: {judge: claude, pass_threshold: 0.75}
+      outcome: {judge: heuristic, contains: "42"}
+
+The built-in judge ``heuristic`` (no network) is used by ``skill_selection``, ``skill_omission``,
+``instruction_following`` and ``outcome`` unless their options name another judge. A judge named
+``default`` in this section replaces ``heuristic`` as that default for all four at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from spanjudge.config import Config
+from spanjudge.errors import ConfigError
+from spanjudge.judges.base import Judge
+from spanjudge.judges.bedrock import INSTALL_HINT, BedrockJudge, boto3_available
+from spanjudge.judges.heuristic import HEURISTIC
+from spanjudge.judges.openai import OpenAIJudge
+from spanjudge.judges.reliability import CallPolicy
+
+JUDGED_EVALUATORS = ("skill_selection", "skill_omission", "instruction_following", "outcome")
+DEFAULT_JUDGE = "default"
+
+_POLICY_KEYS: dict[str, tuple[type, float]] = {
+    # key -> (type, minimum)
+    "timeout_s": (float, 0.001),
+    "max_retries": (int, 0),
+    "backoff_s": (float, 0.0),
+    "concurrency": (int, 1),
+    "cache_size": (int, 0),
+    "cooldown_s": (float, 0.0),
+    "max_tokens": (int, 1),
+    "temperature": (float, 0.0),
+}
+_KEYS: dict[str, dict[str, tuple[type, float | None]]] = {
+    "heuristic": {},
+    "openai": {
+        "base_url": (str, None),
+        "model": (str, None),
+        "api_key_env": (str, None),
+        "json_mode": (bool, None),
+        **_POLICY_KEYS,
+    },
+    "bedrock": {
+        "model": (str, None),
+        "region": (str, None),
+        "profile": (str, None),
+        **_POLICY_KEYS,
+    },
+}
+_REQUIRED = {"openai": ("base_url", "model"), "bedrock": ("model",), "heuristic": ()}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JudgeSpec:
+    """One validated entry of the ``judges`` section."""
+
+    name: str
+    type: str
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _check(value: Any, kind: type, minimum: float | None) -> str | None:
+    if kind is bool:
+        return None if isinstance(value, bool) else "expected true or false"
+    if kind is str:
+        return None if isinstance(value, str) and value.strip() else "expected a non-empty string"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "expected a number"
+    if kind is int and not float(value).is_integer():
+        return "expected a whole number"
+    if minimum is not None and value < minimum:
+        return f"expected at least {minimum:g}"
+    return None
+
+
+def parse_judges(raw: Any, path: str, problems: list[str]) -> dict[str, JudgeSpec]:
+    """Validate the ``judges`` section; every problem is appended to ``problems``."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        problems.append(f"{path}: expected a mapping of judge name -> settings")
+        return {}
+    specs = {}
+    for name, body in raw.items():
+        where = f"{path}.{name}"
+        if name == "heuristic":
+            problems.append(f"{where}: 'heuristic' is built in; choose another name")
+            continue
+        if not isinstance(body, Mapping):
+            problems.append(f"{where}: expected a mapping with a 'type'")
+            continue
+        kind = body.get("type")
+        if kind not in _KEYS:
+            problems.append(f"{where}.type: expected one of {', '.join(_KEYS)}, got {kind!r}")
+            continue
+        allowed = _KEYS[kind]
+        settings: dict[str, Any] = {}
+        for key, value in body.items():
+            if key == "type":
+                continue
+            if key not in allowed:
+                known = ", ".join(allowed) or "none"
+                problems.append(
+                    f"{where}.{key}: unknown setting for a {kind} judge (known: {known})"
+                )
+                continue
+            expected, minimum = allowed[key]
+            error = _check(value, expected, minimum)
+            if error:
+                problems.append(f"{where}.{key}: {error}, got {value!r}")
+                continue
+            settings[key] = int(value) if expected is int else value
+        for key in _REQUIRED[kind]:
+            if key not in body:
+                problems.append(f"{where}.{key}: required for a {kind} judge")
+        url = settings.get("base_url")
+        if isinstance(url, str) and not url.startswith(("http://", "https://")):
+            problems.append(f"{where}.base_url: expected an http:// or https:// URL, got {url!r}")
+        if kind == "bedrock" and not boto3_available():
+            problems.append(f"{where}: {INSTALL_HINT}")
+        specs[str(name)] = JudgeSpec(name=str(name), type=kind, settings=settings)
+    return specs
+
+
+def build_judge(spec: JudgeSpec) -> Judge:
+    """Instantiate one judge; network clients are created lazily on first use."""
+    settings = dict(spec.settings)
+    policy = CallPolicy(**{k: settings.pop(k) for k in list(settings) if k in CallPolicy.__slots__})
+    if spec.type == "openai":
+        return OpenAIJudge(policy=policy, **settings)
+    if spec.type == "bedrock":
+        return BedrockJudge(policy=policy, **settings)
+    return HEURISTIC
+
+
+def judge_lookup(config: Config) -> Callable[[str], Judge | None]:
+    """Evaluator name -> its judge. Raises `ConfigError` for unknown judge references."""
+    problems: list[str] = []
+    parsed = config.sections.get("judges")
+    if isinstance(parsed, Mapping) and all(isinstance(v, JudgeSpec) for v in parsed.values()):
+        specs: Mapping[str, JudgeSpec] = parsed
+    else:
+        specs = parse_judges(config.judges, "judges", problems)
+    judges: dict[str, Judge] = {"heuristic": HEURISTIC}
+    judges.update({name: build_judge(spec) for name, spec in specs.items()})
+    default = judges.get(DEFAULT_JUDGE, HEURISTIC)
+    chosen: dict[str, Judge] = {name: default for name in JUDGED_EVALUATORS}
+    for evaluator, options in config.evaluators.items():
+        ref = options.get("judge") if isinstance(options, Mapping) else None
+        if ref is None:
+            continue
+        if not isinstance(ref, str) or ref not in judges:
+            known = ", ".join(sorted(judges))
+            problems.append(f"evaluators.{evaluator}.judge: unknown judge {ref!r} (known: {known})")
+            continue
+        chosen[str(evaluator)] = judges[ref]
+    if problems:
+        raise ConfigError(problems, source=config.source)
+    return chosen.get

@@ -1,0 +1,169 @@
+"""What every networked judge shares: timeouts, retries with backoff, a concurrency limit, a result
+cache, a circuit breaker for dead endpoints, and token/call accounting in OTel metrics."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry import metrics
+
+from spanjudge import semconv
+from spanjudge.errors import JudgeError
+from spanjudge.judges.base import JudgeKind, Judgement, JudgeRequest
+from spanjudge.judges.prompts import build_messages, parse_reply
+
+Messages = list[dict[str, str]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reply:
+    """A model's raw answer and the tokens it reported (None when not reported)."""
+
+    text: str | None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+class RetryableJudgeError(JudgeError):
+    """A transient failure (429, 5xx, timeout, reset); ``retry_after_s`` from the server if sent."""
+
+    def __init__(self, message: str, *, error_type: str, retry_after_s: float | None = None):
+        super().__init__(message, retryable=True, error_type=error_type)
+        self.retry_after_s = retry_after_s
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallPolicy:
+    timeout_s: float = 30.0
+    max_retries: int = 3
+    backoff_s: float = 0.5
+    max_backoff_s: float = 8.0
+    concurrency: int = 4
+    cache_size: int = 512
+    # After retries are exhausted on an unreachable endpoint, fail fast for this long.
+    cooldown_s: float = 30.0
+
+
+Transport = Callable[[Messages, JudgeKind], Reply]
+
+
+class CallCore:
+    """Runs one judge request through cache, limiter, retries and the transport. Thread-safe."""
+
+    def __init__(
+        self,
+        name: str,
+        policy: CallPolicy,
+        transport: Transport,
+        *,
+        meter_provider: metrics.MeterProvider | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.name = name
+        self.policy = policy
+        self._transport = transport
+        self._sleep = sleep
+        self._clock = clock
+        self._limit = threading.BoundedSemaphore(max(1, policy.concurrency))
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[str, Judgement] = OrderedDict()
+        self._down_until = 0.0
+        provider = meter_provider or metrics.get_meter_provider()
+        meter = provider.get_meter(semconv.SJ_SCOPE_NAME)
+        self._tokens = meter.create_counter(
+            semconv.M_JUDGE_TOKENS, unit="{token}", description="Tokens used by LLM judges"
+        )
+        self._calls = meter.create_counter(
+            semconv.M_JUDGE_CALLS, unit="{call}", description="LLM judge call attempts by outcome"
+        )
+
+    def _count(self, outcome: str) -> None:
+        self._calls.add(1, {semconv.SJ_JUDGE: self.name, semconv.JUDGE_CALL_OUTCOME: outcome})
+
+    def _count_tokens(self, reply: Reply) -> None:
+        for kind, value in (
+            (semconv.GEN_AI_TOKEN_TYPE_INPUT, reply.input_tokens),
+            (semconv.GEN_AI_TOKEN_TYPE_OUTPUT, reply.output_tokens),
+        ):
+            if value:
+                self._tokens.add(
+                    value, {semconv.SJ_JUDGE: self.name, semconv.GEN_AI_TOKEN_TYPE: kind}
+                )
+
+    @staticmethod
+    def cache_key(name: str, kind: str, messages: Messages) -> str:
+        return hashlib.sha256(json.dumps([name, kind, messages]).encode()).hexdigest()
+
+    def run(self, request: JudgeRequest) -> Judgement:
+        messages = build_messages(request)
+        key = self.cache_key(self.name, request.kind, messages)
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None:
+                self._cache.move_to_end(key)
+            down = self._clock() < self._down_until
+        if hit is not None:
+            self._count(semconv.JUDGE_OUTCOME_CACHED)
+            return hit
+        if down:
+            self._count(semconv.JUDGE_OUTCOME_UNAVAILABLE)
+            raise JudgeError(
+                f"{self.name}: endpoint failed recently; not retrying for "
+                f"{self.policy.cooldown_s:g}s",
+                error_type="judge_unavailable",
+            )
+        with self._limit:
+            reply = self._send_with_retries(messages, request.kind)
+        self._count_tokens(reply)
+        try:
+            judgement = parse_reply(reply.text, request.kind, self.name)
+        except JudgeError:
+            self._count(semconv.JUDGE_OUTCOME_UNPARSEABLE)
+            raise
+        self._count(semconv.JUDGE_OUTCOME_OK)
+        with self._lock:
+            self._cache[key] = judgement
+            while len(self._cache) > self.policy.cache_size:
+                self._cache.popitem(last=False)
+        return judgement
+
+    def _send_with_retries(self, messages: Messages, kind: JudgeKind) -> Reply:
+        attempt = 0
+        while True:
+            try:
+                reply = self._transport(messages, kind)
+            except RetryableJudgeError as exc:
+                if attempt >= self.policy.max_retries:
+                    self._count(semconv.JUDGE_OUTCOME_ERROR)
+                    with self._lock:
+                        self._down_until = self._clock() + self.policy.cooldown_s
+                    raise JudgeError(
+                        f"{self.name}: giving up after {attempt + 1} attempts: {exc}",
+                        error_type=exc.error_type,
+                    ) from exc
+                self._count(semconv.JUDGE_OUTCOME_RETRIED)
+                delay = min(self.policy.max_backoff_s, self.policy.backoff_s * 2**attempt)
+                if exc.retry_after_s is not None:
+                    delay = min(self.policy.max_backoff_s, max(delay, exc.retry_after_s))
+                self._sleep(delay)
+                attempt += 1
+                continue
+            except JudgeError:
+                self._count(semconv.JUDGE_OUTCOME_ERROR)
+                raise
+            with self._lock:
+                self._down_until = 0.0
+            return reply
+
+
+def as_int(value: Any) -> int | None:
+    """Token counts from a JSON payload: ints only (bools and junk are ignored)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None

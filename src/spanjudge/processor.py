@@ -1,0 +1,264 @@
+"""`SpanJudgeProcessor`: judge an agent in-process, from the spans it already emits.
+
+Add it to the agent's `TracerProvider`, before the exporting processor, so that verdicts emitted
+while the provider shuts down still reach the exporter:
+
+    provider = TracerProvider()
+    provider.add_span_processor(SpanJudgeProcessor(tracer_provider=provider))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+
+`on_end` only appends the span to a bounded deque (as cheap as `BatchSpanProcessor.on_end`);
+a daemon worker thread converts, recognises, assembles and evaluates. Nothing here blocks the
+agent or raises into it: a full queue drops the span and counts it, an internal error is logged
+once and counted.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import threading
+import time
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, Context, attach, detach, set_value
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+
+from spanjudge import semconv
+from spanjudge.config import Config
+from spanjudge.emit.base import Sink
+from spanjudge.emit.metrics import MetricsSink, SelfTelemetry
+from spanjudge.emit.otel import OtelVerdictSink
+from spanjudge.engine import Engine
+from spanjudge.pipeline import Pipeline
+from spanjudge.sessions.store import SessionStore
+from spanjudge.spans.record import SpanRecord
+from spanjudge.spans.sdk import span_from_sdk
+
+log = logging.getLogger("spanjudge")
+
+_OWN_SCOPE = semconv.SJ_SCOPE_NAME
+_OWN_SCOPE_PREFIX = semconv.SJ_SCOPE_NAME + "."
+
+
+@dataclass(slots=True)
+class _Request:
+    """A flush or shutdown asked of the worker; `done` is set when it has been served."""
+
+    kind: str
+    deadline: float
+    done: threading.Event = field(default_factory=threading.Event)
+    ok: bool = False
+
+
+class SpanJudgeProcessor(SpanProcessor):
+    """A `SpanProcessor` that evaluates agent sessions and emits the verdicts.
+
+    Verdicts go out through ``tracer_provider``, ``logger_provider`` and ``meter_provider``
+    (the global providers when not given), or through ``sinks`` when those are passed instead.
+    Sessions close per the configuration's `sessions` policy; `force_flush` and `shutdown`
+    evaluate every open session and mark it incomplete.
+    """
+
+    def __init__(
+        self,
+        config: Config | None = None,
+        *,
+        tracer_provider: Any = None,
+        logger_provider: Any = None,
+        meter_provider: Any = None,
+        max_queue_size: int = 20_000,
+        max_batch_size: int = 512,
+        tick_interval_s: float = 0.5,
+        shutdown_timeout_s: float = 10.0,
+        sinks: Sequence[Sink] | None = None,
+        engine: Engine | None = None,
+    ) -> None:
+        self.config = config or Config()
+        self.engine = engine or Engine(self.config)
+        self.telemetry = SelfTelemetry(meter_provider)
+        if sinks is None:
+            sinks = [
+                OtelVerdictSink(tracer_provider=tracer_provider, logger_provider=logger_provider),
+                MetricsSink(meter_provider=meter_provider, label_skills=self.config.label_skills),
+            ]
+        self.pipeline = Pipeline(
+            self.engine, SessionStore(self.config.policy), sinks, telemetry=self.telemetry
+        )
+        self._max_queue_size = max(1, max_queue_size)
+        self._max_batch_size = max(1, max_batch_size)
+        self._tick_interval_s = tick_interval_s
+        self._shutdown_timeout_s = shutdown_timeout_s
+        self._shutdown = False
+        self._warned: set[str] = set()
+        self._start()
+        if hasattr(os, "register_at_fork"):
+            weak_reinit = weakref.WeakMethod(self._at_fork_reinit)
+
+            def after_in_child() -> None:
+                reinit = weak_reinit()
+                if reinit is not None:
+                    reinit()
+
+            os.register_at_fork(after_in_child=after_in_child)
+
+    def _start(self) -> None:
+        self._queue: collections.deque[ReadableSpan] = collections.deque(
+            maxlen=self._max_queue_size
+        )
+        self._requests: collections.deque[_Request] = collections.deque()
+        self._wake = threading.Event()
+        self._dropped = 0
+        self._dropped_reported = 0
+        self._pid = os.getpid()
+        self._worker = threading.Thread(target=self._run, name="SpanJudgeWorker", daemon=True)
+        self._worker.start()
+
+    def _at_fork_reinit(self) -> None:
+        # The parent evaluates the sessions it had open; the child starts empty.
+        if self._shutdown:
+            return
+        self.pipeline.store = SessionStore(self.config.policy)
+        self._start()
+
+    # --- SpanProcessor: the agent's threads ---
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        """Nothing to do when a span starts."""
+
+    def on_end(self, span: ReadableSpan) -> None:
+        try:
+            if self._shutdown:
+                return
+            queue = self._queue
+            if len(queue) >= self._max_queue_size:
+                self._dropped += 1
+                return
+            queue.append(span)
+            if len(queue) >= self._max_batch_size and not self._wake.is_set():
+                self._wake.set()
+        except Exception:
+            self._internal_error("on_end")
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Evaluate every pending span and open session (marked incomplete), then flush the
+        sinks; False when that did not finish within ``timeout_millis``."""
+        try:
+            if threading.current_thread() is self._worker:
+                # A sink flushing the provider we are part of: the worker is already flushing.
+                return True
+            if self._shutdown:
+                return False
+            return self._ask("flush", timeout_millis / 1000)
+        except Exception:
+            self._internal_error("force_flush")
+            return False
+
+    def shutdown(self) -> None:
+        """Evaluate what is pending (marked incomplete), flush and stop; idempotent, bounded by
+        ``shutdown_timeout_s``."""
+        try:
+            if self._shutdown:
+                return
+            self._shutdown = True
+            if threading.current_thread() is self._worker:
+                return
+            started = time.monotonic()
+            self._ask("shutdown", self._shutdown_timeout_s)
+            left = self._shutdown_timeout_s - (time.monotonic() - started)
+            self._worker.join(max(0.0, left))
+        except Exception:
+            self._internal_error("shutdown")
+
+    def _ask(self, kind: str, timeout_s: float) -> bool:
+        if not self._worker.is_alive():
+            return False
+        request = _Request(kind=kind, deadline=time.monotonic() + max(0.0, timeout_s))
+        self._requests.append(request)
+        self._wake.set()
+        return request.done.wait(max(0.0, timeout_s)) and request.ok
+
+    # --- the worker thread ---
+
+    def _run(self) -> None:
+        # Whatever spanjudge or its judges call (HTTP clients, model SDKs) must not be traced
+        # as agent activity.
+        token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
+        try:
+            while True:
+                self._wake.wait(self._tick_interval_s)
+                self._wake.clear()
+                try:
+                    self._drain()
+                    self.pipeline.tick()
+                except Exception:
+                    self._internal_error("worker")
+                stop = False
+                while self._requests:
+                    request = self._requests.popleft()
+                    stop = self._serve(request) or stop
+                if stop:
+                    return
+        finally:
+            detach(token)
+
+    def _serve(self, request: _Request) -> bool:
+        """Serve one flush/shutdown request; True when the worker should stop."""
+        try:
+            self._drain()
+            self.pipeline.close_all("shutdown")
+            request.ok = self.pipeline.flush(max(0.0, request.deadline - time.monotonic()))
+            if request.kind == "shutdown":
+                self.pipeline.shutdown()
+        except Exception:
+            self._internal_error("worker")
+            request.ok = False
+        finally:
+            request.done.set()
+        return request.kind == "shutdown"
+
+    def _drain(self) -> None:
+        queue = self._queue
+        records: list[SpanRecord] = []
+        invalid = 0
+        limits = self.config.limits
+        while queue:
+            span = queue.popleft()
+            scope = span.instrumentation_scope
+            if scope is not None and (
+                scope.name == _OWN_SCOPE or scope.name.startswith(_OWN_SCOPE_PREFIX)
+            ):
+                continue
+            try:
+                records.append(span_from_sdk(span, limits))
+            except Exception:
+                invalid += 1
+            if len(records) >= self._max_batch_size:
+                self.pipeline.add(records)
+                records = []
+        if records:
+            self.pipeline.add(records)
+        self.telemetry.spans_dropped(invalid, semconv.DROP_INVALID)
+        dropped = self._dropped
+        if dropped > self._dropped_reported:
+            self.telemetry.spans_dropped(dropped - self._dropped_reported, semconv.DROP_QUEUE_FULL)
+            self._dropped_reported = dropped
+
+    def _internal_error(self, where: str) -> None:
+        # Never raise into the agent; say it once and count every occurrence.
+        try:
+            self.telemetry.internal_error(where)
+            if where not in self._warned:
+                self._warned.add(where)
+                log.exception("spanjudge internal error in %s (logged once)", where)
+        except Exception:  # logging itself failed; nothing safe is left to do
+            pass
+
+    @property
+    def dropped_spans(self) -> int:
+        """Spans dropped because the queue was full."""
+        return self._dropped

@@ -1,0 +1,252 @@
+"""Verdict export over OTLP with confirmation: the spool forgets a session only once its evaluation
+span and log records were accepted by the configured endpoint.
+
+The SDK's batch processors report success from `force_flush` even when the export failed, so
+the sidecar uses a small processor of its own: spans (and log records) wait in a bounded list;
+`force_flush` exports them in batches and returns True only when every batch was accepted; a
+failed batch stays queued for the next flush. The OTLP exporters retry transient failures
+themselves within their timeout.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, detach, set_value
+from opentelemetry.sdk._logs import LoggerProvider, LogRecordProcessor
+from opentelemetry.sdk._logs.export import LogRecordExportResult
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import SpanExportResult
+
+from spanjudge.sidecar.config import ExportConfig
+
+log = logging.getLogger("spanjudge.sidecar")
+_BATCH = 512
+
+
+class _Confirming:
+    """A bounded list of items exported on `flush`; failures stay for the next attempt."""
+
+    def __init__(self, export: Callable[[Sequence[Any]], bool], max_items: int) -> None:
+        self._export = export
+        self._items: list[Any] = []
+        self._lock = threading.Lock()
+        self._flush_lock = threading.Lock()
+        self.max_items = max_items
+        self.dropped = 0
+
+    def add(self, item: Any) -> None:
+        with self._lock:
+            # Never reached in practice: the worker stops evaluating while the backlog is full.
+            if len(self._items) >= self.max_items * 2:
+                self.dropped += 1
+                return
+            self._items.append(item)
+
+    @property
+    def backlog(self) -> int:
+        return len(self._items)
+
+    def flush(self) -> bool:
+        with self._flush_lock:
+            with self._lock:
+                items, self._items = self._items, []
+            sent = 0
+            token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
+            try:
+                while sent < len(items):
+                    batch = items[sent : sent + _BATCH]
+                    try:
+                        ok = self._export(batch)
+                    except Exception:  # an exporter bug must not lose the batch
+                        log.exception("verdict export raised")
+                        ok = False
+                    if not ok:
+                        break
+                    sent += len(batch)
+            finally:
+                detach(token)
+            if sent < len(items):
+                with self._lock:
+                    self._items = items[sent:] + self._items
+                return False
+            return True
+
+
+class ConfirmingSpanProcessor(SpanProcessor):
+    """Queues ended spans; `force_flush` exports them and says whether all were accepted."""
+
+    def __init__(self, exporter: Any, max_items: int) -> None:
+        self._exporter = exporter
+        self._queue = _Confirming(
+            lambda batch: exporter.export(batch) == SpanExportResult.SUCCESS, max_items
+        )
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        return None
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self._queue.add(span)
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return self._queue.flush()
+
+    def shutdown(self) -> None:
+        self._exporter.shutdown()
+
+    @property
+    def backlog(self) -> int:
+        return self._queue.backlog
+
+
+class ConfirmingLogProcessor(LogRecordProcessor):
+    """The log-record counterpart of `ConfirmingSpanProcessor`."""
+
+    def __init__(self, exporter: Any, max_items: int) -> None:
+        from opentelemetry.sdk._logs import ReadableLogRecord
+
+        self._exporter = exporter
+        self._readable = ReadableLogRecord
+        self._queue = _Confirming(
+            lambda batch: exporter.export(batch) == LogRecordExportResult.SUCCESS, max_items
+        )
+
+    def on_emit(self, log_record: Any) -> None:
+        resource = log_record.resource if log_record.resource is not None else Resource.create({})
+        self._queue.add(
+            self._readable(
+                log_record=log_record.log_record,
+                resource=resource,
+                instrumentation_scope=log_record.instrumentation_scope,
+                limits=log_record.limits,
+            )
+        )
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return self._queue.flush()
+
+    def shutdown(self) -> None:
+        self._exporter.shutdown()
+
+    @property
+    def backlog(self) -> int:
+        return self._queue.backlog
+
+
+@dataclass(slots=True)
+class VerdictExport:
+    """The providers the OTLP verdict sink writes to, and their confirming processors."""
+
+    tracer_provider: TracerProvider
+    logger_provider: LoggerProvider
+    span_processor: ConfirmingSpanProcessor | None
+    log_processor: ConfirmingLogProcessor | None
+    max_backlog: int
+
+    @property
+    def backlog(self) -> int:
+        return max(
+            self.span_processor.backlog if self.span_processor else 0,
+            self.log_processor.backlog if self.log_processor else 0,
+        )
+
+    @property
+    def full(self) -> bool:
+        return self.backlog >= self.max_backlog
+
+    def shutdown(self) -> None:
+        self.tracer_provider.shutdown()
+        self.logger_provider.shutdown()
+
+
+def _http_url(endpoint: str | None, signal: str) -> str | None:
+    if endpoint is None:
+        return None
+    return endpoint.rstrip("/") + f"/v1/{signal}"
+
+
+def exporter_kwargs(config: ExportConfig, signal: str) -> dict[str, Any]:
+    """Arguments for the OTLP exporter of ``signal``; unset ones fall back to the environment."""
+    kwargs: dict[str, Any] = {}
+    if config.headers:
+        kwargs["headers"] = dict(config.headers)
+    if config.timeout_s is not None:
+        kwargs["timeout"] = config.timeout_s
+    if config.protocol == "grpc":
+        if config.endpoint is not None:
+            kwargs["endpoint"] = config.endpoint
+        if config.insecure is not None:
+            kwargs["insecure"] = config.insecure
+        if config.certificate_file or config.client_certificate_file:
+            import grpc
+
+            def read(path: str | None) -> bytes | None:
+                if path is None:
+                    return None
+                with open(path, "rb") as handle:
+                    return handle.read()
+
+            kwargs["credentials"] = grpc.ssl_channel_credentials(
+                root_certificates=read(config.certificate_file),
+                private_key=read(config.client_key_file),
+                certificate_chain=read(config.client_certificate_file),
+            )
+    else:
+        if config.endpoint is not None:
+            kwargs["endpoint"] = _http_url(config.endpoint, signal)
+        for name in ("certificate_file", "client_key_file", "client_certificate_file"):
+            if getattr(config, name):
+                kwargs[name] = getattr(config, name)
+    return kwargs
+
+
+def build_verdict_export(config: ExportConfig, resource: Resource) -> VerdictExport:
+    """Providers with confirming OTLP processors, or bare providers when export is off."""
+    tracer_provider = TracerProvider(resource=resource)
+    logger_provider = LoggerProvider(resource=resource)
+    if not config.enabled:
+        return VerdictExport(tracer_provider, logger_provider, None, None, config.max_queue_spans)
+    if config.protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+    else:
+        from opentelemetry.exporter.otlp.proto.http._log_exporter import (  # type: ignore[assignment]
+            OTLPLogExporter,
+        )
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import (  # type: ignore[assignment]
+            OTLPSpanExporter,
+        )
+    spans = ConfirmingSpanProcessor(
+        OTLPSpanExporter(**exporter_kwargs(config, "traces")), config.max_queue_spans
+    )
+    logs = ConfirmingLogProcessor(
+        OTLPLogExporter(**exporter_kwargs(config, "logs")), config.max_queue_spans
+    )
+    tracer_provider.add_span_processor(spans)
+    logger_provider.add_log_record_processor(logs)
+    return VerdictExport(tracer_provider, logger_provider, spans, logs, config.max_queue_spans)
+
+
+def build_metric_readers(config: ExportConfig) -> list[Any]:
+    """A periodic OTLP metric reader when export is on (metrics are aggregates: no confirmation)."""
+    if not config.enabled:
+        return []
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+
+    if config.protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
+    else:
+        from opentelemetry.exporter.otlp.proto.http.metric_exporter import (  # type: ignore[assignment]
+            OTLPMetricExporter,
+        )
+    exporter = OTLPMetricExporter(**exporter_kwargs(config, "metrics"))
+    return [
+        PeriodicExportingMetricReader(
+            exporter, export_interval_millis=int(config.metrics_interval_s * 1000)
+        )
+    ]

@@ -1,0 +1,143 @@
+"""What both receivers do with one export request, independent of the transport.
+
+Auth, decode, validate, spool, answer: `Handler.handle` turns a body into an `Answer` that the
+gRPC and HTTP receivers translate into their status codes. Nothing in here lets an input error
+escape as an exception.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from opentelemetry import metrics
+from opentelemetry.metrics import CallbackOptions, Observation
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTracePartialSuccess,
+    ExportTraceServiceResponse,
+)
+
+from spanjudge import semconv
+from spanjudge.sidecar.config import InputConfig
+from spanjudge.sidecar.intake import BadRequest, decode_body
+from spanjudge.sidecar.worker import Overloaded, Worker
+from spanjudge.spans.limits import Limits
+
+log = logging.getLogger("spanjudge.sidecar")
+Result = Literal["ok", "partial", "invalid", "too_large", "unavailable", "unauthenticated"]
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The outcome of one request: ``response`` is set for ok/partial, ``message`` otherwise."""
+
+    result: Result
+    response: ExportTraceServiceResponse | None = None
+    message: str = ""
+
+
+class SidecarTelemetry:
+    """Requests by transport and result, spool bytes and pending spans (self-telemetry)."""
+
+    def __init__(self, meter_provider: Any, worker: Worker) -> None:
+        provider = meter_provider or metrics.get_meter_provider()
+        meter = provider.get_meter(semconv.SJ_SCOPE_NAME + ".sidecar")
+        self._requests = meter.create_counter(
+            semconv.M_SIDECAR_REQUESTS, unit="1", description="Export requests by result"
+        )
+        self._worker = worker
+        meter.create_observable_gauge(
+            semconv.M_SIDECAR_SPOOL_BYTES,
+            callbacks=[lambda options: [Observation(worker.spool.bytes)]],
+            unit="By",
+            description="Bytes of request bodies held in the spool",
+        )
+        meter.create_observable_gauge(
+            semconv.M_SIDECAR_PENDING_SPANS,
+            callbacks=[self._pending],
+            unit="1",
+            description="Spans accepted but not yet in a session",
+        )
+
+    def _pending(self, options: CallbackOptions) -> list[Observation]:
+        return [Observation(self._worker.pending_spans)]
+
+    def request(self, transport: str, result: str) -> None:
+        self._requests.add(
+            1, {semconv.SIDECAR_TRANSPORT: transport, semconv.SIDECAR_RESULT: result}
+        )
+
+
+class Handler:
+    """Turns export requests into answers; shared by the gRPC and HTTP receivers."""
+
+    def __init__(
+        self,
+        worker: Worker,
+        *,
+        limits: Limits,
+        checks: InputConfig,
+        token: str | None,
+        telemetry: SidecarTelemetry | None = None,
+    ) -> None:
+        self.worker = worker
+        self.limits = limits
+        self.checks = checks
+        self._expected = f"Bearer {token}".encode() if token else None
+        self.telemetry = telemetry
+        self.counts: dict[str, int] = {}
+
+    def authorized(self, authorization: str | None) -> bool:
+        """Constant-time check of an `authorization` header against the configured token."""
+        if self._expected is None:
+            return True
+        if not authorization:
+            return False
+        return hmac.compare_digest(authorization.strip().encode(), self._expected)
+
+    def count(self, transport: str, result: str) -> None:
+        self.counts[result] = self.counts.get(result, 0) + 1
+        if self.telemetry is not None:
+            self.telemetry.request(transport, result)
+
+    def handle(self, body: bytes, fmt: str, transport: str) -> Answer:
+        """Decode, validate and spool one request body; never raises."""
+        try:
+            answer = self._handle(body, fmt)
+        except Exception as exc:  # last guard: input must never take a receiver thread down
+            log.exception("unexpected error handling an export request")
+            answer = Answer("invalid", message=f"request could not be processed: {exc}")
+        self.count(transport, answer.result)
+        return answer
+
+    def _handle(self, body: bytes, fmt: str) -> Answer:
+        try:
+            decoded = decode_body(body, fmt, self.limits, self.checks)
+        except BadRequest as exc:
+            return Answer("too_large" if exc.too_large else "invalid", message=exc.message)
+        telemetry = self.worker.telemetry
+        if decoded.problems and telemetry is not None:
+            telemetry.spans_dropped(len(decoded.problems), semconv.DROP_REJECTED)
+        if not decoded.records:
+            if decoded.problems:
+                return Answer(
+                    "invalid", message="every span was rejected: " + decoded.error_message()
+                )
+            return Answer("ok", response=ExportTraceServiceResponse())
+        try:
+            self.worker.submit(body, fmt, decoded.records)
+        except Overloaded as exc:
+            return Answer("unavailable", message=f"spanjudge is overloaded, retry later: {exc}")
+        if decoded.problems:
+            return Answer(
+                "partial",
+                response=ExportTraceServiceResponse(
+                    partial_success=ExportTracePartialSuccess(
+                        rejected_spans=len(decoded.problems),
+                        error_message=decoded.error_message(),
+                    )
+                ),
+            )
+        return Answer("ok", response=ExportTraceServiceResponse())

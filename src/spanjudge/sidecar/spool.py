@@ -1,0 +1,253 @@
+"""The durable spool: request bodies of open sessions in SQLite (WAL), written before the ack.
+
+A request is stored once, as received (decompressed), with one membership row per span group it
+carries: ``s:<session key>`` for spans with a session key, ``t:<trace id>`` for spans without one.
+When a session has been evaluated and its verdicts were accepted by every sink, one transaction
+removes its memberships (only rows the pipeline had already consumed), deletes requests left with
+no membership, and records the session's revision as evaluated. A restart replays what is left.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from spanjudge.sessions.keys import session_key
+from spanjudge.spans.record import SpanRecord
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS requests (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    format TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    body BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS members (
+    request_id INTEGER NOT NULL,
+    gkey TEXT NOT NULL,
+    PRIMARY KEY (gkey, request_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS members_request ON members (request_id);
+CREATE TABLE IF NOT EXISTS evaluated (
+    skey TEXT PRIMARY KEY,
+    revision INTEGER NOT NULL,
+    at REAL NOT NULL
+);
+"""
+
+
+def group_of(span: SpanRecord, key_attributes: Sequence[str] = ()) -> str:
+    """The spool group of a span: its session key, else its trace (keyless spans wait there)."""
+    found = session_key(span, key_attributes)
+    return "s:" + found[0] if found is not None else "t:" + span.trace_id
+
+
+def groups_of_session(key: str, spans: Iterable[SpanRecord], key_attributes: Sequence[str]) -> list[str]:
+    """Groups a closed session's spans came from: its key, plus the traces of its keyless spans."""
+    groups = {"s:" + key}
+    for span in spans:
+        if session_key(span, key_attributes) is None:
+            groups.add("t:" + span.trace_id)
+    return sorted(groups)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Completion:
+    """An evaluated session whose spool rows may go: groups, the last request id it consumed."""
+
+    key: str
+    revision: int
+    groups: tuple[str, ...]
+    upto: int
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """One spooled request, for replay: only spans of ``groups`` are still owed an evaluation."""
+
+    request_id: int
+    format: str
+    body: bytes
+    groups: frozenset[str]
+
+
+class Spool:
+    """SQLite spool. Thread-safe: every call holds one lock around one connection."""
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        max_bytes: int,
+        synchronous: str = "normal",
+        keep_evaluated: int = 100_000,
+    ) -> None:
+        self.path = path
+        self.max_bytes = max_bytes
+        self.keep_evaluated = keep_evaluated
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        # NORMAL in WAL mode survives a killed process; FULL survives power loss too.
+        self._db.execute(f"PRAGMA synchronous={'FULL' if synchronous == 'full' else 'NORMAL'}")
+        self._db.executescript(_SCHEMA)
+        row = self._db.execute("SELECT COALESCE(SUM(size), 0), COUNT(*) FROM requests").fetchone()
+        self.bytes: int = row[0]
+        self.requests: int = row[1]
+        self._completions = 0
+
+    def room_for(self, size: int) -> bool:
+        """Whether a request of ``size`` bytes fits; an empty spool always takes one request."""
+        return self.requests == 0 or self.bytes + size <= self.max_bytes
+
+    def append(self, body: bytes, fmt: str, groups: Iterable[str]) -> int:
+        """Store one request durably (committed on return); returns its id."""
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                cursor = db.execute(
+                    "INSERT INTO requests (format, size, body) VALUES (?, ?, ?)",
+                    (fmt, len(body), body),
+                )
+                request_id = cursor.lastrowid
+                assert request_id is not None
+                db.executemany(
+                    "INSERT OR IGNORE INTO members (request_id, gkey) VALUES (?, ?)",
+                    [(request_id, g) for g in groups],
+                )
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            self.bytes += len(body)
+            self.requests += 1
+            return request_id
+
+    def replay(self) -> Iterator[Stored]:
+        """Requests still owed an evaluation, oldest first."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT r.id, r.format, r.body, GROUP_CONCAT(m.gkey, char(31)) "
+                "FROM requests r JOIN members m ON m.request_id = r.id "
+                "GROUP BY r.id ORDER BY r.id"
+            ).fetchall()
+        for request_id, fmt, body, groups in rows:
+            yield Stored(request_id, fmt, bytes(body), frozenset(groups.split("\x1f")))
+
+    def last_request_id(self) -> int:
+        with self._lock:
+            row = self._db.execute("SELECT COALESCE(MAX(id), 0) FROM requests").fetchone()
+        return int(row[0])
+
+    def complete(self, done: Sequence[Completion]) -> None:
+        """Forget the spans of evaluated sessions and record their revisions, atomically."""
+        if not done:
+            return
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                touched: set[int] = set()
+                for item in done:
+                    for group in item.groups:
+                        touched.update(
+                            r
+                            for (r,) in db.execute(
+                                "SELECT request_id FROM members WHERE gkey = ? AND request_id <= ?",
+                                (group, item.upto),
+                            )
+                        )
+                        db.execute(
+                            "DELETE FROM members WHERE gkey = ? AND request_id <= ?",
+                            (group, item.upto),
+                        )
+                    db.execute(
+                        "INSERT INTO evaluated (skey, revision, at) VALUES (?, ?, ?) "
+                        "ON CONFLICT (skey) DO UPDATE SET revision = MAX(revision, excluded.revision),"
+                        " at = excluded.at",
+                        (item.key, item.revision, time.time()),
+                    )
+                freed = 0
+                gone = 0
+                for request_id in touched:
+                    if db.execute(
+                        "SELECT 1 FROM members WHERE request_id = ? LIMIT 1", (request_id,)
+                    ).fetchone():
+                        continue
+                    row = db.execute(
+                        "DELETE FROM requests WHERE id = ? RETURNING size", (request_id,)
+                    ).fetchone()
+                    if row is not None:
+                        freed += row[0]
+                        gone += 1
+                self._completions += len(done)
+                if self._completions >= 1000:
+                    self._completions = 0
+                    db.execute(
+                        "DELETE FROM evaluated WHERE skey NOT IN "
+                        "(SELECT skey FROM evaluated ORDER BY at DESC LIMIT ?)",
+                        (self.keep_evaluated,),
+                    )
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            self.bytes -= freed
+            self.requests -= gone
+
+    def revision(self, key: str) -> int:
+        """The last revision of ``key`` recorded as evaluated (0: never)."""
+        with self._lock:
+            row = self._db.execute("SELECT revision FROM evaluated WHERE skey = ?", (key,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+class MemorySpool:
+    """The spool switched off: nothing durable, revisions remembered for a bounded number of keys."""
+
+    def __init__(self, keep_evaluated: int = 100_000) -> None:
+        self.bytes = 0
+        self.requests = 0
+        self.max_bytes = 0
+        self._next = 0
+        self._lock = threading.Lock()
+        self._revisions: OrderedDict[str, int] = OrderedDict()
+        self._keep = keep_evaluated
+
+    def room_for(self, size: int) -> bool:
+        return True
+
+    def append(self, body: bytes, fmt: str, groups: Iterable[str]) -> int:
+        with self._lock:
+            self._next += 1
+            return self._next
+
+    def replay(self) -> Iterator[Stored]:
+        return iter(())
+
+    def last_request_id(self) -> int:
+        return self._next
+
+    def complete(self, done: Sequence[Completion]) -> None:
+        with self._lock:
+            for item in done:
+                self._revisions[item.key] = max(item.revision, self._revisions.get(item.key, 0))
+                self._revisions.move_to_end(item.key)
+            while len(self._revisions) > self._keep:
+                self._revisions.popitem(last=False)
+
+    def revision(self, key: str) -> int:
+        with self._lock:
+            return self._revisions.get(key, 0)
+
+    def close(self) -> None:
+        return None

@@ -1,0 +1,252 @@
+"""The sidecar's one owner thread: spooled spans in, sessions evaluated, spool rows released.
+
+Receivers call `Worker.submit` from many threads: it checks the budgets, writes the request to
+the spool (durably, before the caller acknowledges) and queues the decoded spans. The worker
+thread feeds them to the shared `Pipeline`, evaluates sessions as they close, flushes the sinks,
+and only when every sink confirmed does it tell the spool the sessions are done. A crash in
+between re-evaluates those sessions on restart with the same revision, hence the same verdict ids.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from spanjudge.emit.base import Sink
+from spanjudge.emit.metrics import SelfTelemetry
+from spanjudge.engine import Engine
+from spanjudge.pipeline import Pipeline
+from spanjudge.sessions.store import ClosedSession, ClosePolicy, SessionStore
+from spanjudge.sidecar.intake import BadRequest, decode_body
+from spanjudge.sidecar.config import InputConfig
+from spanjudge.sidecar.spool import Completion, MemorySpool, Spool, group_of
+from spanjudge.spans.limits import Limits
+from spanjudge.spans.record import SpanRecord
+
+log = logging.getLogger("spanjudge.sidecar")
+_STOP = object()
+
+
+class Overloaded(Exception):
+    """A budget is full: the caller answers with a retryable status."""
+
+
+class _RevisedStore(SessionStore):
+    """A `SessionStore` whose closed sessions carry revisions that survive restarts.
+
+    The revision of a closed session is one above the last one the spool recorded as evaluated
+    (or one in flight), so a session re-opened after a restart never reuses a verdict id.
+    """
+
+    def __init__(
+        self, policy: ClosePolicy, spool: Spool | MemorySpool, clock: Callable[[], float]
+    ) -> None:
+        super().__init__(policy, clock)
+        self.spool = spool
+        self.in_flight: dict[str, int] = {}
+        self.closed_log: list[ClosedSession] = []
+
+    def _revise(self, closed: Sequence[ClosedSession]) -> list[ClosedSession]:
+        out = []
+        for session in closed:
+            floor = max(self.spool.revision(session.key), self.in_flight.get(session.key, 0))
+            if session.revision <= floor:
+                session = replace(session, revision=floor + 1)
+            self.in_flight[session.key] = session.revision
+            out.append(session)
+        self.closed_log.extend(out)
+        return out
+
+    def due(self) -> list[ClosedSession]:
+        return self._revise(super().due())
+
+    def close_all(self, reason: str) -> list[ClosedSession]:  # type: ignore[override]
+        return self._revise(super().close_all(reason))  # type: ignore[arg-type]
+
+
+class Worker:
+    """Owns the pipeline; thread-safe `submit`, everything else on the worker thread."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        sinks: Sequence[Sink],
+        spool: Spool | MemorySpool,
+        *,
+        policy: ClosePolicy,
+        limits: Limits,
+        checks: InputConfig,
+        telemetry: SelfTelemetry | None = None,
+        max_pending_spans: int = 200_000,
+        tick_interval_s: float = 0.25,
+        flush_timeout_s: float = 10.0,
+        export_full: Callable[[], bool] = lambda: False,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.spool = spool
+        self.store = _RevisedStore(policy, spool, clock)
+        self.pipeline = Pipeline(engine, self.store, sinks, telemetry=telemetry)
+        self.telemetry = telemetry
+        self.limits = limits
+        self.checks = checks
+        self.max_pending_spans = max_pending_spans
+        self.tick_interval_s = tick_interval_s
+        self.flush_timeout_s = flush_timeout_s
+        self.export_full = export_full
+        self.durable = isinstance(spool, Spool)
+        self.pending_spans = 0
+        self.evaluated_sessions = 0
+        self.replayed_spans = 0
+        self._key_attributes = policy.key_attributes
+        self._submit_lock = threading.Lock()
+        self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._last_added = 0
+        self._unconfirmed: list[Completion] = []
+        self._thread: threading.Thread | None = None
+        self._stopped = threading.Event()
+
+    # --- receiver side (any thread) ---
+
+    def submit(self, body: bytes, fmt: str, records: list[SpanRecord]) -> None:
+        """Spool and queue one request's accepted spans; raises `Overloaded` when full."""
+        if not records:
+            return
+        n = len(records)
+        groups = {group_of(r, self._key_attributes) for r in records} if self.durable else ()
+        with self._submit_lock:
+            if self._stopped.is_set():
+                raise Overloaded("shutting down")
+            if self.pending_spans + n > self.max_pending_spans and self.pending_spans > 0:
+                raise Overloaded(f"{self.pending_spans} spans waiting for the pipeline")
+            if not self.spool.room_for(len(body)):
+                raise Overloaded(f"spool full ({self.spool.bytes} of {self.spool.max_bytes} bytes)")
+            # Append and enqueue under one lock: the queue order is the spool id order, which
+            # `Completion.upto` relies on.
+            request_id = self.spool.append(body, fmt, groups)
+            self.pending_spans += n
+            self._queue.put((request_id, records))
+
+    # --- worker thread ---
+
+    def replay(self) -> int:
+        """Queue the spool's unfinished requests (call before `start`); returns spans queued."""
+        count = 0
+        for stored in self.spool.replay():
+            try:
+                decoded = decode_body(stored.body, stored.format, self.limits, self.checks)
+            except BadRequest:  # it was accepted once with the same checks; cannot happen
+                log.error("spooled request %d no longer decodes; kept", stored.request_id)
+                continue
+            records = [
+                r for r in decoded.records if group_of(r, self._key_attributes) in stored.groups
+            ]
+            self.pending_spans += len(records)
+            self._queue.put((stored.request_id, records))
+            count += len(records)
+        self.replayed_spans = count
+        return count
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="spanjudge-sidecar", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        next_tick = time.monotonic() + self.tick_interval_s
+        while True:
+            timeout = max(0.0, next_tick - time.monotonic())
+            try:
+                item = self._queue.get(timeout=timeout)
+            except queue.Empty:
+                item = None
+            if item is _STOP:
+                return
+            if item is not None:
+                self._add(item)
+                # Take what else is waiting without sleeping, up to a tick's worth of work.
+                while time.monotonic() < next_tick:
+                    try:
+                        item = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if item is _STOP:
+                        return
+                    self._add(item)
+            if time.monotonic() >= next_tick:
+                self._safe(self._tick)
+                next_tick = time.monotonic() + self.tick_interval_s
+
+    def _add(self, item: object) -> None:
+        request_id, records = item  # type: ignore[misc]
+        try:
+            self.pipeline.add(records)
+        except Exception:  # the pipeline contains its own errors; this is a last guard
+            log.exception("adding spans failed")
+        self._last_added = request_id
+        with self._submit_lock:
+            self.pending_spans -= len(records)
+
+    def _tick(self) -> None:
+        # A full export backlog pauses evaluation: spans pile up, then receivers push back.
+        if not self.export_full():
+            self.pipeline.tick()
+        self._confirm()
+
+    def _confirm(self) -> None:
+        closed, self.store.closed_log = self.store.closed_log, []
+        for session in closed:
+            trace_groups = {"t:" + s.trace_id for s in session.spans}
+            self._unconfirmed.append(
+                Completion(
+                    key=session.key,
+                    revision=session.revision,
+                    groups=("s:" + session.key, *sorted(trace_groups)),
+                    upto=self._last_added,
+                )
+            )
+        if not self._unconfirmed:
+            return
+        if not self.pipeline.flush(self.flush_timeout_s):
+            log.warning("sinks did not confirm %d sessions; retrying", len(self._unconfirmed))
+            return
+        done, self._unconfirmed = self._unconfirmed, []
+        self.spool.complete(done)
+        self.evaluated_sessions += len(done)
+        for item in done:
+            if self.store.in_flight.get(item.key) == item.revision:
+                del self.store.in_flight[item.key]
+
+    def _safe(self, step: Callable[[], None]) -> None:
+        try:
+            step()
+        except Exception:  # the worker thread must survive anything one tick throws
+            log.exception("sidecar tick failed")
+
+    # --- shutdown ---
+
+    def stop(self, *, evaluate_open: bool, deadline: float) -> None:
+        """Stop intake, drain the queue, then spool (or evaluate) open sessions and flush."""
+        with self._submit_lock:
+            self._stopped.set()
+        self._queue.put(_STOP)
+        if self._thread is not None:
+            self._thread.join(max(0.0, deadline - time.monotonic()))
+            if self._thread.is_alive():
+                log.error("worker did not stop in time; open sessions stay in the spool")
+                return
+        while True:  # whatever was queued after _STOP
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is not _STOP:
+                self._add(item)
+        if evaluate_open or not self.durable:
+            self.pipeline.close_all("shutdown")
+        else:
+            self.pipeline.tick()
+        self.flush_timeout_s = max(0.1, deadline - time.monotonic())
+        self._safe(self._confirm)

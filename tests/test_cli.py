@@ -1,0 +1,133 @@
+"""`spanjudge eval`: formats, exit codes, and bad input that names file, line and field."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from spanjudge.cli import main
+from tests.conftest import load_schema, recorded, write_jsonl
+
+
+def _session(tracer, session_id: str) -> None:  # type: ignore[no-untyped-def]
+    with tracer.start_as_current_span(
+        "invoke_agent shop",
+        attributes={"session.id": session_id, "gen_ai.operation.name": "invoke_agent",
+                    "gen_ai.agent.name": "shop"},
+    ):
+        pass
+
+
+@pytest.fixture
+def trace_file(tmp_path: Path) -> Path:
+    spans = recorded(lambda t: (_session(t, "s-required"), _session(t, "s-free")))
+    return write_jsonl(tmp_path / "traces.jsonl", spans)
+
+
+@pytest.fixture
+def expect_file(tmp_path: Path) -> Path:
+    path = tmp_path / "expect.yaml"
+    path.write_text("sessions:\n  s-required:\n    skills: [csv-report]\n")
+    return path
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:  # type: ignore[no-untyped-def]
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_missing_required_skill_exits_1_and_table_says_why(capsys, trace_file, expect_file):  # type: ignore[no-untyped-def]
+    code, out, _ = run(capsys, "eval", str(trace_file), "--expect", str(expect_file))
+    assert code == 1
+    assert "FAIL" in out and "required skill 'csv-report' was never loaded" in out
+    assert "pass rate" in out and "coverage" in out
+
+
+def test_no_fail_exits_0_and_strict_turns_not_evaluated_into_1(capsys, trace_file):  # type: ignore[no-untyped-def]
+    code, out, _ = run(capsys, "eval", str(trace_file))
+    assert code == 0 and "NOT EVALUATED" in out and "no_expectation" in out
+    code, _, _ = run(capsys, "eval", "--strict", str(trace_file))
+    assert code == 1
+
+
+def test_json_report_is_valid_against_the_schema(capsys, tmp_path, trace_file, expect_file):  # type: ignore[no-untyped-def]
+    out_file = tmp_path / "report.json"
+    code, out, _ = run(capsys, "eval", str(trace_file), "--expect", str(expect_file),
+                       "--format", "json", "--output", str(out_file))
+    assert code == 1 and out == ""
+    report = json.loads(out_file.read_text())
+    jsonschema.validate(report, load_schema())
+    by_id = {s["session_id"]: s for s in report["sessions"]}
+    assert by_id["s-required"]["expected_skills"] == ["csv-report"]
+    assert by_id["s-free"]["verdicts"][0]["outcome"] == "not_evaluated"
+    summary = report["summary"]["by_evaluator"]["skill_loaded"]
+    assert (summary["pass"], summary["fail"], summary["not_evaluated"]) == (0, 1, 1)
+    assert summary["pass_rate"] == 0.0 and summary["coverage"] == 0.5
+
+
+def test_junit_has_one_testcase_per_verdict(capsys, trace_file, expect_file):  # type: ignore[no-untyped-def]
+    code, out, _ = run(capsys, "eval", str(trace_file), "--expect", str(expect_file), "--format", "junit")
+    root = ET.fromstring(out)
+    cases = root.findall(".//testcase")
+    assert len(cases) == 2
+    assert len(root.findall(".//testcase/failure")) == 1
+    assert len(root.findall(".//testcase/skipped")) == 1
+
+
+def test_bad_line_exits_2_with_file_line_field_and_no_result(capsys, tmp_path, trace_file):  # type: ignore[no-untyped-def]
+    good = trace_file.read_text().strip()
+    doc = json.loads(good)
+    doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["spanId"] = "xyz"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(good + "\n" + json.dumps(doc) + "\n")
+    code, out, err = run(capsys, "eval", str(bad))
+    assert code == 2 and out == ""
+    assert f"{bad}:2:" in err and "spanId" in err
+    assert err.count("\n") == 1
+
+
+def test_skip_invalid_continues_and_counts(capsys, tmp_path, trace_file):  # type: ignore[no-untyped-def]
+    good = trace_file.read_text().strip()
+    bad = tmp_path / "mixed.jsonl"
+    bad.write_text("{not json\n" + good + "\n")
+    code, out, err = run(capsys, "eval", "--skip-invalid", "--format", "json", str(bad))
+    assert code == 0
+    report = json.loads(out)
+    assert report["input"]["skipped"] == 1 and len(report["sessions"]) == 2
+    assert f"{bad}:1:" in err and "skipped 1" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["eval", "nope.jsonl"], "nope.jsonl: no such file"),
+        (["eval", "x.jsonl", "--config", "missing.yaml"], "cannot read configuration file"),
+    ],
+)
+def test_usage_errors_exit_2(capsys, argv, words):  # type: ignore[no-untyped-def]
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "" and words in err
+
+
+def test_bad_config_lists_every_problem(capsys, tmp_path, trace_file):  # type: ignore[no-untyped-def]
+    config = tmp_path / "c.yaml"
+    config.write_text("sessions: {idle_timeout_s: soon}\nexpectations: [{when: {request_matches: '('}}]\n")
+    code, out, err = run(capsys, "eval", str(trace_file), "--config", str(config))
+    assert code == 2 and out == ""
+    assert "sessions.idle_timeout_s" in err and "expectations[0].when.request_matches" in err
+
+
+def test_console_script_help_and_stdin(tmp_path, trace_file):  # type: ignore[no-untyped-def]
+    help_text = subprocess.run([sys.executable, "-m", "spanjudge.cli", "eval", "--help"],
+                               capture_output=True, text=True, check=True).stdout
+    assert "exit status" in help_text and "--skip-invalid" in help_text
+    done = subprocess.run([sys.executable, "-m", "spanjudge.cli", "eval", "-", "--format", "json"],
+                          input=trace_file.read_text(), capture_output=True, text=True)
+    assert done.returncode == 0 and len(json.loads(done.stdout)["sessions"]) == 2

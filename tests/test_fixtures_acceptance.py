@@ -1,0 +1,102 @@
+"""Acceptance: every fixture session's report matches the scenario's own record of what it did.
+
+The fixtures were emitted by real framework instrumentation driven by scripted models
+(`fixtures/generate/*`); each generator wrote `scenarios.json` from its own tool-call log.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from spanjudge.config import parse_config
+from spanjudge.emit.report import JsonReportWriter
+from spanjudge.engine import Engine
+from spanjudge.expectations import ExpectationResolver, load_expectations_file
+from spanjudge.offline import run_offline
+from tests.conftest import load_schema, scenario_files
+
+
+def _records() -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for path in scenario_files():
+        for record in json.loads(path.read_text())["sessions"]:
+            out.append((str(path.parent), record))
+    return out
+
+
+@lru_cache(maxsize=None)
+def _report(directory: str) -> dict[str, Any]:
+    folder = Path(directory)
+    engine = Engine(parse_config({}))
+    expectations = folder / "expectations.yaml"
+    if expectations.exists():
+        engine.add_expectations(ExpectationResolver(load_expectations_file(str(expectations))))
+    buf = io.StringIO()
+    inputs = sorted(str(p) for p in folder.glob("*.jsonl"))
+    run_offline(inputs, engine, JsonReportWriter(buf))
+    report: dict[str, Any] = json.loads(buf.getvalue())
+    return report
+
+
+def _session(directory: str, session_id: str) -> dict[str, Any]:
+    sessions = {s["session_id"]: s for s in _report(directory)["sessions"]}
+    assert session_id in sessions, f"session {session_id} missing; have {sorted(sessions)[:10]}..."
+    return sessions[session_id]
+
+
+RECORDS = _records()
+
+
+@pytest.mark.parametrize(
+    ("directory", "record"), RECORDS, ids=[r["session_id"] for _, r in RECORDS]
+)
+def test_session_matches_scenario_record(directory: str, record: dict[str, Any]) -> None:
+    got = _session(directory, record["session_id"])
+    assert [(x["skill"], x["status"]) for x in got["skill_loads"]] == [
+        (x["skill"], x["status"]) for x in record["skill_loads"]
+    ]
+    stats = got["stats"]
+    for key in ("turns", "tool_calls", "model_calls", "errors", "retries", "backtracks"):
+        if key in record:
+            assert stats[key] == record[key], f"{key}: report {stats[key]} != scenario {record[key]}"
+    for key in ("input_tokens", "output_tokens"):
+        if record.get(key) is not None:
+            assert stats[key] == record[key], key
+    assert got["final_answer"] == (record["final_answer"] or None)
+    if "traces" in record:
+        assert len(got["trace_ids"]) == record["traces"]
+    if "key_source" in record:
+        assert got["session_key_source"] == record["key_source"]
+    assert sorted(got["expected_skills"]) == sorted(record["expected_skills"])
+
+
+@pytest.mark.parametrize(
+    ("directory", "record"), RECORDS, ids=[r["session_id"] for _, r in RECORDS]
+)
+def test_skill_loaded_verdicts_are_honest(directory: str, record: dict[str, Any]) -> None:
+    got = _session(directory, record["session_id"])
+    verdicts = [v for v in got["verdicts"] if v["evaluator"] == "skill_loaded"]
+    loaded = {x["skill"] for x in record["skill_loads"] if x["status"] == "loaded"}
+    if not record["expected_skills"]:
+        assert [v["outcome"] for v in verdicts] == ["not_evaluated"]
+        assert verdicts[0]["reason"] == "no_expectation"
+    else:
+        by_skill = {v["target"]["skill"]: v["outcome"] for v in verdicts}
+        for skill in record["expected_skills"]:
+            # a failed or missing required skill never passes
+            assert by_skill[skill] == ("pass" if skill in loaded else "fail"), skill
+    for verdict in got["verdicts"]:
+        if verdict["outcome"] == "not_evaluated":
+            assert verdict["score"] is None and verdict["reason"]
+
+
+@pytest.mark.parametrize("directory", sorted({d for d, _ in RECORDS}))
+def test_fixture_reports_are_valid_against_schema(directory: str) -> None:
+    jsonschema.validate(_report(directory), load_schema())
