@@ -33,6 +33,15 @@ _TIME = re.compile(r'"(startTimeUnixNano|endTimeUnixNano|timeUnixNano)":"(\d+)"'
 _SESSION = re.compile(r'("key":"session\.id","value":\{"stringValue":")([^"]+)"')
 
 
+def _rewrite(line: str, replica: int, base_start: int) -> str:
+    """Fresh ids, a session id suffix and timestamps one minute further per replica."""
+    prefix = format(replica, "08x")
+    offset = replica * 60 * 1_000_000_000 + 1_700_000_000_000_000_000 - base_start
+    line = _ID.sub(lambda m: f'"{m.group(1)}":"{prefix}', line)
+    line = _TIME.sub(lambda m: f'"{m.group(1)}":"{int(m.group(2)) + offset}"', line)
+    return _SESSION.sub(lambda m: f'{m.group(1)}{m.group(2)}-r{replica}"', line)
+
+
 def generate(path: Path, megabytes: int) -> int:
     lines = [line for src in SOURCES for line in src.read_text().splitlines() if line.strip()]
     base_start = min(int(m.group(2)) for line in lines for m in _TIME.finditer(line))
@@ -42,15 +51,8 @@ def generate(path: Path, megabytes: int) -> int:
     with path.open("w") as out:
         while written < target:
             replica += 1
-            prefix = format(replica, "08x")
-            shift = replica * 60 * 1_000_000_000
             for line in lines:
-                line = _ID.sub(lambda m: f'"{m.group(1)}":"{prefix}', line)
-                line = _TIME.sub(
-                    lambda m: f'"{m.group(1)}":"{int(m.group(2)) - base_start + shift + 1_700_000_000_000_000_000}"',
-                    line,
-                )
-                line = _SESSION.sub(lambda m: f'{m.group(1)}{m.group(2)}-r{replica}"', line)
+                line = _rewrite(line, replica, base_start)
                 out.write(line + "\n")
                 written += len(line) + 1
     return replica
@@ -92,7 +94,10 @@ def _rss_mb() -> float:
 
 def _child(mode: str, path: str) -> dict[str, float]:
     out = subprocess.run(
-        [sys.executable, __file__, "--child", mode, path], capture_output=True, text=True, check=True
+        [sys.executable, __file__, "--child", mode, path],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     result: dict[str, float] = json.loads(out.stdout)
     return result
@@ -118,12 +123,18 @@ def main() -> None:
         quarter = _child("spanjudge", str(small))
         base_rate = base["spans"] / base["seconds"]
         rate = full["spans"] / full["seconds"]
-        print(f"floor (json.loads only):   {base_rate:12,.0f} spans/s   peak RSS {base['max_rss_mb']:.0f} MB")
-        print(f"spanjudge eval:            {rate:12,.0f} spans/s   peak RSS {full['max_rss_mb']:.0f} MB"
-              f"   ({full['sessions']:,} sessions)")
+        print(
+            f"floor (json.loads only):   {base_rate:12,.0f} spans/s   peak RSS {base['max_rss_mb']:.0f} MB"
+        )
+        print(
+            f"spanjudge eval:            {rate:12,.0f} spans/s   peak RSS {full['max_rss_mb']:.0f} MB"
+            f"   ({full['sessions']:,} sessions)"
+        )
         print(f"ratio spanjudge / floor:   {rate / base_rate:.2f}x")
-        print(f"peak RSS at 1/4 the file:  {quarter['max_rss_mb']:.0f} MB "
-              f"(full / quarter = {full['max_rss_mb'] / quarter['max_rss_mb']:.2f}x for 4x the input)")
+        print(
+            f"peak RSS at 1/4 the file:  {quarter['max_rss_mb']:.0f} MB "
+            f"(full / quarter = {full['max_rss_mb'] / quarter['max_rss_mb']:.2f}x for 4x the input)"
+        )
 
 
 if __name__ == "__main__":

@@ -18,8 +18,11 @@ from tests.conftest import load_schema, recorded, write_jsonl
 def _session(tracer, session_id: str) -> None:  # type: ignore[no-untyped-def]
     with tracer.start_as_current_span(
         "invoke_agent shop",
-        attributes={"session.id": session_id, "gen_ai.operation.name": "invoke_agent",
-                    "gen_ai.agent.name": "shop"},
+        attributes={
+            "session.id": session_id,
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": "shop",
+        },
     ):
         pass
 
@@ -59,8 +62,17 @@ def test_no_fail_exits_0_and_strict_turns_not_evaluated_into_1(capsys, trace_fil
 
 def test_json_report_is_valid_against_the_schema(capsys, tmp_path, trace_file, expect_file):  # type: ignore[no-untyped-def]
     out_file = tmp_path / "report.json"
-    code, out, _ = run(capsys, "eval", str(trace_file), "--expect", str(expect_file),
-                       "--format", "json", "--output", str(out_file))
+    code, out, _ = run(
+        capsys,
+        "eval",
+        str(trace_file),
+        "--expect",
+        str(expect_file),
+        "--format",
+        "json",
+        "--output",
+        str(out_file),
+    )
     assert code == 1 and out == ""
     report = json.loads(out_file.read_text())
     jsonschema.validate(report, load_schema())
@@ -68,17 +80,30 @@ def test_json_report_is_valid_against_the_schema(capsys, tmp_path, trace_file, e
     assert by_id["s-required"]["expected_skills"] == ["csv-report"]
     assert by_id["s-free"]["verdicts"][0]["outcome"] == "not_evaluated"
     summary = report["summary"]["by_evaluator"]["skill_loaded"]
+    assert report["summary"]["by_evaluator"]["skill_loaded"]["coverage"] == 0.5
     assert (summary["pass"], summary["fail"], summary["not_evaluated"]) == (0, 1, 1)
     assert summary["pass_rate"] == 0.0 and summary["coverage"] == 0.5
 
 
 def test_junit_has_one_testcase_per_verdict(capsys, trace_file, expect_file):  # type: ignore[no-untyped-def]
-    code, out, _ = run(capsys, "eval", str(trace_file), "--expect", str(expect_file), "--format", "junit")
+    _, out, _ = run(
+        capsys, "eval", str(trace_file), "--expect", str(expect_file), "--format", "junit"
+    )
+    _, js, _ = run(
+        capsys, "eval", str(trace_file), "--expect", str(expect_file), "--format", "json"
+    )
+    verdicts = [v for s in json.loads(js)["sessions"] for v in s["verdicts"]]
     root = ET.fromstring(out)
-    cases = root.findall(".//testcase")
-    assert len(cases) == 2
-    assert len(root.findall(".//testcase/failure")) == 1
-    assert len(root.findall(".//testcase/skipped")) == 1
+    assert len(root.findall(".//testcase")) == len(verdicts)
+    assert len(root.findall(".//testcase/failure")) == sum(v["outcome"] == "fail" for v in verdicts)
+    assert len(root.findall(".//testcase/skipped")) == sum(
+        v["outcome"] == "not_evaluated" for v in verdicts
+    )
+    mine = [
+        c for c in root.findall(".//testcase") if c.get("classname") == "spanjudge.skill_loaded"
+    ]
+    assert [c.get("name") for c in mine] == ["skill_loaded[csv-report]", "skill_loaded[session]"]
+    assert mine[0].find("failure") is not None and mine[1].find("skipped") is not None
 
 
 def test_bad_line_exits_2_with_file_line_field_and_no_result(capsys, tmp_path, trace_file):  # type: ignore[no-untyped-def]
@@ -118,16 +143,26 @@ def test_usage_errors_exit_2(capsys, argv, words):  # type: ignore[no-untyped-de
 
 def test_bad_config_lists_every_problem(capsys, tmp_path, trace_file):  # type: ignore[no-untyped-def]
     config = tmp_path / "c.yaml"
-    config.write_text("sessions: {idle_timeout_s: soon}\nexpectations: [{when: {request_matches: '('}}]\n")
+    config.write_text(
+        "sessions: {idle_timeout_s: soon}\nexpectations: [{when: {request_matches: '('}}]\n"
+    )
     code, out, err = run(capsys, "eval", str(trace_file), "--config", str(config))
     assert code == 2 and out == ""
     assert "sessions.idle_timeout_s" in err and "expectations[0].when.request_matches" in err
 
 
 def test_console_script_help_and_stdin(tmp_path, trace_file):  # type: ignore[no-untyped-def]
-    help_text = subprocess.run([sys.executable, "-m", "spanjudge.cli", "eval", "--help"],
-                               capture_output=True, text=True, check=True).stdout
+    help_text = subprocess.run(
+        [sys.executable, "-m", "spanjudge.cli", "eval", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "exit status" in help_text and "--skip-invalid" in help_text
-    done = subprocess.run([sys.executable, "-m", "spanjudge.cli", "eval", "-", "--format", "json"],
-                          input=trace_file.read_text(), capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "spanjudge.cli", "eval", "-", "--format", "json"],
+        input=trace_file.read_text(),
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0 and len(json.loads(done.stdout)["sessions"]) == 2

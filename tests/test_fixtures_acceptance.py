@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import io
 import json
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ def _records() -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def _report(directory: str) -> dict[str, Any]:
     folder = Path(directory)
     engine = Engine(parse_config({}))
@@ -65,7 +65,9 @@ def test_session_matches_scenario_record(directory: str, record: dict[str, Any])
     stats = got["stats"]
     for key in ("turns", "tool_calls", "model_calls", "errors", "retries", "backtracks"):
         if key in record:
-            assert stats[key] == record[key], f"{key}: report {stats[key]} != scenario {record[key]}"
+            assert stats[key] == record[key], (
+                f"{key}: report {stats[key]} != scenario {record[key]}"
+            )
     for key in ("input_tokens", "output_tokens"):
         if record.get(key) is not None:
             assert stats[key] == record[key], key

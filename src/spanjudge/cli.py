@@ -71,7 +71,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     # The result is written only when the whole input was read: a bad line later in a file
     # must not leave half a report behind (exit 2 prints nothing as if it were a result).
-    with tempfile.SpooledTemporaryFile(max_size=16 * 1024 * 1024, mode="w+", encoding="utf-8") as buf:
+    with tempfile.SpooledTemporaryFile(
+        max_size=16 * 1024 * 1024, mode="w+", encoding="utf-8"
+    ) as buf:
         writer = _writer(args.format, buf, colour)  # type: ignore[arg-type]
         summary, stats = run_offline(
             args.inputs,
@@ -92,7 +94,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
             os.replace(tmp, args.output)
     if stats.skipped:
         print(
-            f"spanjudge: skipped {stats.skipped} invalid line(s)/span(s); see the report's input section",
+            f"spanjudge: skipped {stats.skipped} invalid line(s)/span(s); "
+            "see the report's input section",
             file=sys.stderr,
         )
     if summary.failed:
@@ -144,13 +147,18 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help='expectations file (JSON/YAML): {"sessions": {"<id or glob>": {"skills": [...]}}}',
     )
-    ev.add_argument("--format", choices=FORMATS, default="table", help="report format (default: table)")
-    ev.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE (default: stdout)")
+    ev.add_argument(
+        "--format", choices=FORMATS, default="table", help="report format (default: table)"
+    )
+    ev.add_argument(
+        "--output", "-o", metavar="FILE", help="write the report to FILE (default: stdout)"
+    )
     ev.add_argument("--strict", action="store_true", help="exit 1 on any not_evaluated verdict too")
     ev.add_argument(
         "--skip-invalid",
         action="store_true",
-        help="skip invalid lines/spans instead of stopping; they are counted in the report and on stderr",
+        help="skip invalid lines/spans instead of stopping; "
+        "they are counted in the report and on stderr",
     )
     ev.add_argument("--quiet", "-q", action="store_true", help="no progress indicator")
 

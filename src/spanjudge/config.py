@@ -28,7 +28,8 @@ TOP_LEVEL = (
     "serve",
     "emit",
 )
-# Sections validated by the module that owns them: section -> "module:function(raw, path, problems)".
+# Sections validated by the module that owns them:
+# section -> "module:function(raw, path, problems)".
 SECTION_PARSERS: dict[str, str] = {}
 
 
@@ -67,7 +68,11 @@ def _dataclass_section(cls: Any, raw: Any, path: str, problems: list[str], **ext
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
                 problems.append(f"{path}.{key}: expected a non-negative number, got {value!r}")
                 continue
-            kwargs[key] = type(default)(value) if isinstance(default, int) and float(value).is_integer() else value
+            kwargs[key] = (
+                type(default)(value)
+                if isinstance(default, int) and float(value).is_integer()
+                else value
+            )
         elif isinstance(default, tuple):
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 problems.append(f"{path}.{key}: expected a list of strings")
@@ -92,7 +97,9 @@ def _policy(raw: Any, problems: list[str]) -> ClosePolicy:
         extra["per_turn"] = mode == "turn"
     policy: ClosePolicy = _dataclass_section(ClosePolicy, raw, "sessions", problems)
     if extra:
-        policy = ClosePolicy(**{**{f.name: getattr(policy, f.name) for f in fields(policy)}, **extra})
+        policy = ClosePolicy(
+            **{**{f.name: getattr(policy, f.name) for f in fields(policy)}, **extra}
+        )
     return policy
 
 
@@ -105,7 +112,9 @@ def _effects(raw: Any, problems: list[str]) -> EffectMap:
     overrides = {}
     for tool, effect in raw.items():
         if effect not in EFFECTS:
-            problems.append(f"effects.{tool}: unknown effect {effect!r} (expected one of {', '.join(EFFECTS)})")
+            problems.append(
+                f"effects.{tool}: unknown effect {effect!r} (expected one of {', '.join(EFFECTS)})"
+            )
         else:
             overrides[str(tool)] = effect
     return EffectMap(overrides=overrides)

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spanjudge.config import Config
+from spanjudge.errors import ConfigError
 from spanjudge.evaluators.base import EvaluationContext, Evaluator, build_evaluators
 from spanjudge.evaluators.verdict import EVALUATOR_ERROR, Verdict, not_evaluated
 from spanjudge.expectations import Expectation, ExpectationResolver
-from spanjudge.errors import ConfigError
 from spanjudge.recognition.registry import RecogniserRegistry
 from spanjudge.sessions.store import ClosedSession
 from spanjudge.trajectory.assemble import SessionMeta, assemble
@@ -53,7 +53,9 @@ class SessionResult:
 def coverage_of(
     trajectory: Trajectory, expectation: Expectation, verdicts: Sequence[Verdict]
 ) -> Coverage:
-    loaded = {load.skill.strip().lower() for load in trajectory.skill_loads if load.status == "loaded"}
+    loaded = {
+        load.skill.strip().lower() for load in trajectory.skill_loads if load.status == "loaded"
+    }
     expected = [s.strip().lower() for s in expectation.skills]
     skipped: dict[str, int] = {}
     for verdict in verdicts:
@@ -97,8 +99,12 @@ class Engine:
 
     def add_expectations(self, resolver: ExpectationResolver) -> None:
         self.resolver = ExpectationResolver(
-            [*self.resolver.exact.values(), *self.resolver.globs,
-             *resolver.exact.values(), *resolver.globs],
+            [
+                *self.resolver.exact.values(),
+                *self.resolver.globs,
+                *resolver.exact.values(),
+                *resolver.globs,
+            ],
             [*self.resolver.rules, *resolver.rules],
         )
 

@@ -31,7 +31,7 @@ class InputError(SpanJudgeError, ValueError):
 
 
 class JudgeError(SpanJudgeError):
-    """A judge could not produce a judgement. ``retryable`` tells the caller whether to try again."""
+    """A judge could not produce a judgement; ``retryable`` says whether to try again."""
 
     def __init__(self, message: str, *, retryable: bool = False, error_type: str = "judge_error"):
         super().__init__(message)

@@ -132,9 +132,7 @@ def parse_rules(raw: Any, path: str, problems: list[str]) -> list[Rule]:
 class ExpectationResolver:
     """Merges the three sources; exact session ids beat globs, all skills are unioned."""
 
-    def __init__(
-        self, entries: Sequence[SessionEntry] = (), rules: Sequence[Rule] = ()
-    ) -> None:
+    def __init__(self, entries: Sequence[SessionEntry] = (), rules: Sequence[Rule] = ()) -> None:
         self.exact = {e.pattern: e for e in entries if not any(c in e.pattern for c in "*?[")}
         self.globs = [e for e in entries if e.pattern not in self.exact]
         self.rules = list(rules)

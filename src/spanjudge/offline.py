@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from spanjudge.engine import Engine, SessionResult
 from spanjudge.emit.summary import Summary
+from spanjudge.engine import Engine, SessionResult
 from spanjudge.errors import InputError
 from spanjudge.sessions.store import SessionStore
 from spanjudge.spans.files import read_input

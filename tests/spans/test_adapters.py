@@ -7,12 +7,15 @@ from pathlib import Path
 
 import pytest
 from google.protobuf import json_format
-from opentelemetry.trace import SpanKind, Status, StatusCode
-from opentelemetry.trace import Link
+from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
 from spanjudge.errors import InputError
 from spanjudge.spans.files import read_input
-from spanjudge.spans.otlp_json import decode_json_document, request_to_json_line, sdk_spans_to_request
+from spanjudge.spans.otlp_json import (
+    decode_json_document,
+    request_to_json_line,
+    sdk_spans_to_request,
+)
 from spanjudge.spans.otlp_proto import decode_request
 from spanjudge.spans.sdk import span_from_sdk
 from tests.conftest import recorded
@@ -20,17 +23,22 @@ from tests.conftest import recorded
 
 def _agent(tracer):  # type: ignore[no-untyped-def]
     with tracer.start_as_current_span(
-        "invoke_agent shop", attributes={"session.id": "s-1", "gen_ai.operation.name": "invoke_agent"}
-    ) as root:
-        with tracer.start_as_current_span(
-            "execute_tool read_csv",
-            kind=SpanKind.CLIENT,
-            attributes={"gen_ai.tool.name": "read_csv", "count": 3, "ratio": 0.5, "ok": True,
-                        "tags": ["a", "b"]},
-            links=[Link(root.get_span_context())],
-        ) as tool:
-            tool.add_event("gen_ai.tool.message", {"content": "rows: 3"})
-            tool.set_status(Status(StatusCode.ERROR, "disk on fire"))
+        "invoke_agent shop",
+        attributes={"session.id": "s-1", "gen_ai.operation.name": "invoke_agent"},
+    ) as root, tracer.start_as_current_span(
+        "execute_tool read_csv",
+        kind=SpanKind.CLIENT,
+        attributes={
+            "gen_ai.tool.name": "read_csv",
+            "count": 3,
+            "ratio": 0.5,
+            "ok": True,
+            "tags": ["a", "b"],
+        },
+        links=[Link(root.get_span_context())],
+    ) as tool:
+        tool.add_event("gen_ai.tool.message", {"content": "rows: 3"})
+        tool.set_status(Status(StatusCode.ERROR, "disk on fire"))
 
 
 @pytest.fixture

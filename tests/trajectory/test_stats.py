@@ -11,23 +11,53 @@ from tests.conftest import span
 META = SessionMeta(session_id="s", key_source="session.id", complete=True)
 
 
-def tool(n: int, name: str, *, parent: int = 1, args: Any = None, error: str | None = None,
-         trace: int = 1) -> Step:
-    return Step(kind="tool_call", name=name, span_id=format(n, "016x"), trace_id=format(trace, "032x"),
-                parent_span_id=format(parent, "016x"), start_unix_nano=n * 10, end_unix_nano=n * 10 + 5,
-                status="error" if error else "ok", arguments=args, error=error)
+def tool(
+    n: int,
+    name: str,
+    *,
+    parent: int = 1,
+    args: Any = None,
+    error: str | None = None,
+    trace: int = 1,
+) -> Step:
+    return Step(
+        kind="tool_call",
+        name=name,
+        span_id=format(n, "016x"),
+        trace_id=format(trace, "032x"),
+        parent_span_id=format(parent, "016x"),
+        start_unix_nano=n * 10,
+        end_unix_nano=n * 10 + 5,
+        status="error" if error else "ok",
+        arguments=args,
+        error=error,
+    )
 
 
 def turn(n: int, request: str, trace: int = 1) -> Step:
-    return Step(kind="agent_turn", name="agent", span_id=format(n, "016x"),
-                trace_id=format(trace, "032x"), start_unix_nano=n * 10, end_unix_nano=n * 10 + 1000,
-                text=request, agent_name="shop")
+    return Step(
+        kind="agent_turn",
+        name="agent",
+        span_id=format(n, "016x"),
+        trace_id=format(trace, "032x"),
+        start_unix_nano=n * 10,
+        end_unix_nano=n * 10 + 1000,
+        text=request,
+        agent_name="shop",
+    )
 
 
 def spans_for(steps: list[Step]) -> list[Any]:
-    return [span(int(s.span_id, 16), trace=int(s.trace_id, 16),
-                 parent=int(s.parent_span_id, 16) if s.parent_span_id else None,
-                 start=s.start_unix_nano, end=s.end_unix_nano) for s in steps]
+    return [
+        span(
+            int(s.span_id, 16),
+            trace=int(s.trace_id, 16),
+            parent=int(s.parent_span_id, 16) if s.parent_span_id else None,
+            start=s.start_unix_nano,
+            end=s.end_unix_nano,
+        )
+        for s in steps
+    ]
 
 
 def test_retry_is_counted_only_after_a_failure_of_the_same_tool():
@@ -45,17 +75,36 @@ def test_retry_is_counted_only_after_a_failure_of_the_same_tool():
 
 
 def test_failed_skill_load_retried_counts_as_retry_and_not_as_tool_call():
-    load1 = Step(kind="skill_load", name="skills", span_id=format(2, "016x"), trace_id=format(1, "032x"),
-                 parent_span_id=format(1, "016x"), start_unix_nano=20, skill="csv-reports",
-                 skill_status="failed", error="not found")
-    load2 = Step(kind="skill_load", name="skills", span_id=format(3, "016x"), trace_id=format(1, "032x"),
-                 parent_span_id=format(1, "016x"), start_unix_nano=30, skill="csv-report",
-                 skill_status="loaded", skill_body="1. do")
+    load1 = Step(
+        kind="skill_load",
+        name="skills",
+        span_id=format(2, "016x"),
+        trace_id=format(1, "032x"),
+        parent_span_id=format(1, "016x"),
+        start_unix_nano=20,
+        skill="csv-reports",
+        skill_status="failed",
+        error="not found",
+    )
+    load2 = Step(
+        kind="skill_load",
+        name="skills",
+        span_id=format(3, "016x"),
+        trace_id=format(1, "032x"),
+        parent_span_id=format(1, "016x"),
+        start_unix_nano=30,
+        skill="csv-report",
+        skill_status="loaded",
+        skill_body="1. do",
+    )
     steps = [turn(1, "go"), load1, load2]
     t = assemble(META, spans_for(steps), steps)
     assert t.stats.retries == 1 and t.stats.skill_loads == 2 and t.stats.tool_calls == 0
     assert t.stats.errors == 0  # errors count failed tool calls; loads are reported apart
-    assert [(s.skill, s.status) for s in t.skill_loads] == [("csv-reports", "failed"), ("csv-report", "loaded")]
+    assert [(s.skill, s.status) for s in t.skill_loads] == [
+        ("csv-reports", "failed"),
+        ("csv-report", "loaded"),
+    ]
 
 
 def test_backtrack_is_delete_of_something_written_in_the_session():
@@ -72,10 +121,22 @@ def test_backtrack_is_delete_of_something_written_in_the_session():
 
 
 def test_turns_tokens_and_final_answer_per_turn():
-    def model(n: int, parent: int, trace: int, text: str | None, fin: str, tokens: tuple[int, int]) -> Step:
-        return Step(kind="model_call", name="m", span_id=format(n, "016x"), trace_id=format(trace, "032x"),
-                    parent_span_id=format(parent, "016x"), start_unix_nano=n * 10, end_unix_nano=n * 10 + 1,
-                    text=text, finish_reason=fin, input_tokens=tokens[0], output_tokens=tokens[1])
+    def model(
+        n: int, parent: int, trace: int, text: str | None, fin: str, tokens: tuple[int, int]
+    ) -> Step:
+        return Step(
+            kind="model_call",
+            name="m",
+            span_id=format(n, "016x"),
+            trace_id=format(trace, "032x"),
+            parent_span_id=format(parent, "016x"),
+            start_unix_nano=n * 10,
+            end_unix_nano=n * 10 + 1,
+            text=text,
+            finish_reason=fin,
+            input_tokens=tokens[0],
+            output_tokens=tokens[1],
+        )
 
     steps = [
         turn(1, "first", trace=1),
@@ -95,8 +156,15 @@ def test_turns_tokens_and_final_answer_per_turn():
 
 def test_nested_agent_span_is_not_a_new_turn():
     outer = turn(1, "go")
-    inner = Step(kind="agent_turn", name="sub", span_id=format(2, "016x"), trace_id=format(1, "032x"),
-                 parent_span_id=format(1, "016x"), start_unix_nano=20, end_unix_nano=30)
+    inner = Step(
+        kind="agent_turn",
+        name="sub",
+        span_id=format(2, "016x"),
+        trace_id=format(1, "032x"),
+        parent_span_id=format(1, "016x"),
+        start_unix_nano=20,
+        end_unix_nano=30,
+    )
     steps = [outer, inner, tool(3, "read_csv", parent=2)]
     t = assemble(META, spans_for(steps), steps)
     assert t.stats.turns == 1 and all(s.turn == 0 for s in t.steps)

@@ -60,6 +60,7 @@ TOOLS: Mapping[str, Callable[[Mapping[str, Any]], str]] = {
     "get_alerts": lambda a: json.dumps([{"alert": "HighErrorRate", "service": a.get("service")}]),
     "search_logs": lambda a: "09:11:58 ERROR db pool exhausted (max=20)",
     "get_weather": lambda a: "Sunny, 21 C",
+    "read_file": lambda a: f"# {a.get('path')}\n\n1. Do the task step by step.",
 }
 
 

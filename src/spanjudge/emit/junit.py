@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any, TextIO
 from xml.sax.saxutils import escape, quoteattr
 
-from spanjudge.engine import SessionResult
 from spanjudge.emit.summary import Summary
+from spanjudge.engine import SessionResult
 
 
 class JunitWriter:
@@ -21,13 +21,15 @@ class JunitWriter:
         fails = sum(1 for v in result.verdicts if v.outcome == "fail")
         skipped = sum(1 for v in result.verdicts if v.outcome == "not_evaluated")
         self.out.write(
-            f"  <testsuite name={quoteattr(t.session_id)} tests=\"{len(result.verdicts)}\" "
+            f'  <testsuite name={quoteattr(t.session_id)} tests="{len(result.verdicts)}" '
             f'failures="{fails}" errors="0" skipped="{skipped}" '
             f'time="{t.stats.duration_s:.3f}">\n'
         )
         for v in result.verdicts:
-            target = v.target.skill or v.target.tool_call_id or (
-                f"turn {v.target.turn}" if v.target.turn is not None else "session"
+            target = (
+                v.target.skill
+                or v.target.tool_call_id
+                or (f"turn {v.target.turn}" if v.target.turn is not None else "session")
             )
             name = f"{v.evaluator}[{target}]"
             score = "" if v.score is None else f" score={v.score:g}"
@@ -42,7 +44,9 @@ class JunitWriter:
                 )
             elif v.outcome == "not_evaluated":
                 self.out.write(f"<skipped message={quoteattr(f'{v.reason}: {v.explanation}')}/>")
-            self.out.write(f"<system-out>{escape(v.explanation)} (judge: {escape(v.judge)})</system-out>")
+            self.out.write(
+                f"<system-out>{escape(v.explanation)} (judge: {escape(v.judge)})</system-out>"
+            )
             self.out.write("</testcase>\n")
         self.out.write("  </testsuite>\n")
 

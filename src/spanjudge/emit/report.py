@@ -6,8 +6,8 @@ import json
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, TextIO
 
-from spanjudge.engine import SessionResult
 from spanjudge.emit.summary import Summary
+from spanjudge.engine import SessionResult
 from spanjudge.trajectory.steps import Step
 
 
@@ -24,7 +24,9 @@ def step_to_json(step: Step) -> dict[str, Any]:
         "name": step.name,
         "span_id": step.span_id,
         "turn": step.turn,
-        "status": "error" if step.kind in ("tool_call", "skill_load") and step.failed else step.status,
+        "status": "error"
+        if step.kind in ("tool_call", "skill_load") and step.failed
+        else step.status,
         "start_unix_nano": step.start_unix_nano,
         "end_unix_nano": step.end_unix_nano,
     }
@@ -96,7 +98,7 @@ class JsonReportWriter:
         self.first = True
 
     def begin(self) -> None:
-        self.out.write('{"spanjudge_version": %s, "sessions": [' % json.dumps(spanjudge_version()))
+        self.out.write(f'{{"spanjudge_version": {json.dumps(spanjudge_version())}, "sessions": [')
 
     def session(self, result: SessionResult) -> None:
         self.out.write("\n" if self.first else ",\n")

@@ -95,9 +95,7 @@ class TaskProfile:
                 "not_evaluated": outcomes.count("not_evaluated"),
                 "pass_rate": passes / judged if judged else None,
                 "coverage": judged / len(outcomes) if outcomes else None,
-                "pass_hat_k": {
-                    str(k): pass_hat_k(passes, judged, k) for k in range(1, judged + 1)
-                },
+                "pass_hat_k": {str(k): pass_hat_k(passes, judged, k) for k in range(1, judged + 1)},
                 "outcomes": outcomes,
                 "score": distribution(self.scores.get(name, [])),
             }

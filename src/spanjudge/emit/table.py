@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from spanjudge.engine import SessionResult
 from spanjudge.emit.summary import Summary, rates
+from spanjudge.engine import SessionResult
 from spanjudge.evaluators.verdict import Verdict
 
 _MARK = {"pass": "PASS", "fail": "FAIL", "not_evaluated": "NOT EVALUATED"}
@@ -72,7 +72,8 @@ def summary_lines(summary: Summary, input_report: dict[str, Any] | None = None) 
         "",
         f"{summary.sessions} session(s); verdicts: {summary.verdicts['pass']} pass, "
         f"{summary.verdicts['fail']} fail, {summary.verdicts['not_evaluated']} not evaluated",
-        f"  {'evaluator':<22} {'pass':>5} {'fail':>5} {'n/e':>5}  {'pass rate':>9}  {'coverage':>8}",
+        f"  {'evaluator':<22} {'pass':>5} {'fail':>5} {'n/e':>5}"
+        f"  {'pass rate':>9}  {'coverage':>8}",
     ]
     for name, counts in summary.by_evaluator.items():
         pass_rate, coverage = rates(counts)
@@ -80,7 +81,9 @@ def summary_lines(summary: Summary, input_report: dict[str, Any] | None = None) 
             f"  {name:<22} {counts['pass']:>5} {counts['fail']:>5} {counts['not_evaluated']:>5}"
             f"  {_pct(pass_rate):>9}  {_pct(coverage):>8}"
         )
-    lines.append("  (pass rate = pass / (pass + fail); coverage = judged / all; n/e = not evaluated)")
+    lines.append(
+        "  (pass rate = pass / (pass + fail); coverage = judged / all; n/e = not evaluated)"
+    )
     for profile in summary.tasks.values():
         lines.extend(task_lines(profile.to_json()))
     if input_report and input_report.get("skipped"):

@@ -47,7 +47,9 @@ BUILTIN_EVALUATORS: dict[str, str] = {
         "spanjudge.evaluators.instruction_following:InstructionFollowing.from_options"
     ),
     "outcome": "spanjudge.evaluators.outcome:Outcome.from_options",
-    "trajectory_validity": "spanjudge.evaluators.trajectory_validity:TrajectoryValidity.from_options",
+    "trajectory_validity": (
+        "spanjudge.evaluators.trajectory_validity:TrajectoryValidity.from_options"
+    ),
     "side_effects": "spanjudge.evaluators.side_effects:SideEffects.from_options",
     "cost": "spanjudge.evaluators.cost:Cost.from_options",
     "robustness": "spanjudge.evaluators.robustness:Robustness.from_options",

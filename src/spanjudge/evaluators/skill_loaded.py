@@ -28,7 +28,9 @@ class SkillLoaded:
     name: str = NAME
 
     @classmethod
-    def from_options(cls, options: Mapping[str, Any], path: str, problems: list[str]) -> SkillLoaded:
+    def from_options(
+        cls, options: Mapping[str, Any], path: str, problems: list[str]
+    ) -> SkillLoaded:
         unknown_options(options, (), path, problems)
         return cls()
 
@@ -69,7 +71,8 @@ class SkillLoaded:
             last = mine[-1]
             if last.status == "failed":
                 label = "load_failed"
-                why = f"every load attempt failed ({len(mine)}); last error: {last.error or 'unknown'}"
+                error = last.error or "unknown"
+                why = f"every load attempt failed ({len(mine)}); last error: {error}"
             else:
                 label = "unresolved"
                 why = "a load was attempted but no result was recorded"

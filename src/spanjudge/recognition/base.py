@@ -67,7 +67,7 @@ def is_refusal(text: str | None) -> bool:
 
 
 def error_in_payload(payload: Any) -> str | None:
-    """An error carried inside a result payload (`{"status": "error", ...}`) while the span is OK."""
+    """An error inside a result payload (`{"status": "error", ...}`) while the span is OK."""
     if isinstance(payload, str):
         decoded = parse_json(payload)
         if decoded is payload:
@@ -86,7 +86,11 @@ def error_in_payload(payload: Any) -> str | None:
 
 
 def skill_load_status(
-    *, has_result: bool, span_error: bool, tool_status: str | None, result_text: str | None,
+    *,
+    has_result: bool,
+    span_error: bool,
+    tool_status: str | None,
+    result_text: str | None,
     payload_error: str | None,
 ) -> tuple[SkillStatus, str | None]:
     """DESIGN section 2: `loaded` only with a result and no error signal of any kind."""
@@ -108,7 +112,7 @@ def step_status(span: SpanRecord) -> StepStatus:
 
 
 def parse_catalogue(text: str | None) -> tuple[CatalogueEntry, ...]:
-    """Skills offered in a system prompt: `<available_skills>` XML blocks, or name: description lists."""
+    """Skills offered in a system prompt: `<available_skills>` blocks or name: description lists."""
     if not text or "skill" not in text.lower():
         return ()
     entries: dict[str, CatalogueEntry] = {}

@@ -33,6 +33,10 @@ class RecogniserRegistry:
 
     def __init__(self, recognisers: Iterable[Recogniser]) -> None:
         self.recognisers: list[Recogniser] = list(recognisers)
+        # Checked once here: isinstance against a Protocol is slow on a per-session path.
+        self.finalisers: list[SessionFinaliser] = [
+            r for r in self.recognisers if isinstance(r, SessionFinaliser)
+        ]
 
     @classmethod
     def default(cls) -> RecogniserRegistry:
@@ -61,7 +65,6 @@ class RecogniserRegistry:
         steps: list[Step] = []
         for span in spans:
             steps.extend(self.recognise_span(span))
-        for recogniser in self.recognisers:
-            if isinstance(recogniser, SessionFinaliser):
-                steps = recogniser.finalise(steps, spans)
+        for finaliser in self.finalisers:
+            steps = finaliser.finalise(steps, spans)
         return steps

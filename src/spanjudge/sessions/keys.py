@@ -11,9 +11,7 @@ DEFAULT_KEY_ATTRIBUTES: tuple[str, ...] = (semconv.GEN_AI_CONVERSATION_ID, semco
 TRACE_ID_SOURCE = "trace_id"
 
 
-def session_key(
-    span: SpanRecord, extra_attributes: Sequence[str] = ()
-) -> tuple[str, str] | None:
+def session_key(span: SpanRecord, extra_attributes: Sequence[str] = ()) -> tuple[str, str] | None:
     """(key, source attribute) from the span, then its resource; None when neither has one."""
     for attribute in (*DEFAULT_KEY_ATTRIBUTES, *extra_attributes):
         for attrs in (span.attributes, span.resource):

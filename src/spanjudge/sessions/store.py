@@ -186,7 +186,9 @@ class SessionStore:
                 reason = "max_age"
             if reason is not None:
                 ready.append(self._close(key, reason))
-        for trace_id in [t for t, s in self._pending_since.items() if now - s >= policy.idle_timeout_s]:
+        for trace_id in [
+            t for t, s in self._pending_since.items() if now - s >= policy.idle_timeout_s
+        ]:
             ready.extend(self._close_pending(trace_id, "idle"))
         ready.extend(self._evict_over_budget())
         return ready

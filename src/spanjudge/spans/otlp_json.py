@@ -87,9 +87,7 @@ def any_value_json(value: Any, field: str) -> AttrValue:
     return None
 
 
-def attrs_json(
-    items: Any, field: str, limits: Limits
-) -> tuple[dict[str, AttrValue], int]:
+def attrs_json(items: Any, field: str, limits: Limits) -> tuple[dict[str, AttrValue], int]:
     if not items:
         return {}, 0
     if type(items) is not list:
@@ -125,7 +123,9 @@ def _enum(value: Any, names: Mapping[str, str], order: Sequence[str], field: str
     if isinstance(value, str) and value in names:
         return names[value]
     allowed = ", ".join(list(names)[: len(order)])
-    raise FieldError(field, f"unknown enum value {value!r} (expected 0..{len(order) - 1} or {allowed})")
+    raise FieldError(
+        field, f"unknown enum value {value!r} (expected 0..{len(order) - 1} or {allowed})"
+    )
 
 
 def span_from_json(
@@ -225,11 +225,17 @@ def decode_json_document(
             scope_version = scope.get("version") or None
             for pi, span in enumerate(ss.get("spans") or []):
                 try:
-                    records.append(span_from_json(span, resource, scope_name, scope_version, limits))
+                    records.append(
+                        span_from_json(span, resource, scope_name, scope_version, limits)
+                    )
                 except (FieldError, AttributeError, TypeError) as exc:
                     path = f"{base}.scopeSpans[{si}].spans[{pi}]"
                     if isinstance(exc, FieldError):
-                        problems.append(SpanProblem(f"{path}.{exc.field}".rstrip("."), str(exc).split(": ", 1)[-1]))
+                        problems.append(
+                            SpanProblem(
+                                f"{path}.{exc.field}".rstrip("."), str(exc).split(": ", 1)[-1]
+                            )
+                        )
                     else:
                         problems.append(SpanProblem(path, f"malformed span: {exc}"))
     return records, problems

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Union
+from typing import Literal, TypeAlias
 
 # Attribute values after normalisation: OTLP arrays become tuples, kvlists become dicts,
 # bytes become lowercase hex strings.
-AttrValue = Union[str, bool, int, float, tuple["AttrValue", ...], dict[str, "AttrValue"], None]
+AttrValue: TypeAlias = (
+    "str | bool | int | float | tuple[AttrValue, ...] | dict[str, AttrValue] | None"
+)
 Attributes = Mapping[str, AttrValue]
 StatusCode = Literal["unset", "ok", "error"]
 SpanKind = Literal["unspecified", "internal", "server", "client", "producer", "consumer"]

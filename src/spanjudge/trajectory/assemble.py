@@ -148,9 +148,7 @@ def assemble(
         dataclasses.replace(s, turn=_turn_of(s, root_ids, roots, spans_by_id)) for s in ordered
     ]
     numbered = _derive_final_answers(numbered)
-    numbered.sort(
-        key=lambda s: (s.start_unix_nano, order.get((s.trace_id, s.span_id), 0), s.seq)
-    )
+    numbered.sort(key=lambda s: (s.start_unix_nano, order.get((s.trace_id, s.span_id), 0), s.seq))
     answers: dict[int, str] = {}
     for step in numbered:
         if step.kind == "final_answer" and step.text:
@@ -199,11 +197,12 @@ def assemble(
     expected: list[str] = []
     task_id = run_seed = agent_name = None
     for span in spans:
-        for skill in _str_list(span.attr(semconv.SJ_EXPECTED_SKILLS)):
+        attrs = _session_attrs(span)
+        for skill in _str_list(attrs.get(semconv.SJ_EXPECTED_SKILLS)):
             if skill not in expected:
                 expected.append(skill)
-        task_id = task_id or _opt_str(span.attr(semconv.SJ_TASK_ID))
-        run_seed = run_seed or _opt_str(span.attr(semconv.SJ_RUN_SEED))
+        task_id = task_id or _opt_str(attrs.get(semconv.SJ_TASK_ID))
+        run_seed = run_seed or _opt_str(attrs.get(semconv.SJ_RUN_SEED))
         agent_name = agent_name or _opt_str(span.attributes.get(semconv.GEN_AI_AGENT_NAME))
     if turns and turns[0].agent_name:
         agent_name = turns[0].agent_name
@@ -231,6 +230,28 @@ def assemble(
         retry_span_ids=tuple(s.span_id for s in retried),
         backtrack_span_ids=tuple(s.span_id for s in undone),
     )
+
+
+def _session_attrs(span: SpanRecord) -> Mapping[str, Any]:
+    """spanjudge's own session attributes: on the span, its resource, or (OpenInference, where
+    `using_attributes(metadata=...)` is the only way users can set them) inside `metadata` JSON."""
+    found: dict[str, Any] = {}
+    for key in (semconv.SJ_EXPECTED_SKILLS, semconv.SJ_TASK_ID, semconv.SJ_RUN_SEED):
+        value = span.attr(key)
+        if value is not None:
+            found[key] = value
+    metadata = span.attributes.get(semconv.OI_METADATA)
+    if isinstance(metadata, str) and "spanjudge." in metadata:
+        try:
+            decoded = json.loads(metadata)
+        except ValueError:
+            decoded = None
+        if isinstance(decoded, dict):
+            for key in (semconv.SJ_EXPECTED_SKILLS, semconv.SJ_TASK_ID, semconv.SJ_RUN_SEED):
+                if key not in found and decoded.get(key) is not None:
+                    value = decoded[key]
+                    found[key] = tuple(value) if isinstance(value, list) else value
+    return found
 
 
 def _start(span: SpanRecord) -> int:

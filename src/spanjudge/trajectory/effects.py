@@ -19,10 +19,16 @@ DEFAULT_EFFECT_PATTERNS: tuple[tuple[str, Effect], ...] = (
     (r"(^|_)(delete|remove|rm|unlink|drop|destroy|purge|truncate)(_|$)", "delete"),
     (r"(^|_)(create|mkdir|insert|add|new|open_ticket|touch|upload)(_|$)|^create_", "create"),
     (r"(^|_)(write|save|put|store|append)(_|$)|^write$|^Write$", "create"),
-    (r"(^|_)(update|edit|modify|patch|replace|set|rename|move|mv)(_|$)|^(Edit|MultiEdit)$", "modify"),
+    (
+        r"(^|_)(update|edit|modify|patch|replace|set|rename|move|mv)(_|$)|^(Edit|MultiEdit)$",
+        "modify",
+    ),
     (r"(^|_)(send|post|email|notify|publish|deploy|http|fetch_url|webhook|pay)(_|$)", "external"),
-    (r"(^|_)(read|get|list|search|find|query|view|cat|ls|grep|glob|load|fetch|calculate)(_|$)"
-     r"|^(Read|Glob|Grep|LS)$", "read"),
+    (
+        r"(^|_)(read|get|list|search|find|query|view|cat|ls|grep|glob|load|fetch|calculate)(_|$)"
+        r"|^(Read|Glob|Grep|LS)$",
+        "read",
+    ),
 )
 RESOURCE_ARGS: tuple[str, ...] = ("path", "file_path", "filename", "file", "key", "id")
 

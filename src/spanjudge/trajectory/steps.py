@@ -1,4 +1,4 @@
-"""`Step`: what a recogniser makes of one span (a turn, a model call, a tool call, a skill load...)."""
+"""`Step`: what a recogniser makes of one span (a turn, a model call, a tool call, a skill load)."""
 
 from __future__ import annotations
 

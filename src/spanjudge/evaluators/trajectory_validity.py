@@ -1,0 +1,454 @@
+"""`trajectory_validity`: were the tool calls allowed, well-formed and in order? (DESIGN section 5).
+
+Options (all optional; ``evaluators.trajectory_validity`` in the config)::
+
+    allowed_tools: [read_csv, write_file, "get_*"]     # globs; anything else is a violation
+    forbidden_tools: [delete_file, "shell*"]           # globs
+    arguments:                                         # per tool, per argument
+      write_file:
+        path: "out/**"                                 # a string is a glob the value must match
+        content: {regex: "^[^<]*$"}                    # or {glob|regex|not_glob|not_regex: ...}
+    schemas: {write_file: {type: object, required: [path]}}   # JSON Schema per tool
+    trace_schemas: true        # also validate against the schemas the trace recorded (default)
+    order: [{before: read_csv, after: write_file}]     # every `after` call needs an earlier `before`
+    max_steps: 12              # tool calls + skill loads
+    max_tool_calls: 10         # tool calls only (skill loads excluded, as in DESIGN section 4)
+
+Skill loads are tool calls from the agent's point of view: they are checked against the tool
+lists, argument rules and schemas under their tool name (e.g. `skills`). Globs: `*` and `?`
+stay within one path segment, `**` crosses segments; values are compared with a leading `./`
+removed.
+
+Schemas: `jsonschema` is used when it can be imported (it is not a runtime dependency);
+otherwise a small built-in validator checks `type`, `required`, `enum`, `const`, `properties`,
+`items` and `additionalProperties: false`, and the details say `"validator": "builtin"`.
+Arguments recorded as text that is not JSON (e.g. truncated by size caps) are not checked.
+
+Outcome: `fail` with every violation enumerated (span id, tool, kind, message) in the
+explanation and in ``details["violations"]``; `pass` when checks ran and found nothing;
+`not_evaluated` with `no_constraints` when nothing is configured and no called tool has a recorded
+schema (the counts are still in the details), and with `session_incomplete` when a cut-short
+session has no violation so far. Score: 1.0 pass, 0.0 fail.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from spanjudge.evaluators.base import EvaluationContext, unknown_options
+from spanjudge.evaluators.validity_schema import VALIDATOR, schema_error, unwrap_schema, validate_schema
+from spanjudge.evaluators.verdict import SESSION_INCOMPLETE, Target, Verdict
+from spanjudge.trajectory.steps import Step
+
+NAME = "trajectory_validity"
+NO_CONSTRAINTS = "no_constraints"
+OPTIONS = (
+    "allowed_tools",
+    "forbidden_tools",
+    "arguments",
+    "schemas",
+    "trace_schemas",
+    "order",
+    "max_steps",
+    "max_tool_calls",
+)
+RULE_KINDS = ("glob", "regex", "not_glob", "not_regex")
+_MAX_LISTED = 20  # violations spelled out in the explanation; all of them stay in details
+
+
+def glob_to_regex(pattern: str) -> re.Pattern[str]:
+    """Path glob: `**` any depth (``a/**`` matches ``a/b/c``), `*`/`?` within one segment."""
+    out = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z", re.DOTALL)
+
+
+def norm_value(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    text = text.strip()
+    while text.startswith("./"):
+        text = text[2:]
+    return text
+
+
+def _str_list(raw: Any, path: str, problems: list[str]) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not all(isinstance(v, str) and v for v in raw):
+        problems.append(f"{path}: expected a list of tool names or globs, e.g. [read_csv, 'get_*']")
+        return ()
+    return tuple(raw)
+
+
+def _limit(raw: Any, path: str, problems: list[str]) -> int | None:
+    if raw is None:
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
+        problems.append(f"{path}: expected a non-negative integer, got {raw!r}")
+        return None
+    return raw
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ArgRule:
+    """One argument constraint: the value must (or, for ``not_*``, must not) match."""
+
+    tool: str
+    argument: str
+    kind: str
+    pattern: str
+    compiled: re.Pattern[str]
+
+    def violated(self, value: str) -> bool:
+        matched = (
+            self.compiled.match(value) if self.kind.endswith("glob") else self.compiled.search(value)
+        ) is not None
+        return matched if self.kind.startswith("not_") else not matched
+
+    def describe(self) -> str:
+        verb = "must not match" if self.kind.startswith("not_") else "must match"
+        return f"{verb} {self.kind.removeprefix('not_')} {self.pattern!r}"
+
+
+def _arg_rules(raw: Any, path: str, problems: list[str]) -> tuple[ArgRule, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, Mapping):
+        problems.append(f"{path}: expected {{tool: {{argument: glob or {{regex: ...}}}}}}")
+        return ()
+    rules = []
+    for tool, per_arg in raw.items():
+        if not isinstance(per_arg, Mapping):
+            problems.append(f"{path}.{tool}: expected {{argument: glob or {{regex: ...}}}}")
+            continue
+        for arg, spec in per_arg.items():
+            where = f"{path}.{tool}.{arg}"
+            if isinstance(spec, str):
+                kind, pattern = "glob", spec
+            elif isinstance(spec, Mapping) and len(spec) == 1 and next(iter(spec)) in RULE_KINDS:
+                kind, pattern = next(iter(spec.items()))
+            else:
+                problems.append(
+                    f"{where}: expected a glob string or one of {{{'|'.join(RULE_KINDS)}: pattern}}"
+                )
+                continue
+            if not isinstance(pattern, str):
+                problems.append(f"{where}: the {kind} pattern must be a string")
+                continue
+            try:
+                compiled = glob_to_regex(pattern) if kind.endswith("glob") else re.compile(pattern)
+            except re.error as exc:
+                problems.append(
+                    f"{where}: invalid regular expression {pattern!r}: {exc} "
+                    "(fix the pattern, or use {glob: ...} for a path pattern)"
+                )
+                continue
+            rules.append(
+                ArgRule(tool=str(tool), argument=str(arg), kind=kind, pattern=pattern, compiled=compiled)
+            )
+    return tuple(rules)
+
+
+def _order(raw: Any, path: str, problems: list[str]) -> tuple[tuple[str, str], ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        problems.append(f"{path}: expected a list of {{before: tool, after: tool}}")
+        return ()
+    out = []
+    for i, item in enumerate(raw):
+        if (
+            not isinstance(item, Mapping)
+            or set(item) != {"before", "after"}
+            or not all(isinstance(v, str) and v for v in item.values())
+        ):
+            problems.append(f"{path}[{i}]: expected {{before: <tool>, after: <tool>}}")
+            continue
+        out.append((item["before"], item["after"]))
+    return tuple(out)
+
+
+def _schemas(raw: Any, path: str, problems: list[str]) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        problems.append(f"{path}: expected {{tool: JSON Schema}}")
+        return {}
+    out = {}
+    for tool, schema in raw.items():
+        error = schema_error(schema)
+        if error:
+            problems.append(f"{path}.{tool}: the JSON Schema does not parse: {error}")
+        else:
+            out[str(tool)] = schema
+    return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrajectoryValidity:
+    """Constraints on the tool calls of a session; see the module docstring."""
+
+    name: str = NAME
+    allowed_tools: tuple[str, ...] = ()
+    forbidden_tools: tuple[str, ...] = ()
+    arg_rules: tuple[ArgRule, ...] = ()
+    schemas: Mapping[str, Any] = field(default_factory=dict)
+    trace_schemas: bool = True
+    order: tuple[tuple[str, str], ...] = ()
+    max_steps: int | None = None
+    max_tool_calls: int | None = None
+
+    @classmethod
+    def from_options(
+        cls, options: Mapping[str, Any], path: str, problems: list[str]
+    ) -> TrajectoryValidity:
+        unknown_options(options, OPTIONS, path, problems)
+        trace_schemas = options.get("trace_schemas", True)
+        if not isinstance(trace_schemas, bool):
+            problems.append(f"{path}.trace_schemas: expected true or false")
+            trace_schemas = True
+        return cls(
+            allowed_tools=_str_list(options.get("allowed_tools"), f"{path}.allowed_tools", problems),
+            forbidden_tools=_str_list(
+                options.get("forbidden_tools"), f"{path}.forbidden_tools", problems
+            ),
+            arg_rules=_arg_rules(options.get("arguments"), f"{path}.arguments", problems),
+            schemas=_schemas(options.get("schemas"), f"{path}.schemas", problems),
+            trace_schemas=trace_schemas,
+            order=_order(options.get("order"), f"{path}.order", problems),
+            max_steps=_limit(options.get("max_steps"), f"{path}.max_steps", problems),
+            max_tool_calls=_limit(options.get("max_tool_calls"), f"{path}.max_tool_calls", problems),
+        )
+
+    @property
+    def configured(self) -> bool:
+        return bool(
+            self.allowed_tools
+            or self.forbidden_tools
+            or self.arg_rules
+            or self.schemas
+            or self.order
+            or self.max_steps is not None
+            or self.max_tool_calls is not None
+        )
+
+    def evaluate(self, ctx: EvaluationContext) -> list[Verdict]:
+        t = ctx.trajectory
+        calls = [s for s in t.steps if s.kind in ("tool_call", "skill_load")]
+        violations: list[dict[str, Any]] = []
+        notes: list[str] = []
+        schema_checked = 0
+        for step in calls:
+            violations.extend(self._tool_violations(step))
+            schema = self._schema_for(step.name, t.tool_schemas)
+            if schema is None:
+                continue
+            arguments, checkable = _decoded(step.arguments)
+            if not checkable:
+                notes.append(f"{step.span_id}: arguments of {step.name} not recorded as JSON")
+                continue
+            schema_checked += 1
+            for message in validate_schema(arguments, schema):
+                violations.append(_violation("schema", step, message))
+        violations.extend(self._order_violations(calls))
+        violations.extend(self._limit_violations(t.steps, calls))
+        details: dict[str, Any] = {
+            "violations": violations,
+            "checked_calls": len(calls),
+            "schema_checked_calls": schema_checked,
+            "validator": VALIDATOR,
+            "measured": {"violations": len(violations), "steps": len(calls)},
+        }
+        if notes:
+            details["notes"] = notes
+        evidence = tuple(dict.fromkeys(v["span_id"] for v in violations if v["span_id"]))
+        if violations:
+            listed = "; ".join(
+                f"{v['kind']} at {v['span_id'] or 'session'}: {v['message']}"
+                for v in violations[:_MAX_LISTED]
+            )
+            more = f" (+{len(violations) - _MAX_LISTED} more)" if len(violations) > _MAX_LISTED else ""
+            return [
+                Verdict(
+                    evaluator=NAME,
+                    outcome="fail",
+                    score=0.0,
+                    label=violations[0]["kind"],
+                    explanation=f"{len(violations)} violation(s): {listed}{more}",
+                    target=Target(span_id=violations[0]["span_id"]),
+                    evidence=evidence,
+                    details=details,
+                )
+            ]
+        if not self.configured and schema_checked == 0:
+            return [
+                _unjudged(
+                    NO_CONSTRAINTS,
+                    f"no constraints configured and none of the {len(calls)} call(s) has a "
+                    "recorded tool schema; nothing to check",
+                    details,
+                )
+            ]
+        if not t.complete:
+            return [
+                _unjudged(
+                    SESSION_INCOMPLETE,
+                    f"no violation in {len(calls)} call(s) so far, but the session was cut short "
+                    f"({t.close_reason})",
+                    details,
+                )
+            ]
+        checks = []
+        if self.configured:
+            checks.append("configured constraints")
+        if schema_checked:
+            checks.append(f"argument schemas ({schema_checked} call(s))")
+        return [
+            Verdict(
+                evaluator=NAME,
+                outcome="pass",
+                score=1.0,
+                label="valid",
+                explanation=f"{len(calls)} call(s) checked against {' and '.join(checks)}: "
+                "no violation",
+                details=details,
+            )
+        ]
+
+    def _schema_for(self, tool: str, recorded: Mapping[str, Any]) -> Any:
+        if tool in self.schemas:
+            return self.schemas[tool]
+        if self.trace_schemas and tool in recorded:
+            schema = unwrap_schema(recorded[tool])
+            if schema is not None and schema_error(schema) is None:
+                return schema
+        return None
+
+    def _tool_violations(self, step: Step) -> list[dict[str, Any]]:
+        out = []
+        if any(glob_to_regex(p).match(step.name) for p in self.forbidden_tools):
+            out.append(_violation("forbidden_tool", step, f"tool {step.name!r} is forbidden"))
+        if self.allowed_tools and not any(
+            glob_to_regex(p).match(step.name) for p in self.allowed_tools
+        ):
+            out.append(
+                _violation(
+                    "tool_not_allowed",
+                    step,
+                    f"tool {step.name!r} is not in allowed_tools ({', '.join(self.allowed_tools)})",
+                )
+            )
+        arguments, _ = _decoded(step.arguments)
+        for rule in self.arg_rules:
+            if rule.tool != step.name:
+                continue
+            if not isinstance(arguments, Mapping) or rule.argument not in arguments:
+                continue  # a missing argument is the schema's business, not a pattern rule's
+            value = norm_value(arguments[rule.argument])
+            if rule.violated(value):
+                out.append(
+                    _violation(
+                        "argument",
+                        step,
+                        f"{step.name}.{rule.argument}={_short(value)} {rule.describe()}",
+                        argument=rule.argument,
+                    )
+                )
+        return out
+
+    def _order_violations(self, calls: Sequence[Step]) -> list[dict[str, Any]]:
+        out = []
+        for before, after in self.order:
+            seen_before = False
+            for step in calls:
+                if step.name == before:
+                    seen_before = True
+                elif step.name == after and not seen_before:
+                    out.append(
+                        _violation(
+                            "order", step, f"{after!r} was called before any call to {before!r}"
+                        )
+                    )
+        return out
+
+    def _limit_violations(
+        self, steps: Sequence[Step], calls: Sequence[Step]
+    ) -> list[dict[str, Any]]:
+        out = []
+        tool_calls = [s for s in steps if s.kind == "tool_call"]
+        for limit, counted, what in (
+            (self.max_steps, calls, "steps (tool calls + skill loads)"),
+            (self.max_tool_calls, tool_calls, "tool calls"),
+        ):
+            if limit is not None and len(counted) > limit:
+                first_over = counted[limit]
+                out.append(
+                    _violation(
+                        "step_limit",
+                        first_over,
+                        f"{len(counted)} {what}, limit {limit}; the first over the limit is "
+                        f"{first_over.name}",
+                    )
+                )
+        return out
+
+
+def _decoded(arguments: Any) -> tuple[Any, bool]:
+    """(arguments as JSON values, whether they can be checked)."""
+    if isinstance(arguments, str):
+        try:
+            return json.loads(arguments), True
+        except ValueError:
+            return arguments, False
+    if arguments is None:
+        return {}, True  # no arguments recorded for a call that took none
+    return arguments, True
+
+
+def _short(value: str, width: int = 80) -> str:
+    return repr(value if len(value) <= width else value[: width - 1] + "…")
+
+
+def _violation(kind: str, step: Step, message: str, argument: str | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "kind": kind,
+        "span_id": step.span_id,
+        "tool": step.name,
+        "turn": step.turn,
+        "message": message,
+    }
+    if argument is not None:
+        out["argument"] = argument
+    return out
+
+
+def _unjudged(reason: str, explanation: str, details: dict[str, Any]) -> Verdict:
+    return Verdict(
+        evaluator=NAME,
+        outcome="not_evaluated",
+        score=None,
+        label="not_evaluated",
+        explanation=explanation,
+        reason=reason,
+        details=details,
+    )

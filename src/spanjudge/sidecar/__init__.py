@@ -1,0 +1,99 @@
+"""`spanjudge serve`: the OTLP sidecar a Collector exports agent traces to (DESIGN section 10)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from types import FrameType
+
+from spanjudge.config import Config, load_config
+from spanjudge.errors import ConfigError
+from spanjudge.sidecar.config import ServeConfig, parse_serve
+
+__all__ = ["main", "serve_config"]
+
+log = logging.getLogger("spanjudge.sidecar")
+
+
+def serve_config(config: Config) -> ServeConfig:
+    """The validated `serve` section (already parsed when `config.SECTION_PARSERS` has it)."""
+    section = config.sections.get("serve")
+    if isinstance(section, ServeConfig):
+        return section
+    problems: list[str] = []
+    parsed = parse_serve(section, "serve", problems)
+    if problems:
+        raise ConfigError(problems, source=config.source)
+    return parsed
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="spanjudge serve",
+        description="OTLP/gRPC and OTLP/HTTP receiver that evaluates agent sessions online.",
+    )
+    parser.add_argument("--config", help="the YAML configuration file (section `serve:`)")
+    parser.add_argument(
+        "--ready-file",
+        help="write the bound endpoints as JSON to this file once every receiver listens",
+    )
+    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
+    return parser
+
+
+def _write_ready(path: str, payload: dict[str, object]) -> None:
+    temporary = path + ".tmp"
+    with open(temporary, "w", encoding="utf-8") as handle:
+        json.dump(payload, handle)
+    os.replace(temporary, path)  # readers never see a half-written file
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the sidecar until SIGTERM/SIGINT. Exit 0 after a clean shutdown, 2 on bad config."""
+    args = _parser().parse_args(list(argv) if argv is not None else None)
+    logging.basicConfig(
+        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        config = load_config(args.config)
+        serve = serve_config(config)
+    except ConfigError as exc:
+        print(f"spanjudge serve: {exc}", file=sys.stderr)
+        return 2
+    from spanjudge.sidecar.server import Sidecar
+
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        sidecar = Sidecar(config, serve)
+        endpoints = sidecar.start()
+    except (OSError, RuntimeError, ConfigError) as exc:
+        print(f"spanjudge serve: cannot start: {exc}", file=sys.stderr)
+        return 1
+    log.info(
+        "listening: grpc=%s http=%s metrics=%s spool=%s",
+        endpoints.grpc,
+        endpoints.http,
+        endpoints.metrics,
+        serve.spool.path if serve.spool.enabled else "off",
+    )
+    if args.ready_file:
+        _write_ready(args.ready_file, endpoints.to_json())
+    while not stop.wait(0.5):
+        pass
+    log.info("shutting down (budget %.0fs)", serve.shutdown_timeout_s)
+    sidecar.stop()
+    return 0

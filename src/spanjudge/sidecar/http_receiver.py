@@ -1,0 +1,257 @@
+"""OTLP/HTTP `POST /v1/traces` (protobuf and JSON, gzip accepted) and `GET /healthz`.
+
+A threaded stdlib server: the handler work is the same as gRPC's and the Collector keeps a few
+connections open, so a thread per connection is enough. Error bodies are `google.rpc.Status`
+in the request's encoding, as the OTLP/HTTP specification asks.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import ssl
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.message import Message
+from google.rpc import code_pb2, status_pb2
+
+from spanjudge.sidecar.config import TlsConfig
+from spanjudge.sidecar.handling import Handler
+from spanjudge.sidecar.intake import FORMAT_JSON, FORMAT_PROTOBUF, BadRequest, gunzip
+
+log = logging.getLogger("spanjudge.sidecar")
+TRACES_PATH = "/v1/traces"
+_STATUS = {
+    "invalid": (400, code_pb2.INVALID_ARGUMENT),
+    "too_large": (413, code_pb2.INVALID_ARGUMENT),
+    "unavailable": (503, code_pb2.UNAVAILABLE),
+    "unauthenticated": (401, code_pb2.UNAUTHENTICATED),
+}
+
+
+def tls_context(tls: TlsConfig) -> ssl.SSLContext:
+    """Server TLS context; with a client CA, a client certificate is required (mutual TLS)."""
+    assert tls.cert_file is not None and tls.key_file is not None
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(tls.cert_file, tls.key_file)
+    if tls.client_ca_file:
+        context.verify_mode = ssl.CERT_REQUIRED
+        context.load_verify_locations(cafile=tls.client_ca_file)
+    return context
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    handler: Handler
+    max_request_bytes: int
+    retry_after_s: int
+    stopping: bool = False
+    idle: dict[int, socket.socket]
+    active: set[int]
+    lock: threading.Lock
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # TLS handshake failures (no client certificate) and dropped connections land here.
+        log.debug("HTTP connection from %s failed", client_address, exc_info=True)
+
+
+class _RequestHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+    timeout = 30  # a silent client does not hold a thread for ever
+    server_version = "spanjudge"
+    sys_version = ""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("http: " + format, *args)
+
+    def setup(self) -> None:
+        super().setup()
+        with self.server.lock:
+            self.server.active.add(id(self))
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            with self.server.lock:
+                self.server.active.discard(id(self))
+                self.server.idle.pop(id(self), None)
+
+    def handle_one_request(self) -> None:
+        with self.server.lock:
+            self.server.idle[id(self)] = self.connection
+        super().handle_one_request()
+        if self.server.stopping:
+            self.close_connection = True
+
+    def parse_request(self) -> bool:
+        with self.server.lock:  # a request line arrived: not idle any more
+            self.server.idle.pop(id(self), None)
+        return super().parse_request()
+
+    # --- routes ---
+
+    def do_GET(self) -> None:
+        if self.path.split("?", 1)[0] == "/healthz":
+            self._send(200, b"ok\n", "text/plain")
+        else:
+            self._send(404, b"not found\n", "text/plain")
+
+    def do_POST(self) -> None:
+        if self.path.split("?", 1)[0] != TRACES_PATH:
+            self._discard_body()
+            self._send(404, b"not found\n", "text/plain")
+            return
+        content_type = (self.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
+        fmt = FORMAT_JSON if content_type == "application/json" else FORMAT_PROTOBUF
+        handler = self.server.handler
+        if content_type not in ("application/x-protobuf", "application/protobuf", "application/json"):
+            self._discard_body()
+            self._error(fmt, "invalid", f"unsupported Content-Type {content_type or '(none)'!r}")
+            handler.count("http", "invalid")
+            return
+        if not handler.authorized(self.headers.get("Authorization")):
+            self._discard_body()
+            self._error(fmt, "unauthenticated", "missing or wrong bearer token")
+            handler.count("http", "unauthenticated")
+            return
+        try:
+            body = self._read_body()
+        except BadRequest as exc:
+            self.close_connection = True
+            result = "too_large" if exc.too_large else "invalid"
+            self._error(fmt, result, exc.message)
+            handler.count("http", result)
+            return
+        answer = handler.handle(body, fmt, "http")
+        if answer.response is not None:
+            self._send(200, *_encode(answer.response, fmt))
+        else:
+            self._error(fmt, answer.result, answer.message)
+
+    # --- helpers ---
+
+    def _read_body(self) -> bytes:
+        limit = self.server.max_request_bytes
+        length_header = self.headers.get("Content-Length")
+        if length_header is None:
+            raise BadRequest("a Content-Length header is required")
+        try:
+            length = int(length_header)
+        except ValueError:
+            raise BadRequest(f"bad Content-Length {length_header!r}") from None
+        if length < 0:
+            raise BadRequest(f"bad Content-Length {length_header!r}")
+        if length > limit:
+            raise BadRequest(f"request of {length} bytes exceeds the limit of {limit}", too_large=True)
+        body = self.rfile.read(length)
+        if len(body) < length:
+            raise BadRequest("request body shorter than its Content-Length")
+        encoding = (self.headers.get("Content-Encoding") or "identity").strip().lower()
+        if encoding == "gzip":
+            return gunzip(body, limit)
+        if encoding not in ("identity", ""):
+            raise BadRequest(f"unsupported Content-Encoding {encoding!r} (gzip or identity)")
+        return body
+
+    def _discard_body(self) -> None:
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if 0 <= length <= self.server.max_request_bytes:
+            self.rfile.read(length)
+        else:
+            self.close_connection = True
+
+    def _error(self, fmt: str, result: str, message: str) -> None:
+        status, code = _STATUS.get(result, (500, code_pb2.INTERNAL))
+        headers = {}
+        if status == 503:
+            headers["Retry-After"] = str(self.server.retry_after_s)
+        if status == 401:
+            headers["WWW-Authenticate"] = "Bearer"
+        self._send(status, *_encode(status_pb2.Status(code=code, message=message), fmt), headers)
+
+    def _send(
+        self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None
+    ) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def _encode(message: Message, fmt: str) -> tuple[bytes, str]:
+    if fmt == FORMAT_JSON:
+        return json_format.MessageToJson(message, indent=None).encode(), "application/json"
+    return message.SerializeToString(), "application/x-protobuf"
+
+
+class HttpReceiver:
+    """The HTTP receiver; `start` binds, serves on a thread and returns the bound port."""
+
+    def __init__(
+        self,
+        handler: Handler,
+        endpoint: str,
+        *,
+        tls: TlsConfig,
+        max_request_bytes: int,
+        retry_after_s: int,
+    ) -> None:
+        host, _, port = endpoint.rpartition(":")
+        self._server = _Server((host.strip("[]"), int(port)), _RequestHandler, bind_and_activate=True)
+        server = self._server
+        server.handler = handler
+        server.max_request_bytes = max_request_bytes
+        server.retry_after_s = retry_after_s
+        server.idle = {}
+        server.active = set()
+        server.lock = threading.Lock()
+        if tls.enabled:
+            # The handshake runs on the connection's own thread, not in the accept loop.
+            server.socket = tls_context(tls).wrap_socket(
+                server.socket, server_side=True, do_handshake_on_connect=False
+            )
+        self.port = int(server.server_address[1])
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> int:
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.2},
+            name="spanjudge-http",
+            daemon=True,
+        )
+        self._thread.start()
+        return self.port
+
+    def stop(self, grace_s: float) -> None:
+        """Stop accepting, close idle keep-alive connections, let in-flight requests finish."""
+        server = self._server
+        server.stopping = True
+        server.shutdown()
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline:
+            with server.lock:
+                for sock in server.idle.values():
+                    try:
+                        sock.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+                if not server.active:
+                    break
+            time.sleep(0.02)
+        server.server_close()
