@@ -124,11 +124,12 @@ def main() -> None:
         base_rate = base["spans"] / base["seconds"]
         rate = full["spans"] / full["seconds"]
         print(
-            f"floor (json.loads only):   {base_rate:12,.0f} spans/s   peak RSS {base['max_rss_mb']:.0f} MB"
+            f"floor (json.loads only):   {base_rate:12,.0f} spans/s"
+            f"   peak RSS {base['max_rss_mb']:.0f} MB"
         )
         print(
-            f"spanjudge eval:            {rate:12,.0f} spans/s   peak RSS {full['max_rss_mb']:.0f} MB"
-            f"   ({full['sessions']:,} sessions)"
+            f"spanjudge eval:            {rate:12,.0f} spans/s"
+            f"   peak RSS {full['max_rss_mb']:.0f} MB   ({full['sessions']:,} sessions)"
         )
         print(f"ratio spanjudge / floor:   {rate / base_rate:.2f}x")
         print(
