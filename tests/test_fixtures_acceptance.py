@@ -59,19 +59,28 @@ RECORDS = _records()
 )
 def test_session_matches_scenario_record(directory: str, record: dict[str, Any]) -> None:
     got = _session(directory, record["session_id"])
-    assert [(x["skill"], x["status"]) for x in got["skill_loads"]] == [
-        (x["skill"], x["status"]) for x in record["skill_loads"]
-    ]
+    # Some telemetry modes cannot show everything (Claude Code's default mode records no
+    # content); there the report must not claim more than happened.
+    hidden = set(record.get("unobservable", ()))
+    loads = [(x["skill"], x["status"]) for x in got["skill_loads"]]
+    expected_loads = [(x["skill"], x["status"]) for x in record["skill_loads"]]
+    if "skill_loads" in hidden:
+        assert all(load in expected_loads for load in loads)
+    else:
+        assert loads == expected_loads
     stats = got["stats"]
     for key in ("turns", "tool_calls", "model_calls", "errors", "retries", "backtracks"):
-        if key in record:
-            assert stats[key] == record[key], (
-                f"{key}: report {stats[key]} != scenario {record[key]}"
-            )
+        if key in hidden:
+            assert stats[key] <= record[key], key
+        elif key in record:
+            assert stats[key] == record[key], f"{key}: report {stats[key]} != scenario {record[key]}"
     for key in ("input_tokens", "output_tokens"):
         if record.get(key) is not None:
             assert stats[key] == record[key], key
-    assert got["final_answer"] == (record["final_answer"] or None)
+    if "final_answer" in hidden:
+        assert got["final_answer"] is None
+    else:
+        assert got["final_answer"] == (record["final_answer"] or None)
     if "traces" in record:
         assert len(got["trace_ids"]) == record["traces"]
     if "key_source" in record:

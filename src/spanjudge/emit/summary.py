@@ -13,7 +13,7 @@ from spanjudge.evaluators.verdict import OUTCOMES, Verdict
 
 
 def counts_of(verdicts: Sequence[Verdict]) -> dict[str, int]:
-    out = dict.fromkeys(OUTCOMES, 0)
+    out: dict[str, int] = dict.fromkeys(OUTCOMES, 0)
     for verdict in verdicts:
         out[verdict.outcome] += 1
     return out

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -51,10 +51,10 @@ def any_value(value: AnyValue) -> AttrValue:
     return None
 
 
-def _attrs(kvs: Iterator[KeyValue] | object, limits: Limits) -> tuple[dict[str, AttrValue], int]:
+def _attrs(kvs: Iterable[KeyValue], limits: Limits) -> tuple[dict[str, AttrValue], int]:
     out: dict[str, AttrValue] = {}
     cuts = 0
-    for kv in kvs:  # type: ignore[attr-defined]
+    for kv in kvs:
         if len(out) >= limits.max_attrs_per_span:
             cuts += 1
             continue

@@ -1,0 +1,138 @@
+"""Metrics (DESIGN 8 table) from a real processor run, read with `InMemoryMetricReader`.
+
+Expected values are worked out from the scripted agent's scenarios (spanjudge/demo/agent.py):
+csv-report: 1 skill load + read_csv + calculate, 4 model calls (150/190/230/270 input tokens,
+20/26/32/38 output); incident: search_logs, 2 model calls (150+190, 20+26); weather: get_weather,
+2 model calls (150+190, 20+26).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+
+from spanjudge.config import Config
+from spanjudge.demo.agent import SCENARIOS, ScriptedAgent
+from spanjudge.emit.metrics import score_views
+from spanjudge.processor import SpanJudgeProcessor
+
+AGENT = {"gen_ai.agent.name": "ops-assistant"}
+
+
+def _collect(config: Config | None = None, scenarios: Any = SCENARIOS) -> dict[str, list[Any]]:
+    reader = InMemoryMetricReader()
+    meter_provider = MeterProvider(metric_readers=[reader], views=score_views())
+    tracer_provider = TracerProvider()
+    processor = SpanJudgeProcessor(
+        config, tracer_provider=tracer_provider, meter_provider=meter_provider
+    )
+    tracer_provider.add_span_processor(processor)
+    agent = ScriptedAgent(tracer_provider)
+    for scenario in scenarios:
+        agent.run(scenario, end_session=True)
+    assert processor.force_flush(10_000)
+    data = reader.get_metrics_data()
+    assert data is not None
+    out: dict[str, list[Any]] = {}
+    for rm in data.resource_metrics:
+        for sm in rm.scope_metrics:
+            assert sm.scope.name == "spanjudge"
+            for metric in sm.metrics:
+                out[metric.name] = list(metric.data.data_points)
+    processor.shutdown()
+    return out
+
+
+def _by_attrs(points: list[Any]) -> dict[frozenset[tuple[str, Any]], Any]:
+    return {frozenset(dict(p.attributes).items()): p for p in points}
+
+
+def test_verdict_and_session_metrics() -> None:
+    m = _collect()
+    verdicts = _by_attrs(m["spanjudge.verdicts"])
+    key = frozenset(
+        {
+            "gen_ai.evaluation.name": "skill_loaded",
+            "spanjudge.outcome": "pass",
+            "gen_ai.skill.name": "csv-report",
+            **AGENT,
+        }.items()
+    )
+    assert verdicts[key].value == 1
+    key = frozenset(
+        {
+            "gen_ai.evaluation.name": "skill_loaded",
+            "spanjudge.outcome": "fail",
+            "gen_ai.skill.name": "incident-triage",
+            **AGENT,
+        }.items()
+    )
+    assert verdicts[key].value == 1
+    key = frozenset(
+        {"gen_ai.evaluation.name": "skill_loaded", "spanjudge.outcome": "not_evaluated", **AGENT}.items()
+    )
+    assert verdicts[key].value == 1
+    # Histogram of scores: buckets from the View; skill_loaded scored 1.0 and 0.0, the
+    # not_evaluated verdict is not recorded as a score at all.
+    score = _by_attrs(m["spanjudge.score"])[
+        frozenset({"gen_ai.evaluation.name": "skill_loaded", **AGENT}.items())
+    ]
+    assert tuple(score.explicit_bounds) == (0.0, 0.25, 0.5, 0.75, 1.0)
+    assert score.count == 2 and score.sum == 1.0
+    assert list(score.bucket_counts) == [1, 0, 0, 0, 1, 0]
+
+    sessions = _by_attrs(m["spanjudge.sessions"])
+    assert sessions[frozenset({"spanjudge.session.state": "evaluated"}.items())].value == 3
+    expected = _by_attrs(m["spanjudge.skill.expected"])
+    assert {tuple(sorted(k)): p.value for k, p in expected.items()} == {
+        (("gen_ai.agent.name", "ops-assistant"), ("gen_ai.skill.name", "csv-report")): 1,
+        (("gen_ai.agent.name", "ops-assistant"), ("gen_ai.skill.name", "incident-triage")): 1,
+    }
+    observed = _by_attrs(m["spanjudge.skill.observed"])
+    assert {tuple(sorted(k)): p.value for k, p in observed.items()} == {
+        (("gen_ai.agent.name", "ops-assistant"), ("gen_ai.skill.name", "csv-report")): 1,
+    }
+    (tool_calls,) = m["spanjudge.session.tool_calls"]
+    assert dict(tool_calls.attributes) == AGENT
+    assert (tool_calls.count, tool_calls.sum) == (3, 4)
+    tokens = {dict(p.attributes)["gen_ai.token.type"]: p for p in m["spanjudge.session.tokens"]}
+    assert (tokens["input"].count, tokens["input"].sum) == (3, 840 + 340 + 340)
+    assert (tokens["output"].count, tokens["output"].sum) == (3, 116 + 46 + 46)
+    (duration,) = m["spanjudge.session.duration"]
+    assert duration.count == 3 and dict(duration.attributes) == AGENT
+    for name in ("spanjudge.session.retries", "spanjudge.session.backtracks"):
+        (point,) = m[name]
+        assert dict(point.attributes) == AGENT and point.value == 0
+
+
+def test_self_telemetry() -> None:
+    m = _collect()
+    (received,) = m["spanjudge.spans.received"]
+    assert received.value == 8 + 4 + 4  # agent spans only; the evaluation spans are skipped
+    (open_sessions,) = m["spanjudge.sessions.open"]
+    assert open_sessions.value == 0
+    (duration,) = m["spanjudge.evaluation.duration"]
+    assert duration.count == 3
+    assert "spanjudge.spans.dropped" not in m  # nothing was dropped
+
+
+def test_skill_labels_are_bounded() -> None:
+    # A skill read from a SKILL.md path that is neither in the catalogue nor expected.
+    private = replace(
+        SCENARIOS[2],
+        session_id="demo-private",
+        calls=(("read_file", {"path": "/home/u/skills/zz-private-7f3a/SKILL.md"}),),
+    )
+    m = _collect(scenarios=[private])
+    observed = _by_attrs(m["spanjudge.skill.observed"])
+    assert [dict(k)["gen_ai.skill.name"] for k in observed] == ["other"]
+    labels = {dict(p.attributes).get("gen_ai.skill.name") for p in m["spanjudge.verdicts"]}
+    assert "zz-private-7f3a" not in labels
+    # ...unless the configuration allows it (`labels.skills`).
+    m = _collect(Config(label_skills=("zz-private-7f3a",)), scenarios=[private])
+    observed = _by_attrs(m["spanjudge.skill.observed"])
+    assert [dict(k)["gen_ai.skill.name"] for k in observed] == ["zz-private-7f3a"]

@@ -1,0 +1,193 @@
+"""The evaluation span, its events and the verdict log records (DESIGN 8), from a real run of the
+scripted GenAI-instrumented agent through `SpanJudgeProcessor` on real SDK providers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from dataclasses import replace
+from typing import Any
+
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from spanjudge.demo.agent import SCENARIOS, ScriptedAgent
+from spanjudge.emit.otel import OtelVerdictSink
+from spanjudge.engine import SessionResult
+from spanjudge.processor import SpanJudgeProcessor
+
+CSV, INCIDENT, _WEATHER = SCENARIOS
+
+
+class Collect:
+    def __init__(self) -> None:
+        self.results: list[SessionResult] = []
+
+    def emit(self, result: SessionResult) -> None:
+        self.results.append(result)
+
+    def flush(self, timeout_s: float) -> bool:
+        return True
+
+    def shutdown(self) -> None:
+        pass
+
+
+def _run(*turns: tuple[Any, bool]) -> tuple[list[ReadableSpan], list[Any], list[SessionResult]]:
+    spans = InMemorySpanExporter()
+    logs = InMemoryLogRecordExporter()
+    tracer_provider = TracerProvider()
+    logger_provider = LoggerProvider()
+    logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
+    collect = Collect()
+    processor = SpanJudgeProcessor(
+        tracer_provider=tracer_provider,
+        sinks=[OtelVerdictSink(tracer_provider, logger_provider), collect],
+    )
+    tracer_provider.add_span_processor(processor)
+    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+    agent = ScriptedAgent(tracer_provider)
+    for scenario, end in turns:
+        agent.run(scenario, end_session=end)
+    assert processor.force_flush(10_000)
+    tracer_provider.shutdown()
+    return list(spans.get_finished_spans()), list(logs.get_finished_logs()), collect.results
+
+
+def _hex(span: ReadableSpan) -> tuple[str, str]:
+    assert span.context is not None
+    return f"{span.context.trace_id:032x}", f"{span.context.span_id:016x}"
+
+
+def test_evaluation_span_parent_links_and_events() -> None:
+    # One session, two turns (two traces): the second turn ends the session.
+    second = replace(CSV, calls=(("calculate", {"expression": "1200 / 2500"}),), answer="48%")
+    spans, _, results = _run((CSV, False), (second, True))
+    turns = sorted(
+        (s for s in spans if s.name.startswith("invoke_agent")), key=lambda s: s.start_time or 0
+    )
+    assert len(turns) == 2 and _hex(turns[0])[0] != _hex(turns[1])[0]
+    evaluations = [s for s in spans if s.name == "spanjudge.evaluate"]
+    assert len(evaluations) == 1
+    evaluation = evaluations[0]
+    assert evaluation.instrumentation_scope is not None
+    assert evaluation.instrumentation_scope.name == "spanjudge"
+    # In the last turn's trace, parented to its root span, linked to the first turn.
+    assert evaluation.context is not None and evaluation.parent is not None
+    assert f"{evaluation.context.trace_id:032x}" == _hex(turns[1])[0]
+    assert f"{evaluation.parent.span_id:016x}" == _hex(turns[1])[1]
+    assert [(f"{lk.context.trace_id:032x}", f"{lk.context.span_id:016x}") for lk in evaluation.links] == [
+        _hex(turns[0])
+    ]
+    attrs = dict(evaluation.attributes or {})
+    assert attrs["session.id"] == CSV.session_id
+    assert attrs["spanjudge.revision"] == 1
+    assert attrs["spanjudge.session.complete"] is True
+    # One event per verdict, all named gen_ai.evaluation.result, with unique verdict ids.
+    (result,) = results
+    assert len(evaluation.events) == len(result.verdicts)
+    assert {e.name for e in evaluation.events} == {"gen_ai.evaluation.result"}
+    ids = [dict(e.attributes or {})["spanjudge.verdict.id"] for e in evaluation.events]
+    assert len(set(ids)) == len(ids)
+    loaded = [
+        dict(e.attributes or {})
+        for e in evaluation.events
+        if (e.attributes or {}).get("gen_ai.evaluation.name") == "skill_loaded"
+    ]
+    assert loaded == [
+        {
+            "gen_ai.evaluation.name": "skill_loaded",
+            "gen_ai.evaluation.score.value": 1.0,
+            "gen_ai.evaluation.score.label": "loaded",
+            "gen_ai.evaluation.explanation": loaded[0]["gen_ai.evaluation.explanation"],
+            "spanjudge.outcome": "pass",
+            "spanjudge.judge": "rule",
+            "gen_ai.skill.name": "csv-report",
+            "spanjudge.verdict.id": loaded[0]["spanjudge.verdict.id"],
+        }
+    ]
+    assert "csv-report" in str(loaded[0]["gen_ai.evaluation.explanation"])
+
+
+def test_log_records_carry_the_evaluated_span_ids() -> None:
+    spans, logs, results = _run((CSV, True), (INCIDENT, True))
+    by_id = {_hex(s)[1]: s for s in spans}
+    (skill_span,) = [s for s in spans if s.name == "execute_tool skills"]
+    incident_turn = next(
+        s
+        for s in spans
+        if s.name.startswith("invoke_agent")
+        and (s.attributes or {}).get("session.id") == INCIDENT.session_id
+    )
+    assert len(logs) == sum(len(r.verdicts) for r in results)
+    records = [r.log_record for r in logs]
+    assert {r.event_name for r in records} == {"gen_ai.evaluation.result"}
+    for record in records:
+        # Every log record points at a real span of the agent, never at spanjudge's own.
+        assert record.span_id and f"{record.span_id:016x}" in by_id
+        assert by_id[f"{record.span_id:016x}"].name != "spanjudge.evaluate"
+    passed = next(
+        r
+        for r in records
+        if (r.attributes or {}).get("gen_ai.evaluation.name") == "skill_loaded"
+        and (r.attributes or {}).get("spanjudge.outcome") == "pass"
+    )
+    # The skill_loaded pass is about the skill-load span: its trace and span id.
+    assert (f"{passed.trace_id:032x}", f"{passed.span_id:016x}") == _hex(skill_span)
+    failed = next(
+        r
+        for r in records
+        if (r.attributes or {}).get("gen_ai.evaluation.name") == "skill_loaded"
+        and (r.attributes or {}).get("spanjudge.outcome") == "fail"
+    )
+    # No load span to point at: the verdict is about the session's (last) turn.
+    assert (f"{failed.trace_id:032x}", f"{failed.span_id:016x}") == _hex(incident_turn)
+    attrs = dict(failed.attributes or {})
+    assert attrs["gen_ai.skill.name"] == "incident-triage"
+    assert attrs["gen_ai.evaluation.score.value"] == 0.0
+    assert attrs["session.id"] == INCIDENT.session_id
+    assert failed.severity_text == "WARN"
+
+
+def test_emitters_fall_back_to_the_global_providers() -> None:
+    # Global providers can be set once per process: run it in a fresh interpreter.
+    script = textwrap.dedent(
+        """
+        import json
+        from opentelemetry import _logs, trace
+        from opentelemetry.sdk._logs import LoggerProvider
+        from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+        from spanjudge.demo.agent import SCENARIOS, ScriptedAgent
+        from spanjudge.processor import SpanJudgeProcessor
+
+        processor = SpanJudgeProcessor()  # created before the globals are set
+        spans, logs = InMemorySpanExporter(), InMemoryLogRecordExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(processor)
+        provider.add_span_processor(SimpleSpanProcessor(spans))
+        trace.set_tracer_provider(provider)
+        logger_provider = LoggerProvider()
+        logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
+        _logs.set_logger_provider(logger_provider)
+        ScriptedAgent().run(SCENARIOS[0], end_session=True)
+        processor.force_flush(10000)
+        print(json.dumps({
+            "evaluations": sum(s.name == "spanjudge.evaluate" for s in spans.get_finished_spans()),
+            "logs": len(logs.get_finished_logs()),
+        }))
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    counts = json.loads(out.stdout.strip().splitlines()[-1])
+    assert counts["evaluations"] == 1
+    assert counts["logs"] >= 1

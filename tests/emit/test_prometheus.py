@@ -1,0 +1,155 @@
+"""The real Prometheus exporter serves the verdict metrics; a real Prometheus server scrapes them
+and answers a query for `spanjudge_verdicts_total` with the DESIGN 8 labels."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.exporter.prometheus import PrometheusMetricReader
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.trace import TracerProvider
+from prometheus_client import CollectorRegistry, start_http_server
+
+from spanjudge.demo.agent import SCENARIOS, ScriptedAgent
+from spanjudge.emit.metrics import score_views
+from spanjudge.processor import SpanJudgeProcessor
+
+PROMETHEUS = "/usr/bin/prometheus"
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        shutil.which(PROMETHEUS) is None,
+        reason=f"{PROMETHEUS} is not installed (Debian package `prometheus`)",
+    ),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _get(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return json.loads(response.read())
+
+
+@pytest.fixture
+def metrics_endpoint() -> Iterator[tuple[int, MeterProvider]]:
+    registry = CollectorRegistry()
+    reader = PrometheusMetricReader(registry=registry)
+    meter_provider = MeterProvider(metric_readers=[reader], views=score_views())
+    server, thread = start_http_server(0, addr="127.0.0.1", registry=registry)
+    try:
+        yield server.server_port, meter_provider
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+        meter_provider.shutdown()
+
+
+@pytest.fixture
+def prometheus(tmp_path: Path, metrics_endpoint: tuple[int, MeterProvider]) -> Iterator[str]:
+    target_port, _ = metrics_endpoint
+    config = tmp_path / "prometheus.yml"
+    config.write_text(
+        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+        "scrape_configs:\n  - job_name: spanjudge\n"
+        f"    static_configs:\n      - targets: ['127.0.0.1:{target_port}']\n"
+    )
+    port = _free_port()
+    log = (tmp_path / "prometheus.log").open("w")
+    proc = subprocess.Popen(
+        [
+            PROMETHEUS,
+            f"--config.file={config}",
+            f"--storage.tsdb.path={tmp_path / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/-/ready", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                log.flush()
+                pytest.fail("prometheus did not start:\n" + (tmp_path / "prometheus.log").read_text())
+            time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+        log.close()
+
+
+def test_prometheus_scrapes_verdicts(
+    metrics_endpoint: tuple[int, MeterProvider], prometheus: str
+) -> None:
+    _, meter_provider = metrics_endpoint
+    tracer_provider = TracerProvider()
+    processor = SpanJudgeProcessor(tracer_provider=tracer_provider, meter_provider=meter_provider)
+    tracer_provider.add_span_processor(processor)
+    agent = ScriptedAgent(tracer_provider)
+    for scenario in SCENARIOS:
+        agent.run(scenario, end_session=True)
+    assert processor.force_flush(10_000)
+
+    query = urllib.parse.quote('spanjudge_verdicts_total{gen_ai_evaluation_name="skill_loaded"}')
+    deadline = time.monotonic() + 30
+    series: list[dict[str, Any]] = []
+    while time.monotonic() < deadline:
+        answer = _get(f"{prometheus}/api/v1/query?query={query}")
+        assert answer["status"] == "success"
+        series = answer["data"]["result"]
+        if len(series) >= 3:
+            break
+        time.sleep(0.5)
+    labels = {
+        (s["metric"]["spanjudge_outcome"], s["metric"].get("gen_ai_skill_name", "")): (
+            s["metric"],
+            float(s["value"][1]),
+        )
+        for s in series
+    }
+    assert set(labels) == {
+        ("pass", "csv-report"),
+        ("fail", "incident-triage"),
+        ("not_evaluated", ""),
+    }, series
+    metric, value = labels[("fail", "incident-triage")]
+    assert value == 1.0
+    assert metric["__name__"] == "spanjudge_verdicts_total"
+    assert metric["gen_ai_agent_name"] == "ops-assistant"
+    assert metric["job"] == "spanjudge"
+    # The score histogram is there too, with the documented buckets.
+    buckets = _get(
+        f"{prometheus}/api/v1/query?query="
+        + urllib.parse.quote('spanjudge_score_bucket{gen_ai_evaluation_name="skill_loaded"}')
+    )["data"]["result"]
+    assert {b["metric"]["le"] for b in buckets} == {"0.0", "0.25", "0.5", "0.75", "1.0", "+Inf"}
+    processor.shutdown()
