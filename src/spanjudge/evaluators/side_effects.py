@@ -53,7 +53,7 @@ CHECKS = (
     "external_call",
 )
 DEFAULT_FAIL_ON = ("out_of_scope", "duplicate_mutation", "terminal_state_mismatch")
-MUTATING: frozenset[str] = frozenset({"create", "modify", "delete", "external"})
+_VERB = {"create": "creates", "modify": "modifies", "delete": "deletes"}
 
 
 @dataclass(slots=True)
@@ -71,14 +71,11 @@ class Ledger:
 
     def apply(self, effect: Effect, resource: str, span_id: str) -> None:
         if effect in ("create", "modify"):
-            if resource in self.deleted:  # deleted, then written again: it exists, as modified
+            if resource in self.deleted:  # existed, deleted, written again: modified overall
                 self.deleted.pop(resource)
                 self.modified[resource] = span_id
-            elif resource not in self.created and (effect == "create" or resource in self.modified):
-                target = self.created if effect == "create" else self.modified
-                target.setdefault(resource, span_id)
-            elif resource not in self.created:
-                self.modified[resource] = span_id
+            elif resource not in self.created and resource not in self.modified:
+                (self.created if effect == "create" else self.modified)[resource] = span_id
         elif effect == "delete":
             if resource in self.created:
                 first = self.created.pop(resource)
@@ -114,7 +111,9 @@ class SideEffects:
     fail_on: tuple[str, ...] = DEFAULT_FAIL_ON
 
     @classmethod
-    def from_options(cls, options: Mapping[str, Any], path: str, problems: list[str]) -> SideEffects:
+    def from_options(
+        cls, options: Mapping[str, Any], path: str, problems: list[str]
+    ) -> SideEffects:
         unknown_options(options, OPTIONS, path, problems)
         scope = options.get("scope") or []
         if not isinstance(scope, list) or not all(isinstance(g, str) and g for g in scope):
@@ -162,8 +161,15 @@ class SideEffects:
             resource = effects.resource(step.arguments)
             if effect != "external" and resource is None:
                 effect = "external"  # no local resource named: a ticket, a message, an API
-            out = self.scope and effect != "external" and resource and not self.in_scope(resource)
-            touch = {"resource": resource, "span_id": step.span_id, "tool": step.name, "effect": effect}
+            out = bool(
+                self.scope and effect != "external" and resource and not self.in_scope(resource)
+            )
+            touch = {
+                "resource": resource,
+                "span_id": step.span_id,
+                "tool": step.name,
+                "effect": effect,
+            }
             if step.failed:
                 if out:
                     ledger.out_of_scope_failed.append(touch)
@@ -198,7 +204,10 @@ class SideEffects:
             ]
         reason = None
         if not calls and t.terminal_state is None:
-            reason, why = NO_TOOL_CALLS, "no tool call and no recorded terminal state: nothing to judge"
+            reason, why = (
+                NO_TOOL_CALLS,
+                "no tool call and no recorded terminal state: nothing to judge",
+            )
         elif not t.complete:
             reason, why = SESSION_INCOMPLETE, f"the session was cut short ({t.close_reason})"
         if reason:
@@ -262,18 +271,26 @@ class SideEffects:
                 (
                     "out_of_scope",
                     o["span_id"],
-                    f"{o['tool']} {o['effect']}s {o['resource']!r} outside {', '.join(self.scope)}",
+                    f"{o['tool']} {_VERB[o['effect']]} {o['resource']!r} outside {', '.join(self.scope)}",
                 )
                 for o in ledger.out_of_scope
             ]
         if "duplicate_mutation" in self.fail_on:
             out += [
-                ("duplicate_mutation", d["span_id"], f"{d['tool']} repeated with the same arguments")
+                (
+                    "duplicate_mutation",
+                    d["span_id"],
+                    f"{d['tool']} repeated with the same arguments",
+                )
                 for d in ledger.duplicates
             ]
         if "create_then_delete" in self.fail_on:
             out += [
-                ("create_then_delete", p["deleted_span_id"], f"{p['resource']!r} created then deleted")
+                (
+                    "create_then_delete",
+                    p["deleted_span_id"],
+                    f"{p['resource']!r} created then deleted",
+                )
                 for p in ledger.create_then_delete
             ]
         if "external_call" in self.fail_on:
@@ -281,10 +298,14 @@ class SideEffects:
         if "terminal_state_mismatch" in self.fail_on and terminal is not None:
             if terminal["unexplained"]:
                 text = ", ".join(terminal["unexplained"])
-                out.append(("terminal_state_mismatch", None, f"recorded but no call explains: {text}"))
+                out.append(
+                    ("terminal_state_mismatch", None, f"recorded but no call explains: {text}")
+                )
             if terminal["not_recorded"]:
                 text = ", ".join(terminal["not_recorded"])
-                out.append(("terminal_state_mismatch", None, f"calls imply but not recorded: {text}"))
+                out.append(
+                    ("terminal_state_mismatch", None, f"calls imply but not recorded: {text}")
+                )
             if "external_calls" in terminal:
                 ext = terminal["external_calls"]
                 out.append(

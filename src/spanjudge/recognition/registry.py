@@ -42,13 +42,7 @@ class RecogniserRegistry:
     def default(cls) -> RecogniserRegistry:
         presets = []
         for module_name, class_name in BUILTIN_PRESETS:
-            try:
-                module = importlib.import_module(module_name)
-            except ModuleNotFoundError as exc:
-                # TODO(lead): remove once every built-in preset has landed.
-                if exc.name != module_name:
-                    raise
-                continue
+            module = importlib.import_module(module_name)
             presets.append(getattr(module, class_name)())
         return cls(presets)
 
