@@ -151,12 +151,16 @@ def run(real_model: bool) -> dict[str, Any]:
         answers.append(str(agent(request)).strip())
     processor.force_flush(30_000)
     finished = spans.get_finished_spans()
-    turns = [s for s in finished if (s.attributes or {}).get("gen_ai.operation.name") == "invoke_agent"]
+    turns = [
+        s for s in finished if (s.attributes or {}).get("gen_ai.operation.name") == "invoke_agent"
+    ]
     evaluations = [s for s in finished if s.name == "spanjudge.evaluate"]
     return {
         "answers": answers,
-        "turns": [{"trace_id": f"{s.context.trace_id:032x}", "span_id": f"{s.context.span_id:016x}"}
-                  for s in sorted(turns, key=lambda s: s.start_time or 0)],
+        "turns": [
+            {"trace_id": f"{s.context.trace_id:032x}", "span_id": f"{s.context.span_id:016x}"}
+            for s in sorted(turns, key=lambda s: s.start_time or 0)
+        ],
         "evaluations": [
             {
                 "trace_id": f"{s.context.trace_id:032x}",

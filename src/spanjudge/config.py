@@ -30,7 +30,9 @@ TOP_LEVEL = (
 )
 # Sections validated by the module that owns them:
 # section -> "module:function(raw, path, problems)".
-SECTION_PARSERS: dict[str, str] = {}
+SECTION_PARSERS: dict[str, str] = {
+    "judges": "spanjudge.judges.registry:parse_judges",
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -194,3 +194,15 @@ SIDECAR_TRANSPORT = "transport"
 SIDECAR_RESULT = "result"
 DROP_REJECTED = "rejected"
 ADK_MERGED_TOOLS = "(merged tools)"  # ADK's summary span over parallel calls: not a call itself
+
+# --- collector-config alerts (helper: collector) ---
+# Proposed sidecar gauge (unit "By"): the spool's configured max_bytes, so that Prometheus and
+# Grafana can alert on spool fill (spanjudge_sidecar_spool_bytes / spanjudge_sidecar_spool_limit_bytes).
+M_SIDECAR_SPOOL_LIMIT_BYTES = "spanjudge.sidecar.spool.limit.bytes"
+
+# --- trajectory vector (helper: trajectory) ---
+# Proposed histogram: one record per numeric entry of a verdict's details["measured"]
+# (side_effects created/deleted/out_of_scope..., cost total_tokens/cost, robustness
+# retries/error_rate, trajectory_validity violations), so Grafana can show distributions.
+SJ_TRAJECTORY_MEASURE = "spanjudge.trajectory.measure"
+SJ_MEASURE_NAME = "spanjudge.measure"

@@ -73,7 +73,11 @@ def test_verdict_and_session_metrics() -> None:
     )
     assert verdicts[key].value == 1
     key = frozenset(
-        {"gen_ai.evaluation.name": "skill_loaded", "spanjudge.outcome": "not_evaluated", **AGENT}.items()
+        {
+            "gen_ai.evaluation.name": "skill_loaded",
+            "spanjudge.outcome": "not_evaluated",
+            **AGENT,
+        }.items()
     )
     assert verdicts[key].value == 1
     # Histogram of scores: buckets from the View; skill_loaded scored 1.0 and 0.0, the

@@ -81,9 +81,9 @@ def test_evaluation_span_parent_links_and_events() -> None:
     assert evaluation.context is not None and evaluation.parent is not None
     assert f"{evaluation.context.trace_id:032x}" == _hex(turns[1])[0]
     assert f"{evaluation.parent.span_id:016x}" == _hex(turns[1])[1]
-    assert [(f"{lk.context.trace_id:032x}", f"{lk.context.span_id:016x}") for lk in evaluation.links] == [
-        _hex(turns[0])
-    ]
+    assert [
+        (f"{lk.context.trace_id:032x}", f"{lk.context.span_id:016x}") for lk in evaluation.links
+    ] == [_hex(turns[0])]
     attrs = dict(evaluation.attributes or {})
     assert attrs["session.id"] == CSV.session_id
     assert attrs["spanjudge.revision"] == 1
@@ -161,7 +161,9 @@ def test_emitters_fall_back_to_the_global_providers() -> None:
         import json
         from opentelemetry import _logs, trace
         from opentelemetry.sdk._logs import LoggerProvider
-        from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+        from opentelemetry.sdk._logs.export import (
+            InMemoryLogRecordExporter, SimpleLogRecordProcessor
+        )
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import SimpleSpanProcessor
         from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter

@@ -94,7 +94,9 @@ def prometheus(tmp_path: Path, metrics_endpoint: tuple[int, MeterProvider]) -> I
                 pass
             if proc.poll() is not None or time.monotonic() > deadline:
                 log.flush()
-                pytest.fail("prometheus did not start:\n" + (tmp_path / "prometheus.log").read_text())
+                pytest.fail(
+                    "prometheus did not start:\n" + (tmp_path / "prometheus.log").read_text()
+                )
             time.sleep(0.2)
         yield base
     finally:

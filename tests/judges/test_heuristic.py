@@ -84,10 +84,10 @@ def test_selection_names_the_better_skill_when_wrong() -> None:
     )
 
 
-def test_a_misspelt_skill_name_is_read_as_the_catalogue_entry_it_meant() -> None:
+def test_a_name_the_catalogue_does_not_offer_is_a_wrong_selection() -> None:
     judgement = HEURISTIC.judge(selection(CSV_REQUEST, "csv-reports"))
-    assert judgement.rating == "yes"
-    assert "read as 'csv-report'" in judgement.rationale
+    assert judgement.rating == "no"
+    assert "not in the catalogue; closest offered: 'csv-report'" in judgement.rationale
 
 
 def test_injection_in_a_tool_output_changes_nothing() -> None:

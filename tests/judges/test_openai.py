@@ -141,9 +141,11 @@ def test_500_storm_gives_up_then_fails_fast_during_cooldown() -> None:
 
 
 def test_a_non_retryable_status_is_not_retried() -> None:
-    with chat_server(Scripted(status=401, body={"error": "bad key"})) as server:
-        with pytest.raises(JudgeError) as info:
-            Harness(server.base_url).judge.judge(request())
+    with (
+        chat_server(Scripted(status=401, body={"error": "bad key"})) as server,
+        pytest.raises(JudgeError) as info,
+    ):
+        Harness(server.base_url).judge.judge(request())
     assert info.value.error_type == "http_401"
     assert len(server.requests) == 1
 

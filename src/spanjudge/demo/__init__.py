@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
 
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
@@ -47,7 +46,7 @@ class CollectingSink:
 def run_demo(timeout_s: float = 30.0) -> tuple[list[SessionResult], dict[str, int]]:
     """Run every scenario through the processor; returns the results and emission counts."""
     spans = InMemorySpanExporter()
-    logs = InMemoryLogRecordExporter()
+    logs = InMemoryLogRecordExporter()  # type: ignore[no-untyped-call]
     reader = InMemoryMetricReader()
     tracer_provider = TracerProvider()
     logger_provider = LoggerProvider()

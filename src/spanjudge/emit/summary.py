@@ -47,46 +47,87 @@ def distribution(values: Sequence[float]) -> dict[str, float | int | None]:
     }
 
 
+def _seed_key(run: dict[str, Any]) -> tuple[int, float, str]:
+    seed = run["seed"]
+    if seed is None:
+        return (2, 0.0, run["session_id"])
+    try:
+        return (0, float(seed), "")
+    except ValueError:
+        return (1, 0.0, str(seed))
+
+
 @dataclass(slots=True)
 class TaskProfile:
-    """Every component of the trajectory vector across the runs of one task."""
+    """Every component of the trajectory vector across the runs of one task (DESIGN section 5).
+
+    Per run it keeps only the session id, the seed, one outcome and score per evaluator and the
+    numeric measures, so memory grows with runs, not spans. `to_json` orders runs by seed.
+    A run's outcome for an evaluator is `pass` only if every judged verdict of it passed,
+    `not_evaluated` if none was judged; its score is the lowest judged score.
+    """
 
     task_id: str
     runs: int = 0
-    seeds: list[str] = field(default_factory=list)
-    # evaluator -> per-run session outcome ("pass" only if every judged verdict of it passed)
-    outcomes: dict[str, list[str]] = field(default_factory=dict)
-    scores: dict[str, list[float]] = field(default_factory=dict)
-    stats: dict[str, list[float]] = field(default_factory=dict)
+    per_run: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def seeds(self) -> list[str]:
+        return [r["seed"] for r in sorted(self.per_run, key=_seed_key) if r["seed"] is not None]
 
     def add(self, result: SessionResult) -> None:
+        trajectory = result.trajectory
         self.runs += 1
-        if result.trajectory.run_seed:
-            self.seeds.append(result.trajectory.run_seed)
         by_eval: dict[str, list[Verdict]] = {}
         for verdict in result.verdicts:
             by_eval.setdefault(verdict.evaluator, []).append(verdict)
+        outcomes: dict[str, str] = {}
+        scores: dict[str, float] = {}
+        measures: dict[str, float] = {}
+        stats = {
+            k: float(v)
+            for k, v in trajectory.stats.to_json().items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool)
+        }
         for name, verdicts in by_eval.items():
             judged = [v for v in verdicts if v.outcome != "not_evaluated"]
             if not judged:
-                outcome = "not_evaluated"
+                outcomes[name] = "not_evaluated"
             else:
-                outcome = "pass" if all(v.outcome == "pass" for v in judged) else "fail"
-            self.outcomes.setdefault(name, []).append(outcome)
+                outcomes[name] = "pass" if all(v.outcome == "pass" for v in judged) else "fail"
             scored = [v.score for v in judged if v.score is not None]
             if scored:
-                self.scores.setdefault(name, []).append(min(scored))
-        stats = result.trajectory.stats.to_json()
-        for key, value in stats.items():
-            if isinstance(value, (int, float)):
-                self.stats.setdefault(key, []).append(float(value))
+                scores[name] = min(scored)
+            for verdict in verdicts:  # measures are reported whether or not a verdict was judged
+                measured = (verdict.details or {}).get("measured")
+                if not isinstance(measured, dict):
+                    continue
+                for key, value in measured.items():
+                    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+                    if number and key not in stats:
+                        measures[f"{name}.{key}"] = float(value)
+        self.per_run.append(
+            {
+                "session_id": trajectory.session_id,
+                "seed": trajectory.run_seed,
+                "outcomes": outcomes,
+                "scores": scores,
+                "stats": stats,
+                "measures": measures,
+            }
+        )
 
     def to_json(self) -> dict[str, Any]:
+        runs = sorted(self.per_run, key=_seed_key)
         components: dict[str, Any] = {}
-        for name, outcomes in self.outcomes.items():
+        evaluators = list(dict.fromkeys(n for r in runs for n in r["outcomes"]))
+        for name in evaluators:
+            # A run where the evaluator produced nothing (disabled, added later) is not judged.
+            outcomes = [r["outcomes"].get(name, "not_evaluated") for r in runs]
             passes = outcomes.count("pass")
             fails = outcomes.count("fail")
             judged = passes + fails
+            scores = [r["scores"][name] for r in runs if name in r["scores"]]
             components[name] = {
                 "kind": "evaluator",
                 "runs": len(outcomes),
@@ -97,14 +138,20 @@ class TaskProfile:
                 "coverage": judged / len(outcomes) if outcomes else None,
                 "pass_hat_k": {str(k): pass_hat_k(passes, judged, k) for k in range(1, judged + 1)},
                 "outcomes": outcomes,
-                "score": distribution(self.scores.get(name, [])),
+                "score": {**distribution(scores), "values": [r["scores"].get(name) for r in runs]},
             }
-        for key, values in self.stats.items():
-            components[f"stats.{key}"] = {"kind": "statistic", **distribution(values)}
+        for kind, prefix, source in (("statistic", "stats.", "stats"), ("measure", "", "measures")):
+            keys = list(dict.fromkeys(k for r in runs for k in r[source]))
+            for key in keys:
+                values = [r[source].get(key) for r in runs]
+                present = [v for v in values if v is not None]
+                components[prefix + key] = {"kind": kind, **distribution(present), "values": values}
         return {
             "task_id": self.task_id,
             "runs": self.runs,
-            "seeds": self.seeds,
+            "seeds": [r["seed"] for r in runs if r["seed"] is not None],
+            "sessions": [r["session_id"] for r in runs],
+            "run_seeds": [r["seed"] for r in runs],
             "components": components,
         }
 

@@ -91,22 +91,75 @@ def summary_lines(summary: Summary, input_report: dict[str, Any] | None = None) 
     return lines
 
 
+_RUN_MARK = {"pass": "P", "fail": "F", "not_evaluated": "-"}
+_MAX_RUNS_SHOWN = 20  # beyond this the per-run strip would not fit a terminal line
+
+
+def _num(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.4g}" if isinstance(value, float) and not value.is_integer() else f"{value:g}"
+
+
 def task_lines(task: dict[str, Any]) -> list[str]:
-    seeds = ", ".join(task.get("seeds") or []) or "-"
-    lines = ["", f"task {task['task_id']}: {task['runs']} run(s) (seeds {seeds})"]
-    for name, comp in task["components"].items():
-        if comp["kind"] == "evaluator":
-            runs = "".join({"pass": "P", "fail": "F"}.get(o, "-") for o in comp["outcomes"])
-            k = comp["pass_hat_k"].get(str(comp["pass"] + comp["fail"]))
-            lines.append(
-                f"  {name:<22} runs {runs:<10} pass rate {_pct(comp['pass_rate']):>5}"
-                f"  pass^k {_pct(k):>5}  coverage {_pct(comp['coverage']):>5}"
-            )
-        elif comp.get("n"):
-            lines.append(
-                f"  {name:<22} min {comp['min']:g}  median {comp['median']:g}  "
-                f"max {comp['max']:g}  spread {comp['spread']:g}"
-            )
+    """The per-task profile: each component's distribution across the task's runs, in seed order.
+
+    Evaluators: the outcome of every run (P pass, F fail, - not evaluated), pass rate with its
+    counts, pass^k for k = the judged runs (all of k runs pass), coverage and the score spread.
+    Statistics and measures: min, median, max, spread and the value of every run.
+    """
+    runs = task["runs"]
+    seeds = [
+        str(s) if s is not None else "-" for s in task.get("run_seeds") or task.get("seeds") or []
+    ]
+    shown = runs <= _MAX_RUNS_SHOWN
+    order = f", seeds {' '.join(seeds)}" if seeds and shown else ""
+    lines = ["", f"task {task['task_id']}: {runs} run(s){order}"]
+    width = max(9, 2 * min(runs, _MAX_RUNS_SHOWN))
+    evaluators = {n: c for n, c in task["components"].items() if c["kind"] == "evaluator"}
+    # Measures that stayed 0 in every run (no deletes, no violations) would only add noise.
+    others = {
+        n: c
+        for n, c in task["components"].items()
+        if c["kind"] != "evaluator" and c.get("n") and (c["kind"] == "statistic" or c["max"])
+    }
+    col = max([22, *(len(n) for n in [*evaluators, *others])])
+    if evaluators:
+        lines.append(
+            f"  {'evaluator':<{col}} {'runs':<{width}} {'pass rate':>14}  {'pass^k':>11}  "
+            f"{'coverage':>8}  score min/median/max"
+        )
+    for name, comp in evaluators.items():
+        judged = comp["pass"] + comp["fail"]
+        strip = (
+            " ".join(_RUN_MARK.get(o, "?") for o in comp["outcomes"])
+            if shown
+            else (f"{comp['pass']}P {comp['fail']}F {comp['not_evaluated']}-")
+        )
+        rate = f"{_pct(comp['pass_rate'])} ({comp['pass']}/{judged})"
+        k = comp["pass_hat_k"].get(str(judged))
+        hat = f"k={judged}: {_pct(k)}" if judged else "n/a"
+        score = comp["score"]
+        spread = (
+            f"{score['min']:.2f} / {score['median']:.2f} / {score['max']:.2f}"
+            if score.get("n")
+            else "-"
+        )
+        lines.append(
+            f"  {name:<{col}} {strip:<{width}} {rate:>14}  {hat:>11}  {_pct(comp['coverage']):>8}  "
+            f"{spread}"
+        )
+    if others:
+        lines.append(
+            f"  {'measure':<{col}} {'min':>9} {'median':>9} {'max':>9} {'spread':>9}"
+            + ("  per run" if shown else "")
+        )
+    for name, comp in others.items():
+        per_run = "  " + " ".join(_num(v) for v in comp.get("values", [])) if shown else ""
+        lines.append(
+            f"  {name:<{col}} {_num(comp['min']):>9} {_num(comp['median']):>9} "
+            f"{_num(comp['max']):>9} {_num(comp['spread']):>9}{per_run}"
+        )
     return lines
 
 

@@ -146,6 +146,7 @@ class Outcome:
                     NO_CONDITION,
                     "no success condition: set `success` or `reference_answer` in the "
                     "expectations, or contains/regex/json_path in the outcome evaluator options",
+                    judge=judge.name,
                 )
             ]
         turn = trajectory.last_turn

@@ -271,7 +271,8 @@ class SideEffects:
                 (
                     "out_of_scope",
                     o["span_id"],
-                    f"{o['tool']} {_VERB[o['effect']]} {o['resource']!r} outside {', '.join(self.scope)}",
+                    f"{o['tool']} {_VERB[o['effect']]} {o['resource']!r} outside "
+                    f"{', '.join(self.scope)}",
                 )
                 for o in ledger.out_of_scope
             ]

@@ -22,6 +22,9 @@ NO_CATALOGUE = "no_catalogue"
 NO_FINAL_ANSWER = "no_final_answer"
 NO_CONDITION = "no_condition"
 NOT_APPLICABLE = "not_applicable"
+NO_REQUEST = "no_request"
+INVALID_CONDITION = "invalid_condition"
+NO_CONSTRAINTS = "no_constraints"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

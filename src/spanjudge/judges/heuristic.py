@@ -18,8 +18,10 @@ from spanjudge.judges.text import SkillStep, parse_skill, tokens
 from spanjudge.trajectory.steps import CatalogueEntry, Step
 
 NAME = "heuristic"
-# Omission: a catalogue entry "fits" a request sharing at least this many distinct content words.
-_OMISSION_MIN_TERMS = 2
+# Omission: a catalogue entry "fits" a request that names it (every word of the skill's name) or
+# shares at least this many distinct content words with its name and description. Two words
+# proved too loose ("sales" + "total" is not yet a request for a report).
+_OMISSION_MIN_TERMS = 3
 _PRIOR_WEIGHT = 0.5
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 
@@ -84,25 +86,27 @@ class HeuristicJudge:
 
     @staticmethod
     def _candidates(request: JudgeRequest) -> tuple[list[CatalogueEntry], str, str]:
-        """Catalogue plus the chosen skill; returns (entries, chosen name, note)."""
+        """Candidate skills, the chosen name as offered, and a note when it was not offered."""
         entries = list(request.catalogue)
         chosen = (request.skill or "").strip()
         names = {e.name.lower(): e.name for e in entries}
         if chosen.lower() in names:
             return entries, names[chosen.lower()], ""
-        close = difflib.get_close_matches(chosen.lower(), list(names), n=1, cutoff=0.8)
-        if close:
-            resolved = names[close[0]]
-            return entries, resolved, f" ({chosen!r} is not in the catalogue; read as {resolved!r})"
+        if entries:
+            # A name the catalogue does not offer cannot be the right choice, however close.
+            close = difflib.get_close_matches(chosen.lower(), list(names), n=1, cutoff=0.6)
+            hint = f"; closest offered: {names[close[0]]!r}" if close else ""
+            return entries, chosen, f" (not in the catalogue{hint})"
         description = parse_skill(request.skill_body).description if request.skill_body else None
-        entries.append(CatalogueEntry(name=chosen, description=description))
-        note = " (not in the recorded catalogue)" if request.catalogue else ""
-        return entries, chosen, note
+        return [CatalogueEntry(name=chosen, description=description)], chosen, ""
 
     def _selection(self, request: JudgeRequest) -> Judgement:
         if not request.request:
             raise JudgeError("no user request recorded", error_type="no_request")
         entries, chosen, note = self._candidates(request)
+        if note:
+            why = f"the agent invoked {chosen!r}{note}"
+            return Judgement(rating="no", score=0.0, rationale=why, judge=NAME)
         current = tokens(request.request)
         prior = set().union(*(tokens(p) for p in request.prior_context)) - current
         weights = self._weights(entries)
@@ -181,15 +185,22 @@ class HeuristicJudge:
         if not request.skill_body:
             raise JudgeError("the SKILL.md body was not recorded", error_type="body_not_recorded")
         doc = parse_skill(request.skill_body)
+        # A turn's final answer is the last thing in it, whatever its span's start time says.
+        ordered = [
+            step
+            for _, _, _, step in sorted(
+                (s.turn, s.kind == "final_answer", i, s) for i, s in enumerate(request.steps)
+            )
+        ]
         start = 0
-        for i, step in enumerate(request.steps):
+        for i, step in enumerate(ordered):
             if step.kind == "skill_load" and step.span_id == request.skill_span_id:
                 start = i + 1
                 break
         # Failed calls do not evidence a step; the successful retry does.
         events = [
             s
-            for s in request.steps[start:]
+            for s in ordered[start:]
             if (s.kind == "tool_call" and not s.failed) or (s.kind == "final_answer" and s.text)
         ]
         every_tool = [s for s in request.steps if s.kind == "tool_call"]

@@ -131,9 +131,7 @@ def parse_judges(raw: Any, path: str, problems: list[str]) -> dict[str, JudgeSpe
                 continue
             if key not in allowed:
                 known = ", ".join(allowed) or "none"
-                problems.append(
-                    f"{where}.{key}: unknown setting for a {kind} judge (known: {known})"
-                )
+                problems.append(f"{where}.{key}: unknown setting for type {kind} (known: {known})")
                 continue
             expected, minimum = allowed[key]
             error = _check(value, expected, minimum)
@@ -143,7 +141,7 @@ def parse_judges(raw: Any, path: str, problems: list[str]) -> dict[str, JudgeSpe
             settings[key] = int(value) if expected is int else value
         for key in _REQUIRED[kind]:
             if key not in body:
-                problems.append(f"{where}.{key}: required for a {kind} judge")
+                problems.append(f"{where}.{key}: required for type {kind}")
         url = settings.get("base_url")
         if isinstance(url, str) and not url.startswith(("http://", "https://")):
             problems.append(f"{where}.base_url: expected an http:// or https:// URL, got {url!r}")

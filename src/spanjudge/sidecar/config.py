@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 DEFAULT_GRPC_ENDPOINT = "127.0.0.1:4327"
@@ -193,7 +193,9 @@ def _env_protocol(problems: list[str]) -> str | None:
         value = os.environ.get(name)
         if value:
             if value not in PROTOCOLS:
-                problems.append(f"env {name}: expected one of {', '.join(PROTOCOLS)}, got {value!r}")
+                problems.append(
+                    f"env {name}: expected one of {', '.join(PROTOCOLS)}, got {value!r}"
+                )
                 return None
             return value
     return None
@@ -223,7 +225,9 @@ def parse_serve(raw: Any, path: str, problems: list[str]) -> ServeConfig:
         if file and not os.path.isfile(file):
             problems.append(f"{path}.tls.{name}: no such file {file!r}")
     if config.auth.token_env and not config.auth.bearer_token and not config.auth.token():
-        problems.append(f"{path}.auth.token_env: environment variable {config.auth.token_env} is unset")
+        problems.append(
+            f"{path}.auth.token_env: environment variable {config.auth.token_env} is unset"
+        )
     if config.input.max_request_bytes < 1024:
         problems.append(f"{path}.input.max_request_bytes: at least 1024 bytes")
     if config.tick_interval_s <= 0:
@@ -233,10 +237,4 @@ def parse_serve(raw: Any, path: str, problems: list[str]) -> ServeConfig:
     enabled = export.enabled
     if enabled is None:
         enabled = bool(export.endpoint or _env_endpoint())
-    return _replace(config, export=_replace(export, protocol=protocol, enabled=enabled))
-
-
-def _replace(obj: Any, **changes: Any) -> Any:
-    values = {f.name: getattr(obj, f.name) for f in fields(obj)}
-    values.update(changes)
-    return type(obj)(**values)
+    return replace(config, export=replace(export, protocol=protocol, enabled=enabled))

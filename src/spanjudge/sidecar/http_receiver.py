@@ -7,6 +7,7 @@ in the request's encoding, as the OTLP/HTTP specification asks.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import ssl
@@ -17,7 +18,7 @@ from typing import Any
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
-from google.rpc import code_pb2, status_pb2
+from google.rpc import code_pb2, status_pb2  # type: ignore[import-untyped]
 
 from spanjudge.sidecar.config import TlsConfig
 from spanjudge.sidecar.handling import Handler
@@ -111,7 +112,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
         content_type = (self.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
         fmt = FORMAT_JSON if content_type == "application/json" else FORMAT_PROTOBUF
         handler = self.server.handler
-        if content_type not in ("application/x-protobuf", "application/protobuf", "application/json"):
+        if content_type not in (
+            "application/x-protobuf",
+            "application/protobuf",
+            "application/json",
+        ):
             self._discard_body()
             self._error(fmt, "invalid", f"unsupported Content-Type {content_type or '(none)'!r}")
             handler.count("http", "invalid")
@@ -149,7 +154,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if length < 0:
             raise BadRequest(f"bad Content-Length {length_header!r}")
         if length > limit:
-            raise BadRequest(f"request of {length} bytes exceeds the limit of {limit}", too_large=True)
+            raise BadRequest(
+                f"request of {length} bytes exceeds the limit of {limit}", too_large=True
+            )
         body = self.rfile.read(length)
         if len(body) < length:
             raise BadRequest("request body shorter than its Content-Length")
@@ -212,7 +219,9 @@ class HttpReceiver:
         retry_after_s: int,
     ) -> None:
         host, _, port = endpoint.rpartition(":")
-        self._server = _Server((host.strip("[]"), int(port)), _RequestHandler, bind_and_activate=True)
+        self._server = _Server(
+            (host.strip("[]"), int(port)), _RequestHandler, bind_and_activate=True
+        )
         server = self._server
         server.handler = handler
         server.max_request_bytes = max_request_bytes
@@ -247,10 +256,8 @@ class HttpReceiver:
         while time.monotonic() < deadline:
             with server.lock:
                 for sock in server.idle.values():
-                    try:
+                    with contextlib.suppress(OSError):
                         sock.shutdown(socket.SHUT_RDWR)
-                    except OSError:
-                        pass
                 if not server.active:
                     break
             time.sleep(0.02)

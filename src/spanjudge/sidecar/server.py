@@ -65,7 +65,9 @@ class Sidecar:
         self._prometheus_server: Any = None
         self._started = False
         self._stopped = False
-        resource = Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", "spanjudge")})
+        resource = Resource.create(
+            {"service.name": os.environ.get("OTEL_SERVICE_NAME", "spanjudge")}
+        )
         readers = build_metric_readers(serve.export)
         self._metrics_port: int | None = None
         if serve.metrics_endpoint:
@@ -77,10 +79,13 @@ class Sidecar:
             resource=resource, metric_readers=readers, views=score_views()
         )
         self.export = build_verdict_export(serve.export, resource)
-        sinks: list[Sink] = [
-            OtelVerdictSink(self.export.tracer_provider, self.export.logger_provider),
-            MetricsSink(self.meter_provider, label_skills=config.label_skills),
-        ]
+        sinks: list[Sink] = [MetricsSink(self.meter_provider, label_skills=config.label_skills)]
+        if serve.export.enabled:
+            # Building evaluation spans and log records costs as much as evaluating; only
+            # worth it when they go somewhere.
+            sinks.insert(
+                0, OtelVerdictSink(self.export.tracer_provider, self.export.logger_provider)
+            )
         spool_config = serve.spool
         self.spool: Spool | MemorySpool = (
             Spool(

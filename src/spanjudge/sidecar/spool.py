@@ -46,15 +46,6 @@ def group_of(span: SpanRecord, key_attributes: Sequence[str] = ()) -> str:
     return "s:" + found[0] if found is not None else "t:" + span.trace_id
 
 
-def groups_of_session(key: str, spans: Iterable[SpanRecord], key_attributes: Sequence[str]) -> list[str]:
-    """Groups a closed session's spans came from: its key, plus the traces of its keyless spans."""
-    groups = {"s:" + key}
-    for span in spans:
-        if session_key(span, key_attributes) is None:
-            groups.add("t:" + span.trace_id)
-    return sorted(groups)
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Completion:
     """An evaluated session whose spool rows may go: groups, the last request id it consumed."""
@@ -168,8 +159,8 @@ class Spool:
                         )
                     db.execute(
                         "INSERT INTO evaluated (skey, revision, at) VALUES (?, ?, ?) "
-                        "ON CONFLICT (skey) DO UPDATE SET revision = MAX(revision, excluded.revision),"
-                        " at = excluded.at",
+                        "ON CONFLICT (skey) DO UPDATE SET"
+                        " revision = MAX(revision, excluded.revision), at = excluded.at",
                         (item.key, item.revision, time.time()),
                     )
                 freed = 0
@@ -203,7 +194,9 @@ class Spool:
     def revision(self, key: str) -> int:
         """The last revision of ``key`` recorded as evaluated (0: never)."""
         with self._lock:
-            row = self._db.execute("SELECT revision FROM evaluated WHERE skey = ?", (key,)).fetchone()
+            row = self._db.execute(
+                "SELECT revision FROM evaluated WHERE skey = ?", (key,)
+            ).fetchone()
         return int(row[0]) if row else 0
 
     def close(self) -> None:
@@ -212,7 +205,7 @@ class Spool:
 
 
 class MemorySpool:
-    """The spool switched off: nothing durable, revisions remembered for a bounded number of keys."""
+    """The spool switched off: nothing durable; revisions kept for a bounded number of keys."""
 
     def __init__(self, keep_evaluated: int = 100_000) -> None:
         self.bytes = 0

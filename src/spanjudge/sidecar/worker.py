@@ -15,14 +15,15 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import cast
 
 from spanjudge.emit.base import Sink
 from spanjudge.emit.metrics import SelfTelemetry
 from spanjudge.engine import Engine
 from spanjudge.pipeline import Pipeline
-from spanjudge.sessions.store import ClosedSession, ClosePolicy, SessionStore
-from spanjudge.sidecar.intake import BadRequest, decode_body
+from spanjudge.sessions.store import ClosedSession, ClosePolicy, CloseReason, SessionStore
 from spanjudge.sidecar.config import InputConfig
+from spanjudge.sidecar.intake import BadRequest, decode_body
 from spanjudge.sidecar.spool import Completion, MemorySpool, Spool, group_of
 from spanjudge.spans.limits import Limits
 from spanjudge.spans.record import SpanRecord
@@ -64,8 +65,8 @@ class _RevisedStore(SessionStore):
     def due(self) -> list[ClosedSession]:
         return self._revise(super().due())
 
-    def close_all(self, reason: str) -> list[ClosedSession]:  # type: ignore[override]
-        return self._revise(super().close_all(reason))  # type: ignore[arg-type]
+    def close_all(self, reason: CloseReason) -> list[ClosedSession]:
+        return self._revise(super().close_all(reason))
 
 
 class Worker:
@@ -180,7 +181,7 @@ class Worker:
                 next_tick = time.monotonic() + self.tick_interval_s
 
     def _add(self, item: object) -> None:
-        request_id, records = item  # type: ignore[misc]
+        request_id, records = cast(tuple[int, list[SpanRecord]], item)
         try:
             self.pipeline.add(records)
         except Exception:  # the pipeline contains its own errors; this is a last guard

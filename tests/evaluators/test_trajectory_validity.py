@@ -1,0 +1,192 @@
+"""`trajectory_validity`: violations listed with their spans; bad constraints stop start-up."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from spanjudge.config import parse_config
+from spanjudge.errors import ConfigError
+from spanjudge.evaluators import trajectory_validity as tv
+from spanjudge.evaluators.base import EvaluationContext
+from spanjudge.evaluators.trajectory_validity import TrajectoryValidity, glob_to_regex
+from spanjudge.expectations import Expectation
+from spanjudge.trajectory.assemble import SessionMeta, assemble
+from spanjudge.trajectory.steps import Step
+from tests.evaluators.test_side_effects import STRANDS, TRAJECTORY, evaluate_fixture, verdict_of
+from tests.trajectory.test_stats import spans_for, tool, turn
+
+
+def check(steps: list[Step], options: dict[str, Any], complete: bool = True, **extra: Any) -> Any:
+    meta = SessionMeta(
+        session_id="s",
+        key_source="session.id",
+        complete=complete,
+        close_reason="end_of_input" if complete else "shutdown",
+    )
+    t = assemble(meta, spans_for(steps), steps)
+    if extra:
+        t = dataclasses.replace(t, **extra)
+    problems: list[str] = []
+    evaluator = TrajectoryValidity.from_options(options, "evaluators.trajectory_validity", problems)
+    assert problems == []
+    [v] = evaluator.evaluate(EvaluationContext(trajectory=t, expectation=Expectation()))
+    return v
+
+
+def sid(n: int) -> str:
+    return format(n, "016x")
+
+
+def test_globs_respect_path_segments():
+    assert glob_to_regex("out/**").match("out/a/b.md")
+    assert not glob_to_regex("out/**").match("tmp/out/a")
+    assert glob_to_regex("out/*.md").match("out/r.md")
+    assert not glob_to_regex("out/*.md").match("out/x/r.md")
+    assert glob_to_regex("**/SKILL.md").match("SKILL.md")
+
+
+def test_every_violation_is_listed_with_its_span_id():
+    steps = [
+        turn(1, "go"),
+        tool(
+            2, "write_file", args={"path": "tmp/r.md", "content": "x"}
+        ),  # before read_csv; bad path
+        tool(3, "read_csv", args={"path": "data/s.csv"}),
+        tool(4, "shell", args={"cmd": "rm -rf /"}),  # forbidden
+        tool(5, "write_file", args={"path": "./out/r.md", "content": "<b>"}),  # bad content
+    ]
+    v = check(
+        steps,
+        {
+            "forbidden_tools": ["shell*"],
+            "arguments": {"write_file": {"path": "out/**", "content": {"not_regex": "<"}}},
+            "order": [{"before": "read_csv", "after": "write_file"}],
+            "max_tool_calls": 3,
+        },
+    )
+    assert v.outcome == "fail" and v.score == 0.0
+    got = sorted((x["kind"], x["span_id"]) for x in v.details["violations"])
+    assert got == sorted(
+        [
+            ("argument", sid(2)),
+            ("order", sid(2)),
+            ("forbidden_tool", sid(4)),
+            ("argument", sid(5)),
+            ("step_limit", sid(5)),
+        ]
+    )
+    assert set(v.evidence) == {sid(2), sid(4), sid(5)}
+    assert "5 violation(s)" in v.explanation and sid(4) in v.explanation
+    assert "write_file.path='tmp/r.md' must match glob 'out/**'" in v.explanation
+
+
+def test_allowed_tools_list_includes_skill_loads_by_tool_name():
+    load = Step(
+        kind="skill_load",
+        name="skills",
+        span_id=sid(2),
+        trace_id=format(1, "032x"),
+        parent_span_id=sid(1),
+        start_unix_nano=20,
+        skill="csv-report",
+        skill_status="loaded",
+    )
+    v = check([turn(1, "go"), load, tool(3, "read_csv")], {"allowed_tools": ["read_*"]})
+    assert v.outcome == "fail" and [x["span_id"] for x in v.details["violations"]] == [sid(2)]
+    v = check([turn(1, "go"), load, tool(3, "read_csv")], {"allowed_tools": ["read_*", "skills"]})
+    assert v.outcome == "pass"
+
+
+def test_recorded_tool_schema_is_used_by_default_and_can_be_switched_off():
+    schemas = {
+        "write_file": {
+            "type": "object",
+            "required": ["path"],
+            "properties": {"path": {"type": "string"}},
+        }
+    }
+    steps = [turn(1, "go"), tool(2, "write_file", args={"path": 3}), tool(3, "write_file", args={})]
+    v = check(steps, {}, tool_schemas=schemas)
+    assert v.outcome == "fail" and {x["kind"] for x in v.details["violations"]} == {"schema"}
+    assert [x["span_id"] for x in v.details["violations"]] == [sid(2), sid(3)]
+    v = check(steps, {"trace_schemas": False}, tool_schemas=schemas)
+    assert v.outcome == "not_evaluated" and v.reason == "no_constraints" and v.score is None
+
+
+def test_builtin_validator_covers_type_required_enum_properties(monkeypatch):
+    monkeypatch.setattr(tv, "_jsonschema", None)
+    schema = {
+        "type": "object",
+        "required": ["mode"],
+        "additionalProperties": False,
+        "properties": {"mode": {"enum": ["a", "b"]}, "n": {"type": "integer"}},
+    }
+    assert tv.validate_schema({"mode": "a", "n": 2}, schema) == []
+    errors = tv.validate_schema({"mode": "c", "n": True, "x": 1}, schema)
+    assert len(errors) == 3 and any("'c' is not one of" in e for e in errors)
+    assert tv.validate_schema({}, schema) == ["arguments: 'mode' is a required property"]
+    assert tv.schema_error({"type": "strnig"}) is not None
+
+
+def test_no_constraints_and_no_schema_is_not_evaluated_with_counts():
+    v = check([turn(1, "go"), tool(2, "read_csv")], {})
+    assert v.outcome == "not_evaluated" and v.reason == "no_constraints"
+    assert v.details["checked_calls"] == 1
+
+
+def test_incomplete_session_without_violation_is_not_evaluated():
+    v = check([turn(1, "go"), tool(2, "read_csv")], {"max_steps": 5}, complete=False)
+    assert v.outcome == "not_evaluated" and v.reason == "session_incomplete"
+
+
+def test_fixture_verdicts_match_the_scenario_record():
+    rule = {"path": "out/**"}
+    results = evaluate_fixture(
+        STRANDS / "strands_trajectory.jsonl",
+        {
+            "evaluators": {
+                "trajectory_validity": {"arguments": {"write_file": rule, "delete_file": rule}}
+            }
+        },
+    )
+    for record in TRAJECTORY:
+        v = verdict_of(results[record["session_id"]], "trajectory_validity")
+        bad = [
+            c
+            for c in record["calls"]
+            if c["tool"] in ("write_file", "delete_file")
+            and not c["args"]["path"].startswith("out/")
+        ]
+        assert v.outcome == ("fail" if bad else "pass"), (record["session_id"], v.explanation)
+        assert len(v.details["violations"]) == len(bad)
+        for call in bad:
+            assert repr(call["args"]["path"]) in v.explanation
+
+
+@pytest.mark.parametrize(
+    "options, expected",
+    [
+        (
+            {"arguments": {"write_file": {"path": {"regex": "out/("}}}},
+            "trajectory_validity.arguments.write_file.path: invalid regular expression 'out/('",
+        ),
+        ({"max_step": 3}, "evaluators.trajectory_validity.max_step: unknown option (allowed: "),
+        (
+            {"schemas": {"write_file": {"type": "strnig"}}},
+            "evaluators.trajectory_validity.schemas.write_file: the JSON Schema does not parse",
+        ),
+        (
+            {"schemas": {"write_file": "object"}},
+            "evaluators.trajectory_validity.schemas.write_file: the JSON Schema does not parse",
+        ),
+        ({"order": [{"first": "a"}]}, "evaluators.trajectory_validity.order[0]: expected {before"),
+    ],
+)
+def test_bad_constraints_stop_start_up_with_path_and_fix(options, expected):  # type: ignore[no-untyped-def]
+    with pytest.raises(ConfigError) as err:
+        parse_config({"evaluators": {"trajectory_validity": options}}, "spanjudge.yaml")
+    assert "invalid configuration in spanjudge.yaml" in str(err.value)
+    assert expected in str(err.value)

@@ -1,0 +1,336 @@
+"""`SpanJudgeProcessor` lifecycle and containment, on real SDK providers with the scripted agent."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry import context as otel_context
+from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from spanjudge.config import Config, parse_config
+from spanjudge.demo.agent import SCENARIOS, ScriptedAgent
+from spanjudge.emit.otel import OtelVerdictSink
+from spanjudge.engine import Engine, SessionResult
+from spanjudge.evaluators.base import EvaluationContext
+from spanjudge.evaluators.verdict import Verdict
+from spanjudge.processor import SpanJudgeProcessor
+
+ROOT = Path(__file__).resolve().parents[1]
+CSV, INCIDENT, WEATHER = SCENARIOS
+
+
+class Collect:
+    def __init__(self) -> None:
+        self.results: list[SessionResult] = []
+
+    def emit(self, result: SessionResult) -> None:
+        self.results.append(result)
+
+    def flush(self, timeout_s: float) -> bool:
+        return True
+
+    def shutdown(self) -> None:
+        pass
+
+    def sessions(self) -> list[str]:
+        return [r.trajectory.session_id for r in self.results]
+
+
+@dataclass
+class Rig:
+    processor: SpanJudgeProcessor
+    provider: TracerProvider
+    spans: InMemorySpanExporter
+    collect: Collect
+    reader: InMemoryMetricReader
+    agent: ScriptedAgent
+
+    def metric(self, name: str) -> dict[frozenset[Any], Any]:
+        data = self.reader.get_metrics_data()
+        out: dict[frozenset[Any], Any] = {}
+        for rm in data.resource_metrics if data else ():
+            for sm in rm.scope_metrics:
+                for m in sm.metrics:
+                    if m.name == name:
+                        for p in m.data.data_points:
+                            out[frozenset(dict(p.attributes).items())] = p.value
+        return out
+
+
+def rig(config: Config | None = None, *, sinks: Sequence[Any] = (), **kwargs: Any) -> Rig:
+    provider = TracerProvider()
+    spans = InMemorySpanExporter()
+    reader = InMemoryMetricReader()
+    collect = Collect()
+    processor = SpanJudgeProcessor(
+        config,
+        tracer_provider=provider,
+        meter_provider=MeterProvider(metric_readers=[reader]),
+        sinks=[OtelVerdictSink(provider), *sinks, collect],
+        **kwargs,
+    )
+    provider.add_span_processor(processor)
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    return Rig(processor, provider, spans, collect, reader, ScriptedAgent(provider))
+
+
+def wait_for(predicate: Callable[[], bool], timeout_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
+
+
+# --- lifecycle ---
+
+
+def test_shutdown_without_spans_is_clean_and_idempotent() -> None:
+    r = rig()
+    r.processor.shutdown()
+    assert not r.processor._worker.is_alive()
+    r.processor.shutdown()  # second call: no error, nothing to do
+    assert r.collect.results == []
+
+
+def test_flush_and_spans_after_shutdown_are_refused_quietly() -> None:
+    r = rig()
+    r.agent.run(CSV)  # no end marker: the session is still open at shutdown
+    r.processor.shutdown()
+    # Shutdown evaluated the open session and marked it incomplete.
+    assert r.collect.sessions() == [CSV.session_id]
+    (result,) = r.collect.results
+    assert result.trajectory.complete is False and result.trajectory.close_reason == "shutdown"
+    (evaluation,) = [s for s in r.spans.get_finished_spans() if s.name == "spanjudge.evaluate"]
+    assert (evaluation.attributes or {})["spanjudge.session.complete"] is False
+    assert r.processor.force_flush(1000) is False
+    r.agent.run(INCIDENT, end_session=True)  # the agent still runs; nothing is queued
+    assert r.processor.force_flush(1000) is False
+    assert r.collect.sessions() == [CSV.session_id]
+
+
+def test_queue_full_drops_and_counts_without_blocking() -> None:
+    # A worker that only wakes on demand, a queue of 5: the 16 spans of the demo overflow it.
+    r = rig(max_queue_size=5, max_batch_size=10_000, tick_interval_s=3600)
+    for scenario in SCENARIOS:
+        r.agent.run(scenario, end_session=True)
+    assert r.processor.dropped_spans == 16 - 5
+    assert r.processor.force_flush(10_000)
+    assert r.metric("spanjudge.spans.dropped") == {frozenset({("reason", "queue_full")}): 11}
+    assert r.metric("spanjudge.spans.received") == {frozenset(): 5}
+    r.processor.shutdown()
+
+
+def test_per_turn_and_idle_close_policies() -> None:
+    per_turn = parse_config({"sessions": {"mode": "turn", "turn_grace_s": 0}})
+    r = rig(per_turn, tick_interval_s=0.02)
+    r.agent.run(CSV)  # no end marker, no flush: the ended root turn span closes it
+    assert wait_for(lambda: len(r.collect.results) == 1)
+    assert r.collect.results[0].trajectory.close_reason == "turn"
+    assert r.collect.results[0].trajectory.complete is True
+    r.processor.shutdown()
+
+    idle = parse_config({"sessions": {"idle_timeout_s": 0.1}})
+    r = rig(idle, tick_interval_s=0.02)
+    r.agent.run(WEATHER)
+    assert wait_for(lambda: len(r.collect.results) == 1)
+    assert r.collect.results[0].trajectory.close_reason == "idle"
+    r.processor.shutdown()
+
+
+def test_end_marker_closes_complete_on_flush() -> None:
+    r = rig()
+    r.agent.run(INCIDENT, end_session=True)
+    assert r.processor.force_flush(10_000)
+    (result,) = r.collect.results
+    assert result.trajectory.close_reason == "end_marker" and result.trajectory.complete
+    skill = [v for v in result.verdicts if v.evaluator == "skill_loaded"]
+    assert [(v.outcome, v.target.skill) for v in skill] == [("fail", "incident-triage")]
+    r.processor.shutdown()
+
+
+# --- containment ---
+
+
+@dataclass(frozen=True)
+class Raising:
+    name: str = "always_raises"
+
+    def evaluate(self, ctx: EvaluationContext) -> list[Verdict]:
+        raise ZeroDivisionError("boom")
+
+
+def test_evaluator_that_raises_becomes_an_error_verdict() -> None:
+    r = rig(engine=Engine(evaluators=[Raising()]))
+    answer = r.agent.run(CSV, end_session=True)
+    assert answer == CSV.answer  # the agent is unaffected
+    assert r.processor.force_flush(10_000)
+    (result,) = r.collect.results
+    (verdict,) = result.verdicts
+    assert verdict.outcome == "not_evaluated" and verdict.error_type == "ZeroDivisionError"
+    (evaluation,) = [s for s in r.spans.get_finished_spans() if s.name == "spanjudge.evaluate"]
+    (event,) = evaluation.events
+    assert (event.attributes or {})["error.type"] == "ZeroDivisionError"
+    assert (event.attributes or {})["spanjudge.reason"] == "evaluator_error"
+    r.processor.shutdown()
+
+
+class BrokenSink:
+    def emit(self, result: SessionResult) -> None:
+        raise RuntimeError("sink down")
+
+    def flush(self, timeout_s: float) -> bool:
+        raise RuntimeError("sink down")
+
+    def shutdown(self) -> None:
+        raise RuntimeError("sink down")
+
+
+def test_broken_sink_and_bad_span_are_contained(caplog: pytest.LogCaptureFixture) -> None:
+    r = rig(sinks=[BrokenSink()])
+    r.processor.on_end(ReadableSpan(name="no context"))  # cannot be converted
+    r.agent.run(CSV, end_session=True)
+    r.agent.run(WEATHER, end_session=True)
+    assert r.processor.force_flush(10_000) is False  # a sink failed to flush: say so
+    assert sorted(r.collect.sessions()) == sorted([CSV.session_id, WEATHER.session_id])
+    assert r.metric("spanjudge.spans.dropped") == {frozenset({("reason", "invalid_span")}): 1}
+    errors = r.metric("spanjudge.internal_errors")
+    assert errors[frozenset({("where", "emit:BrokenSink")})] == 2
+    # Logged once per kind of failure, not once per occurrence.
+    assert sum("emit:BrokenSink" in rec.getMessage() for rec in caplog.records) == 1
+    r.processor.shutdown()
+
+
+class JudgeLike:
+    """An evaluator that, like an LLM judge, makes its own traced call during evaluation."""
+
+    name = "judge_like"
+
+    def __init__(self, provider: TracerProvider) -> None:
+        self.tracer = provider.get_tracer("spanjudge.judges.openai")
+        self.suppressed: list[Any] = []
+
+    def evaluate(self, ctx: EvaluationContext) -> list[Verdict]:
+        self.suppressed.append(otel_context.get_value(_SUPPRESS_INSTRUMENTATION_KEY))
+        attrs = {"gen_ai.operation.name": "chat", "session.id": "judge-session"}
+        with self.tracer.start_as_current_span("chat judge-model", attributes=attrs):
+            pass
+        return [
+            Verdict(evaluator=self.name, outcome="pass", score=1.0, label="ok", explanation="ok")
+        ]
+
+
+def test_own_and_judge_spans_are_never_agent_activity() -> None:
+    provider = TracerProvider()
+    collect = Collect()
+    judge = JudgeLike(provider)
+    processor = SpanJudgeProcessor(
+        tracer_provider=provider,
+        engine=Engine(evaluators=[judge]),
+        sinks=[OtelVerdictSink(provider), collect],
+    )
+    provider.add_span_processor(processor)
+    ScriptedAgent(provider).run(CSV, end_session=True)
+    assert processor.force_flush(10_000)
+    # The evaluation span and the judge's span went through the processor again: no new session.
+    assert processor.force_flush(10_000)
+    assert collect.sessions() == [CSV.session_id]
+    assert judge.suppressed == [True]  # instrumentation is suppressed around spanjudge's work
+    processor.shutdown()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+@pytest.mark.filterwarnings("ignore:.*fork.*:DeprecationWarning")
+def test_worker_survives_fork() -> None:
+    r = rig()
+    r.agent.run(CSV)  # left open in the parent when it forks
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: its own worker, its own (empty) sessions
+        code = 1
+        try:
+            os.close(read_fd)
+            r.agent.run(WEATHER, end_session=True)
+            ok = r.processor.force_flush(10_000)
+            os.write(write_fd, json.dumps({"ok": ok, "sessions": r.collect.sessions()}).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    with os.fdopen(read_fd) as pipe:
+        child = json.loads(pipe.read() or "{}")
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert child == {"ok": True, "sessions": [WEATHER.session_id]}
+    assert r.processor.force_flush(10_000)
+    assert r.collect.sessions() == [CSV.session_id]  # the parent still evaluates its own
+    r.processor.shutdown()
+
+
+# --- a real framework ---
+
+
+def test_strands_agent_with_the_processor() -> None:
+    pytest.importorskip("strands", reason="strands-agents is not installed in this interpreter")
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "strands_agent.py"), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        cwd=ROOT,
+    )
+    summary = json.loads(out.stdout)
+    assert summary["answers"] == [
+        "The grand total is 2500 (north 1200, south 800, east 500).",
+        "North is 48% of the total.",
+    ]
+    first, last = summary["turns"]
+    (evaluation,) = summary["evaluations"]
+    assert evaluation["scope"] == "spanjudge"
+    assert evaluation["trace_id"] == last["trace_id"]
+    assert evaluation["parent_span_id"] == last["span_id"]
+    assert evaluation["links"] == [first["span_id"]]
+    assert evaluation["attributes"]["spanjudge.session.complete"] is True
+    loaded = [e for e in evaluation["events"] if e["gen_ai.evaluation.name"] == "skill_loaded"]
+    assert [(e["spanjudge.outcome"], e["gen_ai.skill.name"]) for e in loaded] == [
+        ("pass", "csv-report")
+    ]
+    (log,) = [r for r in summary["logs"] if r["gen_ai.evaluation.name"] == "skill_loaded"]
+    assert summary["spans"][log["span_id"]] == "execute_tool skills"
+
+
+def test_plain_otel_agent_with_the_processor() -> None:
+    # The framework-free equivalent of the Strands test; always runs.
+    r = rig()
+    second = replace(CSV, calls=(), answer="Done.")
+    r.agent.run(CSV)
+    r.agent.run(second, end_session=True)
+    assert r.processor.force_flush(10_000)
+    turns = sorted(
+        (s for s in r.spans.get_finished_spans() if s.name.startswith("invoke_agent")),
+        key=lambda s: s.start_time or 0,
+    )
+    (evaluation,) = [s for s in r.spans.get_finished_spans() if s.name == "spanjudge.evaluate"]
+    assert evaluation.parent is not None and turns[1].context is not None
+    assert evaluation.parent.span_id == turns[1].context.span_id
+    assert [link.context.span_id for link in evaluation.links] == [
+        turns[0].context.span_id if turns[0].context else None
+    ]
+    assert len(evaluation.events) == len(r.collect.results[0].verdicts) > 0
+    r.processor.shutdown()
