@@ -305,8 +305,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args(argv)
+    # memory first: freeing the throughput runs' garbage would skew tracemalloc's differences
+    footprint = memory(args.sessions, args.spans_per_session)
     results = throughput(args)
-    results["memory"] = memory(args.sessions, args.spans_per_session)
+    results["memory"] = footprint
     print(json.dumps(results, indent=2))
     return 0
 

@@ -129,6 +129,7 @@ class Engine:
                 trajectory=trajectory,
                 expectation=expectation,
                 judge=self.judge_for(evaluator.name),
+                shared={"effects": self.config.effects},
             )
             verdicts.extend(self._run(evaluator, ctx))
         return SessionResult(

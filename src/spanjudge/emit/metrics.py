@@ -106,6 +106,11 @@ class MetricsSink:
             description="Model tokens per session by gen_ai.token.type",
             explicit_bucket_boundaries_advisory=list(_TOKEN_BUCKETS),
         )
+        self.measure = meter.create_histogram(
+            semconv.SJ_TRAJECTORY_MEASURE,
+            unit="1",
+            description="Trajectory measures per session (details.measured of each verdict)",
+        )
         self.duration = meter.create_histogram(
             semconv.M_SESSION_DURATION,
             unit="s",
@@ -157,6 +162,22 @@ class MetricsSink:
         self.duration.record(stats.duration_s, agent_attrs)
         self.retries.add(stats.retries, agent_attrs)
         self.backtracks.add(stats.backtracks, agent_attrs)
+        for verdict in result.verdicts:
+            # The trajectory vector online: every numeric measure an evaluator reports,
+            # whatever its outcome, so Grafana can show each component's distribution.
+            measured = (verdict.details or {}).get("measured")
+            if not isinstance(measured, dict):
+                continue
+            for name, value in measured.items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    self.measure.record(
+                        value,
+                        {
+                            semconv.GEN_AI_EVALUATION_NAME: verdict.evaluator,
+                            semconv.SJ_MEASURE_NAME: str(name),
+                            **agent_attrs,
+                        },
+                    )
 
     def flush(self, timeout_s: float) -> bool:
         # Metric readers collect on their own schedule (or on scrape); nothing is buffered here.
@@ -194,7 +215,8 @@ class SelfTelemetry:
         meter.create_observable_gauge(
             semconv.M_SESSIONS_OPEN,
             callbacks=[self._observe_open],
-            unit="1",
+            # not "1": remote write would add a `_ratio` suffix to a unit-1 gauge
+            unit="{session}",
             description="Sessions currently open",
         )
 

@@ -25,6 +25,10 @@ NOT_APPLICABLE = "not_applicable"
 NO_REQUEST = "no_request"
 INVALID_CONDITION = "invalid_condition"
 NO_CONSTRAINTS = "no_constraints"
+NO_BUDGET = "no_budget"
+NO_THRESHOLDS = "no_thresholds"
+NO_TOOL_CALLS = "no_tool_calls"
+NOT_MEASURED = "not_measured"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -138,17 +138,20 @@ def assemble(
     """Order steps, number turns, pick final answers and compute statistics."""
     order = {(s.trace_id, s.span_id): i for i, s in enumerate(spans)}
     spans_by_id = {s.span_id: s for s in spans}
-    ordered = sorted(
-        steps,
-        key=lambda s: (s.start_unix_nano, order.get((s.trace_id, s.span_id), 0), s.seq),
-    )
+
+    def position(s: Step) -> tuple[int, int, int]:
+        # A final answer is delivered when its span ends, after everything the turn did.
+        at = s.end_unix_nano if s.kind == "final_answer" else s.start_unix_nano
+        return (at, order.get((s.trace_id, s.span_id), 0), s.seq)
+
+    ordered = sorted(steps, key=position)
     roots = _root_turns(ordered, spans_by_id)
     root_ids = {r.span_id: i for i, r in enumerate(roots)}
     numbered = [
         dataclasses.replace(s, turn=_turn_of(s, root_ids, roots, spans_by_id)) for s in ordered
     ]
     numbered = _derive_final_answers(numbered)
-    numbered.sort(key=lambda s: (s.start_unix_nano, order.get((s.trace_id, s.span_id), 0), s.seq))
+    numbered.sort(key=position)
     answers: dict[int, str] = {}
     for step in numbered:
         if step.kind == "final_answer" and step.text:
