@@ -73,7 +73,7 @@ def test_session_matches_scenario_record(directory: str, record: dict[str, Any])
         if key in hidden:
             assert stats[key] <= record[key], key
         elif key in record:
-            assert stats[key] == record[key], f"{key}: report {stats[key]} != scenario {record[key]}"
+            assert stats[key] == record[key], f"{key}: {stats[key]} != scenario {record[key]}"
     for key in ("input_tokens", "output_tokens"):
         if record.get(key) is not None:
             assert stats[key] == record[key], key

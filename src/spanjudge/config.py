@@ -32,6 +32,7 @@ TOP_LEVEL = (
 # section -> "module:function(raw, path, problems)".
 SECTION_PARSERS: dict[str, str] = {
     "judges": "spanjudge.judges.registry:parse_judges",
+    "serve": "spanjudge.sidecar.config:parse_serve",
 }
 
 

@@ -196,8 +196,8 @@ DROP_REJECTED = "rejected"
 ADK_MERGED_TOOLS = "(merged tools)"  # ADK's summary span over parallel calls: not a call itself
 
 # --- collector-config alerts (helper: collector) ---
-# Proposed sidecar gauge (unit "By"): the spool's configured max_bytes, so that Prometheus and
-# Grafana can alert on spool fill (spanjudge_sidecar_spool_bytes / spanjudge_sidecar_spool_limit_bytes).
+# Sidecar gauge (unit "By"): the spool's configured max_bytes, so that Prometheus and Grafana
+# can alert on spool fill (spanjudge_sidecar_spool_bytes / spanjudge_sidecar_spool_limit_bytes).
 M_SIDECAR_SPOOL_LIMIT_BYTES = "spanjudge.sidecar.spool.limit.bytes"
 
 # --- trajectory vector (helper: trajectory) ---

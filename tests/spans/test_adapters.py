@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 from google.protobuf import json_format
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 
 from spanjudge.errors import InputError
@@ -22,21 +24,24 @@ from tests.conftest import recorded
 
 
 def _agent(tracer):  # type: ignore[no-untyped-def]
-    with tracer.start_as_current_span(
-        "invoke_agent shop",
-        attributes={"session.id": "s-1", "gen_ai.operation.name": "invoke_agent"},
-    ) as root, tracer.start_as_current_span(
-        "execute_tool read_csv",
-        kind=SpanKind.CLIENT,
-        attributes={
-            "gen_ai.tool.name": "read_csv",
-            "count": 3,
-            "ratio": 0.5,
-            "ok": True,
-            "tags": ["a", "b"],
-        },
-        links=[Link(root.get_span_context())],
-    ) as tool:
+    with (
+        tracer.start_as_current_span(
+            "invoke_agent shop",
+            attributes={"session.id": "s-1", "gen_ai.operation.name": "invoke_agent"},
+        ) as root,
+        tracer.start_as_current_span(
+            "execute_tool read_csv",
+            kind=SpanKind.CLIENT,
+            attributes={
+                "gen_ai.tool.name": "read_csv",
+                "count": 3,
+                "ratio": 0.5,
+                "ok": True,
+                "tags": ["a", "b"],
+            },
+            links=[Link(root.get_span_context())],
+        ) as tool,
+    ):
         tool.add_event("gen_ai.tool.message", {"content": "rows: 3"})
         tool.set_status(Status(StatusCode.ERROR, "disk on fire"))
 
@@ -63,7 +68,7 @@ def test_collector_json_spelling_matches_sdk(sdk_spans):  # type: ignore[no-unty
 
 def test_protobuf_json_mapping_spelling_matches_sdk(sdk_spans):  # type: ignore[no-untyped-def]
     doc = json.loads(json_format.MessageToJson(sdk_spans_to_request(sdk_spans)))
-    tool = [s for s in doc["resourceSpans"][0]["scopeSpans"][0]["spans"] if "tool" in s["name"]][0]
+    tool = next(s for s in doc["resourceSpans"][0]["scopeSpans"][0]["spans"] if "tool" in s["name"])
     assert tool["kind"] == "SPAN_KIND_CLIENT" and tool["status"]["code"] == "STATUS_CODE_ERROR"
     assert len(tool["spanId"]) == 12  # base64 of 8 bytes
     records, problems = decode_json_document(doc)
@@ -76,7 +81,7 @@ def test_protobuf_matches_sdk(sdk_spans):  # type: ignore[no-untyped-def]
     records, problems = decode_request(request)
     assert problems == []
     assert _key(records) == _key([span_from_sdk(s) for s in sdk_spans])
-    tool = [r for r in records if r.name.startswith("execute_tool")][0]
+    tool = next(r for r in records if r.name.startswith("execute_tool"))
     assert tool.kind == "client"
     assert tool.status == "error" and tool.status_message == "disk on fire"
     assert tool.attributes["tags"] == ("a", "b") and tool.attributes["count"] == 3
@@ -155,3 +160,43 @@ def test_huge_attribute_is_truncated_not_dropped(tmp_path):  # type: ignore[no-u
     value = records[0].attributes["output.value"]
     assert isinstance(value, str) and value.startswith("x" * 100) and "truncated" in value
     assert records[0].truncated == 1
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "resourceSpans",
+                    "scopeSpans",
+                    "spans",
+                    "traceId",
+                    "spanId",
+                    "attributes",
+                    "key",
+                    "value",
+                    "stringValue",
+                    "events",
+                    "links",
+                    "status",
+                    "kind",
+                    "resource",
+                    "scope",
+                ]
+            ),
+            children,
+            max_size=5,
+        )
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values)
+def test_json_decoder_reports_problems_and_never_raises(doc):  # type: ignore[no-untyped-def]
+    records, problems = decode_json_document(doc)
+    assert all(p.path is not None and p.message for p in problems)
+    assert all(len(r.trace_id) == 32 and len(r.span_id) == 16 for r in records)

@@ -54,10 +54,19 @@ class SidecarTelemetry:
             unit="By",
             description="Bytes of request bodies held in the spool",
         )
+        limit = getattr(getattr(worker, "spool", None), "max_bytes", None)
+        if limit:
+            meter.create_observable_gauge(
+                semconv.M_SIDECAR_SPOOL_LIMIT_BYTES,
+                callbacks=[lambda options: [Observation(limit)]],
+                unit="By",
+                description="Spool size at which receivers answer with retryable errors",
+            )
         meter.create_observable_gauge(
             semconv.M_SIDECAR_PENDING_SPANS,
             callbacks=[self._pending],
-            unit="1",
+            # not "1": remote write would add a `_ratio` suffix to a unit-1 gauge
+            unit="{span}",
             description="Spans accepted but not yet in a session",
         )
 

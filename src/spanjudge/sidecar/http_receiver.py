@@ -18,7 +18,7 @@ from typing import Any
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
-from google.rpc import code_pb2, status_pb2  # type: ignore[import-untyped]
+from google.rpc import code_pb2, status_pb2
 
 from spanjudge.sidecar.config import TlsConfig
 from spanjudge.sidecar.handling import Handler

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import time
 from dataclasses import dataclass
 from typing import Any
 
+from opentelemetry import metrics
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.resources import Resource
 
@@ -26,6 +28,12 @@ from spanjudge.sidecar.spool import MemorySpool, Spool
 from spanjudge.sidecar.worker import Worker
 
 log = logging.getLogger("spanjudge.sidecar")
+
+
+def _adopt_as_global(provider: MeterProvider) -> None:
+    """Make ``provider`` the global one unless an SDK provider is already installed."""
+    if not isinstance(metrics.get_meter_provider(), MeterProvider):
+        metrics.set_meter_provider(provider)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,14 +68,15 @@ class Sidecar:
     def __init__(self, config: Config, serve: ServeConfig, *, engine: Engine | None = None) -> None:
         self.config = config
         self.serve = serve
-        self.engine = engine or Engine(config)
         self.endpoints: Endpoints | None = None
         self._prometheus_server: Any = None
         self._started = False
         self._stopped = False
-        resource = Resource.create(
-            {"service.name": os.environ.get("OTEL_SERVICE_NAME", "spanjudge")}
-        )
+        attributes = {"service.name": os.environ.get("OTEL_SERVICE_NAME", "spanjudge")}
+        if "service.instance.id" not in os.environ.get("OTEL_RESOURCE_ATTRIBUTES", ""):
+            # Replicas must not overwrite each other's series after remote write.
+            attributes["service.instance.id"] = f"{socket.gethostname()}-{os.getpid()}"
+        resource = Resource.create(attributes)
         readers = build_metric_readers(serve.export)
         self._metrics_port: int | None = None
         if serve.metrics_endpoint:
@@ -78,6 +87,11 @@ class Sidecar:
         self.meter_provider = MeterProvider(
             resource=resource, metric_readers=readers, views=score_views()
         )
+        if engine is None:
+            # Judges count their calls and tokens on the global meter provider: in the serve
+            # process that must be ours, or those metrics never reach /metrics or the export.
+            _adopt_as_global(self.meter_provider)
+        self.engine = engine or Engine(config)
         self.export = build_verdict_export(serve.export, resource)
         sinks: list[Sink] = [MetricsSink(self.meter_provider, label_skills=config.label_skills)]
         if serve.export.enabled:

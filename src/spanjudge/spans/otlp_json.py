@@ -212,32 +212,44 @@ def decode_json_document(
     problems: list[SpanProblem] = []
     for ri, rs in enumerate(resource_spans):
         base = f"resourceSpans[{ri}]"
+        if type(rs) is not dict:
+            problems.append(
+                SpanProblem(base, "expected an object with 'resource' and 'scopeSpans'")
+            )
+            continue
         try:
             resource, _ = attrs_json(
                 (rs.get("resource") or {}).get("attributes"), "resource.attributes", limits
             )
-        except FieldError as exc:
+        except (FieldError, AttributeError) as exc:
             problems.append(SpanProblem(base, str(exc)))
             continue
-        for si, ss in enumerate(rs.get("scopeSpans") or rs.get("scope_spans") or []):
+        scope_spans = rs.get("scopeSpans") or rs.get("scope_spans") or []
+        if type(scope_spans) is not list:
+            problems.append(SpanProblem(f"{base}.scopeSpans", "expected a list"))
+            continue
+        for si, ss in enumerate(scope_spans):
+            if type(ss) is not dict or type(ss.get("spans") or []) is not list:
+                problems.append(
+                    SpanProblem(
+                        f"{base}.scopeSpans[{si}]", "expected an object with a 'spans' list"
+                    )
+                )
+                continue
             scope = ss.get("scope") or {}
-            scope_name = scope.get("name") or None
-            scope_version = scope.get("version") or None
+            scope_name = scope.get("name") or None if type(scope) is dict else None
+            scope_version = scope.get("version") or None if type(scope) is dict else None
             for pi, span in enumerate(ss.get("spans") or []):
+                path = f"{base}.scopeSpans[{si}].spans[{pi}]"
                 try:
                     records.append(
                         span_from_json(span, resource, scope_name, scope_version, limits)
                     )
-                except (FieldError, AttributeError, TypeError) as exc:
-                    path = f"{base}.scopeSpans[{si}].spans[{pi}]"
-                    if isinstance(exc, FieldError):
-                        problems.append(
-                            SpanProblem(
-                                f"{path}.{exc.field}".rstrip("."), str(exc).split(": ", 1)[-1]
-                            )
-                        )
-                    else:
-                        problems.append(SpanProblem(path, f"malformed span: {exc}"))
+                except FieldError as exc:
+                    field = f"{path}.{exc.field}".rstrip(".")
+                    problems.append(SpanProblem(field, str(exc).split(": ", 1)[-1]))
+                except (AttributeError, TypeError, ValueError) as exc:
+                    problems.append(SpanProblem(path, f"malformed span: {exc}"))
     return records, problems
 
 
