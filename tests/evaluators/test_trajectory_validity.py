@@ -9,7 +9,7 @@ import pytest
 
 from spanjudge.config import parse_config
 from spanjudge.errors import ConfigError
-from spanjudge.evaluators import trajectory_validity as tv
+from spanjudge.evaluators import validity_schema
 from spanjudge.evaluators.base import EvaluationContext
 from spanjudge.evaluators.trajectory_validity import TrajectoryValidity, glob_to_regex
 from spanjudge.expectations import Expectation
@@ -117,18 +117,20 @@ def test_recorded_tool_schema_is_used_by_default_and_can_be_switched_off():
 
 
 def test_builtin_validator_covers_type_required_enum_properties(monkeypatch):
-    monkeypatch.setattr(tv, "_jsonschema", None)
+    monkeypatch.setattr(validity_schema, "_jsonschema", None)
     schema = {
         "type": "object",
         "required": ["mode"],
         "additionalProperties": False,
         "properties": {"mode": {"enum": ["a", "b"]}, "n": {"type": "integer"}},
     }
-    assert tv.validate_schema({"mode": "a", "n": 2}, schema) == []
-    errors = tv.validate_schema({"mode": "c", "n": True, "x": 1}, schema)
+    assert validity_schema.validate_schema({"mode": "a", "n": 2}, schema) == []
+    errors = validity_schema.validate_schema({"mode": "c", "n": True, "x": 1}, schema)
     assert len(errors) == 3 and any("'c' is not one of" in e for e in errors)
-    assert tv.validate_schema({}, schema) == ["arguments: 'mode' is a required property"]
-    assert tv.schema_error({"type": "strnig"}) is not None
+    assert validity_schema.validate_schema({}, schema) == [
+        "arguments: 'mode' is a required property"
+    ]
+    assert validity_schema.schema_error({"type": "strnig"}) is not None
 
 
 def test_no_constraints_and_no_schema_is_not_evaluated_with_counts():

@@ -67,14 +67,7 @@ def _load(target: str) -> EvaluatorFactory:
 
 def available_factories() -> dict[str, EvaluatorFactory]:
     """Built-ins, then third-party evaluators from the `spanjudge.evaluators` entry-point group."""
-    factories = {}
-    for name, target in BUILTIN_EVALUATORS.items():
-        try:
-            factories[name] = _load(target)
-        except ModuleNotFoundError as exc:
-            # TODO(lead): remove once every built-in evaluator module has landed.
-            if exc.name != target.partition(":")[0]:
-                raise
+    factories = {name: _load(target) for name, target in BUILTIN_EVALUATORS.items()}
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if ep.name not in factories:
             factories[ep.name] = ep.load()

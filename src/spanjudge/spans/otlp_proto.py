@@ -54,13 +54,26 @@ def any_value(value: AnyValue) -> AttrValue:
 def _attrs(kvs: Iterable[KeyValue], limits: Limits) -> tuple[dict[str, AttrValue], int]:
     out: dict[str, AttrValue] = {}
     cuts = 0
+    cap = limits.max_attr_chars
+    max_attrs = limits.max_attrs_per_span
     for kv in kvs:
-        if len(out) >= limits.max_attrs_per_span:
+        if len(out) >= max_attrs:
             cuts += 1
             continue
-        value, n = cap_value(any_value(kv.value), limits)
+        value = kv.value
+        # Hot path: most attribute values are strings; skip the generic conversion for them.
+        if value.WhichOneof("value") == "string_value":
+            text = value.string_value
+            if len(text) > cap:
+                capped, n = cap_value(text, limits)
+                cuts += n
+                out[kv.key] = capped
+            else:
+                out[kv.key] = text
+            continue
+        converted, n = cap_value(any_value(value), limits)
         cuts += n
-        out[kv.key] = value
+        out[kv.key] = converted
     return out, cuts
 
 
