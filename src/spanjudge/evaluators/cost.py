@@ -27,7 +27,7 @@ from typing import Any
 
 from spanjudge.evaluators.base import EvaluationContext, unknown_options
 from spanjudge.evaluators.trajectory_validity import glob_to_regex
-from spanjudge.evaluators.verdict import SESSION_INCOMPLETE, Verdict
+from spanjudge.evaluators.verdict import SESSION_INCOMPLETE, Verdict, not_evaluated
 from spanjudge.trajectory.model import Trajectory
 
 NAME = "cost"
@@ -215,13 +215,10 @@ class Cost:
             )
         if reason:
             return [
-                Verdict(
-                    evaluator=NAME,
-                    outcome="not_evaluated",
-                    score=None,
-                    label="not_evaluated",
-                    explanation=f"{why}; measured {shown}",
-                    reason=reason,
+                not_evaluated(
+                    NAME,
+                    reason,
+                    f"{why}; measured {shown}",
                     details=details,
                 )
             ]

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spanjudge.evaluators.base import EvaluationContext, unknown_options
-from spanjudge.evaluators.verdict import SESSION_INCOMPLETE, Target, Verdict
+from spanjudge.evaluators.verdict import SESSION_INCOMPLETE, Target, Verdict, not_evaluated
 
 NAME = "robustness"
 NO_THRESHOLDS = "no_thresholds"
@@ -122,13 +122,10 @@ class Robustness:
             )
         if reason:
             return [
-                Verdict(
-                    evaluator=NAME,
-                    outcome="not_evaluated",
-                    score=None,
-                    label="not_evaluated",
-                    explanation=f"{why}; measured {shown}",
-                    reason=reason,
+                not_evaluated(
+                    NAME,
+                    reason,
+                    f"{why}; measured {shown}",
                     evidence=tuple(dict.fromkeys([*t.retry_span_ids, *t.backtrack_span_ids])),
                     details=details,
                 )

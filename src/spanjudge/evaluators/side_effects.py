@@ -38,7 +38,7 @@ from typing import Any
 
 from spanjudge.evaluators.base import EvaluationContext, unknown_options
 from spanjudge.evaluators.trajectory_validity import glob_to_regex
-from spanjudge.evaluators.verdict import SESSION_INCOMPLETE, Target, Verdict
+from spanjudge.evaluators.verdict import SESSION_INCOMPLETE, Target, Verdict, not_evaluated
 from spanjudge.trajectory.effects import EFFECTS, Effect, EffectMap
 from spanjudge.trajectory.steps import Step
 
@@ -212,13 +212,10 @@ class SideEffects:
             reason, why = SESSION_INCOMPLETE, f"the session was cut short ({t.close_reason})"
         if reason:
             return [
-                Verdict(
-                    evaluator=NAME,
-                    outcome="not_evaluated",
-                    score=None,
-                    label="not_evaluated",
-                    explanation=f"{why}. {self._summary(ledger)}",
-                    reason=reason,
+                not_evaluated(
+                    NAME,
+                    reason,
+                    f"{why}. {self._summary(ledger)}",
                     details=details,
                 )
             ]

@@ -46,7 +46,7 @@ from spanjudge.evaluators.validity_schema import (
     unwrap_schema,
     validate_schema,
 )
-from spanjudge.evaluators.verdict import SESSION_INCOMPLETE, Target, Verdict
+from spanjudge.evaluators.verdict import SESSION_INCOMPLETE, Target, Verdict, not_evaluated
 from spanjudge.trajectory.steps import Step
 
 NAME = "trajectory_validity"
@@ -458,12 +458,4 @@ def _violation(kind: str, step: Step, message: str, argument: str | None = None)
 
 
 def _unjudged(reason: str, explanation: str, details: dict[str, Any]) -> Verdict:
-    return Verdict(
-        evaluator=NAME,
-        outcome="not_evaluated",
-        score=None,
-        label="not_evaluated",
-        explanation=explanation,
-        reason=reason,
-        details=details,
-    )
+    return not_evaluated(NAME, reason, explanation, details=details)

@@ -117,6 +117,7 @@ def not_evaluated(
     judge: str = "rule",
     error_type: str | None = None,
     evidence: tuple[str, ...] = (),
+    details: dict[str, Any] | None = None,
 ) -> Verdict:
     return Verdict(
         evaluator=evaluator,
@@ -129,4 +130,5 @@ def not_evaluated(
         judge=judge,
         error_type=error_type,
         evidence=evidence,
+        details=details,
     )

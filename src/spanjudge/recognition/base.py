@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from spanjudge import semconv
 from spanjudge.spans.record import AttrValue, SpanRecord
 from spanjudge.trajectory.steps import CatalogueEntry, SkillStatus, Step, StepStatus
 
@@ -105,6 +106,23 @@ def skill_load_status(
     if is_refusal(result_text):
         return "failed", f"refusal in result: {(result_text or '').strip()[:200]}"
     return "loaded", None
+
+
+def span_error(span: SpanRecord) -> str | None:
+    """Why a span with error status failed: its exception event, else its status message
+    (first line: LangChain puts a whole traceback there), else `error.type`."""
+    if span.status != "error":
+        return None
+    for event in span.events:
+        if event.name == semconv.EV_EXCEPTION:
+            kind = event.attributes.get(semconv.EXCEPTION_TYPE)
+            text = event.attributes.get(semconv.EXCEPTION_MESSAGE)
+            if kind or text:
+                return f"{kind}: {text}" if kind and text else str(kind or text)
+    first = (span.status_message or "").strip().splitlines()
+    if first:
+        return first[0]
+    return str(span.attributes.get(semconv.ERROR_TYPE) or "span status is error")
 
 
 def step_status(span: SpanRecord) -> StepStatus:

@@ -29,6 +29,7 @@ from spanjudge.recognition.base import (
     parse_catalogue,
     parse_json,
     skill_load_status,
+    span_error,
 )
 from spanjudge.recognition.skill_tools import skill_loader
 from spanjudge.spans.record import AttrValue, SpanRecord
@@ -213,18 +214,6 @@ def _result_text(result: Any) -> str | None:
     return as_text(result)
 
 
-def _span_error(span: SpanRecord) -> str | None:
-    if span.status != "error":
-        return None
-    for event in span.events:
-        if event.name == sc.EV_EXCEPTION:
-            message = event.attributes.get(sc.EXCEPTION_MESSAGE)
-            kind = event.attributes.get(sc.EXCEPTION_TYPE)
-            if message or kind:
-                return f"{kind}: {message}" if kind else str(message)
-    return span.status_message or str(span.attributes.get(sc.ERROR_TYPE) or "span status error")
-
-
 def _skill_body(tool: str, result: Any, text: str | None) -> str | None:
     """The SKILL.md text a successful load returned (ADK: `instructions`; Strands: the text)."""
     if isinstance(result, dict):
@@ -284,7 +273,7 @@ class GenAIRecogniser:
                 agent_name=agent,
                 catalogue=_catalogue(span),
                 tool_schemas=_tool_schemas(span),
-                error=_span_error(span),
+                error=span_error(span),
                 **self._base(span),
             )
         ]
@@ -329,7 +318,7 @@ class GenAIRecogniser:
             agent_name=span.str_attr(sc.GEN_AI_AGENT_NAME),
             catalogue=_catalogue(span),
             tool_schemas=_tool_schemas(span),
-            error=_span_error(span),
+            error=span_error(span),
             **self._base(span),
         )
 
@@ -338,7 +327,7 @@ class GenAIRecogniser:
         arguments, result, has_result = _tool_io(span)
         text = _result_text(result) if has_result else None
         payload_error = error_in_payload(result if isinstance(result, dict) else text)
-        span_error = _span_error(span)
+        failure = span_error(span)
         tool_status = span.str_attr(sc.GEN_AI_TOOL_STATUS) or None
         common = {
             "name": tool,
@@ -357,13 +346,13 @@ class GenAIRecogniser:
             skill = declared
         if skill is not None:
             status, reason = skill_load_status(
-                has_result=has_result or span_error is not None,
-                span_error=span_error is not None,
+                has_result=has_result or failure is not None,
+                span_error=failure is not None,
                 tool_status=tool_status,
                 result_text=text,
                 payload_error=payload_error,
             )
-            error = span_error or (reason if status == "failed" else None)
+            error = failure or (reason if status == "failed" else None)
             body = _skill_body(tool, result, text) if status == "loaded" else None
             return Step(
                 kind="skill_load",
@@ -373,7 +362,7 @@ class GenAIRecogniser:
                 error=error,
                 **common,
             )
-        error = span_error
+        error = failure
         if error is None and tool_status and tool_status.lower() not in ("success", "ok"):
             error = text or f"tool status {tool_status!r}"
         return Step(kind="tool_call", error=error or payload_error, **common)

@@ -30,6 +30,7 @@ from spanjudge.recognition.base import (
     parse_catalogue,
     parse_json,
     skill_load_status,
+    span_error,
 )
 from spanjudge.recognition.skill_tools import FILE_READ_TOOLS, skill_from_path, skill_loader
 from spanjudge.spans.record import SpanRecord
@@ -105,7 +106,7 @@ class OpenInferenceRecogniser:
             **self._base(span, "agent_turn", span.name),
             text=_user_request(span),
             agent_name=agent if isinstance(agent, str) and agent else None,
-            error=_span_error(span),
+            error=span_error(span),
         )
 
     def _model_call(self, span: SpanRecord) -> Step:
@@ -128,7 +129,7 @@ class OpenInferenceRecogniser:
             text="\n".join(texts) if texts else None,
             catalogue=tuple(catalogue.values()),
             tool_schemas=_tool_schemas(span),
-            error=_span_error(span),
+            error=span_error(span),
         )
 
     def _tool(self, span: SpanRecord) -> Step:
@@ -143,13 +144,13 @@ class OpenInferenceRecogniser:
         call_id = (message or {}).get("tool_call_id") or span.attributes.get(
             semconv.OI_TOOL_CALL_ID
         )
-        span_error = _span_error(span)
+        failure = span_error(span)
         fields = self._base(span, "tool_call", tool_name)
         fields.update(
             tool_call_id=str(call_id) if call_id else None,
             arguments=arguments,
             result=result,
-            error=span_error or payload_error,
+            error=failure or payload_error,
         )
         skill = skill_loader(tool_name, arguments)
         if skill is None and isinstance(arguments, str) and _is_file_read(tool_name):
@@ -169,7 +170,7 @@ class OpenInferenceRecogniser:
         if status == "loaded" and result is not None:
             fields["skill_body"] = _READ_WINDOW.sub("", result, count=1)
         elif status == "failed":
-            fields["error"] = span_error or payload_error or reason
+            fields["error"] = failure or payload_error or reason
         return Step(**fields)
 
 
@@ -197,20 +198,6 @@ def _is_turn_root(span: SpanRecord, kind: str) -> bool:
     if kind == "AGENT":
         return True
     return semconv.LC_META_THREAD_ID in meta or semconv.LC_META_AGENT_NAME in meta
-
-
-def _span_error(span: SpanRecord) -> str | None:
-    if span.status != "error":
-        return None
-    for event in span.events:
-        if event.name == semconv.OI_EXCEPTION_EVENT:
-            kind = event.attributes.get(semconv.OI_EXCEPTION_TYPE)
-            text = event.attributes.get(semconv.OI_EXCEPTION_MESSAGE)
-            if kind or text:
-                return f"{kind}: {text}" if kind and text else str(kind or text)
-    # LangChain puts the whole traceback in the status message; its first line says enough.
-    first = (span.status_message or "").strip().splitlines()
-    return first[0] if first else "span status is error"
 
 
 def _messages(span: SpanRecord, direction: str) -> list[_Message]:
