@@ -125,7 +125,6 @@ def run_offline(
                 store.add(span)
             stats.spans += len(chunk.spans)
             flush(store.due())
-            store.forget_closed()
             bar.update(stats, summary.sessions)
     flush(store.close_all("end_of_input"))
     bar.done()

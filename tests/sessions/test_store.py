@@ -125,3 +125,16 @@ def test_memory_budget_evicts_oldest_as_incomplete():
     assert evicted[0].key == "s1"
     assert store.open_bytes <= 2000
     assert store.evicted == len(evicted)
+
+
+def test_late_span_after_spans_were_released_is_a_partial_incomplete_revision():
+    clock = Clock()
+    store = SessionStore(ClosePolicy(idle_timeout_s=10, keep_closed_sessions=0), clock=clock)
+    store.add(span(1, attrs={"session.id": "s"}))
+    clock.now += 10
+    [first] = store.due()
+    assert first.complete
+    store.add(span(2, attrs={"session.id": "s"}))
+    [second] = store.close_all("end_of_input")
+    assert second.revision == 2 and len(second.spans) == 1
+    assert second.partial and not second.complete

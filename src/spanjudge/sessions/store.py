@@ -31,8 +31,11 @@ class ClosePolicy:
     turn_grace_s: float = 2.0
     max_open_bytes: int = 256 * 1024 * 1024
     max_open_sessions: int = 100_000
-    # closed sessions kept so a late span can re-open them with their earlier spans
+    # closed sessions whose spans are kept so a late span can re-open them whole; their
+    # revision numbers are kept for many more (a re-opened session without its earlier spans
+    # is evaluated as incomplete)
     keep_closed_sessions: int = 1_000
+    keep_closed_revisions: int = 100_000
     key_attributes: tuple[str, ...] = ()
 
 
@@ -46,6 +49,7 @@ class OpenSession:
     spans: list[SpanRecord] = field(default_factory=list)
     seen: set[tuple[str, str]] = field(default_factory=set)
     size_bytes: int = 0
+    partial: bool = False
     close_at: float | None = None
     close_reason: CloseReason | None = None
 
@@ -57,10 +61,12 @@ class ClosedSession:
     revision: int
     reason: CloseReason
     spans: tuple[SpanRecord, ...]
+    # re-opened after its earlier spans were released: this evaluation sees only part of it
+    partial: bool = False
 
     @property
     def complete(self) -> bool:
-        return self.reason not in INCOMPLETE_REASONS
+        return not self.partial and self.reason not in INCOMPLETE_REASONS
 
 
 def estimate_size(span: SpanRecord) -> int:
@@ -93,7 +99,8 @@ class SessionStore:
         self._trace_key: dict[str, str] = {}
         self._pending: dict[str, list[SpanRecord]] = {}  # spans of traces with no key yet
         self._pending_since: dict[str, float] = {}
-        self._closed: OrderedDict[str, tuple[int, tuple[SpanRecord, ...]]] = OrderedDict()
+        self._closed_spans: OrderedDict[str, tuple[SpanRecord, ...]] = OrderedDict()
+        self._revisions: OrderedDict[str, int] = OrderedDict()
         self.open_bytes = 0
         self.duplicates = 0
         self.reopened = 0
@@ -133,16 +140,23 @@ class SessionStore:
         session = self.open.get(key)
         if session is None:
             revision = 1
-            earlier: tuple[SpanRecord, ...] = ()
-            closed = self._closed.pop(key, None)
-            if closed is not None:
-                revision, earlier = closed[0] + 1, closed[1]
+            partial = False
+            previous = self._revisions.pop(key, None)
+            earlier = self._closed_spans.pop(key, None)
+            if previous is not None:
+                revision = previous + 1
+                partial = earlier is None
                 self.reopened += 1
             session = OpenSession(
-                key=key, key_source=source, revision=revision, first_seen=now, last_seen=now
+                key=key,
+                key_source=source,
+                revision=revision,
+                first_seen=now,
+                last_seen=now,
+                partial=partial,
             )
             self.open[key] = session
-            for old in earlier:
+            for old in earlier or ():
                 self._retain(session, old)
         elif source and not session.key_source:
             session.key_source = source
@@ -229,9 +243,12 @@ class SessionStore:
         session = self.open.pop(key)
         self.open_bytes -= session.size_bytes
         spans = tuple(session.spans)
-        self._closed[key] = (session.revision, spans)
-        while len(self._closed) > self.policy.keep_closed_sessions:
-            self._closed.popitem(last=False)
+        self._closed_spans[key] = spans
+        while len(self._closed_spans) > self.policy.keep_closed_sessions:
+            self._closed_spans.popitem(last=False)
+        self._revisions[key] = session.revision
+        while len(self._revisions) > self.policy.keep_closed_revisions:
+            self._revisions.popitem(last=False)
         for trace_id in {s.trace_id for s in spans}:
             if self._trace_key.get(trace_id) == key and reason in ("end_of_input", "shutdown"):
                 self._trace_key.pop(trace_id, None)
@@ -241,11 +258,8 @@ class SessionStore:
             revision=session.revision,
             reason=reason,
             spans=spans,
+            partial=session.partial,
         )
-
-    def forget_closed(self) -> None:
-        """Offline streaming: drop closed-session spans once nothing can re-open them."""
-        self._closed.clear()
 
     @property
     def open_span_count(self) -> int:
