@@ -10,7 +10,10 @@ from spanjudge.judges.heuristic import HEURISTIC
 
 def judge_of(candidate: object) -> Judge:
     """The context's judge, or the heuristic judge when none is configured."""
-    return candidate if isinstance(candidate, Judge) else HEURISTIC
+    # Duck-typed on purpose: isinstance against a runtime Protocol is slow on this per-verdict path.
+    if candidate is not None and callable(getattr(candidate, "judge", None)):
+        return candidate  # type: ignore[return-value]
+    return HEURISTIC
 
 
 def ask(judge: Judge, request: JudgeRequest) -> Judgement | JudgeError:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 # tool name (glob) -> argument names that carry the skill name, tried in order
@@ -38,18 +39,28 @@ def skill_loader(tool_name: str, arguments: Any) -> str | None:
     attempt, which will be reported as failed).
     """
     args = arguments if isinstance(arguments, Mapping) else {}
-    for pattern, keys in SKILL_LOADER_ARGS:
-        if tool_name == pattern or fnmatch.fnmatchcase(tool_name, pattern):
-            for key in keys:
-                value = args.get(key)
-                if isinstance(value, str) and value.strip():
-                    return value.strip()
-            if isinstance(arguments, str) and arguments.strip() and pattern != "Skill":
-                return arguments.strip()
-            return ""
+    loader = _loader(tool_name)
+    if loader is not None:
+        pattern, keys = loader
+        for key in keys:
+            value = args.get(key)
+            if isinstance(value, str) and value.strip():
+                return value.strip()
+        if isinstance(arguments, str) and arguments.strip() and pattern != "Skill":
+            return arguments.strip()
+        return ""
     if tool_name in FILE_READ_TOOLS or tool_name.endswith("read_file"):
         for key in FILE_PATH_ARGS:
             value = args.get(key)
             if isinstance(value, str):
                 return skill_from_path(value)
+    return None
+
+
+@lru_cache(maxsize=4096)
+def _loader(tool_name: str) -> tuple[str, tuple[str, ...]] | None:
+    """The loader entry a tool name matches (tool names repeat: matched once each)."""
+    for pattern, keys in SKILL_LOADER_ARGS:
+        if tool_name == pattern or fnmatch.fnmatchcase(tool_name, pattern):
+            return pattern, keys
     return None

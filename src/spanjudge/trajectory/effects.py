@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Literal
 
 Effect = Literal["read", "create", "modify", "delete", "external"]
@@ -44,11 +45,7 @@ class EffectMap:
     def effect(self, tool_name: str) -> Effect | None:
         if tool_name in self.overrides:
             return self.overrides[tool_name]
-        lowered = tool_name.lower()
-        for pattern, effect in self.patterns:
-            if re.search(pattern, lowered) or re.search(pattern, tool_name):
-                return effect
-        return None
+        return _classify(self.patterns, tool_name)
 
     def resource(self, arguments: Any) -> str | None:
         """The path-like argument a call acts on, normalised (`./out/a` and `out/a` agree)."""
@@ -62,6 +59,17 @@ class EffectMap:
                     text = text[2:]
                 return text
         return None
+
+
+@lru_cache(maxsize=4096)
+def _classify(patterns: tuple[tuple[str, Effect], ...], tool_name: str) -> Effect | None:
+    # Tool names repeat across every session: classify each once per pattern table.
+    lowered = tool_name.lower()
+    for pattern, effect in patterns:
+        compiled = re.compile(pattern)
+        if compiled.search(lowered) or compiled.search(tool_name):
+            return effect
+    return None
 
 
 DEFAULT_EFFECT_MAP = EffectMap()
