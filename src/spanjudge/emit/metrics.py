@@ -69,6 +69,12 @@ class SkillLabels:
         return label
 
 
+# Measures that already have a metric of their own (DESIGN 8): not recorded twice.
+_OWN_SERIES = frozenset(
+    {"tool_calls", "input_tokens", "output_tokens", "duration_s", "retries", "backtracks"}
+)
+
+
 class MetricsSink:
     """Counts verdicts and records per-session trajectory statistics (DESIGN 8 table).
 
@@ -78,6 +84,7 @@ class MetricsSink:
 
     def __init__(self, meter_provider: Any = None, label_skills: Sequence[str] = ()) -> None:
         meter = _meter(meter_provider)
+        self._seen_agents: set[str] = set()
         self._labels = SkillLabels(label_skills)
         self.verdicts = meter.create_counter(
             semconv.M_VERDICTS, unit="1", description="Verdicts by evaluator and outcome"
@@ -160,8 +167,12 @@ class MetricsSink:
             if count is not None:
                 self.tokens.record(count, {**agent_attrs, semconv.GEN_AI_TOKEN_TYPE: token_type})
         self.duration.record(stats.duration_s, agent_attrs)
-        self.retries.add(stats.retries, agent_attrs)
-        self.backtracks.add(stats.backtracks, agent_attrs)
+        # Zero adds only create the series (so "absent" and "zero" differ once an agent was seen).
+        if stats.retries or agent not in self._seen_agents:
+            self.retries.add(stats.retries, agent_attrs)
+        if stats.backtracks or agent not in self._seen_agents:
+            self.backtracks.add(stats.backtracks, agent_attrs)
+        self._seen_agents.add(agent)
         for verdict in result.verdicts:
             # The trajectory vector online: every numeric measure an evaluator reports,
             # whatever its outcome, so Grafana can show each component's distribution.
@@ -169,6 +180,8 @@ class MetricsSink:
             if not isinstance(measured, dict):
                 continue
             for name, value in measured.items():
+                if name in _OWN_SERIES:
+                    continue
                 if isinstance(value, (int, float)) and not isinstance(value, bool):
                     self.measure.record(
                         value,
