@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
@@ -102,6 +103,7 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]*$")
 _ANSWER_VERBS = ("answer", "reply", "respond", "return", "tell", "report back", "summarise to")
 
 
+@lru_cache(maxsize=16384)
 def stem(word: str) -> str:
     """A deliberately small suffix stripper: enough to match 'reports' with 'report'."""
     if len(word) > 4 and word.endswith("ies"):

@@ -102,6 +102,9 @@ class SessionStore:
         self._closed_spans: OrderedDict[str, tuple[SpanRecord, ...]] = OrderedDict()
         self._revisions: OrderedDict[str, int] = OrderedDict()
         self.open_bytes = 0
+        # No close policy can fire before this clock reading (a lower bound, refreshed by each
+        # full scan): lets `due()` skip the scan when it is called often, as offline runs do.
+        self._next_deadline = float("-inf")
         self.duplicates = 0
         self.reopened = 0
         self.evicted = 0
@@ -115,7 +118,9 @@ class SessionStore:
             key = self._trace_key.get(span.trace_id)
             if key is None:
                 self._pending.setdefault(span.trace_id, []).append(span)
-                self._pending_since.setdefault(span.trace_id, now)
+                if span.trace_id not in self._pending_since:
+                    self._pending_since[span.trace_id] = now
+                    self._expect_deadline(now)
                 return
             self._append(key, "", span, now)
             return
@@ -155,6 +160,7 @@ class SessionStore:
                 last_seen=now,
                 partial=partial,
             )
+            self._expect_deadline(now)
             self.open[key] = session
             for old in earlier or ():
                 self._retain(session, old)
@@ -167,9 +173,19 @@ class SessionStore:
         if span.attributes.get(semconv.SJ_SESSION_END) in (True, "true", "True", 1):
             session.close_at = now + self.policy.end_grace_s
             session.close_reason = "end_marker"
+            self._next_deadline = min(self._next_deadline, session.close_at)
         elif self.policy.per_turn and span.parent_span_id is None:
             session.close_at = now + self.policy.turn_grace_s
             session.close_reason = "turn"
+            self._next_deadline = min(self._next_deadline, session.close_at)
+
+    def _expect_deadline(self, now: float) -> None:
+        """Something new started at ``now``: its idle/max-age deadlines bound the next scan."""
+        policy = self.policy
+        soonest = now + policy.idle_timeout_s
+        if policy.max_age_s is not None:
+            soonest = min(soonest, now + policy.max_age_s)
+        self._next_deadline = min(self._next_deadline, soonest)
 
     def _retain(self, session: OpenSession, span: SpanRecord) -> bool:
         ident = (span.trace_id, span.span_id)
@@ -187,8 +203,11 @@ class SessionStore:
     def due(self) -> list[ClosedSession]:
         """Sessions whose close policy has fired, plus evictions over the memory budget."""
         now = self.clock()
+        if now < self._next_deadline:
+            return self._evict_over_budget()
         policy = self.policy
         ready: list[ClosedSession] = []
+        upcoming = float("inf")
         for key in list(self.open):
             session = self.open[key]
             reason: CloseReason | None = None
@@ -200,10 +219,18 @@ class SessionStore:
                 reason = "max_age"
             if reason is not None:
                 ready.append(self._close(key, reason))
-        for trace_id in [
-            t for t, s in self._pending_since.items() if now - s >= policy.idle_timeout_s
-        ]:
-            ready.extend(self._close_pending(trace_id, "idle"))
+                continue
+            upcoming = min(upcoming, session.last_seen + policy.idle_timeout_s)
+            if session.close_at is not None:
+                upcoming = min(upcoming, session.close_at)
+            if policy.max_age_s is not None:
+                upcoming = min(upcoming, session.first_seen + policy.max_age_s)
+        for trace_id, since in list(self._pending_since.items()):
+            if now - since >= policy.idle_timeout_s:
+                ready.extend(self._close_pending(trace_id, "idle"))
+            else:
+                upcoming = min(upcoming, since + policy.idle_timeout_s)
+        self._next_deadline = upcoming
         ready.extend(self._evict_over_budget())
         return ready
 
