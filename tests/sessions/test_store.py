@@ -138,3 +138,18 @@ def test_late_span_after_spans_were_released_is_a_partial_incomplete_revision():
     [second] = store.close_all("end_of_input")
     assert second.revision == 2 and len(second.spans) == 1
     assert second.partial and not second.complete
+
+
+def test_sessions_opened_after_an_empty_scan_still_close():
+    clock = Clock()
+    store = SessionStore(ClosePolicy(idle_timeout_s=10, max_age_s=None), clock=clock)
+    assert store.due() == []  # nothing open: the next possible deadline is unknown
+    store.add(span(1, trace=1, attrs={"session.id": "a"}))
+    store.add(span(2, trace=2))  # key-less trace, waiting for a key
+    clock.now += 5
+    assert store.due() == []
+    store.add(span(3, trace=3, attrs={"session.id": "b", "spanjudge.session.end": True}))
+    clock.now += 2
+    assert [c.key for c in store.due()] == ["b"]  # the marker's grace beats a's idle timeout
+    clock.now += 3
+    assert sorted(c.key for c in store.due()) == ["a", format(2, "032x")]
