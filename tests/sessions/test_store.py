@@ -152,4 +152,4 @@ def test_sessions_opened_after_an_empty_scan_still_close():
     clock.now += 2
     assert [c.key for c in store.due()] == ["b"]  # the marker's grace beats a's idle timeout
     clock.now += 3
-    assert sorted(c.key for c in store.due()) == ["a", format(2, "032x")]
+    assert sorted(c.key for c in store.due()) == sorted(["a", format(2, "032x")])
