@@ -166,3 +166,36 @@ def test_console_script_help_and_stdin(tmp_path, trace_file):  # type: ignore[no
         text=True,
     )
     assert done.returncode == 0 and len(json.loads(done.stdout)["sessions"]) == 2
+
+
+@pytest.mark.parametrize("where", ["missing-dir/report.json", "."])
+def test_unwritable_output_exits_2_and_leaves_nothing(capsys, tmp_path, trace_file, where):  # type: ignore[no-untyped-def]
+    target = tmp_path / where
+    code, out, err = run(capsys, "eval", str(trace_file), "--output", str(target))
+    assert code == 2 and out == ""
+    assert "cannot write the report" in err and str(target) in err
+    assert not list(tmp_path.glob("**/*.tmp"))
+
+
+def test_task_entries_in_an_expectations_file_apply_to_every_run(capsys, tmp_path):  # type: ignore[no-untyped-def]
+    def runs(tracer):  # type: ignore[no-untyped-def]
+        for seed in ("1", "2"):
+            with tracer.start_as_current_span(
+                "invoke_agent shop",
+                attributes={
+                    "session.id": f"run-{seed}",
+                    "gen_ai.operation.name": "invoke_agent",
+                    "spanjudge.task.id": "csv-summary",
+                    "spanjudge.run.seed": seed,
+                },
+            ):
+                pass
+
+    traces = write_jsonl(tmp_path / "runs.jsonl", recorded(runs))
+    expect = tmp_path / "expect.yaml"
+    expect.write_text("sessions:\n  'task:csv-summary':\n    skills: [csv-report]\n")
+    code, out, _ = run(capsys, "eval", str(traces), "--expect", str(expect), "--format", "json")
+    report = json.loads(out)
+    assert code == 1
+    assert [s["expected_skills"] for s in report["sessions"]] == [["csv-report"], ["csv-report"]]
+    assert report["tasks"][0]["task_id"] == "csv-summary" and report["tasks"][0]["runs"] == 2

@@ -9,10 +9,10 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Sequence
-from typing import TextIO
+from typing import IO, TextIO
 
 from spanjudge.config import load_config
-from spanjudge.errors import ConfigError, InputError, SpanJudgeError
+from spanjudge.errors import ConfigError, InputError, OutputError, SpanJudgeError
 from spanjudge.expectations import ExpectationResolver, load_expectations_file
 
 FORMATS = ("table", "json", "junit", "html")
@@ -88,10 +88,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             shutil.copyfileobj(buf, sys.stdout)
             sys.stdout.flush()
         else:
-            tmp = args.output + ".tmp"
-            with open(tmp, "w", encoding="utf-8") as handle:
-                shutil.copyfileobj(buf, handle)
-            os.replace(tmp, args.output)
+            _write_atomically(args.output, buf)
     if stats.skipped:
         print(
             f"spanjudge: skipped {stats.skipped} invalid line(s)/span(s); "
@@ -103,6 +100,20 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.strict and summary.not_evaluated:
         return EXIT_FAIL
     return EXIT_OK
+
+
+def _write_atomically(path: str, buf: IO[str]) -> None:
+    """Write the report next to ``path`` first, then rename: never half a report."""
+    tmp = f"{path}.tmp"
+    try:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            shutil.copyfileobj(buf, handle)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise OutputError(f"cannot write the report: {exc.strerror}", file=path) from None
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
 
 
 def cmd_serve(args: argparse.Namespace, rest: Sequence[str]) -> int:
@@ -194,7 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "serve":
             return cmd_serve(args, rest)
         return cmd_demo(args)
-    except (ConfigError, InputError) as exc:
+    except (ConfigError, InputError, OutputError) as exc:
         print(f"spanjudge: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except SpanJudgeError as exc:

@@ -107,11 +107,27 @@ def _policy(raw: Any, problems: list[str]) -> ClosePolicy:
 
 
 def _effects(raw: Any, problems: list[str]) -> EffectMap:
+    """`effects: {<tool>: <effect>, ..., resource_args: [path, key, ...]}`."""
     if raw is None:
         return EffectMap()
     if not isinstance(raw, Mapping):
         problems.append("effects: expected a mapping of tool name -> effect")
         return EffectMap()
+    raw = dict(raw)
+    resource_args = raw.pop("resource_args", None)
+    extra: dict[str, Any] = {}
+    if resource_args is not None:
+        if (
+            isinstance(resource_args, list)
+            and resource_args
+            and all(isinstance(a, str) for a in resource_args)
+        ):
+            extra["resource_args"] = tuple(resource_args)
+        else:
+            problems.append(
+                "effects.resource_args: expected a non-empty list of argument names "
+                "(the path-like arguments that identify a resource, e.g. [path, key])"
+            )
     overrides = {}
     for tool, effect in raw.items():
         if effect not in EFFECTS:
@@ -120,7 +136,7 @@ def _effects(raw: Any, problems: list[str]) -> EffectMap:
             )
         else:
             overrides[str(tool)] = effect
-    return EffectMap(overrides=overrides)
+    return EffectMap(overrides=overrides, **extra)
 
 
 def parse_config(doc: Any, source: str | None = None) -> Config:

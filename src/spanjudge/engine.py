@@ -11,7 +11,7 @@ from typing import Any
 from spanjudge.config import Config
 from spanjudge.errors import ConfigError
 from spanjudge.evaluators.base import EvaluationContext, Evaluator, build_evaluators
-from spanjudge.evaluators.verdict import EVALUATOR_ERROR, Verdict, not_evaluated
+from spanjudge.evaluators.verdict import EVALUATOR_ERROR, NOT_APPLICABLE, Verdict, not_evaluated
 from spanjudge.expectations import Expectation, ExpectationResolver
 from spanjudge.recognition.registry import RecogniserRegistry
 from spanjudge.sessions.store import ClosedSession
@@ -59,7 +59,7 @@ def coverage_of(
     expected = [s.strip().lower() for s in expectation.skills]
     skipped: dict[str, int] = {}
     for verdict in verdicts:
-        if verdict.outcome == "not_evaluated":
+        if verdict.outcome == "not_evaluated" and verdict.reason != NOT_APPLICABLE:
             skipped[verdict.evaluator] = skipped.get(verdict.evaluator, 0) + 1
     return Coverage(
         expected_skills=len(expected),
@@ -98,14 +98,9 @@ class Engine:
         self._warned: set[str] = set()
 
     def add_expectations(self, resolver: ExpectationResolver) -> None:
+        """Add an expectations file's entries and rules to those from the configuration."""
         self.resolver = ExpectationResolver(
-            [
-                *self.resolver.exact.values(),
-                *self.resolver.globs,
-                *resolver.exact.values(),
-                *resolver.globs,
-            ],
-            [*self.resolver.rules, *resolver.rules],
+            [*self.resolver.entries, *resolver.entries], [*self.resolver.rules, *resolver.rules]
         )
 
     def trajectory(self, closed: ClosedSession) -> Trajectory:

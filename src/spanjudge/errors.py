@@ -30,6 +30,10 @@ class InputError(SpanJudgeError, ValueError):
         super().__init__(where + message)
 
 
+class OutputError(InputError):
+    """The report cannot be written where it was asked to go (exit 2, like bad input)."""
+
+
 class JudgeError(SpanJudgeError):
     """A judge could not produce a judgement; ``retryable`` says whether to try again."""
 

@@ -129,12 +129,23 @@ def parse_rules(raw: Any, path: str, problems: list[str]) -> list[Rule]:
     return rules
 
 
+TASK_PREFIX = "task:"
+
+
+def _is_task(pattern: str) -> bool:
+    return pattern.startswith(TASK_PREFIX)
+
+
 class ExpectationResolver:
     """Merges the three sources; exact session ids beat globs, all skills are unioned."""
 
     def __init__(self, entries: Sequence[SessionEntry] = (), rules: Sequence[Rule] = ()) -> None:
-        self.exact = {e.pattern: e for e in entries if not any(c in e.pattern for c in "*?[")}
-        self.globs = [e for e in entries if e.pattern not in self.exact]
+        self.entries = list(entries)
+        # "task:<id>" keys apply to every session (run) of that task.
+        self.tasks = {e.pattern[len(TASK_PREFIX) :]: e for e in entries if _is_task(e.pattern)}
+        named = [e for e in entries if not _is_task(e.pattern)]
+        self.exact = {e.pattern: e for e in named if not any(c in e.pattern for c in "*?[")}
+        self.globs = [e for e in named if e.pattern not in self.exact]
         self.rules = list(rules)
 
     def resolve(self, trajectory: Trajectory) -> Expectation:
@@ -153,8 +164,8 @@ class ExpectationResolver:
 
         matched = [self.exact[trajectory.session_id]] if trajectory.session_id in self.exact else []
         matched += [g for g in self.globs if fnmatch.fnmatchcase(trajectory.session_id, g.pattern)]
-        if trajectory.task_id:
-            matched += [g for g in self.globs if g.pattern == f"task:{trajectory.task_id}"]
+        if trajectory.task_id and trajectory.task_id in self.tasks:
+            matched.append(self.tasks[trajectory.task_id])
         for entry in matched:
             add(entry.skills, "expectations_file")
             task = task or entry.task

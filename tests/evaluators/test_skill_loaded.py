@@ -78,6 +78,13 @@ def test_failed_then_loaded_passes():
     assert v.outcome == "pass" and "1 failed attempt" in v.explanation
 
 
-def test_incomplete_session_without_the_load_is_not_evaluated():
-    [v] = verdicts([turn(1, "go")], ("a",), complete=False)
-    assert v.outcome == "not_evaluated" and v.reason == "session_incomplete"
+def test_incomplete_session_without_the_load_or_an_answer_is_not_evaluated():
+    [v] = verdicts([turn(1, "go")], ("a",), complete=False, answer=False)
+    assert v.outcome == "not_evaluated" and v.reason == "session_incomplete" and v.score is None
+
+
+def test_incomplete_session_that_answered_without_the_skill_fails():
+    # shutdown/flush mark open sessions incomplete; an answer given without the skill still fails
+    [v] = verdicts([turn(1, "go")], ("a",), complete=False, answer=True)
+    assert v.outcome == "fail" and v.label == "not_loaded"
+    assert "cut short: shutdown" in v.explanation

@@ -174,3 +174,28 @@ def test_no_tokens_reported_is_null_not_zero():
     steps = [turn(1, "go"), tool(2, "read_csv")]
     t = assemble(META, spans_for(steps), steps)
     assert t.stats.input_tokens is None and t.stats.output_tokens is None
+
+
+def test_failed_delete_undoes_nothing_and_rmdir_is_a_delete():
+    steps = [
+        turn(1, "go"),
+        tool(2, "write_file", args={"path": "out/a"}),
+        tool(3, "delete_file", args={"path": "out/a"}, error="permission denied"),
+        tool(4, "mkdir", args={"path": "out/d"}),
+        tool(5, "rmdir", args={"path": "out/d"}),
+    ]
+    t = assemble(META, spans_for(steps), steps)
+    assert t.backtrack_span_ids == (format(5, "016x"),)
+
+
+def test_resource_arguments_are_configurable():
+    from spanjudge.config import parse_config
+
+    effects = parse_config({"effects": {"resource_args": ["table"], "drop_rows": "delete"}}).effects
+    steps = [
+        turn(1, "go"),
+        tool(2, "create_table", args={"table": "t1"}),
+        tool(3, "drop_rows", args={"table": "t1"}),
+    ]
+    t = assemble(META, spans_for(steps), steps, effects=effects)
+    assert t.stats.backtracks == 1

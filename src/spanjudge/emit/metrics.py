@@ -55,16 +55,17 @@ class SkillLabels:
     """Bounds `gen_ai.skill.name` label values: known names pass, anything else is `other`."""
 
     def __init__(self, configured: Iterable[str] = ()) -> None:
-        self.configured = frozenset(_norm(s) for s in configured if s.strip())
+        self.configured = {_norm(s): s.strip() for s in configured if s.strip()}
 
     def for_session(self, result: SessionResult) -> Callable[[str], str]:
-        allowed = set(self.configured)
-        allowed.update(_norm(s) for s in result.expectation.skills)
-        allowed.update(_norm(entry.name) for entry in result.trajectory.catalogue)
+        # Matched case-insensitively, emitted in the spelling the configuration, expectation or
+        # catalogue uses (the same as on the span events and log records).
+        allowed = dict(self.configured)
+        for name in (*result.expectation.skills, *(e.name for e in result.trajectory.catalogue)):
+            allowed.setdefault(_norm(name), name.strip())
 
         def label(skill: str) -> str:
-            name = _norm(skill)
-            return name if name and name in allowed else OTHER
+            return allowed.get(_norm(skill), OTHER) if skill.strip() else OTHER
 
         return label
 

@@ -9,20 +9,20 @@ from math import comb
 from typing import Any
 
 from spanjudge.engine import SessionResult
-from spanjudge.evaluators.verdict import OUTCOMES, Verdict
+from spanjudge.evaluators.verdict import NOT_APPLICABLE, OUTCOMES, Verdict
 
 
-def counts_of(verdicts: Sequence[Verdict]) -> dict[str, int]:
-    out: dict[str, int] = dict.fromkeys(OUTCOMES, 0)
-    for verdict in verdicts:
-        out[verdict.outcome] += 1
-    return out
+def not_applicable(verdict: Verdict) -> bool:
+    """The question did not arise (e.g. skill_omission when a skill was used): counted as
+    not_evaluated, but not in the coverage denominator (DESIGN 5: "all applicable")."""
+    return verdict.outcome == "not_evaluated" and verdict.reason == NOT_APPLICABLE
 
 
 def rates(counts: dict[str, int]) -> tuple[float | None, float | None]:
-    """(pass rate, coverage): pass/(pass+fail) and (pass+fail)/all; None when undefined."""
+    """(pass rate, coverage): pass/(pass+fail) and (pass+fail)/(all applicable); None when
+    undefined."""
     judged = counts["pass"] + counts["fail"]
-    total = judged + counts["not_evaluated"]
+    total = judged + counts["not_evaluated"] - counts.get("not_applicable", 0)
     pass_rate = counts["pass"] / judged if judged else None
     coverage = judged / total if total else None
     return pass_rate, coverage
@@ -82,6 +82,7 @@ class TaskProfile:
         for verdict in result.verdicts:
             by_eval.setdefault(verdict.evaluator, []).append(verdict)
         outcomes: dict[str, str] = {}
+        inapplicable: set[str] = set()
         scores: dict[str, float] = {}
         measures: dict[str, float] = {}
         stats = {
@@ -93,6 +94,8 @@ class TaskProfile:
             judged = [v for v in verdicts if v.outcome != "not_evaluated"]
             if not judged:
                 outcomes[name] = "not_evaluated"
+                if all(not_applicable(v) for v in verdicts):
+                    inapplicable.add(name)
             else:
                 outcomes[name] = "pass" if all(v.outcome == "pass" for v in judged) else "fail"
             scored = [v.score for v in judged if v.score is not None]
@@ -108,6 +111,7 @@ class TaskProfile:
                         measures[f"{name}.{key}"] = float(value)
         self.per_run.append(
             {
+                "not_applicable": inapplicable,
                 "session_id": trajectory.session_id,
                 "seed": trajectory.run_seed,
                 "outcomes": outcomes,
@@ -127,6 +131,8 @@ class TaskProfile:
             passes = outcomes.count("pass")
             fails = outcomes.count("fail")
             judged = passes + fails
+            inapplicable = sum(1 for r in runs if name in r["not_applicable"])
+            applicable = len(outcomes) - inapplicable
             scores = [r["scores"][name] for r in runs if name in r["scores"]]
             components[name] = {
                 "kind": "evaluator",
@@ -134,8 +140,9 @@ class TaskProfile:
                 "pass": passes,
                 "fail": fails,
                 "not_evaluated": outcomes.count("not_evaluated"),
+                "not_applicable": inapplicable,
                 "pass_rate": passes / judged if judged else None,
-                "coverage": judged / len(outcomes) if outcomes else None,
+                "coverage": judged / applicable if applicable else None,
                 "pass_hat_k": {str(k): pass_hat_k(passes, judged, k) for k in range(1, judged + 1)},
                 "outcomes": outcomes,
                 "score": {**distribution(scores), "values": [r["scores"].get(name) for r in runs]},
@@ -163,14 +170,20 @@ class Summary:
     verdicts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
     by_evaluator: dict[str, dict[str, int]] = field(default_factory=dict)
     tasks: dict[str, TaskProfile] = field(default_factory=dict)
+    not_applicable: int = 0
 
     def add(self, result: SessionResult) -> None:
         self.sessions += 1
         self.complete += int(result.trajectory.complete)
         for verdict in result.verdicts:
             self.verdicts[verdict.outcome] += 1
-            per = self.by_evaluator.setdefault(verdict.evaluator, dict.fromkeys(OUTCOMES, 0))
+            per = self.by_evaluator.setdefault(
+                verdict.evaluator, {**dict.fromkeys(OUTCOMES, 0), "not_applicable": 0}
+            )
             per[verdict.outcome] += 1
+            if not_applicable(verdict):
+                per["not_applicable"] += 1
+                self.not_applicable += 1
         task_id = result.trajectory.task_id
         if task_id:
             self.tasks.setdefault(task_id, TaskProfile(task_id)).add(result)
@@ -181,7 +194,8 @@ class Summary:
 
     @property
     def not_evaluated(self) -> int:
-        return self.verdicts["not_evaluated"]
+        """Verdicts that could not be judged (not counting questions that did not arise)."""
+        return self.verdicts["not_evaluated"] - self.not_applicable
 
     def to_json(self) -> dict[str, Any]:
         by_eval = {}

@@ -85,19 +85,25 @@ class SkillLoaded:
                 target=Target(skill=skill, span_id=last.span_id, turn=last.turn),
                 evidence=evidence,
             )
+        cut_short = ""
         if not ctx.trajectory.complete:
-            return not_evaluated(
-                NAME,
-                SESSION_INCOMPLETE,
-                f"required skill {skill!r} not loaded so far, but the session was cut short "
-                f"({ctx.trajectory.close_reason}) and may still load it",
-                target=Target(skill=skill),
-            )
+            if ctx.trajectory.final_answer is not None:
+                # The agent answered without the skill: that is the failure, even if the
+                # session was closed early (shutdown, eviction) and might have gone on.
+                cut_short = f" (the session was cut short: {ctx.trajectory.close_reason})"
+            else:
+                return not_evaluated(
+                    NAME,
+                    SESSION_INCOMPLETE,
+                    f"required skill {skill!r} not loaded so far and no answer given yet: the "
+                    f"session was cut short ({ctx.trajectory.close_reason}) and may still load it",
+                    target=Target(skill=skill),
+                )
         return Verdict(
             evaluator=NAME,
             outcome="fail",
             score=0.0,
             label="not_loaded",
-            explanation=f"required skill {skill!r} was never loaded{answered}{instead}",
+            explanation=f"required skill {skill!r} was never loaded{answered}{instead}{cut_short}",
             target=Target(skill=skill),
         )

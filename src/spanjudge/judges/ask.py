@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 from spanjudge.errors import JudgeError
-from spanjudge.evaluators.verdict import JUDGE_ERROR, Target, Verdict, not_evaluated
+from spanjudge.evaluators.verdict import (
+    JUDGE_ERROR,
+    NO_CATALOGUE,
+    NO_REQUEST,
+    Target,
+    Verdict,
+    not_evaluated,
+)
 from spanjudge.judges.base import Judge, Judgement, JudgeRequest
 from spanjudge.judges.heuristic import HEURISTIC
+
+_MISSING_EVIDENCE = frozenset({NO_CATALOGUE, NO_REQUEST})
 
 
 def judge_of(candidate: object) -> Judge:
@@ -29,10 +38,11 @@ def ask(judge: Judge, request: JudgeRequest) -> Judgement | JudgeError:
 def error_verdict(
     evaluator: str, judge: Judge, error: JudgeError, target: Target, what: str
 ) -> Verdict:
-    """``not_evaluated`` / ``judge_error``: never a pass, never a 0.0."""
+    """``not_evaluated`` / ``judge_error``: never a pass, never a 0.0. Missing evidence the judge
+    needed (no catalogue, no request) keeps its own reason code: the judge did not fail."""
     return not_evaluated(
         evaluator,
-        JUDGE_ERROR,
+        error.error_type if error.error_type in _MISSING_EVIDENCE else JUDGE_ERROR,
         f"{what}: judge {judge.name} gave no judgement: {error}",
         target=target,
         judge=judge.name,

@@ -98,6 +98,11 @@ class HeuristicJudge:
             hint = f"; closest offered: {names[close[0]]!r}" if close else ""
             return entries, chosen, f" (not in the catalogue{hint})"
         description = parse_skill(request.skill_body).description if request.skill_body else None
+        if not description:
+            # A bare name is no evidence either way: judging it would be a guess.
+            raise JudgeError(
+                "no skill catalogue and no skill description recorded", error_type="no_catalogue"
+            )
         return [CatalogueEntry(name=chosen, description=description)], chosen, ""
 
     def _selection(self, request: JudgeRequest) -> Judgement:

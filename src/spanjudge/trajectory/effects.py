@@ -17,7 +17,7 @@ EFFECTS: tuple[Effect, ...] = ("read", "create", "modify", "delete", "external")
 
 # Checked in order; the first pattern that matches the tool name (case-insensitive) wins.
 DEFAULT_EFFECT_PATTERNS: tuple[tuple[str, Effect], ...] = (
-    (r"(^|_)(delete|remove|rm|unlink|drop|destroy|purge|truncate)(_|$)", "delete"),
+    (r"(^|_)(delete|remove|rm|rmdir|unlink|drop|destroy|purge|truncate)(_|$)", "delete"),
     (r"(^|_)(create|mkdir|insert|add|new|open_ticket|touch|upload)(_|$)|^create_", "create"),
     (r"(^|_)(write|save|put|store|append)(_|$)|^write$|^Write$", "create"),
     (

@@ -24,7 +24,8 @@ def retries(steps: Sequence[Step]) -> list[Step]:
 
 
 def backtracks(steps: Sequence[Step], effects: EffectMap = DEFAULT_EFFECT_MAP) -> list[Step]:
-    """Deletes of a resource that an earlier successful call in the session created or wrote."""
+    """Successful deletes of a resource that an earlier successful call in the session created
+    or wrote (a failed delete undid nothing)."""
     written: set[str] = set()
     out = []
     for step in steps:
@@ -36,7 +37,7 @@ def backtracks(steps: Sequence[Step], effects: EffectMap = DEFAULT_EFFECT_MAP) -
             continue
         if effect in ("create", "modify") and not step.failed:
             written.add(resource)
-        elif effect == "delete" and resource in written:
+        elif effect == "delete" and resource in written and not step.failed:
             out.append(step)
             written.discard(resource)
     return out
