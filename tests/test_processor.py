@@ -122,6 +122,9 @@ def test_flush_and_spans_after_shutdown_are_refused_quietly() -> None:
     r.agent.run(INCIDENT, end_session=True)  # the agent still runs; nothing is queued
     assert r.processor.force_flush(1000) is False
     assert r.collect.sessions() == [CSV.session_id]
+    # ...but what ended after shutdown is counted as dropped, not lost quietly
+    dropped = r.metric("spanjudge.spans.dropped")
+    assert dropped[frozenset({("reason", "after_shutdown")})] > 0
 
 
 def test_queue_full_drops_and_counts_without_blocking() -> None:

@@ -107,13 +107,14 @@ class SpanJudgeProcessor(SpanProcessor):
             os.register_at_fork(after_in_child=after_in_child)
 
     def _start(self) -> None:
-        self._queue: collections.deque[ReadableSpan] = collections.deque(
-            maxlen=self._max_queue_size
-        )
+        # No maxlen: a full deque would evict the oldest span silently. The length check in
+        # on_end bounds it (give or take a span per racing thread) and counts every drop.
+        self._queue: collections.deque[ReadableSpan] = collections.deque()
         self._requests: collections.deque[_Request] = collections.deque()
         self._wake = threading.Event()
         self._dropped = 0
         self._dropped_reported = 0
+        self._drop_lock = threading.Lock()
         self._pid = os.getpid()
         self._worker = threading.Thread(target=self._run, name="SpanJudgeWorker", daemon=True)
         self._worker.start()
@@ -133,10 +134,13 @@ class SpanJudgeProcessor(SpanProcessor):
     def on_end(self, span: ReadableSpan) -> None:
         try:
             if self._shutdown:
+                # Ended after shutdown: nobody will evaluate it; say so rather than lose it quietly.
+                self.telemetry.spans_dropped(1, semconv.DROP_SHUTDOWN)
                 return
             queue = self._queue
             if len(queue) >= self._max_queue_size:
-                self._dropped += 1
+                with self._drop_lock:  # the rare path: agent threads may race here
+                    self._dropped += 1
                 return
             queue.append(span)
             if len(queue) >= self._max_batch_size and not self._wake.is_set():
