@@ -10,8 +10,14 @@ from typing import Any
 
 import yaml
 
-from spanjudge.errors import ConfigError
-from spanjudge.expectations import Rule, SessionEntry, load_expectations_file, parse_rules
+from spanjudge.errors import ConfigError, did_you_mean
+from spanjudge.expectations import (
+    Rule,
+    SessionEntry,
+    load_expectations_file,
+    parse_rules,
+    yaml_problem,
+)
 from spanjudge.sessions.store import ClosePolicy
 from spanjudge.spans.limits import Limits
 from spanjudge.trajectory.effects import EFFECTS, EffectMap
@@ -50,7 +56,9 @@ class Config:
     source: str | None = None
 
 
-def _dataclass_section(cls: Any, raw: Any, path: str, problems: list[str], **extra: Any) -> Any:
+def _dataclass_section(
+    cls: Any, raw: Any, path: str, problems: list[str], *, also: tuple[str, ...] = (), **extra: Any
+) -> Any:
     if raw is None:
         return cls(**extra)
     if not isinstance(raw, Mapping):
@@ -61,8 +69,9 @@ def _dataclass_section(cls: Any, raw: Any, path: str, problems: list[str], **ext
     for key, value in raw.items():
         spec = known.get(key)
         if spec is None or key in extra:
-            allowed = ", ".join(k for k in known if k not in extra)
-            problems.append(f"{path}.{key}: unknown setting (allowed: {allowed})")
+            names = [k for k in (*known, *also) if k not in extra]
+            hint = did_you_mean(key, names)
+            problems.append(f"{path}.{key}: unknown setting{hint} (allowed: {', '.join(names)})")
             continue
         default = getattr(cls(**extra), key)
         if isinstance(default, bool) and not isinstance(value, bool):
@@ -98,7 +107,7 @@ def _policy(raw: Any, problems: list[str]) -> ClosePolicy:
         if mode not in ("session", "turn"):
             problems.append(f"sessions.mode: expected 'session' or 'turn', got {mode!r}")
         extra["per_turn"] = mode == "turn"
-    policy: ClosePolicy = _dataclass_section(ClosePolicy, raw, "sessions", problems)
+    policy: ClosePolicy = _dataclass_section(ClosePolicy, raw, "sessions", problems, also=("mode",))
     if extra:
         policy = ClosePolicy(
             **{**{f.name: getattr(policy, f.name) for f in fields(policy)}, **extra}
@@ -139,6 +148,19 @@ def _effects(raw: Any, problems: list[str]) -> EffectMap:
     return EffectMap(overrides=overrides, **extra)
 
 
+_MIN_ATTR_CHARS = 1024
+
+
+def _limits(raw: Any, problems: list[str]) -> Limits:
+    limits: Limits = _dataclass_section(Limits, raw, "limits", problems)
+    if limits.max_attr_chars < _MIN_ATTR_CHARS:
+        # Smaller caps would cut session ids and tool arguments into meaningless stubs.
+        problems.append(
+            f"limits.max_attr_chars: at least {_MIN_ATTR_CHARS}, got {limits.max_attr_chars}"
+        )
+    return limits
+
+
 def parse_config(doc: Any, source: str | None = None) -> Config:
     """Validate a parsed document; raises `ConfigError` listing every problem."""
     problems: list[str] = []
@@ -148,8 +170,25 @@ def parse_config(doc: Any, source: str | None = None) -> Config:
         raise ConfigError("the configuration must be a mapping at the top level", source=source)
     for key in doc:
         if key not in TOP_LEVEL:
-            problems.append(f"{key}: unknown section (known: {', '.join(TOP_LEVEL)})")
-    policy = _policy(doc.get("sessions"), problems)
+            problems.append(
+                f"{key}: unknown section{did_you_mean(key, TOP_LEVEL)} "
+                f"(known: {', '.join(TOP_LEVEL)})"
+            )
+    sessions = doc.get("sessions")
+    if (
+        isinstance(sessions, Mapping)
+        and sessions
+        and all(
+            isinstance(v, Mapping) and ("skills" in v or "reference_answer" in v)
+            for v in sessions.values()
+        )
+    ):
+        problems.append(
+            "sessions: this looks like an expectations file (session id -> skills); "
+            "pass it with --expect, or list it under expectations_files"
+        )
+        sessions = None
+    policy = _policy(sessions, problems)
     rules = parse_rules(doc.get("expectations"), "expectations", problems)
     entries: list[SessionEntry] = []
     files = doc.get("expectations_files") or []
@@ -191,7 +230,7 @@ def parse_config(doc: Any, source: str | None = None) -> Config:
         evaluators=evaluators,
         judges=judges,
         effects=_effects(doc.get("effects"), problems),
-        limits=_dataclass_section(Limits, doc.get("limits"), "limits", problems),
+        limits=_limits(doc.get("limits"), problems),
         label_skills=label_skills,
         sections=sections,
         source=source,
@@ -215,5 +254,5 @@ def load_config(path: str | None) -> Config:
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"not valid YAML: {exc}", source=path) from None
+        raise ConfigError(f"not valid YAML: {yaml_problem(exc)}", source=path) from None
     return parse_config(doc, path)

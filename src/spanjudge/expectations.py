@@ -6,13 +6,13 @@ import fnmatch
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from spanjudge.errors import ConfigError
+from spanjudge.errors import ConfigError, did_you_mean
 from spanjudge.trajectory.model import Trajectory
 
 
@@ -25,7 +25,6 @@ class Expectation:
     reference_answer: str | None = None
     success: Mapping[str, Any] | None = None
     sources: tuple[str, ...] = ()
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -35,7 +34,6 @@ class SessionEntry:
     task: str | None = None
     reference_answer: str | None = None
     success: Mapping[str, Any] | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,7 +43,8 @@ class Rule:
     success: Mapping[str, Any] | None = None
 
 
-_ENTRY_KEYS = {"skills", "task", "reference_answer", "success"}
+ENTRY_KEYS = ("skills", "task", "reference_answer", "success")
+RULE_KEYS = ("when", "skills", "success")
 
 
 def _skills(value: Any, path: str, problems: list[str]) -> tuple[str, ...]:
@@ -59,7 +58,30 @@ def _skills(value: Any, path: str, problems: list[str]) -> tuple[str, ...]:
     return ()
 
 
+def _text(value: Any, path: str, problems: list[str]) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    problems.append(f"{path}: expected text, got {value!r}")
+    return None
+
+
+def _success(value: Any, path: str, problems: list[str]) -> Mapping[str, Any] | None:
+    """A success condition (contains / regex / json_path + equals), checked at load time."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        problems.append(
+            f"{path}: expected {{contains: ...}}, {{regex: ...}} or {{json_path, equals}}"
+        )
+        return None
+    from spanjudge.evaluators.outcome import validate_rules  # the outcome evaluator owns them
+
+    validate_rules(value, path, problems)
+    return value
+
+
 def parse_entries(doc: Any, source: str) -> list[SessionEntry]:
+    """Validate an expectations document; every problem is reported at once."""
     problems: list[str] = []
     if not isinstance(doc, Mapping) or not isinstance(doc.get("sessions"), Mapping):
         raise ConfigError(
@@ -67,20 +89,30 @@ def parse_entries(doc: Any, source: str) -> list[SessionEntry]:
             '{"sessions": {"<session id or glob>": {"skills": [...]}}}',
             source=source,
         )
+    for key in doc:
+        if key != "sessions":
+            problems.append(f"{key}: unknown key (an expectations file has only 'sessions')")
     entries = []
     for pattern, body in doc["sessions"].items():
         path = f"sessions.{pattern}"
         if not isinstance(body, Mapping):
-            problems.append(f"{path}: expected an object with skills/task/reference_answer")
+            problems.append(f"{path}: expected an object with skills/task/reference_answer/success")
             continue
+        for key in body:
+            if key not in ENTRY_KEYS:
+                hint = did_you_mean(key, ENTRY_KEYS)
+                problems.append(
+                    f"{path}.{key}: unknown key{hint} (allowed: {', '.join(ENTRY_KEYS)})"
+                )
         entries.append(
             SessionEntry(
                 pattern=str(pattern),
                 skills=_skills(body.get("skills"), f"{path}.skills", problems),
-                task=body.get("task"),
-                reference_answer=body.get("reference_answer"),
-                success=body.get("success"),
-                extra={k: v for k, v in body.items() if k not in _ENTRY_KEYS},
+                task=_text(body.get("task"), f"{path}.task", problems),
+                reference_answer=_text(
+                    body.get("reference_answer"), f"{path}.reference_answer", problems
+                ),
+                success=_success(body.get("success"), f"{path}.success", problems),
             )
         )
     if problems:
@@ -95,9 +127,20 @@ def load_expectations_file(path: str) -> list[SessionEntry]:
         raise ConfigError(f"cannot read expectations file: {exc.strerror}", source=path) from None
     try:
         doc = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as exc:
-        raise ConfigError(f"not valid JSON/YAML: {exc}", source=path) from None
+    except ValueError as exc:
+        raise ConfigError(f"not valid JSON: {exc}", source=path) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"not valid YAML: {yaml_problem(exc)}", source=path) from None
     return parse_entries(doc, path)
+
+
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """A YAML error as `line L, column C: problem` (PyYAML's text names '<unicode string>')."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    if mark is not None:
+        return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
+    return str(problem)
 
 
 def parse_rules(raw: Any, path: str, problems: list[str]) -> list[Rule]:
@@ -119,11 +162,16 @@ def parse_rules(raw: Any, path: str, problems: list[str]) -> list[Rule]:
         except re.error as exc:
             problems.append(f"{where}.when.request_matches: invalid regex {regex!r}: {exc}")
             continue
+        for key in item:
+            if key not in RULE_KEYS:
+                hint = did_you_mean(key, RULE_KEYS)
+                allowed = ", ".join(RULE_KEYS)
+                problems.append(f"{where}.{key}: unknown key{hint} (allowed: {allowed})")
         rules.append(
             Rule(
                 request_matches=compiled,
                 skills=_skills(item.get("skills"), f"{where}.skills", problems),
-                success=item.get("success"),
+                success=_success(item.get("success"), f"{where}.success", problems),
             )
         )
     return rules
@@ -153,7 +201,6 @@ class ExpectationResolver:
         sources: list[str] = []
         task = reference = None
         success: Mapping[str, Any] | None = None
-        extra: dict[str, Any] = {}
 
         def add(names: Sequence[str], source: str) -> None:
             if names and source not in sources:
@@ -171,7 +218,6 @@ class ExpectationResolver:
             task = task or entry.task
             reference = reference or entry.reference_answer
             success = success or entry.success
-            extra.update(entry.extra)
         request = trajectory.request or ""
         for rule in self.rules:
             if rule.request_matches.search(request):
@@ -184,5 +230,4 @@ class ExpectationResolver:
             reference_answer=reference,
             success=success,
             sources=tuple(sources),
-            extra=extra,
         )

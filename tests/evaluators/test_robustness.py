@@ -71,4 +71,4 @@ def test_bad_thresholds_name_the_path():
     text = str(err.value)
     assert "evaluators.robustness.max_retries: expected a non-negative integer" in text
     assert "evaluators.robustness.max_error_rate: expected a number within 0..1" in text
-    assert "evaluators.robustness.retries: unknown option (allowed: max_retries" in text
+    assert "evaluators.robustness.retries: unknown option (did you mean 'max_retries'?)" in text

@@ -175,7 +175,10 @@ def test_fixture_verdicts_match_the_scenario_record():
             {"arguments": {"write_file": {"path": {"regex": "out/("}}}},
             "trajectory_validity.arguments.write_file.path: invalid regular expression 'out/('",
         ),
-        ({"max_step": 3}, "evaluators.trajectory_validity.max_step: unknown option (allowed: "),
+        (
+            {"max_step": 3},
+            "evaluators.trajectory_validity.max_step: unknown option (did you mean 'max_steps'?)",
+        ),
         (
             {"schemas": {"write_file": {"type": "strnig"}}},
             "evaluators.trajectory_validity.schemas.write_file: the JSON Schema does not parse",

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any, Protocol, runtime_checkable
 
+from spanjudge.errors import did_you_mean
 from spanjudge.evaluators.verdict import Verdict
 from spanjudge.expectations import Expectation
 from spanjudge.trajectory.model import Trajectory
@@ -82,14 +83,18 @@ def build_evaluators(
     for name in options:
         if name not in factories:
             known = ", ".join(sorted(factories))
-            problems.append(f"{path}.{name}: unknown evaluator (known: {known})")
+            hint = did_you_mean(name, factories)
+            problems.append(f"{path}.{name}: unknown evaluator{hint} (known: {known})")
     built = []
     for name, factory in factories.items():
         opts = options.get(name) or {}
         if not isinstance(opts, Mapping):
             problems.append(f"{path}.{name}: expected a mapping of options")
             continue
-        if opts.get("enabled", True) is False:
+        enabled = opts.get("enabled", True)
+        if not isinstance(enabled, bool):
+            problems.append(f"{path}.{name}.enabled: expected true or false, got {enabled!r}")
+        if enabled is False:
             continue
         clean = {k: v for k, v in opts.items() if k not in ("enabled", "judge")}
         built.append(factory(clean, f"{path}.{name}", problems))
@@ -102,4 +107,4 @@ def unknown_options(
     for key in options:
         if key not in allowed:
             hint = f"allowed: {', '.join(allowed)}" if allowed else "this evaluator takes none"
-            problems.append(f"{path}.{key}: unknown option ({hint})")
+            problems.append(f"{path}.{key}: unknown option{did_you_mean(key, allowed)} ({hint})")
