@@ -199,3 +199,23 @@ def test_task_entries_in_an_expectations_file_apply_to_every_run(capsys, tmp_pat
     assert code == 1
     assert [s["expected_skills"] for s in report["sessions"]] == [["csv-report"], ["csv-report"]]
     assert report["tasks"][0]["task_id"] == "csv-summary" and report["tasks"][0]["runs"] == 2
+
+
+def test_empty_input_warns_and_strict_fails(capsys, tmp_path):  # type: ignore[no-untyped-def]
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    code, _, err = run(capsys, "eval", str(empty))
+    assert code == 0 and "no spans found" in err
+    code, _, err = run(capsys, "eval", "--strict", str(empty))
+    assert code == 1 and "--strict: failing" in err
+
+
+def test_junit_under_strict_fails_what_was_not_evaluated(capsys, trace_file):  # type: ignore[no-untyped-def]
+    code, out, _ = run(capsys, "eval", str(trace_file), "--format", "junit", "--strict")
+    root = ET.fromstring(out)
+    mine = [
+        c for c in root.findall(".//testcase") if c.get("classname") == "spanjudge.skill_loaded"
+    ]
+    assert code == 1
+    assert all(c.find("failure") is not None for c in mine)
+    assert "--strict is on" in (mine[0].find("failure").get("message") or "")  # type: ignore[union-attr]

@@ -37,7 +37,7 @@ examples:
 """
 
 
-def _writer(fmt: str, out: TextIO, colour: bool) -> object:
+def _writer(fmt: str, out: TextIO, colour: bool, strict: bool) -> object:
     if fmt == "json":
         from spanjudge.emit.report import JsonReportWriter
 
@@ -45,7 +45,7 @@ def _writer(fmt: str, out: TextIO, colour: bool) -> object:
     if fmt == "junit":
         from spanjudge.emit.junit import JunitWriter
 
-        return JunitWriter(out)
+        return JunitWriter(out, strict=strict)
     if fmt == "html":
         from spanjudge.emit.html import HtmlWriter  # type: ignore[import-not-found,unused-ignore]
 
@@ -74,7 +74,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     with tempfile.SpooledTemporaryFile(
         max_size=16 * 1024 * 1024, mode="w+", encoding="utf-8"
     ) as buf:
-        writer = _writer(args.format, buf, colour)  # type: ignore[arg-type]
+        writer = _writer(args.format, buf, colour, args.strict)  # type: ignore[arg-type]
         summary, stats = run_offline(
             args.inputs,
             engine,
@@ -95,6 +95,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
             "see the report's input section",
             file=sys.stderr,
         )
+    if summary.sessions == 0:
+        # A gate that saw nothing must not look like a gate that passed.
+        print(
+            f"spanjudge: warning: no spans found in {', '.join(args.inputs)}; nothing was evaluated"
+            + (" (--strict: failing)" if args.strict else ""),
+            file=sys.stderr,
+        )
+        return EXIT_FAIL if args.strict else EXIT_OK
     if summary.failed:
         return EXIT_FAIL
     if args.strict and summary.not_evaluated:
@@ -133,6 +141,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return code
 
 
+def _version() -> str:
+    from spanjudge.emit.report import spanjudge_version
+
+    return spanjudge_version()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="spanjudge",
@@ -141,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
         "always shown with their coverage.",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress and internals")
+    parser.add_argument("--version", action="version", version=f"spanjudge {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
@@ -206,7 +221,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_serve(args, rest)
         return cmd_demo(args)
     except (ConfigError, InputError, OutputError) as exc:
-        print(f"spanjudge: error: {exc}", file=sys.stderr)
+        hint = ""
+        if isinstance(exc, InputError) and not isinstance(exc, OutputError) and exc.line:
+            hint = " (--skip-invalid skips bad lines and spans, counting them)"
+        print(f"spanjudge: error: {exc}{hint}", file=sys.stderr)
         return EXIT_USAGE
     except SpanJudgeError as exc:
         print(f"spanjudge: error: {exc}", file=sys.stderr)

@@ -130,7 +130,7 @@ def test_truncated_line_is_an_input_error(tmp_path, sdk_spans):  # type: ignore[
     with pytest.raises(InputError) as info:
         list(read_input(str(path)))
     assert info.value.file == str(path) and info.value.line == 2
-    assert "truncated line?" in str(info.value)
+    assert "the line looks truncated" in str(info.value)
 
 
 def test_missing_file(tmp_path):  # type: ignore[no-untyped-def]
@@ -200,3 +200,38 @@ def test_json_decoder_reports_problems_and_never_raises(doc):  # type: ignore[no
     records, problems = decode_json_document(doc)
     assert all(p.path is not None and p.message for p in problems)
     assert all(len(r.trace_id) == 32 and len(r.span_id) == 16 for r in records)
+
+
+def test_gzip_pretty_printed_bom_and_protobuf_gz_inputs(tmp_path, sdk_spans):  # type: ignore[no-untyped-def]
+    import gzip
+
+    line = request_to_json_line(sdk_spans_to_request(sdk_spans))
+    (tmp_path / "a.jsonl.gz").write_bytes(gzip.compress((line + "\n").encode()))
+    (tmp_path / "pretty.json").write_text(json.dumps(json.loads(line), indent=2))
+    (tmp_path / "bom.jsonl").write_bytes(b"\xef\xbb\xbf" + line.encode() + b"\n")
+    data = sdk_spans_to_request(sdk_spans).SerializeToString()
+    (tmp_path / "a.pb.gz").write_bytes(gzip.compress(data))
+    for name in ("a.jsonl.gz", "pretty.json", "bom.jsonl", "a.pb.gz"):
+        chunks = list(read_input(str(tmp_path / name)))
+        assert sum(len(c.spans) for c in chunks) == 2, name
+        assert all(c.problems == [] for c in chunks), name
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        (b"garbage", "cannot read: Not a gzipped file"),
+        (None, "cannot read: Compressed file ended before the end-of-stream marker"),
+    ],
+)
+def test_corrupt_gzip_is_an_input_error(tmp_path, sdk_spans, content, words):  # type: ignore[no-untyped-def]
+    import gzip
+
+    if content is None:
+        line = request_to_json_line(sdk_spans_to_request(sdk_spans))
+        content = gzip.compress((line + "\n").encode())[:-20]
+    path = tmp_path / "bad.jsonl.gz"
+    path.write_bytes(content)
+    with pytest.raises(InputError) as info:
+        list(read_input(str(path)))
+    assert words in str(info.value) and info.value.file == str(path)

@@ -29,12 +29,18 @@ class Chunk:
     size_bytes: int
 
 
+_PROTOBUF_SUFFIXES = (".pb", ".binpb", ".pb.gz", ".binpb.gz")
+# A pretty-printed (multi-line) OTLP JSON document is read whole up to this size.
+_WHOLE_DOCUMENT_MAX_BYTES = 256 * 1024 * 1024
+
+
 def _open_text(path: str) -> IO[str]:
     if path == "-":
         return sys.stdin
     if path.endswith(".gz"):
-        return gzip.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
+        # utf-8-sig: a byte-order mark some editors add is not part of the first line
+        return gzip.open(path, "rt", encoding="utf-8-sig")
+    return open(path, encoding="utf-8-sig")
 
 
 def read_input(
@@ -48,13 +54,14 @@ def read_input(
         raise InputError("no such file", file=path)
     if path != "-" and Path(path).is_dir():
         raise InputError("is a directory, expected an OTLP JSON lines or .pb file", file=path)
-    if path.endswith(".pb") or path.endswith(".binpb"):
+    if path.endswith(_PROTOBUF_SUFFIXES):
         yield from _read_protobuf(path, limits, on_error)
         return
     try:
         handle = _open_text(path)
     except OSError as exc:
         raise InputError(f"cannot open: {exc.strerror}", file=path) from None
+    lineno = 0
     try:
         for lineno, line in enumerate(handle, start=1):
             stripped = line.strip()
@@ -63,10 +70,11 @@ def read_input(
             try:
                 doc = json.loads(stripped)
             except json.JSONDecodeError as exc:
-                hint = " (truncated line?)" if not stripped.endswith("}") else ""
-                error = InputError(
-                    f"invalid JSON at column {exc.colno}: {exc.msg}{hint}", file=path, line=lineno
-                )
+                if lineno == 1 and stripped in ("{", "["):
+                    # Not JSON lines but one pretty-printed document (as OTLP examples are).
+                    yield _whole_document(path, limits)
+                    return
+                error = _json_error(path, lineno, stripped, exc)
                 if on_error is None:
                     raise error from None
                 on_error(error)
@@ -75,11 +83,48 @@ def read_input(
             yield Chunk(path, lineno, spans, problems, len(line))
     except UnicodeDecodeError:
         raise InputError(
-            "not UTF-8 text; protobuf input must have a .pb extension", file=path
+            "not UTF-8 text (protobuf input needs a .pb or .pb.gz extension)", file=path
         ) from None
+    except (OSError, EOFError) as exc:  # corrupt or truncated .gz, read errors
+        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        after = f" after line {lineno}" if lineno else ""
+        raise InputError(f"cannot read{after}: {reason}", file=path) from None
     finally:
         if handle is not sys.stdin:
             handle.close()
+
+
+def _json_error(path: str, lineno: int, text: str, exc: json.JSONDecodeError) -> InputError:
+    hint = " (the line looks truncated)" if not text.endswith("}") else ""
+    where = (
+        f"{exc.msg} column {exc.colno}"
+        if exc.msg.endswith(" at")
+        else (f"{exc.msg} at column {exc.colno}")
+    )
+    return InputError(
+        f"invalid JSON: {where}{hint}; expected one OTLP JSON document per line",
+        file=path,
+        line=lineno,
+    )
+
+
+def _whole_document(path: str, limits: Limits) -> Chunk:
+    if path == "-" or Path(path).stat().st_size > _WHOLE_DOCUMENT_MAX_BYTES:
+        raise InputError(
+            "expected JSON lines (one OTLP document per line); compact it with `jq -c .`",
+            file=path,
+            line=1,
+        )
+    with _open_text(path) as handle:
+        text = handle.read()
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", file=path
+        ) from None
+    spans, problems = decode_json_document(doc, limits)
+    return Chunk(path, 1, spans, problems, len(text))
 
 
 def _read_protobuf(
@@ -87,8 +132,11 @@ def _read_protobuf(
 ) -> Iterator[Chunk]:
     try:
         data = Path(path).read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot open: {exc.strerror}", file=path) from None
+        if path.endswith(".gz"):
+            data = gzip.decompress(data)
+    except (OSError, EOFError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        raise InputError(f"cannot read: {reason}", file=path) from None
     messages = _split_length_prefixed(data)
     for index, message in enumerate(messages if messages is not None else [data], start=1):
         try:

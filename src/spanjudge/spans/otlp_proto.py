@@ -29,7 +29,7 @@ class SpanProblem:
     message: str
 
     def __str__(self) -> str:
-        return f"{self.path}: {self.message}"
+        return f"{self.path}: {self.message}" if self.path else self.message
 
 
 def any_value(value: AnyValue) -> AttrValue:
