@@ -108,6 +108,7 @@ def _line_with(tmp_path: Path, sdk_spans, mutate) -> Path:  # type: ignore[no-un
         (lambda s: s.update(kind=9), "kind", "unknown enum value 9"),
         (lambda s: s.update(status={"code": "STATUS_CODE_MAYBE"}), "status.code", "unknown enum"),
         (lambda s: s.update(startTimeUnixNano="soon"), "startTimeUnixNano", "expected an integer"),
+        (lambda s: s.update(endTimeUnixNano="1"), "endTimeUnixNano", "is before startTimeUnixNano"),
     ],
 )
 def test_bad_span_fields_name_file_line_and_field(tmp_path, sdk_spans, mutate, field, words):  # type: ignore[no-untyped-def]

@@ -154,6 +154,8 @@ def span_from_json(
     status: StatusCode = _enum(status_obj.get("code"), _STATUS_NAMES, STATUS_CODES, "status.code")
     start = _int(span.get("startTimeUnixNano", 0), "startTimeUnixNano")
     end = _int(span.get("endTimeUnixNano", start), "endTimeUnixNano")
+    if end < start:
+        raise FieldError("endTimeUnixNano", f"{end} is before startTimeUnixNano {start}")
     attributes, cuts = attrs_json(span.get("attributes"), "attributes", limits)
     events = []
     raw_events = span.get("events") or []
@@ -186,7 +188,7 @@ def span_from_json(
         name=str(span.get("name", "")),
         kind=kind,
         start_unix_nano=start,
-        end_unix_nano=max(start, end),
+        end_unix_nano=end,
         status=status,
         status_message=status_obj.get("message") or None,
         attributes=attributes,

@@ -90,6 +90,11 @@ def span_from_proto(
     parent = optional_parent(span.parent_span_id)
     if parent == span_id:
         raise ValueError("parentSpanId: a span cannot be its own parent")
+    if span.end_time_unix_nano < span.start_time_unix_nano:
+        raise ValueError(
+            f"endTimeUnixNano: {span.end_time_unix_nano} is before startTimeUnixNano "
+            f"{span.start_time_unix_nano}"
+        )
     if not 0 <= span.kind < len(SPAN_KINDS):
         raise ValueError(f"kind: unknown span kind {span.kind}")
     if not 0 <= span.status.code < len(STATUS_CODES):
@@ -117,7 +122,7 @@ def span_from_proto(
         name=span.name,
         kind=SPAN_KINDS[span.kind],
         start_unix_nano=span.start_time_unix_nano,
-        end_unix_nano=max(span.end_time_unix_nano, span.start_time_unix_nano),
+        end_unix_nano=span.end_time_unix_nano,
         status=STATUS_CODES[span.status.code],
         status_message=span.status.message or None,
         attributes=attributes,
