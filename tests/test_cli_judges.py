@@ -1,0 +1,68 @@
+"""`spanjudge eval` with an OpenAI-compatible judge named in the configuration: verdicts come
+from that endpoint, and a dead endpoint gives `judge_error` verdicts, never a crash or a pass."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spanjudge.cli import main
+from tests.conftest import FIXTURES
+from tests.judges.chat_server import chat_server, completion
+
+TRACES = FIXTURES / "strands" / "strands_default.jsonl"
+SESSION = "strands-default-wrong-skill"
+
+
+def config(tmp_path: Path, base_url: str) -> Path:
+    path = tmp_path / "spanjudge.yaml"
+    path.write_text(
+        "judges:\n"
+        f"  local: {{type: openai, base_url: '{base_url}', model: scripted-judge,\n"
+        "          max_retries: 0, timeout_s: 5}\n"
+        "evaluators:\n"
+        "  skill_selection: {judge: local}\n"
+    )
+    return path
+
+
+def evaluate(capsys: pytest.CaptureFixture[str], cfg: Path) -> tuple[int, dict[str, Any]]:
+    code = main(["eval", str(TRACES), "--config", str(cfg), "--format", "json"])
+    out, _ = capsys.readouterr()
+    report = json.loads(out)
+    [session] = [s for s in report["sessions"] if s["session_id"] == SESSION]
+    return code, session
+
+
+def selection(session: dict[str, Any]) -> list[dict[str, Any]]:
+    return [v for v in session["verdicts"] if v["evaluator"] == "skill_selection"]
+
+
+def test_configured_endpoint_judges_skill_selection(capsys, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    answer = json.dumps({"rating": "no", "rationale": "release notes were asked for"})
+    # every session with a skill load asks once; answer them all the same way
+    with chat_server(*[completion(answer)] * 200) as server:
+        _, session = evaluate(capsys, config(tmp_path, server.base_url))
+        asked = len(server.requests)
+    [verdict] = selection(session)
+    assert verdict["judge"] == "llm:scripted-judge"
+    assert (verdict["outcome"], verdict["label"]) == ("fail", "no")
+    assert "release notes were asked for" in verdict["explanation"]
+    assert asked > 0
+    # evaluators not pointed at the endpoint keep the embedded heuristic judge
+    following = [v for v in session["verdicts"] if v["evaluator"] == "instruction_following"]
+    assert following and all(v["judge"] == "heuristic" for v in following)
+
+
+def test_dead_endpoint_gives_judge_error_not_a_crash(capsys, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with chat_server() as server:
+        url = server.base_url
+    # the server is gone: every call is refused
+    code, session = evaluate(capsys, config(tmp_path, url))
+    [verdict] = selection(session)
+    assert verdict["outcome"] == "not_evaluated" and verdict["reason"] == "judge_error"
+    assert verdict["score"] is None and verdict["error_type"]
+    assert code == 1  # other sessions fail on skill_loaded; the judge error itself is no pass
