@@ -221,7 +221,7 @@ def test_json_request_in_collector_file_spelling(make_sidecar: MakeSidecar) -> N
 
 def test_wrong_content_type_and_path(make_sidecar: MakeSidecar) -> None:
     sidecar = make_sidecar()
-    assert post(sidecar, b"x", "text/plain")[0] == 400
+    assert post(sidecar, b"x", "text/plain")[0] == 415
     assert sidecar.http is not None
     conn = http.client.HTTPConnection("127.0.0.1", sidecar.http.port, timeout=5)
     conn.request("POST", "/v1/metrics", body=b"", headers={"Content-Length": "0"})

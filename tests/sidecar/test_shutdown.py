@@ -3,6 +3,8 @@ for the next start, and flush the exporters before exiting 0."""
 
 from __future__ import annotations
 
+import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -72,5 +74,52 @@ def test_sigterm_keeps_open_sessions_spooled_for_the_next_start(
         assert verdicts.received.sessions() == {"resumed": {1}}
         [span] = verdicts.received.eval_spans
         assert span["attrs"]["spanjudge.session.complete"] is True  # closed by idle, complete
+    finally:
+        assert again.terminate() == 0
+
+
+def _unused_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_sigterm_with_unreachable_export_stops_in_time_and_keeps_verdicts_spooled(
+    tmp_path: Path, verdicts: VerdictServer
+) -> None:
+    config = _config(tmp_path, "spool", 600)
+    nowhere = f"http://127.0.0.1:{_unused_port()}"
+    config["serve"].update(
+        shutdown_timeout_s=6,
+        metrics_endpoint="127.0.0.1:0",  # a Prometheus reader as well as the OTLP one
+        export={"endpoint": nowhere, "insecure": True, "metrics_interval_s": 1},
+    )
+    sidecar = SidecarProcess(tmp_path, config).start()
+    exporter = OTLPSpanExporter(endpoint=sidecar.endpoints["grpc"], insecure=True)
+    assert exporter.export(synthetic_session("unexported", end=True)) == SpanExportResult.SUCCESS
+    exporter.shutdown()
+    # evaluated at once (ended session), then its verdicts retry against nowhere
+    assert wait_for(lambda: "Transient error" in sidecar.log.read_text(), 15)
+    time.sleep(2)
+    started = time.monotonic()
+    assert sidecar.terminate() == 0
+    elapsed = time.monotonic() - started
+    # The 6 s budget covers the shutdown work; allow 2 s for signal delivery and interpreter
+    # exit on a loaded machine (before the fix this took 25-29 s).
+    assert elapsed < 6 + 2, elapsed
+    log = sidecar.log.read_text()
+    assert "Traceback" not in log
+    spool = tmp_path / "spool.db"
+    assert (
+        f"could not export 1 evaluation span(s) to {nowhere} before the deadline; the spans of"
+        f" 1 evaluated session(s) stay in the spool {spool}"
+    ) in log
+    assert "verdict log record(s) to" in log
+    # the next start, with the endpoint back, exports the verdicts kept in the spool
+    config["serve"].update(export={"endpoint": verdicts.endpoint, "insecure": True})
+    again = SidecarProcess(tmp_path, config).start()
+    try:
+        assert wait_for(lambda: "unexported" in verdicts.received.sessions(), 15)
+        assert verdicts.received.sessions() == {"unexported": {1}}
     finally:
         assert again.terminate() == 0

@@ -55,7 +55,8 @@ def _write_ready(path: str, payload: dict[str, object]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the sidecar until SIGTERM/SIGINT. Exit 0 after a clean shutdown, 2 on bad config."""
+    """Run the sidecar until SIGTERM/SIGINT. Exit 0 after a shutdown (even one that left work in
+    the spool), 2 on bad config (including a busy port or an unusable spool)."""
     args = _parser().parse_args(list(argv) if argv is not None else None)
     logging.basicConfig(
         level=getattr(logging, str(args.log_level).upper(), logging.INFO),
@@ -80,7 +81,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         sidecar = Sidecar(config, serve)
         endpoints = sidecar.start()
-    except (OSError, RuntimeError, ConfigError) as exc:
+    except ConfigError as exc:  # a busy port, an unusable spool: the fix is in the config
+        print(f"spanjudge serve: {exc}", file=sys.stderr)
+        return 2
+    except (OSError, RuntimeError) as exc:
         print(f"spanjudge serve: cannot start: {exc}", file=sys.stderr)
         return 1
     log.info(

@@ -208,6 +208,40 @@ def _env_endpoint() -> str | None:
     return None
 
 
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def spool_path_problem(file: str) -> str | None:
+    """Why the spool cannot be opened at ``file``, found without opening it; None if it may.
+
+    Checked when `serve` starts, not when the file is loaded: other commands and other machines
+    validate the same configuration, where the spool's directory need not exist."""
+    directory = os.path.dirname(os.path.abspath(file))
+    if os.path.isdir(file):
+        return (
+            f"{file!r} is a directory; name a file in it, e.g."
+            f" {os.path.join(file, 'spanjudge-spool.db')!r}"
+        )
+    if not os.path.isdir(directory):
+        return (
+            f"cannot create the spool {file!r}: directory {directory!r} does not exist;"
+            " create it, or point the path at a writable directory"
+        )
+    if os.path.isfile(file):
+        try:
+            with open(file, "rb") as handle:
+                head = handle.read(len(_SQLITE_HEADER))
+        except OSError as exc:
+            return f"cannot read the spool {file!r}: {exc.strerror}; fix its permissions"
+        # An empty file is fine: SQLite turns it into a new database.
+        if head and head != _SQLITE_HEADER:
+            return (
+                f"{file!r} is not a spanjudge spool (not a SQLite database);"
+                " move that file away or choose another path"
+            )
+    return None
+
+
 def parse_serve(raw: Any, path: str, problems: list[str]) -> ServeConfig:
     """Validate the `serve` section (``raw`` may be None); appends every problem with its path."""
     config: ServeConfig = _section(ServeConfig, raw, path, problems)

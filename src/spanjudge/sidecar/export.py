@@ -78,11 +78,28 @@ class _Confirming:
             return True
 
 
+class _Once:
+    """An exporter shut down at most once: by an abort at the shutdown deadline (which stops its
+    retries and cancels a call in flight) or by the provider's own shutdown, whichever is first."""
+
+    def __init__(self, exporter: Any) -> None:
+        self.exporter = exporter
+        self._lock = threading.Lock()
+        self.done = False
+
+    def shutdown(self) -> None:
+        with self._lock:
+            if self.done:
+                return
+            self.done = True
+        self.exporter.shutdown()
+
+
 class ConfirmingSpanProcessor(SpanProcessor):
     """Queues ended spans; `force_flush` exports them and says whether all were accepted."""
 
     def __init__(self, exporter: Any, max_items: int) -> None:
-        self._exporter = exporter
+        self._exporter = _Once(exporter)
         self._queue = _Confirming(
             lambda batch: exporter.export(batch) == SpanExportResult.SUCCESS, max_items
         )
@@ -94,9 +111,15 @@ class ConfirmingSpanProcessor(SpanProcessor):
         self._queue.add(span)
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        if self._exporter.done:  # aborted: nothing more can be confirmed
+            return self._queue.backlog == 0
         return self._queue.flush()
 
     def shutdown(self) -> None:
+        self._exporter.shutdown()
+
+    def abort(self) -> None:
+        """Stop exporting now: retries end and a call in flight is cancelled."""
         self._exporter.shutdown()
 
     @property
@@ -110,7 +133,7 @@ class ConfirmingLogProcessor(LogRecordProcessor):
     def __init__(self, exporter: Any, max_items: int) -> None:
         from opentelemetry.sdk._logs import ReadableLogRecord
 
-        self._exporter = exporter
+        self._exporter = _Once(exporter)
         self._readable = ReadableLogRecord
         self._queue = _Confirming(
             lambda batch: exporter.export(batch) == LogRecordExportResult.SUCCESS, max_items
@@ -128,9 +151,15 @@ class ConfirmingLogProcessor(LogRecordProcessor):
         )
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        if self._exporter.done:  # aborted: nothing more can be confirmed
+            return self._queue.backlog == 0
         return self._queue.flush()
 
     def shutdown(self) -> None:
+        self._exporter.shutdown()
+
+    def abort(self) -> None:
+        """Stop exporting now: retries end and a call in flight is cancelled."""
         self._exporter.shutdown()
 
     @property
@@ -158,6 +187,12 @@ class VerdictExport:
     @property
     def full(self) -> bool:
         return self.backlog >= self.max_backlog
+
+    def abort(self) -> None:
+        """Give up on the endpoint (at the shutdown deadline); queued items stay unexported."""
+        for processor in (self.span_processor, self.log_processor):
+            if processor is not None:
+                processor.abort()
 
     def shutdown(self) -> None:
         self.tracer_provider.shutdown()
@@ -232,21 +267,52 @@ def build_verdict_export(config: ExportConfig, resource: Resource) -> VerdictExp
     return VerdictExport(tracer_provider, logger_provider, spans, logs, config.max_queue_spans)
 
 
-def build_metric_readers(config: ExportConfig) -> list[Any]:
-    """A periodic OTLP metric reader when export is on (metrics are aggregates: no confirmation)."""
-    if not config.enabled:
-        return []
-    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+class MetricExportState:
+    """Whether the OTLP metric export is mid-call or its last call failed (read at shutdown)."""
 
+    def __init__(self) -> None:
+        self.busy = False
+        self.last_ok: bool | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.busy or self.last_ok is False
+
+
+def build_metric_readers(config: ExportConfig) -> tuple[list[Any], MetricExportState | None]:
+    """A periodic OTLP metric reader when export is on (metrics are aggregates: no confirmation),
+    with the state of its exports so that shutdown can say whether the last one got through."""
+    if not config.enabled:
+        return [], None
+    from opentelemetry.sdk.metrics.export import MetricExportResult, PeriodicExportingMetricReader
+
+    base: Any
     if config.protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
+
+        base = OTLPMetricExporter
     else:
-        from opentelemetry.exporter.otlp.proto.http.metric_exporter import (  # type: ignore[assignment]
-            OTLPMetricExporter,
+        from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
+            OTLPMetricExporter as HttpMetricExporter,
         )
-    exporter = OTLPMetricExporter(**exporter_kwargs(config, "metrics"))
-    return [
-        PeriodicExportingMetricReader(
-            exporter, export_interval_millis=int(config.metrics_interval_s * 1000)
-        )
-    ]
+
+        base = HttpMetricExporter
+    state = MetricExportState()
+
+    class Tracked(base):  # type: ignore[misc]
+        def export(self, metrics_data: Any, timeout_millis: float = 10_000, **kwargs: Any) -> Any:
+            state.busy = True
+            ok = False
+            try:
+                result = super().export(metrics_data, timeout_millis=timeout_millis, **kwargs)
+                ok = result == MetricExportResult.SUCCESS
+                return result
+            finally:
+                state.last_ok = ok
+                state.busy = False
+
+    exporter = Tracked(**exporter_kwargs(config, "metrics"))
+    reader = PeriodicExportingMetricReader(
+        exporter, export_interval_millis=int(config.metrics_interval_s * 1000)
+    )
+    return [reader], state

@@ -1,8 +1,9 @@
-"""OTLP/HTTP `POST /v1/traces` (protobuf and JSON, gzip accepted) and `GET /healthz`.
+"""OTLP/HTTP `POST /v1/traces` (protobuf and JSON, gzip accepted) and `GET`/`HEAD /healthz`.
 
 A threaded stdlib server: the handler work is the same as gRPC's and the Collector keeps a few
 connections open, so a thread per connection is enough. Error bodies are `google.rpc.Status`
-in the request's encoding, as the OTLP/HTTP specification asks.
+in the request's encoding, as the OTLP/HTTP specification asks; an unsupported Content-Type
+gets 415 with a protobuf `Status`, a known path with the wrong method 405 with `Allow`.
 """
 
 from __future__ import annotations
@@ -20,17 +21,22 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 from google.rpc import code_pb2, status_pb2
 
+from spanjudge.emit.report import spanjudge_version
 from spanjudge.sidecar.config import TlsConfig
 from spanjudge.sidecar.handling import Handler
 from spanjudge.sidecar.intake import FORMAT_JSON, FORMAT_PROTOBUF, BadRequest, gunzip
 
 log = logging.getLogger("spanjudge.sidecar")
 TRACES_PATH = "/v1/traces"
+HEALTH_PATH = "/healthz"
+CONTENT_TYPES = ("application/x-protobuf", "application/json")
+_ALLOW = {TRACES_PATH: "POST", HEALTH_PATH: "GET, HEAD"}
 _STATUS = {
     "invalid": (400, code_pb2.INVALID_ARGUMENT),
     "too_large": (413, code_pb2.INVALID_ARGUMENT),
     "unavailable": (503, code_pb2.UNAVAILABLE),
     "unauthenticated": (401, code_pb2.UNAUTHENTICATED),
+    "unsupported_media_type": (415, code_pb2.INVALID_ARGUMENT),
 }
 
 
@@ -65,8 +71,14 @@ class _RequestHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
     timeout = 30  # a silent client does not hold a thread for ever
-    server_version = "spanjudge"
-    sys_version = ""
+    server_version = f"spanjudge/{spanjudge_version()}"
+    # Errors the stdlib answers itself (a malformed request line, an unknown method): plain
+    # text, not its HTML page.
+    error_message_format = "%(code)d %(message)s: %(explain)s\n"
+    error_content_type = "text/plain; charset=utf-8"
+
+    def version_string(self) -> str:
+        return self.server_version  # the stdlib appends the Python version
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("http: " + format, *args)
@@ -98,27 +110,53 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     # --- routes ---
 
+    def _route(self) -> str:
+        return self.path.split("?", 1)[0]
+
     def do_GET(self) -> None:
-        if self.path.split("?", 1)[0] == "/healthz":
-            self._send(200, b"ok\n", "text/plain")
+        self._get(head=False)
+
+    def do_HEAD(self) -> None:
+        self._get(head=True)
+
+    def _get(self, *, head: bool) -> None:
+        if self._route() == HEALTH_PATH:
+            self._send(200, b"ok\n", "text/plain", head=head)
         else:
-            self._send(404, b"not found\n", "text/plain")
+            self._other_method(head=head)
+
+    def _other_method(self, *, head: bool = False) -> None:
+        """A method this path does not serve: 405 with `Allow` on a known path, else 404."""
+        self._discard_body()
+        allow = _ALLOW.get(self._route())
+        if allow is None:
+            self._send(404, b"not found\n", "text/plain", head=head)
+        elif self.command == "OPTIONS":
+            self._send(204, b"", "text/plain", {"Allow": allow})
+        else:
+            message = f"method {self.command} not allowed on {self._route()}; use {allow}\n"
+            self._send(405, message.encode(), "text/plain", {"Allow": allow}, head=head)
+
+    def do_PUT(self) -> None:
+        self._other_method()
+
+    do_DELETE = do_PATCH = do_OPTIONS = do_TRACE = do_CONNECT = do_PUT
 
     def do_POST(self) -> None:
-        if self.path.split("?", 1)[0] != TRACES_PATH:
-            self._discard_body()
-            self._send(404, b"not found\n", "text/plain")
+        if self._route() != TRACES_PATH:
+            self._other_method()
             return
         content_type = (self.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
         fmt = FORMAT_JSON if content_type == "application/json" else FORMAT_PROTOBUF
         handler = self.server.handler
-        if content_type not in (
-            "application/x-protobuf",
-            "application/protobuf",
-            "application/json",
-        ):
+        if content_type not in (*CONTENT_TYPES, "application/protobuf"):
             self._discard_body()
-            self._error(fmt, "invalid", f"unsupported Content-Type {content_type or '(none)'!r}")
+            self._error(
+                fmt,
+                "unsupported_media_type",
+                f"unsupported Content-Type {content_type or '(none)'!r};"
+                f" send {' or '.join(CONTENT_TYPES)}",
+            )
             handler.count("http", "invalid")
             return
         if not handler.authorized(self.headers.get("Authorization")):
@@ -187,17 +225,26 @@ class _RequestHandler(BaseHTTPRequestHandler):
         self._send(status, *_encode(status_pb2.Status(code=code, message=message), fmt), headers)
 
     def _send(
-        self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None
+        self,
+        status: int,
+        body: bytes,
+        content_type: str,
+        headers: dict[str, str] | None = None,
+        *,
+        head: bool = False,
     ) -> None:
+        """One response; for HEAD (``head``) the headers a GET would get, without the body."""
         self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
+        if status != 204:
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
         for name, value in (headers or {}).items():
             self.send_header(name, value)
         if self.close_connection:
             self.send_header("Connection", "close")
         self.end_headers()
-        self.wfile.write(body)
+        if not head and status != 204:
+            self.wfile.write(body)
 
 
 def _encode(message: Message, fmt: str) -> tuple[bytes, str]:

@@ -81,6 +81,11 @@ def decode_body(data: bytes, fmt: str, limits: Limits, checks: InputConfig) -> D
                 doc = json.loads(data)
             except (ValueError, RecursionError) as exc:
                 raise BadRequest(f"not valid JSON: {exc}") from None
+            spans = doc.get("resourceSpans", doc.get("resource_spans")) if type(doc) is dict else 0
+            if spans is None:
+                # Proto3 JSON: an absent (or null) repeated field is empty, and unknown fields are
+                # ignored, so `{}` is a valid empty request; OTLP answers it with success.
+                return Decoded([], [])
             records, problems = decode_json_document(doc, limits)
     except BadRequest:
         raise

@@ -3,10 +3,15 @@ again in order on shutdown."""
 
 from __future__ import annotations
 
+import errno
+import functools
 import logging
 import os
 import socket
+import sqlite3
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +24,8 @@ from spanjudge.emit.base import Sink
 from spanjudge.emit.metrics import MetricsSink, SelfTelemetry, score_views
 from spanjudge.emit.otel import OtelVerdictSink
 from spanjudge.engine import Engine
-from spanjudge.sidecar.config import ServeConfig
+from spanjudge.errors import ConfigError
+from spanjudge.sidecar.config import ServeConfig, spool_path_problem
 from spanjudge.sidecar.export import build_metric_readers, build_verdict_export
 from spanjudge.sidecar.grpc_receiver import GrpcReceiver
 from spanjudge.sidecar.handling import Handler, SidecarTelemetry
@@ -56,10 +62,77 @@ def _start_prometheus(endpoint: str) -> tuple[Any, Any, int]:
     from opentelemetry.exporter.prometheus import PrometheusMetricReader
     from prometheus_client import start_http_server
 
-    reader = PrometheusMetricReader()
     host, _, port = endpoint.rpartition(":")
     server, _thread = start_http_server(int(port), addr=host.strip("[]"))
-    return reader, server, int(server.server_port)
+    return PrometheusMetricReader(), server, int(server.server_port)
+
+
+_BIND_FIXES = {
+    errno.EADDRINUSE: "address already in use; stop what listens there or choose another port"
+    " (port 0 picks a free one)",
+    errno.EACCES: "permission denied; ports below 1024 need privileges, choose a higher one",
+    errno.EADDRNOTAVAIL: "cannot assign requested address; the host is not an address of this"
+    " machine (127.0.0.1 or 0.0.0.0 are)",
+}
+
+
+def _probe_bind(endpoint: str) -> int | None:
+    """The errno of binding a plain socket to ``endpoint`` as servers do (SO_REUSEADDR), or
+    None when it binds. gRPC only reports "failed to bind", and logs noise to stderr doing so."""
+    host, _, port = endpoint.rpartition(":")
+    try:
+        family, _, _, _, address = socket.getaddrinfo(
+            host.strip("[]"), int(port), type=socket.SOCK_STREAM
+        )[0]
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+    except OSError as exc:
+        return exc.errno if exc.errno is not None else errno.EADDRNOTAVAIL
+    return None
+
+
+def _bind_reason(endpoint: str, exc: BaseException) -> str:
+    """What went wrong binding ``endpoint``, with the fix."""
+    code = exc.errno if isinstance(exc, OSError) else None
+    if code is None:
+        code = _probe_bind(endpoint)
+    if code in _BIND_FIXES:
+        return _BIND_FIXES[code]
+    if code is not None:
+        return os.strerror(code).lower()
+    return str(exc)
+
+
+def _bind(setting: str, endpoint: str, source: str | None, bind: Callable[[], Any]) -> Any:
+    """Run ``bind``; a failure is a configuration error naming the setting and the address."""
+    try:
+        return bind()
+    except (OSError, RuntimeError) as exc:
+        problem = f"serve.{setting} {endpoint}: {_bind_reason(endpoint, exc)}"
+        raise ConfigError(problem, source=source) from None
+
+
+def _open_spool(serve: ServeConfig, source: str | None) -> Spool | MemorySpool:
+    config = serve.spool
+    if not config.enabled:
+        return MemorySpool(config.keep_evaluated)
+    problem = spool_path_problem(config.path)
+    if problem is not None:  # a clearer message than SQLite's, and nothing created on the way
+        raise ConfigError(f"serve.spool.path: {problem}", source=source)
+    try:
+        return Spool(
+            config.path,
+            max_bytes=config.max_bytes,
+            synchronous=config.synchronous,
+            keep_evaluated=config.keep_evaluated,
+        )
+    except (sqlite3.Error, OSError) as exc:
+        problem = (
+            f"serve.spool.path: cannot open the spool {config.path!r}: {exc}; point it at a"
+            " SQLite file in a writable directory (or move the file away)"
+        )
+        raise ConfigError(problem, source=source) from None
 
 
 class Sidecar:
@@ -77,13 +150,21 @@ class Sidecar:
             # Replicas must not overwrite each other's series after remote write.
             attributes["service.instance.id"] = f"{socket.gethostname()}-{os.getpid()}"
         resource = Resource.create(attributes)
-        readers = build_metric_readers(serve.export)
+        # The spool first: it is the likeliest to fail, and it holds no thread or port.
+        self.spool: Spool | MemorySpool = _open_spool(serve, config.source)
+        readers, self._metric_export = build_metric_readers(serve.export)
         self._metrics_port: int | None = None
         if serve.metrics_endpoint:
-            reader, self._prometheus_server, self._metrics_port = _start_prometheus(
-                serve.metrics_endpoint
-            )
-            readers.append(reader)
+            endpoint = serve.metrics_endpoint
+            try:
+                reader, self._prometheus_server, self._metrics_port = _bind(
+                    "metrics_endpoint", endpoint, config.source, lambda: _start_prometheus(endpoint)
+                )
+            except ConfigError:
+                self.spool.close()
+                raise
+            # First: its shutdown is instant, so a slow OTLP reader cannot starve it of time.
+            readers.insert(0, reader)
         self.meter_provider = MeterProvider(
             resource=resource, metric_readers=readers, views=score_views()
         )
@@ -100,17 +181,6 @@ class Sidecar:
             sinks.insert(
                 0, OtelVerdictSink(self.export.tracer_provider, self.export.logger_provider)
             )
-        spool_config = serve.spool
-        self.spool: Spool | MemorySpool = (
-            Spool(
-                spool_config.path,
-                max_bytes=spool_config.max_bytes,
-                synchronous=spool_config.synchronous,
-                keep_evaluated=spool_config.keep_evaluated,
-            )
-            if spool_config.enabled
-            else MemorySpool(spool_config.keep_evaluated)
-        )
         self.worker = Worker(
             self.engine,
             sinks,
@@ -135,8 +205,19 @@ class Sidecar:
         self.http: HttpReceiver | None = None
 
     def start(self) -> Endpoints:
-        """Replay the spool, start the worker, then bind the receivers (ports 0 resolved)."""
+        """Replay the spool, start the worker, then bind the receivers (ports 0 resolved).
+
+        A receiver that cannot bind raises `ConfigError` naming its setting, after everything
+        already started was stopped again."""
+        try:
+            return self._start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self) -> Endpoints:
         serve = self.serve
+        source = self.config.source
         replayed = self.worker.replay()
         if replayed:
             log.info("resuming %d spooled spans from %s", replayed, serve.spool.path)
@@ -151,19 +232,23 @@ class Sidecar:
                 max_request_bytes=serve.input.max_request_bytes,
                 workers=serve.grpc_workers,
             )
-            port = self.grpc.start()
-            if port == 0:
-                raise OSError(f"cannot bind the gRPC receiver to {serve.grpc_endpoint}")
+            port = _bind("grpc_endpoint", serve.grpc_endpoint, source, self._start_grpc)
             grpc_at = f"{_host(serve.grpc_endpoint)}:{port}"
         if serve.http_endpoint:
-            self.http = HttpReceiver(
-                self.handler,
-                serve.http_endpoint,
-                tls=serve.tls,
-                max_request_bytes=serve.input.max_request_bytes,
-                retry_after_s=serve.retry_after_s,
+            endpoint = serve.http_endpoint
+            self.http = _bind(
+                "http_endpoint",
+                endpoint,
+                source,
+                lambda: HttpReceiver(
+                    self.handler,
+                    endpoint,
+                    tls=serve.tls,
+                    max_request_bytes=serve.input.max_request_bytes,
+                    retry_after_s=serve.retry_after_s,
+                ),
             )
-            http_at = f"{_host(serve.http_endpoint)}:{self.http.start()}"
+            http_at = f"{_host(endpoint)}:{self.http.start()}"
         metrics_at = (
             f"{_host(serve.metrics_endpoint)}:{self._metrics_port}"
             if serve.metrics_endpoint
@@ -172,24 +257,94 @@ class Sidecar:
         self.endpoints = Endpoints(grpc=grpc_at, http=http_at, metrics=metrics_at)
         return self.endpoints
 
+    def _start_grpc(self) -> int:
+        assert self.grpc is not None
+        endpoint = self.grpc.endpoint
+        # Probe a busy port first: gRPC would log a C-level error line to stderr. Anything
+        # else is left to gRPC itself, which resolves and binds hosts its own way.
+        code = None if endpoint.endswith(":0") else _probe_bind(endpoint)
+        if code in (errno.EADDRINUSE, errno.EACCES):
+            raise OSError(code, os.strerror(code))
+        return self.grpc.start()
+
     def stop(self) -> None:
-        """Graceful shutdown within `shutdown_timeout_s`; safe to call twice or before start."""
+        """Graceful shutdown within `shutdown_timeout_s`; safe to call twice or before start.
+
+        Never raises: a component that cannot flush in time is logged in one line saying what
+        stays in the spool. At the deadline the verdict exporters are aborted (their retries
+        end, a call in flight is cancelled), so an unreachable endpoint cannot hold the exit."""
         if self._stopped:
             return
         self._stopped = True
         serve = self.serve
-        deadline = time.monotonic() + serve.shutdown_timeout_s
-        grace = min(5.0, serve.shutdown_timeout_s / 4)
-        for receiver in (self.grpc, self.http):
-            if receiver is not None:
-                receiver.stop(grace)
-        if self._started:
-            self.worker.stop(evaluate_open=serve.on_shutdown == "evaluate", deadline=deadline)
-        self.worker.pipeline.shutdown()
-        self.export.shutdown()
+        # Keep a margin for the interpreter's own exit, and the end of the budget for the
+        # metric readers, the servers and the spool.
+        budget = serve.shutdown_timeout_s - min(1.0, serve.shutdown_timeout_s / 10)
+        deadline = time.monotonic() + budget
+        watchdog = threading.Timer(budget - min(2.0, budget / 5), self.export.abort)
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            grace = min(5.0, budget / 4)
+            for receiver in (self.grpc, self.http):
+                if receiver is not None:
+                    _step("stopping a receiver", functools.partial(receiver.stop, grace))
+            if self._started:
+                _step(
+                    "draining the worker",
+                    lambda: self.worker.stop(
+                        evaluate_open=serve.on_shutdown == "evaluate", deadline=deadline
+                    ),
+                )
+        finally:
+            watchdog.cancel()
+        self._report_unflushed()
+        _step("shutting down the verdict export", self.worker.pipeline.shutdown)
+        _step("shutting down the verdict export", self.export.shutdown)
         left_ms = max(100, int((deadline - time.monotonic()) * 1000))
-        self.meter_provider.shutdown(timeout_millis=left_ms)
+        _step("shutting down metrics", lambda: self.meter_provider.shutdown(timeout_millis=left_ms))
+        state = self._metric_export
+        if state is not None and state.failed:
+            log.warning(
+                "shutdown: metrics export to %s did not complete; metrics since the last"
+                " successful export are not sent (nothing of them is spooled)",
+                self._export_target(),
+            )
         if self._prometheus_server is not None:
-            self._prometheus_server.shutdown()
-            self._prometheus_server.server_close()
-        self.spool.close()
+            _step("closing /metrics", self._prometheus_server.shutdown)
+            _step("closing /metrics", self._prometheus_server.server_close)
+        _step("closing the spool", self.spool.close)
+
+    def _export_target(self) -> str:
+        return self.serve.export.endpoint or "the OTLP endpoint"
+
+    def _report_unflushed(self) -> None:
+        """One line per verdict exporter that still holds items after the worker stopped."""
+        sessions = self.worker.unconfirmed_sessions
+        if isinstance(self.spool, Spool):
+            fate = (
+                f"the spans of {sessions} evaluated session(s) stay in the spool"
+                f" {self.spool.path} and are evaluated and exported again on the next start"
+            )
+        else:
+            fate = f"the verdicts of {sessions} session(s) are lost (the spool is off)"
+        for what, processor in (
+            ("evaluation span(s)", self.export.span_processor),
+            ("verdict log record(s)", self.export.log_processor),
+        ):
+            if processor is not None and processor.backlog:
+                log.warning(
+                    "shutdown: could not export %d %s to %s before the deadline; %s",
+                    processor.backlog,
+                    what,
+                    self._export_target(),
+                    fate,
+                )
+
+
+def _step(what: str, step: Callable[[], object]) -> None:
+    """Run one shutdown step; a failure is one log line, and the shutdown goes on."""
+    try:
+        step()
+    except Exception as exc:
+        log.error("shutdown: %s failed: %s", what, " ".join(str(exc).split()))

@@ -82,11 +82,17 @@ class Spool:
         self.keep_evaluated = keep_evaluated
         self._lock = threading.Lock()
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        # NORMAL in WAL mode survives a killed process; FULL survives power loss too.
-        self._db.execute(f"PRAGMA synchronous={'FULL' if synchronous == 'full' else 'NORMAL'}")
-        self._db.executescript(_SCHEMA)
-        row = self._db.execute("SELECT COALESCE(SUM(size), 0), COUNT(*) FROM requests").fetchone()
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            # NORMAL in WAL mode survives a killed process; FULL survives power loss too.
+            self._db.execute(f"PRAGMA synchronous={'FULL' if synchronous == 'full' else 'NORMAL'}")
+            self._db.executescript(_SCHEMA)
+            row = self._db.execute(
+                "SELECT COALESCE(SUM(size), 0), COUNT(*) FROM requests"
+            ).fetchone()
+        except BaseException:
+            self._db.close()  # not a usable spool (not a database, read-only, ...)
+            raise
         self.bytes: int = row[0]
         self.requests: int = row[1]
         self._completions = 0

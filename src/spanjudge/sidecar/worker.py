@@ -211,7 +211,8 @@ class Worker:
         if not self._unconfirmed:
             return
         if not self.pipeline.flush(self.flush_timeout_s):
-            log.warning("sinks did not confirm %d sessions; retrying", len(self._unconfirmed))
+            if not self._stopped.is_set():  # at shutdown the sidecar reports what stays spooled
+                log.warning("sinks did not confirm %d sessions; retrying", len(self._unconfirmed))
             return
         done, self._unconfirmed = self._unconfirmed, []
         self.spool.complete(done)
@@ -219,6 +220,11 @@ class Worker:
         for item in done:
             if self.store.in_flight.get(item.key) == item.revision:
                 del self.store.in_flight[item.key]
+
+    @property
+    def unconfirmed_sessions(self) -> int:
+        """Sessions evaluated whose verdicts no sink confirmed yet (their spans stay spooled)."""
+        return len(self._unconfirmed)
 
     def _safe(self, step: Callable[[], None]) -> None:
         try:
