@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -91,7 +92,10 @@ def run_offline(
 
     Raises `InputError` on the first bad line unless ``skip_invalid``."""
     clock = EventClock()
-    store = SessionStore(engine.config.policy, clock=clock)
+    # Memory bounded by open sessions: closed sessions keep only their revision number, so a
+    # late span in the file re-opens its session as the next, partial (incomplete) revision.
+    policy = dataclasses.replace(engine.config.policy, keep_closed_sessions=0)
+    store = SessionStore(policy, clock=clock)
     summary = Summary()
     stats = InputStats()
     bar = Progress(progress)

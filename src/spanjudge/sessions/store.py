@@ -206,25 +206,31 @@ class SessionStore:
         if now < self._next_deadline:
             return self._evict_over_budget()
         policy = self.policy
+        idle_s = policy.idle_timeout_s
+        max_age_s = policy.max_age_s
         ready: list[ClosedSession] = []
         upcoming = float("inf")
-        for key in list(self.open):
-            session = self.open[key]
-            reason: CloseReason | None = None
-            if session.close_at is not None and now >= session.close_at:
-                reason = session.close_reason
-            elif now - session.last_seen >= policy.idle_timeout_s:
-                reason = "idle"
-            elif policy.max_age_s is not None and now - session.first_seen >= policy.max_age_s:
-                reason = "max_age"
-            if reason is not None:
-                ready.append(self._close(key, reason))
+        for key, session in list(self.open.items()):
+            # Each session's earliest deadline; the loop runs often offline, so no min() calls.
+            deadline = session.last_seen + idle_s
+            if max_age_s is not None and session.first_seen + max_age_s < deadline:
+                deadline = session.first_seen + max_age_s
+            close_at = session.close_at
+            if close_at is not None and close_at < deadline:
+                deadline = close_at
+            if now < deadline:
+                if deadline < upcoming:
+                    upcoming = deadline
                 continue
-            upcoming = min(upcoming, session.last_seen + policy.idle_timeout_s)
-            if session.close_at is not None:
-                upcoming = min(upcoming, session.close_at)
-            if policy.max_age_s is not None:
-                upcoming = min(upcoming, session.first_seen + policy.max_age_s)
+            # Fired: an end marker or turn end wins over idle, which wins over max age.
+            reason: CloseReason
+            if close_at is not None and now >= close_at and session.close_reason is not None:
+                reason = session.close_reason
+            elif now >= session.last_seen + idle_s:
+                reason = "idle"
+            else:
+                reason = "max_age"
+            ready.append(self._close(key, reason))
         for trace_id, since in list(self._pending_since.items()):
             if now - since >= policy.idle_timeout_s:
                 ready.extend(self._close_pending(trace_id, "idle"))
