@@ -17,6 +17,7 @@ from spanjudge.evaluators.base import EvaluationContext, unknown_options
 from spanjudge.evaluators.verdict import (
     BODY_NOT_RECORDED,
     LOAD_FAILED,
+    LOAD_UNRESOLVED,
     NOT_INVOKED,
     Target,
     Verdict,
@@ -91,7 +92,7 @@ class InstructionFollowing:
             last = loads[-1]
             return not_evaluated(
                 NAME,
-                LOAD_FAILED,
+                LOAD_UNRESOLVED if last.status == "unresolved" else LOAD_FAILED,
                 f"skill {last.skill!r} never loaded ({len(loads)} attempt(s), last "
                 f"{last.status}: {last.error or 'no error recorded'}), so it had no instructions",
                 target=Target(skill=last.skill, span_id=last.span_id, turn=last.turn),
