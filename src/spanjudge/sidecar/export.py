@@ -95,20 +95,11 @@ class _Once:
         self.exporter.shutdown()
 
 
-class ConfirmingSpanProcessor(SpanProcessor):
-    """Queues ended spans; `force_flush` exports them and says whether all were accepted."""
+class _Confirmed:
+    """Flush, abort and backlog shared by the confirming span and log-record processors."""
 
-    def __init__(self, exporter: Any, max_items: int) -> None:
-        self._exporter = _Once(exporter)
-        self._queue = _Confirming(
-            lambda batch: exporter.export(batch) == SpanExportResult.SUCCESS, max_items
-        )
-
-    def on_start(self, span: Any, parent_context: Any = None) -> None:
-        return None
-
-    def on_end(self, span: ReadableSpan) -> None:
-        self._queue.add(span)
+    _exporter: _Once
+    _queue: _Confirming
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         if self._exporter.done:  # aborted: nothing more can be confirmed
@@ -127,7 +118,23 @@ class ConfirmingSpanProcessor(SpanProcessor):
         return self._queue.backlog
 
 
-class ConfirmingLogProcessor(LogRecordProcessor):
+class ConfirmingSpanProcessor(_Confirmed, SpanProcessor):
+    """Queues ended spans; `force_flush` exports them and says whether all were accepted."""
+
+    def __init__(self, exporter: Any, max_items: int) -> None:
+        self._exporter = _Once(exporter)
+        self._queue = _Confirming(
+            lambda batch: exporter.export(batch) == SpanExportResult.SUCCESS, max_items
+        )
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        return None
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self._queue.add(span)
+
+
+class ConfirmingLogProcessor(_Confirmed, LogRecordProcessor):
     """The log-record counterpart of `ConfirmingSpanProcessor`."""
 
     def __init__(self, exporter: Any, max_items: int) -> None:
@@ -149,22 +156,6 @@ class ConfirmingLogProcessor(LogRecordProcessor):
                 limits=log_record.limits,
             )
         )
-
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        if self._exporter.done:  # aborted: nothing more can be confirmed
-            return self._queue.backlog == 0
-        return self._queue.flush()
-
-    def shutdown(self) -> None:
-        self._exporter.shutdown()
-
-    def abort(self) -> None:
-        """Stop exporting now: retries end and a call in flight is cancelled."""
-        self._exporter.shutdown()
-
-    @property
-    def backlog(self) -> int:
-        return self._queue.backlog
 
 
 @dataclass(slots=True)
