@@ -14,7 +14,13 @@ from types import FrameType
 
 from spanjudge.config import Config, load_config
 from spanjudge.errors import ConfigError
-from spanjudge.sidecar.config import ServeConfig, parse_serve
+from spanjudge.sidecar.config import (
+    DEFAULT_GRPC_ENDPOINT,
+    DEFAULT_HTTP_ENDPOINT,
+    DEFAULT_METRICS_ENDPOINT,
+    ServeConfig,
+    parse_serve,
+)
 
 __all__ = ["main", "serve_config"]
 
@@ -33,10 +39,28 @@ def serve_config(config: Config) -> ServeConfig:
     return parsed
 
 
+_EPILOG = f"""\
+defaults (override in the `serve:` section of --config):
+  OTLP/gRPC   {DEFAULT_GRPC_ENDPOINT}    (TraceService/Export)
+  OTLP/HTTP   {DEFAULT_HTTP_ENDPOINT}    (POST /v1/traces, protobuf or JSON, gzip; GET /healthz)
+  metrics     {DEFAULT_METRICS_ENDPOINT}    (Prometheus GET /metrics)
+  spool       ./spanjudge-spool.db  (spans are written here before a request is acknowledged)
+
+verdicts go out over OTLP to the endpoint in `serve.export` or, when unset, to the standard
+OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_PROTOCOL / OTEL_EXPORTER_OTLP_HEADERS variables.
+Point it at a Collector receiver that does NOT route back into spanjudge (see collector-config/).
+
+exit status: 0 after a clean shutdown (SIGTERM/SIGINT), 2 for configuration problems,
+1 when the receivers cannot start for another reason.
+"""
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="spanjudge serve",
         description="OTLP/gRPC and OTLP/HTTP receiver that evaluates agent sessions online.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--config", help="the YAML configuration file (section `serve:`)")
     parser.add_argument(
