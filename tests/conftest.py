@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,18 @@ from spanjudge.spans.otlp_json import request_to_json_line, sdk_spans_to_request
 from spanjudge.spans.record import SpanRecord
 
 ROOT = Path(__file__).resolve().parent.parent
+# CI sets this (comma list: prometheus,promtool,chromium,strands...) so that a tool it installed
+# but that went missing fails the run instead of quietly skipping its tests.
+REQUIRED = {t.strip() for t in os.environ.get("SPANJUDGE_REQUIRE", "").split(",") if t.strip()}
+
+
+def unavailable(name: str, reason: str) -> None:
+    """Skip (locally) or fail (in CI, where ``name`` is required) when a real part is missing."""
+    if name in REQUIRED:
+        pytest.fail(f"{name} is required here (SPANJUDGE_REQUIRE) but {reason}")
+    pytest.skip(reason)
+
+
 FIXTURES = ROOT / "fixtures"
 SCHEMA = ROOT / "src" / "spanjudge" / "schemas" / "report.schema.json"
 

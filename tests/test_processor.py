@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -28,6 +29,7 @@ from spanjudge.engine import Engine, SessionResult
 from spanjudge.evaluators.base import EvaluationContext
 from spanjudge.evaluators.verdict import Verdict
 from spanjudge.processor import SpanJudgeProcessor
+from tests.conftest import unavailable
 
 ROOT = Path(__file__).resolve().parents[1]
 CSV, INCIDENT, WEATHER = SCENARIOS
@@ -289,7 +291,8 @@ def test_worker_survives_fork() -> None:
 
 
 def test_strands_agent_with_the_processor() -> None:
-    pytest.importorskip("strands", reason="strands-agents is not installed in this interpreter")
+    if importlib.util.find_spec("strands") is None:
+        unavailable("strands", "strands-agents is not installed in this interpreter")
     out = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "strands_agent.py"), "--json"],
         capture_output=True,
@@ -337,3 +340,55 @@ def test_plain_otel_agent_with_the_processor() -> None:
     ]
     assert len(evaluation.events) == len(r.collect.results[0].verdicts) > 0
     r.processor.shutdown()
+
+
+def test_bad_construction_fails_at_once_with_the_fix() -> None:
+    with pytest.raises(TypeError, match=r"load_config\(path\)"):
+        SpanJudgeProcessor("spanjudge.yaml", shutdown_on_exit=False)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_queue_size must be an integer >= 1"):
+        SpanJudgeProcessor(max_queue_size="10", shutdown_on_exit=False)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"tick_interval_s must be a number >= 0\.01"):
+        SpanJudgeProcessor(tick_interval_s=0, shutdown_on_exit=False)
+
+
+EXIT_SCRIPT = """
+import sys
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import (
+    LogRecordExporter, LogRecordExportResult, SimpleLogRecordProcessor
+)
+from opentelemetry.sdk.trace import TracerProvider
+from spanjudge.processor import SpanJudgeProcessor
+from spanjudge.demo.agent import SCENARIOS, ScriptedAgent
+
+class Printing(LogRecordExporter):
+    def export(self, batch):
+        for record in batch:
+            print("LOG", record.log_record.attributes["gen_ai.evaluation.name"], flush=True)
+        return LogRecordExportResult.SUCCESS
+    def shutdown(self):
+        pass
+    def force_flush(self, timeout_millis=30000):
+        return True
+
+# The tracer provider first (the common order): at exit the SDK shuts providers down newest
+# first, so the logger provider would be gone before the tracer provider's processors run.
+tracer_provider = TracerProvider()
+logger_provider = LoggerProvider()
+logger_provider.add_log_record_processor(SimpleLogRecordProcessor(Printing()))
+tracer_provider.add_span_processor(
+    SpanJudgeProcessor(tracer_provider=tracer_provider, logger_provider=logger_provider)
+)
+ScriptedAgent(tracer_provider).run(SCENARIOS[0])
+# no shutdown, no end marker: the session is still open when the script ends
+"""
+
+
+def test_open_sessions_are_evaluated_at_exit_before_the_providers_go(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    script = tmp_path / "agent.py"
+    script.write_text(EXIT_SCRIPT)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr
+    assert "LOG skill_loaded" in done.stdout

@@ -15,6 +15,7 @@ once and counted.
 
 from __future__ import annotations
 
+import atexit
 import collections
 import logging
 import os
@@ -77,7 +78,11 @@ class SpanJudgeProcessor(SpanProcessor):
         shutdown_timeout_s: float = 10.0,
         sinks: Sequence[Sink] | None = None,
         engine: Engine | None = None,
+        shutdown_on_exit: bool = True,
     ) -> None:
+        _check_arguments(
+            config, max_queue_size, max_batch_size, tick_interval_s, shutdown_timeout_s
+        )
         self.config = config or Config()
         self.engine = engine or Engine(self.config)
         self.telemetry = SelfTelemetry(meter_provider)
@@ -89,8 +94,8 @@ class SpanJudgeProcessor(SpanProcessor):
         self.pipeline = Pipeline(
             self.engine, SessionStore(self.config.policy), sinks, telemetry=self.telemetry
         )
-        self._max_queue_size = max(1, max_queue_size)
-        self._max_batch_size = max(1, max_batch_size)
+        self._max_queue_size = max_queue_size
+        self._max_batch_size = max_batch_size
         self._tick_interval_s = tick_interval_s
         self._shutdown_timeout_s = shutdown_timeout_s
         self._shutdown = False
@@ -105,6 +110,17 @@ class SpanJudgeProcessor(SpanProcessor):
                     reinit()
 
             os.register_at_fork(after_in_child=after_in_child)
+        if shutdown_on_exit:
+            # Registered after the user's providers, so it runs before their own exit hooks:
+            # sessions still open are evaluated while every provider can still export.
+            weak_shutdown = weakref.WeakMethod(self.shutdown)
+
+            def at_exit() -> None:
+                shutdown = weak_shutdown()
+                if shutdown is not None:
+                    shutdown()
+
+            atexit.register(at_exit)
 
     def _start(self) -> None:
         # No maxlen: a full deque would evict the oldest span silently. The length check in
@@ -134,8 +150,10 @@ class SpanJudgeProcessor(SpanProcessor):
     def on_end(self, span: ReadableSpan) -> None:
         try:
             if self._shutdown:
-                # Ended after shutdown: nobody will evaluate it; say so rather than lose it quietly.
-                self.telemetry.spans_dropped(1, semconv.DROP_SHUTDOWN)
+                # Ended after shutdown: nobody will evaluate it; say so rather than lose it quietly
+                # (our own evaluation spans, emitted while shutting down, are not agent spans).
+                if not _own_scope(span):
+                    self.telemetry.spans_dropped(1, semconv.DROP_SHUTDOWN)
                 return
             queue = self._queue
             if len(queue) >= self._max_queue_size:
@@ -266,3 +284,37 @@ class SpanJudgeProcessor(SpanProcessor):
     def dropped_spans(self) -> int:
         """Spans dropped because the queue was full."""
         return self._dropped
+
+
+def _own_scope(span: ReadableSpan) -> bool:
+    scope = span.instrumentation_scope
+    name = scope.name if scope is not None else ""
+    return name == _OWN_SCOPE or name.startswith(_OWN_SCOPE_PREFIX)
+
+
+def _check_arguments(
+    config: object,
+    max_queue_size: object,
+    max_batch_size: object,
+    tick_interval_s: object,
+    shutdown_timeout_s: object,
+) -> None:
+    """Mistakes in how the processor is built fail at once, with the fix (never later, in the
+    agent's threads)."""
+    if config is not None and not isinstance(config, Config):
+        raise TypeError(
+            f"config must be a spanjudge Config, got {type(config).__name__}: "
+            "use spanjudge.config.load_config(path) (or load_config(None) for the defaults)"
+        )
+    for name, value, low in (
+        ("max_queue_size", max_queue_size, 1),
+        ("max_batch_size", max_batch_size, 1),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    for name, value, floor in (
+        ("tick_interval_s", tick_interval_s, 0.01),
+        ("shutdown_timeout_s", shutdown_timeout_s, 0.0),
+    ):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < floor:
+            raise ValueError(f"{name} must be a number >= {floor}, got {value!r}")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-import importlib.util
 import json
 import shutil
 import socket
@@ -28,17 +27,13 @@ from typing import Any
 
 import pytest
 import yaml
-
-from spanjudge.spans.record import SpanRecord
-from tests.collector.promnames import metric_names
-
-if importlib.util.find_spec("spanjudge.sidecar") is None:  # pragma: no cover
-    pytest.skip("sidecar not available", allow_module_level=True)
-
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from spanjudge.spans.files import read_input
+from spanjudge.spans.record import SpanRecord
+from tests.collector.promnames import metric_names
+from tests.conftest import unavailable
 from tests.sidecar.helpers import SidecarProcess, VerdictServer, to_sdk, wait_for
 
 pytestmark = pytest.mark.slow
@@ -227,8 +222,9 @@ def _run_alerts(tmp: Path, sessions: dict[str, list[SpanRecord]], rounds: int) -
     return prometheus
 
 
-@pytest.mark.skipif(PROMETHEUS is None, reason="prometheus not installed")
 def test_alert_expressions_on_a_real_prometheus(tmp_path: Path) -> None:
+    if PROMETHEUS is None:
+        unavailable("prometheus", "prometheus is not installed (Debian package `prometheus`)")
     sessions = _sessions()
     outcomes = _skill_loaded_outcomes(sessions, tmp_path)
     failing = {sid: sessions[sid] for sid, seen in outcomes.items() if ("fail" in dict(seen))}

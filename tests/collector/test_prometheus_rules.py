@@ -11,12 +11,20 @@ import pytest
 import yaml
 
 from tests.collector.promnames import KNOWN_LABELS, emitted_series, label_names, metric_names
+from tests.conftest import unavailable
 
 PROM_DIR = Path(__file__).resolve().parents[2] / "collector-config" / "prometheus"
 RULES = PROM_DIR / "spanjudge-alerts.yaml"
 RULE_TESTS = PROM_DIR / "spanjudge-alerts.test.yaml"
 PROMTOOL = shutil.which("promtool")
-needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed")
+needs_promtool = pytest.mark.usefixtures("_promtool_installed")
+
+
+@pytest.fixture
+def _promtool_installed() -> None:
+    if PROMTOOL is None:
+        unavailable("promtool", "promtool is not installed (Debian package `prometheus`)")
+
 
 # Requested from the sidecar (see semconv.M_SIDECAR_SPOOL_LIMIT_BYTES), not emitted yet: without
 # it the spool alert and panel return no data. Remove once the sidecar exports the gauge.

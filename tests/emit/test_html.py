@@ -17,7 +17,7 @@ from spanjudge.engine import Coverage, SessionResult
 from spanjudge.evaluators.verdict import Verdict
 from spanjudge.expectations import Expectation
 from spanjudge.trajectory.assemble import SessionMeta, assemble
-from tests.conftest import ROOT
+from tests.conftest import ROOT, unavailable
 from tests.evaluators.test_side_effects import STRANDS, records
 from tests.trajectory.test_stats import spans_for, tool, turn
 
@@ -93,10 +93,9 @@ def chromium(url: str, *extra: str, tmp: Path) -> subprocess.CompletedProcess[st
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    CHROMIUM is None, reason="chromium is not installed (CI installs Debian chromium)"
-)
 def test_fixture_report_renders_every_session_and_task_in_headless_chromium(tmp_path, capsys):  # type: ignore[no-untyped-def]
+    if CHROMIUM is None:
+        unavailable("chromium", "chromium is not installed (CI installs Debian chromium)")
     config = tmp_path / "spanjudge.yaml"
     config.write_text(
         "evaluators:\n  side_effects: {scope: ['out/**']}\n  robustness: {max_retries: 0}\n"

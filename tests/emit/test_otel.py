@@ -193,3 +193,18 @@ def test_emitters_fall_back_to_the_global_providers() -> None:
     counts = json.loads(out.stdout.strip().splitlines()[-1])
     assert counts["evaluations"] == 1
     assert counts["logs"] >= 1
+
+
+def test_verdict_spans_that_go_nowhere_are_warned_about_once(caplog) -> None:  # type: ignore[no-untyped-def]
+    from opentelemetry.trace import NoOpTracerProvider
+
+    from spanjudge.demo import run_demo
+    from spanjudge.emit.otel import OtelVerdictSink
+
+    results, _ = run_demo()
+    sink = OtelVerdictSink(tracer_provider=NoOpTracerProvider())
+    with caplog.at_level("WARNING", logger="spanjudge"):
+        for result in results:
+            sink.emit(result)
+    warnings = [r for r in caplog.records if "was not recorded" in r.getMessage()]
+    assert len(warnings) == 1

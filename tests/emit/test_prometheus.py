@@ -23,15 +23,16 @@ from prometheus_client import CollectorRegistry, start_http_server
 from spanjudge.demo.agent import SCENARIOS, ScriptedAgent
 from spanjudge.emit.metrics import score_views
 from spanjudge.processor import SpanJudgeProcessor
+from tests.conftest import unavailable
 
 PROMETHEUS = "/usr/bin/prometheus"
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        shutil.which(PROMETHEUS) is None,
-        reason=f"{PROMETHEUS} is not installed (Debian package `prometheus`)",
-    ),
-]
+pytestmark = [pytest.mark.slow]
+
+
+@pytest.fixture(autouse=True)
+def _prometheus_installed() -> None:
+    if shutil.which(PROMETHEUS) is None:
+        unavailable("prometheus", f"{PROMETHEUS} is not installed (Debian package `prometheus`)")
 
 
 def _free_port() -> int:

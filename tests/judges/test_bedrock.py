@@ -6,15 +6,15 @@ import json
 import sys
 from typing import Any
 
+# boto3 is a test dependency (the `bedrock` extra at run time): imported plainly, never skipped.
+import boto3
 import pytest
+from botocore import stub
 
 from spanjudge.errors import JudgeError
 from spanjudge.judges.base import JudgeRequest
 from spanjudge.judges.bedrock import BedrockJudge
 from spanjudge.judges.reliability import CallPolicy
-
-boto3 = pytest.importorskip("boto3")
-stub = pytest.importorskip("botocore.stub")
 
 REQUEST = JudgeRequest(kind="outcome", request="sum?", final_answer="42", reference_answer="42")
 

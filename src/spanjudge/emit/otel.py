@@ -8,6 +8,7 @@ the evaluated span's trace and span ids (OTel Logs API), so log backends can joi
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -25,6 +26,9 @@ from spanjudge.evaluators.verdict import Verdict
 from spanjudge.trajectory.model import Trajectory
 
 _MAX_LINKS = 128  # the SDK's default span link limit; more turns than that keep the latest
+
+log = logging.getLogger("spanjudge")
+_SPAN_EVENT_LIMIT = 128  # the SDK default for events per span
 
 
 def verdict_attributes(
@@ -115,6 +119,8 @@ class OtelVerdictSink:
         self._tracer: trace.Tracer | None = None
         self._logger: _logs.Logger | None = None
         self._closed = False
+        self._warned_no_provider = False
+        self._warned_event_limit = False
 
     def _get_tracer(self) -> trace.Tracer:
         if self._tracer is None:
@@ -152,6 +158,22 @@ class OtelVerdictSink:
             attributes=span_attrs,
             start_time=start_ns,
         )
+        if not span.is_recording() and not self._warned_no_provider:
+            # Verdicts that go nowhere, silently, would look like an agent with no problems.
+            self._warned_no_provider = True
+            log.warning(
+                "spanjudge: an evaluation span was not recorded (no SDK tracer provider, or its "
+                "sampler dropped it): pass tracer_provider= to SpanJudgeProcessor or set a "
+                "global SDK TracerProvider; log records and metrics still carry the verdicts"
+            )
+        if len(result.verdicts) > _SPAN_EVENT_LIMIT and not self._warned_event_limit:
+            self._warned_event_limit = True
+            log.warning(
+                "spanjudge: %d verdicts on one evaluation span; the SDK keeps at most %d span "
+                "events by default (OTEL_SPAN_EVENT_COUNT_LIMIT); the log records carry them all",
+                len(result.verdicts),
+                _SPAN_EVENT_LIMIT,
+            )
         logger = self._get_logger()
         for verdict in result.verdicts:
             attrs = verdict_attributes(verdict, trajectory.session_id, trajectory.revision)
