@@ -41,6 +41,13 @@ def exporters() -> tuple[object, object, object]:
 
 
 def main() -> int:
+    import argparse
+
+    argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="Environment: OTEL_EXPORTER_OTLP_ENDPOINT (export over OTLP instead of printing), "
+        "SPANJUDGE_CONFIG (a spanjudge YAML configuration).",
+    ).parse_args()
     span_exporter, log_exporter, metric_exporter = exporters()
     resource = Resource.create({"service.name": "plain-otel-agent"})
     tracer_provider = TracerProvider(resource=resource)

@@ -6,6 +6,7 @@ from spanjudge.errors import JudgeError
 from spanjudge.evaluators.verdict import (
     JUDGE_ERROR,
     NO_CATALOGUE,
+    NO_OBSERVABLE_STEPS,
     NO_REQUEST,
     Target,
     Verdict,
@@ -14,7 +15,7 @@ from spanjudge.evaluators.verdict import (
 from spanjudge.judges.base import Judge, Judgement, JudgeRequest
 from spanjudge.judges.heuristic import HEURISTIC
 
-_MISSING_EVIDENCE = frozenset({NO_CATALOGUE, NO_REQUEST})
+_MISSING_EVIDENCE = frozenset({NO_CATALOGUE, NO_REQUEST, NO_OBSERVABLE_STEPS})
 
 
 def judge_of(candidate: object) -> Judge:
