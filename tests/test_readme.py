@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,3 +35,43 @@ def test_readme_yaml_is_valid(block: str, tmp_path: Path, monkeypatch: pytest.Mo
         assert parse_entries(doc, "README")  # an expectations file
     else:
         parse_config(doc, str(tmp_path / "spanjudge.yaml"))
+
+
+PYTHON = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+
+
+def test_readme_in_process_snippet_runs_and_judges(tmp_path: Path) -> None:
+    """The README's setup, with in-memory exporters in place of OTLP ones and the demo agent."""
+    [snippet] = PYTHON
+    swaps = {
+        "OTLPLogExporter()": "LOGS",
+        "OTLPMetricExporter()": "METRICS",
+        "OTLPSpanExporter()": "SPANS",
+        'load_config("spanjudge.yaml")': "load_config(None)",
+        "# ... run the agent ...": "ScriptedAgent().run(SCENARIOS[1])",
+    }
+    for old, new in swaps.items():
+        assert old in snippet, old
+        snippet = snippet.replace(old, new)
+    script = tmp_path / "setup.py"
+    script.write_text(
+        "from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter\n"
+        "from opentelemetry.sdk.metrics.export import InMemoryMetricReader\n"
+        "from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter\n"
+        "from opentelemetry.sdk.metrics.export import ConsoleMetricExporter\n"
+        "from spanjudge.demo.agent import SCENARIOS, ScriptedAgent\n"
+        "import io, json\n"
+        "LOGS, SPANS = InMemoryLogRecordExporter(), InMemorySpanExporter()\n"
+        "METRICS = ConsoleMetricExporter(out=io.StringIO())\n"
+        + snippet
+        + "\nnames = {s.name for s in SPANS.get_finished_spans()}\n"
+        "logs = [r.log_record.event_name for r in LOGS.get_finished_logs()]\n"
+        "print(json.dumps({'evaluate': 'spanjudge.evaluate' in names, 'logs': logs}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["evaluate"] is True
+    assert result["logs"] and set(result["logs"]) == {"gen_ai.evaluation.result"}
