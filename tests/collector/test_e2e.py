@@ -91,7 +91,8 @@ def _config(tmp: Path, **serve: Any) -> dict[str, Any]:
         yaml.safe_dump({"sessions": {f"{sid}-r*": body for sid, body in fixture.items()}})
     )
     return {
-        "sessions": {"idle_timeout_s": 1.0},
+        # long enough that a loaded CI machine never splits a session between two exports
+        "sessions": {"idle_timeout_s": 3.0},
         "expectations_files": [str(expectations)],
         "serve": {
             "grpc_endpoint": "127.0.0.1:0",

@@ -28,7 +28,8 @@ HTTP_FIXTURE = FIXTURES / "deepagents" / "deepagents.jsonl"
 
 def _config(tmp: Path, **serve: Any) -> dict[str, Any]:
     return {
-        "sessions": {"idle_timeout_s": 1.0},
+        # long enough that a loaded CI machine never splits a session between two exports
+        "sessions": {"idle_timeout_s": 3.0},
         "expectations_files": [
             str(GRPC_FIXTURE.parent / "expectations.yaml"),
             str(HTTP_FIXTURE.parent / "expectations.yaml"),

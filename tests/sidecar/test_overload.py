@@ -18,6 +18,7 @@ PER_CLIENT = 6
 
 def test_full_spool_pushes_back_and_loses_nothing(make_sidecar: MakeSidecar) -> None:
     verdicts = VerdictServer()
+    sidecar = None
     try:
         sidecar = make_sidecar(
             sessions={"idle_timeout_s": 60, "end_grace_s": 0.3},
@@ -52,4 +53,8 @@ def test_full_spool_pushes_back_and_loses_nothing(make_sidecar: MakeSidecar) -> 
         assert all(r == {1} for r in verdicts.received.sessions().values())
         assert wait_for(lambda: sidecar.spool.bytes == 0)
     finally:
+        # The sidecar first: stopped after its verdict endpoint, it would retry exports to it
+        # until its shutdown budget ran out.
+        if sidecar is not None:
+            sidecar.stop()
         verdicts.stop()
