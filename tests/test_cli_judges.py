@@ -66,3 +66,18 @@ def test_dead_endpoint_gives_judge_error_not_a_crash(capsys, tmp_path) -> None: 
     assert verdict["outcome"] == "not_evaluated" and verdict["reason"] == "judge_error"
     assert verdict["score"] is None and verdict["error_type"]
     assert code == 1  # other sessions fail on skill_loaded; the judge error itself is no pass
+
+
+JUDGED = {"skill_selection", "skill_omission", "instruction_following", "outcome"}
+
+
+def test_without_configuration_eval_and_the_processor_use_the_heuristic_judge(capsys) -> None:  # type: ignore[no-untyped-def]
+    from spanjudge.demo import run_demo
+
+    main(["eval", str(TRACES), "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    offline = [v for s in report["sessions"] for v in s["verdicts"] if v["evaluator"] in JUDGED]
+    results, _ = run_demo()  # the in-process processor on the bundled agent
+    online = [v for r in results for v in r.verdicts if v.evaluator in JUDGED]
+    assert {v["evaluator"] for v in offline} == {v.evaluator for v in online} == JUDGED
+    assert {v["judge"] for v in offline} == {v.judge for v in online} == {"heuristic"}

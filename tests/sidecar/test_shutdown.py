@@ -104,7 +104,7 @@ def test_sigterm_with_unreachable_export_stops_in_time_and_keeps_verdicts_spoole
     started = time.monotonic()
     assert sidecar.terminate() == 0
     elapsed = time.monotonic() - started
-    # The 6 s budget covers the shutdown work; allow 2 s for signal delivery and interpreter
+    # The 6 s budget covers the shutdown work; allow 8 s for signal delivery and interpreter
     # exit on a loaded machine; before the fix this took 25-29 s, which this still catches.
     assert elapsed < 6 + 8, elapsed
     log = sidecar.log.read_text()
