@@ -111,3 +111,36 @@ def test_skill_loaded_verdicts_are_honest(directory: str, record: dict[str, Any]
 @pytest.mark.parametrize("directory", sorted({d for d, _ in RECORDS}))
 def test_fixture_reports_are_valid_against_schema(directory: str) -> None:
     jsonschema.validate(_report(directory), load_schema())
+
+
+def _call_log(record: dict[str, Any]) -> list[tuple[str, Any]] | None:
+    """(tool name, arguments) per executed call, from the generator's own log, when it kept one."""
+    if "calls" in record:
+        return [(c["tool"], c.get("args")) for c in record["calls"]]
+    if "tool_log" in record:
+        return [(c["name"], c.get("args")) for c in record["tool_log"]]
+    return None
+
+
+LOGGED = [(d, r) for d, r in RECORDS if _call_log(r) is not None]
+
+
+@pytest.mark.parametrize(("directory", "record"), LOGGED, ids=[r["session_id"] for _, r in LOGGED])
+def test_steps_match_the_generators_call_log(directory: str, record: dict[str, Any]) -> None:
+    got = _session(directory, record["session_id"])
+    steps = [
+        (s["name"], s.get("arguments"))
+        for s in got["steps"]
+        # a pinned skill is injected into the prompt by the harness: a load, but no call
+        if s["kind"] in ("tool_call", "skill_load") and s["name"] != "pinned_skill"
+    ]
+    logged = _call_log(record)
+    assert logged is not None
+    if record["scenario"] == "parallel_tools":  # concurrent calls: no order to compare
+        steps.sort(key=repr)
+        logged.sort(key=repr)
+    assert [name for name, _ in steps] == [name for name, _ in logged]
+    for (name, args), (_, logged_args) in zip(steps, logged, strict=True):
+        # the logs leave file contents out: every argument they kept must match
+        for key, value in (logged_args or {}).items():
+            assert isinstance(args, dict) and args.get(key) == value, (name, key, args)
