@@ -88,8 +88,19 @@ def spanjudge_instruments() -> list[Instrument]:
     except ImportError:  # the sidecar is optional for this catalogue
         pass
     else:
-        SidecarTelemetry(provider, worker=None)  # type: ignore[arg-type]
+        # a sidecar with a spool: its limit gauge exists only then
+        SidecarTelemetry(provider, worker=_WithSpool())  # type: ignore[arg-type]
     return provider.instruments
+
+
+class _WithSpool:
+    """Just enough of a sidecar worker for its telemetry to register every instrument."""
+
+    class spool:
+        max_bytes = 1
+        bytes = 0
+
+    pending_spans = 0
 
 
 def _no_transport(*args: Any) -> Any:

@@ -12,7 +12,6 @@ import yaml
 
 from tests.collector import grafana_alerts
 from tests.collector.promnames import KNOWN_LABELS, emitted_series, label_names, metric_names
-from tests.collector.test_prometheus_rules import PROPOSED
 
 GRAFANA = Path(__file__).resolve().parents[2] / "collector-config" / "grafana"
 DASHBOARD = GRAFANA / "dashboards" / "spanjudge.json"
@@ -100,7 +99,7 @@ def test_dashboard_shows_what_the_operator_needs() -> None:
 
 
 def test_dashboard_queries_use_only_spanjudge_metrics() -> None:
-    emitted = emitted_series() | PROPOSED
+    emitted = emitted_series()
     dash = _dashboard()
     queries = _queries(dash)
     queries += [
@@ -147,7 +146,7 @@ def test_grafana_alert_rules_have_the_fields_grafana_requires() -> None:
     doc = _yaml(grafana_alerts.GRAFANA_RULES)
     assert doc["apiVersion"] == 1
     uids: list[str] = []
-    emitted = emitted_series() | PROPOSED
+    emitted = emitted_series()
     for group in doc["groups"]:
         assert {"orgId", "name", "folder", "interval", "rules"} <= group.keys()
         assert grafana_alerts.interval_seconds(group) > 0
