@@ -68,3 +68,25 @@ def test_table_shows_the_five_run_distribution(capsys, tmp_path):  # type: ignor
     per_run = " ".join(str(r["model_calls"]) for r in RUNS)
     assert rows["stats.model_calls"].split()[1:5] == ["4", "5", "5", "1"]
     assert rows["stats.model_calls"].endswith(per_run)
+
+
+def test_two_of_the_five_runs_fail_with_the_reference_answers(capsys):  # type: ignore[no-untyped-def]
+    """Seed 4 never loaded its skill; seed 2 answered a wrong total (the scenarios' labels)."""
+    main(
+        [
+            "eval",
+            "--expect",
+            str(STRANDS / "expectations.yaml"),
+            str(STRANDS / "strands_trajectory.jsonl"),
+        ]
+    )
+    out = capsys.readouterr().out
+    block = out[out.index("\ntask csv-summary:") + 1 :].splitlines()
+    rows = {line.split()[0]: line for line in block[1:] if line.strip()}
+    outcome = " ".join("P" if r["labels"]["outcome"] else "F" for r in RUNS)
+    skill = " ".join("P" if loaded(r) else "F" for r in RUNS)
+    assert (outcome, skill) == ("P F P P P", "P P P F P")
+    assert f" {outcome} " in rows["outcome"] and "80% (4/5)" in rows["outcome"]
+    assert f" {skill} " in rows["skill_loaded"]
+    failing = {i for i, r in enumerate(RUNS) if not (r["labels"]["outcome"] and loaded(r))}
+    assert len(failing) == 2
