@@ -41,3 +41,15 @@ def test_demo_results_are_complete_sessions_with_emitted_verdicts() -> None:
     assert counts["evaluation_spans"] == 3
     assert counts["log_records"] == sum(len(r.verdicts) for r in results)
     assert counts["agent_spans"] == 16
+
+
+def test_the_console_script_runs_the_demo() -> None:
+    import shutil
+    import subprocess
+
+    exe = shutil.which("spanjudge")
+    assert exe is not None, "the package's console script is not installed"
+    done = subprocess.run([exe, "demo"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "PASS" in done.stdout and "FAIL" in done.stdout and "NOT EVALUATED" in done.stdout
+    assert "required skill 'incident-triage' was never loaded" in done.stdout
