@@ -87,3 +87,12 @@ def test_settings_are_checked_with_suggestions() -> None:
         for p in problems
     )
     assert "limits.max_attr_chars: at least 1024, got 10" in problems
+
+
+@pytest.mark.parametrize("endpoint", ["ftp://x", "collector"])
+def test_export_endpoint_must_be_a_url_or_host_port(endpoint: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config({"serve": {"export": {"endpoint": endpoint}}})
+    assert info.value.problems == [
+        f"serve.export.endpoint: expected http(s)://host:port or host:port, got {endpoint!r}"
+    ]
