@@ -267,13 +267,16 @@ def parse_serve(raw: Any, path: str, problems: list[str]) -> ServeConfig:
     if config.tick_interval_s <= 0:
         problems.append(f"{path}.tick_interval_s: must be above 0")
     export = config.export
-    if export.endpoint and not export.endpoint.startswith(("http://", "https://")):
-        # The OTLP exporters take URLs; a bare host:port (gRPC) is read as http://host:port.
-        if _endpoint_problem(export.endpoint) is not None:
-            problems.append(
-                f"{path}.export.endpoint: expected http(s)://host:port or host:port, "
-                f"got {export.endpoint!r}"
-            )
+    # The OTLP exporters take URLs; a bare host:port (gRPC) is read as http://host:port.
+    if (
+        export.endpoint
+        and not export.endpoint.startswith(("http://", "https://"))
+        and _endpoint_problem(export.endpoint) is not None
+    ):
+        problems.append(
+            f"{path}.export.endpoint: expected http(s)://host:port or host:port, "
+            f"got {export.endpoint!r}"
+        )
     protocol = export.protocol or _env_protocol(problems) or "grpc"
     enabled = export.enabled
     if enabled is None:
