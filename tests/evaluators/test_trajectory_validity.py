@@ -11,7 +11,8 @@ from spanjudge.config import parse_config
 from spanjudge.errors import ConfigError
 from spanjudge.evaluators import validity_schema
 from spanjudge.evaluators.base import EvaluationContext
-from spanjudge.evaluators.trajectory_validity import TrajectoryValidity, glob_to_regex
+from spanjudge.evaluators.trajectory_validity import TrajectoryValidity
+from spanjudge.evaluators.validity_rules import glob_to_regex
 from spanjudge.expectations import Expectation
 from spanjudge.trajectory.assemble import SessionMeta, assemble
 from spanjudge.trajectory.steps import Step

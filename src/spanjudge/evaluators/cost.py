@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spanjudge.evaluators.base import EvaluationContext, unknown_options
-from spanjudge.evaluators.trajectory_validity import glob_to_regex
+from spanjudge.evaluators.validity_rules import glob_to_regex
 from spanjudge.evaluators.verdict import SESSION_INCOMPLETE, Verdict, not_evaluated
 from spanjudge.trajectory.model import Trajectory
 

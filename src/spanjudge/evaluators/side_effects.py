@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from spanjudge.evaluators.base import EvaluationContext, unknown_options
-from spanjudge.evaluators.trajectory_validity import glob_to_regex
+from spanjudge.evaluators.validity_rules import glob_to_regex
 from spanjudge.evaluators.verdict import SESSION_INCOMPLETE, Target, Verdict, not_evaluated
 from spanjudge.trajectory.effects import EFFECTS, Effect, EffectMap
 from spanjudge.trajectory.steps import Step
