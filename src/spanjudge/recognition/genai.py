@@ -16,217 +16,32 @@ answers an unknown skill with a success status and refusal text.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from spanjudge import semconv as sc
 from spanjudge.recognition.base import (
-    as_text,
     error_in_payload,
     first_attr,
     int_attr,
-    parse_catalogue,
-    parse_json,
     skill_load_status,
     span_error,
 )
-from spanjudge.recognition.skill_tools import skill_loader
-from spanjudge.spans.record import AttrValue, SpanRecord
-from spanjudge.trajectory.steps import CatalogueEntry, Step
-
-_TOOL_PREFIX = "execute_tool "
-_GEN_AI_PREFIX = "gen_ai."
-# Finish reasons that end a turn (OTel `stop`, Strands/Anthropic `end_turn`, Gemini `STOP`).
-_STOP_REASONS = frozenset({"stop", "end_turn", "completed", "stop_sequence"})
-# Strands appends "---\nAllowed tools/Compatibility/Location" metadata and a resource list to the
-# SKILL.md body it returns; the body proper ends before them.
-_STRANDS_SKILL_TAIL = re.compile(
-    r"\n+---\n(?:Allowed tools|Compatibility|Location): .*\Z|\n+Available resources:\n.*\Z", re.S
+from spanjudge.recognition.genai_messages import (
+    GEN_AI_PREFIX,
+    STOP_REASONS,
+    TOOL_PREFIX,
+    catalogue,
+    last_user_text,
+    output,
+    result_text,
+    skill_body,
+    tool_io,
+    tool_schemas,
 )
-
-
-# --------------------------------------------------------------------------- payload helpers
-
-
-def _values(span: SpanRecord, key: str) -> list[AttrValue]:
-    """`key` from the span's attributes and from every GenAI event that carries it, in order."""
-    found: list[AttrValue] = []
-    value = span.attributes.get(key)
-    if value is not None:
-        found.append(value)
-    for event in span.events:
-        if event.name == sc.EV_GEN_AI_INFERENCE_DETAILS and event.attributes.get(key) is not None:
-            found.append(event.attributes[key])
-    return found
-
-
-def _messages(span: SpanRecord, key: str) -> list[dict[str, Any]]:
-    """Decoded `gen_ai.input.messages` / `gen_ai.output.messages` (latest conventions)."""
-    messages: list[dict[str, Any]] = []
-    for value in _values(span, key):
-        decoded = parse_json(value)
-        if isinstance(decoded, dict):
-            decoded = [decoded]
-        if isinstance(decoded, (list, tuple)):
-            messages.extend(m for m in decoded if isinstance(m, dict))
-    return messages
-
-
-def _block_text(block: Any) -> str | None:
-    """Text of one content block: OTel part, Strands/Bedrock block or plain string."""
-    if isinstance(block, str):
-        return block
-    if not isinstance(block, dict):
-        return None
-    if block.get("type") in (None, "text") and isinstance(block.get("content"), str):
-        return str(block["content"])
-    if isinstance(block.get("text"), str):
-        return str(block["text"])
-    if "json" in block:
-        return as_text(block["json"])
-    return None
-
-
-def _content_text(content: Any) -> str | None:
-    """Join the text of a message's content (a string, a block list, or a JSON string of them)."""
-    content = parse_json(content) if isinstance(content, str) else content
-    if isinstance(content, dict):
-        if "parts" in content:  # an OTel message
-            return _content_text(content["parts"])
-        if isinstance(content.get("content"), (list, tuple)):  # a v1.36 message with blocks
-            return _content_text(content["content"])
-        return _block_text(content)
-    if isinstance(content, (list, tuple)):
-        texts = [t for t in (_block_text(b) for b in content) if t]
-        return "\n".join(texts) if texts else None
-    return content if isinstance(content, str) else None
-
-
-def _parts(message: dict[str, Any], kind: str) -> list[dict[str, Any]]:
-    parts = message.get("parts") or []
-    return [p for p in parts if isinstance(p, dict) and p.get("type") == kind]
-
-
-def _last_user_text(span: SpanRecord) -> str | None:
-    for message in reversed(_messages(span, sc.GEN_AI_INPUT_MESSAGES)):
-        if message.get("role") == "user" and _parts(message, "text"):
-            return _content_text(_parts(message, "text"))
-    for event in reversed(span.events):
-        if event.name == sc.EV_GEN_AI_USER_MESSAGE:
-            text = _content_text(event.attributes.get("content"))
-            if text:
-                return text
-    return None
-
-
-def _output(span: SpanRecord) -> tuple[str | None, str | None, bool]:
-    """(text, finish reason, asked for tools) of the span's model or agent output."""
-    for message in reversed(_messages(span, sc.GEN_AI_OUTPUT_MESSAGES)):
-        if message.get("role") in (None, "assistant", "model"):
-            reason = message.get("finish_reason")
-            text = _content_text(_parts(message, "text"))
-            return text, str(reason) if reason else None, bool(_parts(message, "tool_call"))
-    for event in reversed(span.events):
-        if event.name == sc.EV_GEN_AI_CHOICE:
-            message = event.attributes.get("message")
-            reason = event.attributes.get("finish_reason")
-            decoded = parse_json(message) if isinstance(message, str) else message
-            calls = isinstance(decoded, (list, tuple)) and any(
-                isinstance(b, dict) and ("toolUse" in b or b.get("type") == "tool_call")
-                for b in decoded
-            )
-            return _content_text(message), str(reason) if reason else None, calls
-    return None, None, False
-
-
-def _system_text(span: SpanRecord) -> str | None:
-    texts = [_content_text(v) for v in _values(span, sc.GEN_AI_SYSTEM_INSTRUCTIONS)]
-    texts += [
-        _content_text(e.attributes.get("content"))
-        for e in span.events
-        if e.name == sc.EV_GEN_AI_SYSTEM_MESSAGE
-    ]
-    joined = "\n".join(t for t in texts if t)
-    return joined or None
-
-
-def _catalogue(span: SpanRecord) -> tuple[CatalogueEntry, ...]:
-    return parse_catalogue(_system_text(span))
-
-
-def _tool_schemas(span: SpanRecord, tool_name: str | None = None) -> dict[str, Any]:
-    schemas: dict[str, Any] = {}
-    definitions = parse_json(span.attributes.get(sc.GEN_AI_TOOL_DEFINITIONS))
-    if isinstance(definitions, (list, tuple)):
-        for item in definitions:
-            if not isinstance(item, dict):
-                continue
-            nested = item.get("function")  # OpenAI-style {"type": "function", "function": {...}}
-            function: dict[str, Any] = nested if isinstance(nested, dict) else item
-            name = function.get("name")
-            schema = function.get("parameters", function.get("inputSchema"))
-            if isinstance(schema, dict) and isinstance(schema.get("json"), dict):
-                schema = schema["json"]  # Strands/Bedrock wrap the JSON schema
-            if isinstance(name, str) and schema is not None:
-                schemas[name] = schema
-    schema = parse_json(span.attributes.get(sc.GEN_AI_TOOL_JSON_SCHEMA))
-    if tool_name and isinstance(schema, dict):
-        schemas[tool_name] = schema
-    return schemas
-
-
-def _tool_io(span: SpanRecord) -> tuple[Any, Any, bool]:
-    """(arguments, result payload, has result) of an `execute_tool` span, in any convention."""
-    arguments: Any = None
-    raw_args = span.attributes.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS)
-    if raw_args is not None:
-        arguments = parse_json(raw_args)
-    result: Any = None
-    has_result = False
-    raw_result = span.attributes.get(sc.GEN_AI_TOOL_CALL_RESULT)
-    if raw_result is not None:
-        result, has_result = parse_json(raw_result), True
-    for message in _messages(span, sc.GEN_AI_INPUT_MESSAGES):
-        for part in _parts(message, "tool_call"):
-            if arguments is None:
-                arguments = parse_json(part.get("arguments"))
-    for message in _messages(span, sc.GEN_AI_OUTPUT_MESSAGES):
-        for part in _parts(message, "tool_call_response"):
-            if not has_result:
-                result, has_result = parse_json(part.get("response")), True
-    for event in span.events:
-        if event.name == sc.EV_GEN_AI_TOOL_MESSAGE and arguments is None:
-            arguments = parse_json(event.attributes.get("content"))
-        elif event.name == sc.EV_GEN_AI_CHOICE and not has_result:
-            result, has_result = parse_json(event.attributes.get("message")), True
-    return arguments, result, has_result
-
-
-def _result_text(result: Any) -> str | None:
-    """Tool result as text: Strands `[{"text": ...}]` content is unwrapped, JSON kept as JSON."""
-    if (
-        isinstance(result, (list, tuple))
-        and result
-        and all(isinstance(b, dict) and ("text" in b or "json" in b) for b in result)
-    ):
-        return _content_text(result)
-    return as_text(result)
-
-
-def _skill_body(tool: str, result: Any, text: str | None) -> str | None:
-    """The SKILL.md text a successful load returned (ADK: `instructions`; Strands: the text)."""
-    if isinstance(result, dict):
-        for key in ("instructions", "body", "content"):
-            if isinstance(result.get(key), str):
-                return str(result[key])
-        return None
-    if text is None:
-        return None
-    return _STRANDS_SKILL_TAIL.sub("", text) if tool == "skills" else text
-
-
-# --------------------------------------------------------------------------- the recogniser
+from spanjudge.recognition.skill_tools import skill_loader
+from spanjudge.spans.record import SpanRecord
+from spanjudge.trajectory.steps import Step
 
 
 class GenAIRecogniser:
@@ -236,11 +51,11 @@ class GenAIRecogniser:
 
     def recognise(self, span: SpanRecord) -> list[Step] | None:
         op = span.str_attr(sc.GEN_AI_OPERATION_NAME)
-        if op is None and not any(k.startswith(_GEN_AI_PREFIX) for k in span.attributes):
+        if op is None and not any(k.startswith(GEN_AI_PREFIX) for k in span.attributes):
             return None
         if op in sc.AGENT_TURN_OPERATIONS or span.name == sc.SPAN_INVOCATION_INTERNAL:
             return self._turn(span)
-        if op == sc.OP_EXECUTE_TOOL or (op is None and span.name.startswith(_TOOL_PREFIX)):
+        if op == sc.OP_EXECUTE_TOOL or (op is None and span.name.startswith(TOOL_PREFIX)):
             if span.str_attr(sc.GEN_AI_TOOL_NAME) == sc.ADK_MERGED_TOOLS:
                 return []
             return [self._tool(span)]
@@ -269,17 +84,17 @@ class GenAIRecogniser:
             Step(
                 kind="agent_turn",
                 name=span.name,
-                text=_last_user_text(span),
+                text=last_user_text(span),
                 agent_name=agent,
-                catalogue=_catalogue(span),
-                tool_schemas=_tool_schemas(span),
+                catalogue=catalogue(span),
+                tool_schemas=tool_schemas(span),
                 error=span_error(span),
                 **self._base(span),
             )
         ]
         # Token totals on turn spans are cumulative (Strands: over the agent's life), so the
         # turn step carries none; model-call spans carry the per-call usage.
-        text, reason, _ = _output(span)
+        text, reason, _ = output(span)
         if text and text.strip():
             steps.append(
                 Step(
@@ -295,7 +110,7 @@ class GenAIRecogniser:
         return steps
 
     def _model(self, span: SpanRecord) -> Step:
-        text, reason, _ = _output(span)
+        text, reason, _ = output(span)
         if reason is None:
             reasons = span.attributes.get(sc.GEN_AI_RESPONSE_FINISH_REASONS)
             if isinstance(reasons, tuple) and reasons:
@@ -316,16 +131,16 @@ class GenAIRecogniser:
             finish_reason=reason,
             text=text,
             agent_name=span.str_attr(sc.GEN_AI_AGENT_NAME),
-            catalogue=_catalogue(span),
-            tool_schemas=_tool_schemas(span),
+            catalogue=catalogue(span),
+            tool_schemas=tool_schemas(span),
             error=span_error(span),
             **self._base(span),
         )
 
     def _tool(self, span: SpanRecord) -> Step:
-        tool = span.str_attr(sc.GEN_AI_TOOL_NAME) or span.name[len(_TOOL_PREFIX) :].split(" ")[0]
-        arguments, result, has_result = _tool_io(span)
-        text = _result_text(result) if has_result else None
+        tool = span.str_attr(sc.GEN_AI_TOOL_NAME) or span.name[len(TOOL_PREFIX) :].split(" ")[0]
+        arguments, result, has_result = tool_io(span)
+        text = result_text(result) if has_result else None
         payload_error = error_in_payload(result if isinstance(result, dict) else text)
         failure = span_error(span)
         tool_status = span.str_attr(sc.GEN_AI_TOOL_STATUS) or None
@@ -335,7 +150,7 @@ class GenAIRecogniser:
             "arguments": arguments,
             "result": text,
             "agent_name": span.str_attr(sc.GEN_AI_AGENT_NAME),
-            "tool_schemas": _tool_schemas(span, tool),
+            "tool_schemas": tool_schemas(span, tool),
             **self._base(span),
         }
         skill = skill_loader(tool, arguments)
@@ -353,7 +168,7 @@ class GenAIRecogniser:
                 payload_error=payload_error,
             )
             error = failure or (reason if status == "failed" else None)
-            body = _skill_body(tool, result, text) if status == "loaded" else None
+            body = skill_body(tool, result, text) if status == "loaded" else None
             return Step(
                 kind="skill_load",
                 skill=skill,
@@ -387,7 +202,7 @@ class GenAIRecogniser:
             if step.kind == "agent_turn" and step.preset == self.name and not step.text:
                 first = models.get(step.trace_id, [])
                 span = by_id.get(first[0].span_id) if first else None
-                if span is not None and (request := _last_user_text(span)):
+                if span is not None and (request := last_user_text(span)):
                     step = dataclasses.replace(step, text=request)
             out.append(step)
         for trace_id, calls in models.items():
@@ -399,9 +214,9 @@ class GenAIRecogniser:
                 span = by_id.get(call.span_id)
                 if span is None:
                     continue
-                text, reason, asked_tools = _output(span)
+                text, reason, asked_tools = output(span)
                 if text and text.strip() and not asked_tools:
-                    if (reason or "stop").lower() in _STOP_REASONS:
+                    if (reason or "stop").lower() in STOP_REASONS:
                         out.append(
                             dataclasses.replace(
                                 call,

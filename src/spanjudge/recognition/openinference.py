@@ -32,6 +32,14 @@ from spanjudge.recognition.base import (
     skill_load_status,
     span_error,
 )
+from spanjudge.recognition.openinference_messages import (
+    USER_ROLES,
+    deepagents_catalogue,
+    messages,
+    tool_message,
+    tool_schemas,
+    user_request,
+)
 from spanjudge.recognition.skill_tools import FILE_READ_TOOLS, skill_from_path, skill_loader
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import CatalogueEntry, Step
@@ -39,23 +47,10 @@ from spanjudge.trajectory.steps import CatalogueEntry, Step
 PRESET = "openinference"
 _TURN_KINDS = frozenset({"CHAIN", "AGENT"})
 _STOP_REASONS = frozenset({"stop", "end_turn", "stop_sequence", "complete", "completed"})
-_USER_ROLES = frozenset({"user", "human"})
-_MESSAGE_KEY = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
-_CONTENT_TEXT = re.compile(r"^contents\.(\d+)\.message_content\.text$")
-_TOOL_SCHEMA_KEY = re.compile(r"^llm\.tools\.(\d+)\.tool\.json_schema$")
 # Deep Agents' read_file prefixes a window header to the file text it returns.
 _READ_WINDOW = re.compile(r"\A@@ lines \d+-\d+ of \d+ @@\r?\n")
 # Deep Agents' SkillsMiddleware catalogue: "- **name**: description" under "**Available Skills:**".
-_AVAILABLE_HEADING = re.compile(r"^\*\*Available Skills:?\*\*:?\s*$", re.M)
-_NEXT_HEADING = re.compile(r"^\*\*", re.M)
-_BOLD_SKILL = re.compile(r"^[-*]\s+\*\*([^*\n]+?)\*\*:\s*(.+?)\s*$", re.M)
 _PINNED = re.compile(r'\A<skill name="([^"]+)" path="([^"]*)">\n?(.*?)\n?</skill>\s*\Z', re.S)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Message:
-    role: str
-    text: str | None
 
 
 class OpenInferenceRecogniser:
@@ -104,21 +99,21 @@ class OpenInferenceRecogniser:
         agent = span.attributes.get(semconv.OI_AGENT_NAME) or meta.get(semconv.LC_META_AGENT_NAME)
         return Step(
             **self._base(span, "agent_turn", span.name),
-            text=_user_request(span),
+            text=user_request(span),
             agent_name=agent if isinstance(agent, str) and agent else None,
             error=span_error(span),
         )
 
     def _model_call(self, span: SpanRecord) -> Step:
         model = span.attributes.get(semconv.OI_LLM_MODEL_NAME)
-        inputs = _messages(span, "input")
-        outputs = _messages(span, "output")
+        inputs = messages(span, "input")
+        outputs = messages(span, "output")
         texts = [m.text for m in outputs if m.text and m.role in ("assistant", "ai", "")]
         finish = span.attributes.get(semconv.OI_LLM_FINISH_REASON)
         catalogue: dict[str, CatalogueEntry] = {}
         for message in inputs:
             if message.role == "system":
-                for entry in (*parse_catalogue(message.text), *_deepagents_catalogue(message.text)):
+                for entry in (*parse_catalogue(message.text), *deepagents_catalogue(message.text)):
                     catalogue.setdefault(entry.name, entry)
         return Step(
             **self._base(span, "model_call", model if isinstance(model, str) else span.name),
@@ -128,7 +123,7 @@ class OpenInferenceRecogniser:
             finish_reason=str(finish) if finish is not None else None,
             text="\n".join(texts) if texts else None,
             catalogue=tuple(catalogue.values()),
-            tool_schemas=_tool_schemas(span),
+            tool_schemas=tool_schemas(span),
             error=span_error(span),
         )
 
@@ -137,7 +132,7 @@ class OpenInferenceRecogniser:
         raw_input = span.attributes.get(semconv.OI_INPUT_VALUE)
         arguments = parse_json(raw_input)
         output = span.attributes.get(semconv.OI_OUTPUT_VALUE)
-        message = _tool_message(parse_json(output))
+        message = tool_message(parse_json(output))
         payload: Any = message if message is not None else parse_json(output)
         result = as_text(message.get("content")) if message is not None else as_text(payload)
         payload_error = error_in_payload(payload)
@@ -200,134 +195,6 @@ def _is_turn_root(span: SpanRecord, kind: str) -> bool:
     return semconv.LC_META_THREAD_ID in meta or semconv.LC_META_AGENT_NAME in meta
 
 
-def _messages(span: SpanRecord, direction: str) -> list[_Message]:
-    """Flattened `llm.{input,output}_messages.N.message.*` attributes, in index order."""
-    roles: dict[int, str] = {}
-    texts: dict[int, dict[int, str]] = {}
-    for key, value in span.attributes.items():
-        match = _MESSAGE_KEY.match(key)
-        if match is None or match.group(1) != direction or not isinstance(value, str):
-            continue
-        index, rest = int(match.group(2)), match.group(3)
-        if rest == "role":
-            roles[index] = value.lower()
-        elif rest == "content":
-            texts.setdefault(index, {})[-1] = value
-        elif (part := _CONTENT_TEXT.match(rest)) is not None:
-            texts.setdefault(index, {})[int(part.group(1))] = value
-    indices = sorted(set(roles) | set(texts))
-    return [
-        _Message(
-            role=roles.get(i, ""),
-            text="".join(t for _, t in sorted(texts[i].items())) if i in texts else None,
-        )
-        for i in indices
-    ]
-
-
-def _content_text(content: Any) -> str | None:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [
-            p if isinstance(p, str) else str(p.get("text", ""))
-            for p in content
-            if isinstance(p, str) or (isinstance(p, Mapping) and p.get("type") == "text")
-        ]
-        return "".join(parts) if parts else None
-    return None
-
-
-def _message_of(item: Any) -> tuple[str, str | None] | None:
-    """(role, text) of one serialised LangChain message in any of its spellings."""
-    if isinstance(item, Mapping):
-        if item.get("lc") == 1 and isinstance(item.get("kwargs"), Mapping):
-            ident = item.get("id") or []
-            cls = str(ident[-1]) if isinstance(ident, list) and ident else ""
-            kind = "user" if cls.startswith("Human") else cls.removesuffix("Message").lower()
-            return kind, _content_text(item["kwargs"].get("content"))
-        data = item.get("data")
-        if isinstance(data, Mapping) and "content" in data:
-            return str(item.get("type", "")).lower(), _content_text(data.get("content"))
-        role = item.get("role") or item.get("type")
-        if role is not None:
-            return str(role).lower(), _content_text(item.get("content"))
-    if isinstance(item, (list, tuple)) and len(item) == 2 and isinstance(item[0], str):
-        return item[0].lower(), _content_text(item[1])
-    return None
-
-
-def _user_request(span: SpanRecord) -> str | None:
-    """The last user message of the turn's input (the new request of this turn)."""
-    value = parse_json(span.attributes.get(semconv.OI_INPUT_VALUE))
-    if isinstance(value, str) and value.strip():
-        return value.strip()
-    items: Any = value.get("messages", value.get("input")) if isinstance(value, Mapping) else value
-    if isinstance(items, str):
-        return items.strip() or None
-    if isinstance(items, list):
-        # LangChain batches chat inputs as a list of message lists.
-        flat = [m for sub in items for m in sub] if items and isinstance(items[0], list) else items
-        for item in reversed(flat):
-            message = _message_of(item)
-            if message is not None and message[0] in _USER_ROLES and message[1]:
-                return message[1].strip()
-    for msg in reversed(_messages(span, "input")):
-        if msg.role in _USER_ROLES and msg.text:
-            return msg.text.strip()
-    return None
-
-
-def _tool_message(payload: Any) -> dict[str, Any] | None:
-    """The fields of a serialised LangChain ToolMessage (`{"type": "tool", "data": {...}}`)."""
-    if not isinstance(payload, Mapping):
-        return None
-    if payload.get("type") == "tool" and isinstance(payload.get("data"), Mapping):
-        return dict(payload["data"])
-    kwargs = payload.get("kwargs")
-    ident = payload.get("id")
-    if (
-        payload.get("lc") == 1
-        and isinstance(kwargs, Mapping)
-        and isinstance(ident, list)
-        and ident
-        and ident[-1] == "ToolMessage"
-    ):
-        return dict(kwargs)
-    return None
-
-
-def _tool_schemas(span: SpanRecord) -> dict[str, Any]:
-    """Tool name -> JSON schema of its parameters, from `llm.tools.N.tool.json_schema`."""
-    schemas: dict[str, Any] = {}
-    for key, value in span.attributes.items():
-        if _TOOL_SCHEMA_KEY.match(key) is None:
-            continue
-        schema = parse_json(value)
-        if not isinstance(schema, Mapping):
-            continue
-        nested = schema.get("function")
-        function: Mapping[str, Any] = nested if isinstance(nested, Mapping) else schema
-        name = function.get("name")
-        if isinstance(name, str):
-            schemas[name] = function.get("parameters") or function.get("input_schema") or {}
-    return schemas
-
-
-def _deepagents_catalogue(text: str | None) -> tuple[CatalogueEntry, ...]:
-    if not text:
-        return ()
-    heading = _AVAILABLE_HEADING.search(text)
-    if heading is None:
-        return ()
-    section = text[heading.end() :]
-    end = _NEXT_HEADING.search(section)
-    section = section[: end.start()] if end else section
-    return tuple(
-        CatalogueEntry(name=n.strip(), description=d) for n, d in _BOLD_SKILL.findall(section)
-    )
-
-
 def _is_file_read(tool_name: str) -> bool:
     return tool_name in FILE_READ_TOOLS or tool_name.endswith("read_file")
 
@@ -372,8 +239,8 @@ def _pinned_skill_loads(steps: Sequence[Step], by_id: Mapping[str, SpanRecord]) 
         span = by_id.get(step.span_id)
         if step.preset != PRESET or step.kind != "model_call" or span is None:
             continue
-        for message in _messages(span, "input"):
-            match = _PINNED.match(message.text or "") if message.role in _USER_ROLES else None
+        for message in messages(span, "input"):
+            match = _PINNED.match(message.text or "") if message.role in USER_ROLES else None
             if match is None or match.group(1) in seen:
                 continue
             seen.add(match.group(1))

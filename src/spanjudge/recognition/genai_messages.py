@@ -1,0 +1,209 @@
+"""Reading GenAI semconv message content in every convention: v1.36 events, the latest
+experimental `gen_ai.*.messages` attributes and events, and Strands' variants."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from spanjudge import semconv as sc
+from spanjudge.recognition.base import (
+    as_text,
+    parse_catalogue,
+    parse_json,
+)
+from spanjudge.spans.record import AttrValue, SpanRecord
+from spanjudge.trajectory.steps import CatalogueEntry
+
+TOOL_PREFIX = "execute_tool "
+GEN_AI_PREFIX = "gen_ai."
+# Finish reasons that end a turn (OTel `stop`, Strands/Anthropic `end_turn`, Gemini `STOP`).
+STOP_REASONS = frozenset({"stop", "end_turn", "completed", "stop_sequence"})
+# Strands appends "---\nAllowed tools/Compatibility/Location" metadata and a resource list to the
+# SKILL.md body it returns; the body proper ends before them.
+STRANDS_SKILL_TAIL = re.compile(
+    r"\n+---\n(?:Allowed tools|Compatibility|Location): .*\Z|\n+Available resources:\n.*\Z", re.S
+)
+
+
+# --------------------------------------------------------------------------- payload helpers
+
+
+def values(span: SpanRecord, key: str) -> list[AttrValue]:
+    """`key` from the span's attributes and from every GenAI event that carries it, in order."""
+    found: list[AttrValue] = []
+    value = span.attributes.get(key)
+    if value is not None:
+        found.append(value)
+    for event in span.events:
+        if event.name == sc.EV_GEN_AI_INFERENCE_DETAILS and event.attributes.get(key) is not None:
+            found.append(event.attributes[key])
+    return found
+
+
+def messages(span: SpanRecord, key: str) -> list[dict[str, Any]]:
+    """Decoded `gen_ai.input.messages` / `gen_ai.output.messages` (latest conventions)."""
+    out: list[dict[str, Any]] = []
+    for value in values(span, key):
+        decoded = parse_json(value)
+        if isinstance(decoded, dict):
+            decoded = [decoded]
+        if isinstance(decoded, (list, tuple)):
+            out.extend(m for m in decoded if isinstance(m, dict))
+    return out
+
+
+def block_text(block: Any) -> str | None:
+    """Text of one content block: OTel part, Strands/Bedrock block or plain string."""
+    if isinstance(block, str):
+        return block
+    if not isinstance(block, dict):
+        return None
+    if block.get("type") in (None, "text") and isinstance(block.get("content"), str):
+        return str(block["content"])
+    if isinstance(block.get("text"), str):
+        return str(block["text"])
+    if "json" in block:
+        return as_text(block["json"])
+    return None
+
+
+def content_text(content: Any) -> str | None:
+    """Join the text of a message's content (a string, a block list, or a JSON string of them)."""
+    content = parse_json(content) if isinstance(content, str) else content
+    if isinstance(content, dict):
+        if "parts" in content:  # an OTel message
+            return content_text(content["parts"])
+        if isinstance(content.get("content"), (list, tuple)):  # a v1.36 message with blocks
+            return content_text(content["content"])
+        return block_text(content)
+    if isinstance(content, (list, tuple)):
+        texts = [t for t in (block_text(b) for b in content) if t]
+        return "\n".join(texts) if texts else None
+    return content if isinstance(content, str) else None
+
+
+def parts(message: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    parts = message.get("parts") or []
+    return [p for p in parts if isinstance(p, dict) and p.get("type") == kind]
+
+
+def last_user_text(span: SpanRecord) -> str | None:
+    for message in reversed(messages(span, sc.GEN_AI_INPUT_MESSAGES)):
+        if message.get("role") == "user" and parts(message, "text"):
+            return content_text(parts(message, "text"))
+    for event in reversed(span.events):
+        if event.name == sc.EV_GEN_AI_USER_MESSAGE:
+            text = content_text(event.attributes.get("content"))
+            if text:
+                return text
+    return None
+
+
+def output(span: SpanRecord) -> tuple[str | None, str | None, bool]:
+    """(text, finish reason, asked for tools) of the span's model or agent output."""
+    for message in reversed(messages(span, sc.GEN_AI_OUTPUT_MESSAGES)):
+        if message.get("role") in (None, "assistant", "model"):
+            reason = message.get("finish_reason")
+            text = content_text(parts(message, "text"))
+            return text, str(reason) if reason else None, bool(parts(message, "tool_call"))
+    for event in reversed(span.events):
+        if event.name == sc.EV_GEN_AI_CHOICE:
+            message = event.attributes.get("message")
+            reason = event.attributes.get("finish_reason")
+            decoded = parse_json(message) if isinstance(message, str) else message
+            calls = isinstance(decoded, (list, tuple)) and any(
+                isinstance(b, dict) and ("toolUse" in b or b.get("type") == "tool_call")
+                for b in decoded
+            )
+            return content_text(message), str(reason) if reason else None, calls
+    return None, None, False
+
+
+def system_text(span: SpanRecord) -> str | None:
+    texts = [content_text(v) for v in values(span, sc.GEN_AI_SYSTEM_INSTRUCTIONS)]
+    texts += [
+        content_text(e.attributes.get("content"))
+        for e in span.events
+        if e.name == sc.EV_GEN_AI_SYSTEM_MESSAGE
+    ]
+    joined = "\n".join(t for t in texts if t)
+    return joined or None
+
+
+def catalogue(span: SpanRecord) -> tuple[CatalogueEntry, ...]:
+    return parse_catalogue(system_text(span))
+
+
+def tool_schemas(span: SpanRecord, tool_name: str | None = None) -> dict[str, Any]:
+    schemas: dict[str, Any] = {}
+    definitions = parse_json(span.attributes.get(sc.GEN_AI_TOOL_DEFINITIONS))
+    if isinstance(definitions, (list, tuple)):
+        for item in definitions:
+            if not isinstance(item, dict):
+                continue
+            nested = item.get("function")  # OpenAI-style {"type": "function", "function": {...}}
+            function: dict[str, Any] = nested if isinstance(nested, dict) else item
+            name = function.get("name")
+            schema = function.get("parameters", function.get("inputSchema"))
+            if isinstance(schema, dict) and isinstance(schema.get("json"), dict):
+                schema = schema["json"]  # Strands/Bedrock wrap the JSON schema
+            if isinstance(name, str) and schema is not None:
+                schemas[name] = schema
+    schema = parse_json(span.attributes.get(sc.GEN_AI_TOOL_JSON_SCHEMA))
+    if tool_name and isinstance(schema, dict):
+        schemas[tool_name] = schema
+    return schemas
+
+
+def tool_io(span: SpanRecord) -> tuple[Any, Any, bool]:
+    """(arguments, result payload, has result) of an `execute_tool` span, in any convention."""
+    arguments: Any = None
+    raw_args = span.attributes.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS)
+    if raw_args is not None:
+        arguments = parse_json(raw_args)
+    result: Any = None
+    has_result = False
+    raw_result = span.attributes.get(sc.GEN_AI_TOOL_CALL_RESULT)
+    if raw_result is not None:
+        result, has_result = parse_json(raw_result), True
+    for message in messages(span, sc.GEN_AI_INPUT_MESSAGES):
+        for part in parts(message, "tool_call"):
+            if arguments is None:
+                arguments = parse_json(part.get("arguments"))
+    for message in messages(span, sc.GEN_AI_OUTPUT_MESSAGES):
+        for part in parts(message, "tool_call_response"):
+            if not has_result:
+                result, has_result = parse_json(part.get("response")), True
+    for event in span.events:
+        if event.name == sc.EV_GEN_AI_TOOL_MESSAGE and arguments is None:
+            arguments = parse_json(event.attributes.get("content"))
+        elif event.name == sc.EV_GEN_AI_CHOICE and not has_result:
+            result, has_result = parse_json(event.attributes.get("message")), True
+    return arguments, result, has_result
+
+
+def result_text(result: Any) -> str | None:
+    """Tool result as text: Strands `[{"text": ...}]` content is unwrapped, JSON kept as JSON."""
+    if (
+        isinstance(result, (list, tuple))
+        and result
+        and all(isinstance(b, dict) and ("text" in b or "json" in b) for b in result)
+    ):
+        return content_text(result)
+    return as_text(result)
+
+
+def skill_body(tool: str, result: Any, text: str | None) -> str | None:
+    """The SKILL.md text a successful load returned (ADK: `instructions`; Strands: the text)."""
+    if isinstance(result, dict):
+        for key in ("instructions", "body", "content"):
+            if isinstance(result.get(key), str):
+                return str(result[key])
+        return None
+    if text is None:
+        return None
+    return STRANDS_SKILL_TAIL.sub("", text) if tool == "skills" else text
+
+
+# --------------------------------------------------------------------------- the recogniser
