@@ -20,7 +20,7 @@ from spanjudge.emit.report import JsonReportWriter
 from spanjudge.engine import Engine
 from spanjudge.expectations import ExpectationResolver, load_expectations_file
 from spanjudge.offline import run_offline
-from tests.conftest import load_schema, scenario_files
+from tests.conftest import FIXTURES, load_schema, scenario_files
 
 
 def _records() -> list[tuple[str, dict[str, Any]]]:
@@ -144,3 +144,23 @@ def test_steps_match_the_generators_call_log(directory: str, record: dict[str, A
         # the logs leave file contents out: every argument they kept must match
         for key, value in (logged_args or {}).items():
             assert isinstance(args, dict) and args.get(key) == value, (name, key, args)
+
+
+def test_a_recogniser_that_raises_costs_one_span_not_the_session(caplog) -> None:  # type: ignore[no-untyped-def]
+    from spanjudge.recognition.registry import RecogniserRegistry
+    from spanjudge.spans.files import read_input
+
+    class Broken:
+        name = "broken"
+
+        def recognise(self, span):  # type: ignore[no-untyped-def]
+            if span.name.startswith("execute_tool"):
+                raise RuntimeError("odd span")
+            return None
+
+    registry = RecogniserRegistry([Broken(), *RecogniserRegistry.default().recognisers])
+    spans = [s for c in read_input(str(FIXTURES / "adk" / "adk.jsonl")) for s in c.spans][:40]
+    steps = registry.recognise_session(spans)
+    assert steps and not any(s.kind in ("tool_call", "skill_load") for s in steps)
+    assert registry.errors == sum(1 for s in spans if s.name.startswith("execute_tool")) > 0
+    assert sum("recognition preset broken failed" in r.getMessage() for r in caplog.records) == 1

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import importlib
+import logging
 from collections.abc import Iterable, Sequence
 
 from spanjudge import semconv
 from spanjudge.recognition.base import Recogniser, SessionFinaliser
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import Step
+
+log = logging.getLogger("spanjudge")
 
 # module name -> class name; tried in this order (most specific first).
 BUILTIN_PRESETS: tuple[tuple[str, str], ...] = (
@@ -37,6 +40,8 @@ class RecogniserRegistry:
         self.finalisers: list[SessionFinaliser] = [
             r for r in self.recognisers if isinstance(r, SessionFinaliser)
         ]
+        self.errors = 0
+        self._warned: set[str] = set()
 
     @classmethod
     def default(cls) -> RecogniserRegistry:
@@ -50,7 +55,12 @@ class RecogniserRegistry:
         if is_own_span(span):
             return []
         for recogniser in self.recognisers:
-            steps = recogniser.recognise(span)
+            try:
+                steps = recogniser.recognise(span)
+            except Exception:
+                # A preset that chokes on one odd span must not cost the whole session.
+                self._failed(recogniser.name, f"span {span.span_id} ({span.name!r})")
+                return []
             if steps is not None:
                 return steps
         return []
@@ -60,5 +70,14 @@ class RecogniserRegistry:
         for span in spans:
             steps.extend(self.recognise_span(span))
         for finaliser in self.finalisers:
-            steps = finaliser.finalise(steps, spans)
+            try:
+                steps = finaliser.finalise(steps, spans)
+            except Exception:
+                self._failed(getattr(finaliser, "name", "finaliser"), "finalise")
         return steps
+
+    def _failed(self, preset: str, what: str) -> None:
+        self.errors += 1
+        if preset not in self._warned:
+            self._warned.add(preset)
+            log.exception("recognition preset %s failed on %s (logged once, counted)", preset, what)
