@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any, Protocol, runtime_checkable
 
 from spanjudge import semconv
@@ -129,6 +130,7 @@ def step_status(span: SpanRecord) -> StepStatus:
     return span.status
 
 
+@lru_cache(maxsize=512)  # system prompts repeat on every model call of every session
 def parse_catalogue(text: str | None) -> tuple[CatalogueEntry, ...]:
     """Skills offered in a system prompt: `<available_skills>` blocks or name: description lists."""
     if not text or "skill" not in text.lower():

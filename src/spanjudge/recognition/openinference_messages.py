@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 from spanjudge import semconv
@@ -144,6 +145,7 @@ def tool_schemas(span: SpanRecord) -> dict[str, Any]:
     return schemas
 
 
+@lru_cache(maxsize=512)  # the same system prompt reaches every LLM span of a session
 def deepagents_catalogue(text: str | None) -> tuple[CatalogueEntry, ...]:
     if not text:
         return ()
