@@ -10,7 +10,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from spanjudge import semconv
 from spanjudge.spans.record import AttrValue, SpanRecord
-from spanjudge.trajectory.steps import CatalogueEntry, SkillStatus, Step, StepStatus
+from spanjudge.trajectory.steps import CatalogueEntry, SkillStatus, Step
 
 # Refusal text that marks a skill load as failed even when the tool reported success.
 _REFUSALS = re.compile(
@@ -126,8 +126,17 @@ def span_error(span: SpanRecord) -> str | None:
     return str(span.attributes.get(semconv.ERROR_TYPE) or "span status is error")
 
 
-def step_status(span: SpanRecord) -> StepStatus:
-    return span.status
+def span_fields(span: SpanRecord, preset: str) -> dict[str, Any]:
+    """The `Step` fields every preset copies from the span it recognised."""
+    return {
+        "span_id": span.span_id,
+        "trace_id": span.trace_id,
+        "parent_span_id": span.parent_span_id,
+        "start_unix_nano": span.start_unix_nano,
+        "end_unix_nano": span.end_unix_nano,
+        "status": span.status,
+        "preset": preset,
+    }
 
 
 @lru_cache(maxsize=512)  # system prompts repeat on every model call of every session

@@ -30,6 +30,7 @@ from spanjudge.recognition.base import (
     int_attr,
     parse_json,
     skill_load_status,
+    span_fields,
 )
 from spanjudge.recognition.skill_tools import skill_loader
 from spanjudge.spans.record import SpanRecord
@@ -112,13 +113,7 @@ class ClaudeCodeRecogniser:
         return Step(
             kind=kind,  # type: ignore[arg-type]
             name=span.name,
-            span_id=span.span_id,
-            trace_id=span.trace_id,
-            parent_span_id=span.parent_span_id,
-            start_unix_nano=span.start_unix_nano,
-            end_unix_nano=span.end_unix_nano,
-            status=span.status,
-            preset=PRESET,
+            **span_fields(span, PRESET),
             **fields,  # type: ignore[arg-type]
         )
 

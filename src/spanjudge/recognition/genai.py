@@ -26,6 +26,7 @@ from spanjudge.recognition.base import (
     int_attr,
     skill_load_status,
     span_error,
+    span_fields,
 )
 from spanjudge.recognition.genai_messages import (
     GEN_AI_PREFIX,
@@ -68,15 +69,7 @@ class GenAIRecogniser:
         return None
 
     def _base(self, span: SpanRecord) -> dict[str, Any]:
-        return {
-            "span_id": span.span_id,
-            "trace_id": span.trace_id,
-            "parent_span_id": span.parent_span_id,
-            "start_unix_nano": span.start_unix_nano,
-            "end_unix_nano": span.end_unix_nano,
-            "status": span.status,
-            "preset": self.name,
-        }
+        return span_fields(span, self.name)
 
     def _turn(self, span: SpanRecord) -> list[Step]:
         agent = span.str_attr(sc.GEN_AI_AGENT_NAME) or span.str_attr(sc.GEN_AI_WORKFLOW_NAME)

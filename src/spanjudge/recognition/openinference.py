@@ -31,6 +31,7 @@ from spanjudge.recognition.base import (
     parse_json,
     skill_load_status,
     span_error,
+    span_fields,
 )
 from spanjudge.recognition.openinference_messages import (
     USER_ROLES,
@@ -82,17 +83,7 @@ class OpenInferenceRecogniser:
     # --- one span -> one step -------------------------------------------------------------
 
     def _base(self, span: SpanRecord, kind: Any, name: str) -> dict[str, Any]:
-        return {
-            "kind": kind,
-            "name": name,
-            "span_id": span.span_id,
-            "trace_id": span.trace_id,
-            "parent_span_id": span.parent_span_id,
-            "start_unix_nano": span.start_unix_nano,
-            "end_unix_nano": span.end_unix_nano,
-            "status": span.status,
-            "preset": PRESET,
-        }
+        return {"kind": kind, "name": name, **span_fields(span, PRESET)}
 
     def _turn(self, span: SpanRecord) -> Step:
         meta = _metadata(span)
