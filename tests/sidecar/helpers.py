@@ -116,6 +116,23 @@ class Received:
     metric_names: set[str] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def log_ids(self) -> dict[str, set[str]]:
+        """Session id -> the verdict ids that arrived as log records."""
+        with self.lock:
+            out: dict[str, set[str]] = {}
+            for record in self.log_records:
+                out.setdefault(record["session.id"], set()).add(record["spanjudge.verdict.id"])
+            return out
+
+    def span_ids(self) -> dict[str, set[str]]:
+        """Session id -> the verdict ids that arrived as evaluation span events."""
+        with self.lock:
+            out: dict[str, set[str]] = {}
+            for span in self.eval_spans:
+                ids = out.setdefault(span["attrs"]["session.id"], set())
+                ids.update(event["spanjudge.verdict.id"] for event in span["events"])
+            return out
+
     def verdicts(self) -> dict[str, dict[str, Any]]:
         """Verdict events by stable id (duplicates after a crash collapse here)."""
         with self.lock:
@@ -195,8 +212,9 @@ class _Metrics(metrics_service_pb2_grpc.MetricsServiceServicer):
 class VerdictServer:
     """A real OTLP/gRPC server (traces and logs) that records what the sidecar sends."""
 
-    def __init__(self) -> None:
-        self.received = Received()
+    def __init__(self, port: int = 0, received: Received | None = None) -> None:
+        """``port`` and ``received`` let a test bring a stopped endpoint back where it was."""
+        self.received = received if received is not None else Received()
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         trace_service_pb2_grpc.add_TraceServiceServicer_to_server(
             _Traces(self.received), self.server
@@ -205,7 +223,7 @@ class VerdictServer:
         metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(
             _Metrics(self.received), self.server
         )
-        self.port = self.server.add_insecure_port("127.0.0.1:0")
+        self.port = self.server.add_insecure_port(f"127.0.0.1:{port}")
         self.server.start()
 
     @property

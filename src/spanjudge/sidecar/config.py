@@ -72,6 +72,8 @@ class ExportConfig:
     certificate_file: str | None = None
     client_key_file: str | None = None
     client_certificate_file: str | None = None
+    # Verdict items (spans, log records) waiting for the endpoint at which evaluation pauses and
+    # receivers answer retryable errors; nothing queued is ever dropped.
     max_queue_spans: int = 20_000
     metrics_interval_s: float = 10.0
 

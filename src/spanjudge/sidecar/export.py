@@ -30,22 +30,22 @@ _BATCH = 512
 
 
 class _Confirming:
-    """A bounded list of items exported on `flush`; failures stay for the next attempt."""
+    """The items exported on `flush`; failures stay for the next attempt.
 
-    def __init__(self, export: Callable[[Sequence[Any]], bool], max_items: int) -> None:
+    Never dropped, however long the list gets: the spool releases a session once its flush
+    succeeded, so a dropped item would be a verdict lost for good. The list is kept short by
+    the worker instead, which stops evaluating (and receivers refuse new requests, retryable)
+    while `VerdictExport.full` holds; one tick can still overshoot by the sessions it closes.
+    """
+
+    def __init__(self, export: Callable[[Sequence[Any]], bool]) -> None:
         self._export = export
         self._items: list[Any] = []
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
-        self.max_items = max_items
-        self.dropped = 0
 
     def add(self, item: Any) -> None:
         with self._lock:
-            # Never reached in practice: the worker stops evaluating while the backlog is full.
-            if len(self._items) >= self.max_items * 2:
-                self.dropped += 1
-                return
             self._items.append(item)
 
     @property
@@ -121,11 +121,9 @@ class _Confirmed:
 class ConfirmingSpanProcessor(_Confirmed, SpanProcessor):
     """Queues ended spans; `force_flush` exports them and says whether all were accepted."""
 
-    def __init__(self, exporter: Any, max_items: int) -> None:
+    def __init__(self, exporter: Any) -> None:
         self._exporter = _Once(exporter)
-        self._queue = _Confirming(
-            lambda batch: exporter.export(batch) == SpanExportResult.SUCCESS, max_items
-        )
+        self._queue = _Confirming(lambda batch: exporter.export(batch) == SpanExportResult.SUCCESS)
 
     def on_start(self, span: Any, parent_context: Any = None) -> None:
         return None
@@ -137,13 +135,13 @@ class ConfirmingSpanProcessor(_Confirmed, SpanProcessor):
 class ConfirmingLogProcessor(_Confirmed, LogRecordProcessor):
     """The log-record counterpart of `ConfirmingSpanProcessor`."""
 
-    def __init__(self, exporter: Any, max_items: int) -> None:
+    def __init__(self, exporter: Any) -> None:
         from opentelemetry.sdk._logs import ReadableLogRecord
 
         self._exporter = _Once(exporter)
         self._readable = ReadableLogRecord
         self._queue = _Confirming(
-            lambda batch: exporter.export(batch) == LogRecordExportResult.SUCCESS, max_items
+            lambda batch: exporter.export(batch) == LogRecordExportResult.SUCCESS
         )
 
     def on_emit(self, log_record: Any) -> None:
@@ -247,12 +245,8 @@ def build_verdict_export(config: ExportConfig, resource: Resource) -> VerdictExp
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import (  # type: ignore[assignment]
             OTLPSpanExporter,
         )
-    spans = ConfirmingSpanProcessor(
-        OTLPSpanExporter(**exporter_kwargs(config, "traces")), config.max_queue_spans
-    )
-    logs = ConfirmingLogProcessor(
-        OTLPLogExporter(**exporter_kwargs(config, "logs")), config.max_queue_spans
-    )
+    spans = ConfirmingSpanProcessor(OTLPSpanExporter(**exporter_kwargs(config, "traces")))
+    logs = ConfirmingLogProcessor(OTLPLogExporter(**exporter_kwargs(config, "logs")))
     tracer_provider.add_span_processor(spans)
     logger_provider.add_log_record_processor(logs)
     return VerdictExport(tracer_provider, logger_provider, spans, logs, config.max_queue_spans)

@@ -123,6 +123,10 @@ class Worker:
                 raise Overloaded("shutting down")
             if self.pending_spans + n > self.max_pending_spans and self.pending_spans > 0:
                 raise Overloaded(f"{self.pending_spans} spans waiting for the pipeline")
+            if self.export_full():
+                # Evaluation is paused until the endpoint takes the backlog: refuse upstream
+                # (retryable) rather than accept spans that cannot be judged for a while.
+                raise Overloaded("the verdict export backlog is full (endpoint slow or down)")
             if not self.spool.room_for(len(body)):
                 raise Overloaded(f"spool full ({self.spool.bytes} of {self.spool.max_bytes} bytes)")
             # Append and enqueue under one lock: the queue order is the spool id order, which
