@@ -30,6 +30,8 @@ log = logging.getLogger("spanjudge.sidecar")
 TRACES_PATH = "/v1/traces"
 HEALTH_PATH = "/healthz"
 CONTENT_TYPES = ("application/x-protobuf", "application/json")
+# How much of a refused body is read before answering; beyond it the connection is just closed.
+_DRAIN_BYTES = 64 * 1024 * 1024
 _ALLOW = {TRACES_PATH: "POST", HEALTH_PATH: "GET, HEAD"}
 _STATUS = {
     "invalid": (400, code_pb2.INVALID_ARGUMENT),
@@ -192,6 +194,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if length < 0:
             raise BadRequest(f"bad Content-Length {length_header!r}")
         if length > limit:
+            # Read it first (up to a bound): a 413 written while the client is still sending
+            # reaches it as a broken pipe or a reset, which exporters retry as a network error.
+            self._drain(length)
             raise BadRequest(
                 f"request of {length} bytes exceeds the limit of {limit}", too_large=True
             )
@@ -213,7 +218,17 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if 0 <= length <= self.server.max_request_bytes:
             self.rfile.read(length)
         else:
+            self._drain(length)
             self.close_connection = True
+
+    def _drain(self, length: int) -> None:
+        """Read and discard up to ``length`` bytes of body, at most `_DRAIN_BYTES` of it."""
+        left = min(length, max(_DRAIN_BYTES, self.server.max_request_bytes))
+        while left > 0:
+            chunk = self.rfile.read(min(left, 1 << 16))
+            if not chunk:
+                return
+            left -= len(chunk)
 
     def _error(self, fmt: str, result: str, message: str) -> None:
         status, code = _STATUS.get(result, (500, code_pb2.INTERNAL))

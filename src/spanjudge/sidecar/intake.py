@@ -7,10 +7,12 @@ after a restart. Nothing here raises anything but `BadRequest` on any input.
 from __future__ import annotations
 
 import json
+import re
 import time
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from spanjudge.sidecar.config import InputConfig
 from spanjudge.spans.limits import Limits
@@ -47,19 +49,47 @@ class Decoded:
 
 
 def gunzip(data: bytes, max_bytes: int) -> bytes:
-    """Decompress a gzip body without ever holding more than ``max_bytes`` (no gzip bombs)."""
-    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    try:
-        out = inflater.decompress(data, max_bytes + 1)
-    except zlib.error as exc:
-        raise BadRequest(f"invalid gzip body: {exc}") from None
-    if len(out) > max_bytes or inflater.unconsumed_tail:
-        raise BadRequest(
-            f"decompressed request exceeds the limit of {max_bytes} bytes", too_large=True
-        )
-    if not inflater.eof:
-        raise BadRequest("invalid gzip body: truncated")
-    return out
+    """Decompress a gzip body without ever holding more than ``max_bytes`` (no gzip bombs).
+
+    Every member is decoded (RFC 1952 allows several; Go's reader, hence the Collector, reads
+    them all), and anything after the last member that is not a whole member is an error: a
+    200 for a body partly read would acknowledge spans that were never seen."""
+    out = bytearray()
+    rest = data
+    while True:
+        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            out += inflater.decompress(rest, max_bytes + 1 - len(out))
+        except zlib.error as exc:
+            where = "" if rest is data else f" after {len(data) - len(rest)} bytes"
+            raise BadRequest(f"invalid gzip body{where}: {exc}") from None
+        if len(out) > max_bytes or inflater.unconsumed_tail:
+            raise BadRequest(
+                f"decompressed request exceeds the limit of {max_bytes} bytes", too_large=True
+            )
+        if not inflater.eof:
+            raise BadRequest("invalid gzip body: truncated")
+        rest = inflater.unused_data
+        if not rest:
+            return bytes(out)
+
+
+# A lone surrogate can only come from a `\uD8xx`-`\uDFxx` escape or from raw surrogate bytes
+# (json.loads reads bytes with `surrogatepass`); only such bodies need the walk below.
+_MAYBE_SURROGATE = re.compile(rb"\\[uU][dD][89a-fA-F]|\xed[\xa0-\xbf]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _valid_strings(value: Any) -> Any:
+    """``value`` with every lone surrogate replaced by U+FFFD, as the Collector's decoder does:
+    such a string cannot be encoded as UTF-8, so it would fail every export and scrape later."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_valid_strings(k): _valid_strings(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_valid_strings(v) for v in value]
+    return value
 
 
 def decode_body(data: bytes, fmt: str, limits: Limits, checks: InputConfig) -> Decoded:
@@ -81,6 +111,8 @@ def decode_body(data: bytes, fmt: str, limits: Limits, checks: InputConfig) -> D
                 doc = json.loads(data)
             except (ValueError, RecursionError) as exc:
                 raise BadRequest(f"not valid JSON: {exc}") from None
+            if _MAYBE_SURROGATE.search(data):
+                doc = _valid_strings(doc)
             spans = doc.get("resourceSpans", doc.get("resource_spans")) if type(doc) is dict else 0
             if spans is None:
                 # Proto3 JSON: an absent (or null) repeated field is empty, and unknown fields are
