@@ -34,9 +34,10 @@ import yaml
 
 from spanjudge.config import parse_config
 from spanjudge.emit.summary import Summary
-from spanjudge.engine import Engine, SessionResult
+from spanjudge.engine import Engine
 from spanjudge.expectations import ExpectationResolver, SessionEntry, load_expectations_file
 from spanjudge.offline import run_offline
+from spanjudge.values import SessionResult
 
 ROOT = Path(__file__).resolve().parent.parent
 EVALUATORS = ("skill_selection", "skill_omission", "instruction_following", "outcome")

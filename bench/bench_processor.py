@@ -1,5 +1,6 @@
-"""In-process benchmark (DESIGN 11): `on_end` cost against `BatchSpanProcessor`, agent-turn
-overhead, worker throughput. Prints figures and ratios; asserts nothing.
+"""In-process benchmark (ARCHITECTURE.md section 11): `on_end` cost against
+`BatchSpanProcessor`, agent-turn overhead, worker throughput. Prints figures and ratios;
+asserts nothing.
 
     python3 bench/bench_processor.py [--spans 20000] [--turns 300] [--sessions 1000]
 """
@@ -23,11 +24,12 @@ from opentelemetry.sdk.trace.export import (
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from spanjudge.demo.agent import SCENARIOS, ScriptedAgent
-from spanjudge.engine import Engine, SessionResult
+from spanjudge.engine import Engine
 from spanjudge.pipeline import Pipeline
 from spanjudge.processor import SpanJudgeProcessor
 from spanjudge.sessions.store import SessionStore
 from spanjudge.spans.sdk import span_from_sdk
+from spanjudge.values import SessionResult
 
 HOUR_MS = 3_600_000
 

@@ -91,6 +91,8 @@ def test_settings_are_checked_with_suggestions() -> None:
 
 @pytest.mark.parametrize("endpoint", ["ftp://x", "collector"])
 def test_export_endpoint_must_be_a_url_or_host_port(endpoint: str) -> None:
+    import spanjudge.sidecar.config  # noqa: F401  (the sidecar registers its `serve` section)
+
     with pytest.raises(ConfigError) as info:
         parse_config({"serve": {"export": {"endpoint": endpoint}}})
     assert info.value.problems == [

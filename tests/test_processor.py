@@ -25,10 +25,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from spanjudge.config import Config, parse_config
 from spanjudge.demo.agent import SCENARIOS, ScriptedAgent
 from spanjudge.emit.otel import OtelVerdictSink
-from spanjudge.engine import Engine, SessionResult
+from spanjudge.engine import Engine
 from spanjudge.evaluators.base import EvaluationContext
-from spanjudge.evaluators.verdict import Verdict
 from spanjudge.processor import SpanJudgeProcessor
+from spanjudge.values import SessionResult, Verdict
 from tests.conftest import unavailable
 
 ROOT = Path(__file__).resolve().parents[1]

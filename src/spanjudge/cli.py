@@ -1,4 +1,4 @@
-"""The `spanjudge` command line (DESIGN section 9, Contract)."""
+"""The `spanjudge` command line (ARCHITECTURE.md section 9, Contract)."""
 
 from __future__ import annotations
 
@@ -142,9 +142,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _version() -> str:
-    from spanjudge.emit.report import spanjudge_version
+    from spanjudge._version import __version__
 
-    return spanjudge_version()
+    return __version__
 
 
 def build_parser() -> argparse.ArgumentParser:

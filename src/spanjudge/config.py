@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 import yaml
 
 from spanjudge.errors import ConfigError, did_you_mean
+from spanjudge.evaluators.base import build_evaluators
 from spanjudge.expectations import (
     Rule,
     SessionEntry,
@@ -18,6 +18,7 @@ from spanjudge.expectations import (
     parse_rules,
     yaml_problem,
 )
+from spanjudge.judges.registry import parse_judges
 from spanjudge.sessions.store import ClosePolicy
 from spanjudge.spans.limits import Limits
 from spanjudge.trajectory.effects import EFFECTS, EffectMap
@@ -34,12 +35,19 @@ TOP_LEVEL = (
     "serve",
     "emit",
 )
-# Sections validated by the module that owns them:
-# section -> "module:function(raw, path, problems)".
-SECTION_PARSERS: dict[str, str] = {
-    "judges": "spanjudge.judges.registry:parse_judges",
-    "serve": "spanjudge.sidecar.config:parse_serve",
-}
+# parser(raw section or None, path, problems) -> the section's value; problems get every error.
+SectionParser = Callable[[Any, str, list[str]], Any]
+# Sections validated by the module that owns them, registered by that module: the core never
+# imports a front end, so `serve` is validated here only once `spanjudge.sidecar.config` is
+# imported (the sidecar does, before loading its configuration) and by the sidecar otherwise.
+SECTION_PARSERS: dict[str, SectionParser] = {"judges": parse_judges}
+
+
+def register_section(name: str, parser: SectionParser) -> None:
+    """Let the module that owns top-level section ``name`` validate it in `parse_config`."""
+    if name not in TOP_LEVEL:
+        raise ValueError(f"{name!r} is not a top-level configuration section ({TOP_LEVEL})")
+    SECTION_PARSERS[name] = parser
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -217,9 +225,7 @@ def parse_config(doc: Any, source: str | None = None) -> Config:
     elif labels:
         problems.append("labels: expected {skills: [names allowed as metric label values]}")
     sections: dict[str, Any] = {}
-    for section, target in SECTION_PARSERS.items():
-        module_name, _, func = target.partition(":")
-        parser = getattr(importlib.import_module(module_name), func)
+    for section, parser in SECTION_PARSERS.items():
         sections[section] = parser(doc.get(section), section, problems)
     for section in ("serve", "emit"):
         sections.setdefault(section, doc.get(section))
@@ -236,8 +242,6 @@ def parse_config(doc: Any, source: str | None = None) -> Config:
         source=source,
     )
     # Evaluator options are validated by building the evaluators once.
-    from spanjudge.evaluators.base import build_evaluators
-
     build_evaluators(config.evaluators, problems)
     if problems:
         raise ConfigError(problems, source=source)

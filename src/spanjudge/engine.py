@@ -4,50 +4,22 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from spanjudge.config import Config
 from spanjudge.errors import ConfigError
 from spanjudge.evaluators.base import EvaluationContext, Evaluator, build_evaluators
-from spanjudge.evaluators.verdict import EVALUATOR_ERROR, NOT_APPLICABLE, Verdict, not_evaluated
-from spanjudge.expectations import Expectation, ExpectationResolver
+from spanjudge.expectations import ExpectationResolver
+from spanjudge.judges.registry import judge_lookup
+from spanjudge.reasons import EVALUATOR_ERROR, NOT_APPLICABLE
 from spanjudge.recognition.registry import RecogniserRegistry
 from spanjudge.sessions.store import ClosedSession
 from spanjudge.trajectory.assemble import SessionMeta, assemble
 from spanjudge.trajectory.model import Trajectory
+from spanjudge.values import Coverage, Expectation, SessionResult, Verdict, not_evaluated
 
 log = logging.getLogger("spanjudge")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Coverage:
-    """DESIGN section 5: how much of what should have been judged was judged."""
-
-    expected_skills: int
-    expected_skills_loaded: int
-    skill_invocations: int
-    invocations_with_body: int
-    not_evaluated: Mapping[str, int] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "expected_skills": self.expected_skills,
-            "expected_skills_loaded": self.expected_skills_loaded,
-            "skill_invocations": self.skill_invocations,
-            "invocations_with_body": self.invocations_with_body,
-            "not_evaluated": dict(self.not_evaluated),
-        }
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SessionResult:
-    trajectory: Trajectory
-    expectation: Expectation
-    verdicts: tuple[Verdict, ...]
-    coverage: Coverage
-    evaluation_duration_s: float = 0.0
 
 
 def coverage_of(
@@ -94,7 +66,7 @@ class Engine:
                 raise ConfigError(problems, source=self.config.source)
         self.evaluators = list(evaluators)
         self.resolver = ExpectationResolver(self.config.entries, self.config.rules)
-        self.judge_for = judge_for or _default_judges(self.config)
+        self.judge_for = judge_for or judge_lookup(self.config)
         self._warned: set[str] = set()
 
     def add_expectations(self, resolver: ExpectationResolver) -> None:
@@ -153,12 +125,3 @@ class Engine:
                     error_type=type(exc).__name__,
                 )
             ]
-
-
-def _default_judges(config: Config) -> JudgeLookup:
-    try:
-        from spanjudge.judges.registry import judge_lookup
-    except ImportError:
-        return lambda name: None
-    lookup: JudgeLookup = judge_lookup(config)
-    return lookup

@@ -3,13 +3,26 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from spanjudge.reasons import JUDGE_ERROR
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """` (did you mean 'x'?)` for a near miss among ``choices``, else the empty string."""
     close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def unknown_options(
+    options: Mapping[str, Any], allowed: Sequence[str], path: str, problems: list[str]
+) -> None:
+    """Append a problem for each key of ``options`` not in ``allowed``, with a near miss."""
+    for key in options:
+        if key not in allowed:
+            hint = f"allowed: {', '.join(allowed)}" if allowed else "this evaluator takes none"
+            problems.append(f"{path}.{key}: unknown option{did_you_mean(key, allowed)} ({hint})")
 
 
 class SpanJudgeError(Exception):
@@ -46,7 +59,7 @@ class OutputError(InputError):
 class JudgeError(SpanJudgeError):
     """A judge could not produce a judgement; ``retryable`` says whether to try again."""
 
-    def __init__(self, message: str, *, retryable: bool = False, error_type: str = "judge_error"):
+    def __init__(self, message: str, *, retryable: bool = False, error_type: str = JUDGE_ERROR):
         super().__init__(message)
         self.retryable = retryable
         self.error_type = error_type

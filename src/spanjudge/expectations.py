@@ -1,4 +1,4 @@
-"""What a session is required to do (DESIGN section 6): file, config rules, span attributes."""
+"""What a session is required to do (ARCHITECTURE.md section 6): files, rules, span attributes."""
 
 from __future__ import annotations
 
@@ -12,19 +12,10 @@ from typing import Any
 
 import yaml
 
+from spanjudge.conditions import validate_rules
 from spanjudge.errors import ConfigError, did_you_mean
 from spanjudge.trajectory.model import Trajectory
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Expectation:
-    """The merged requirements for one session, with where each came from."""
-
-    skills: tuple[str, ...] = ()
-    task: str | None = None
-    reference_answer: str | None = None
-    success: Mapping[str, Any] | None = None
-    sources: tuple[str, ...] = ()
+from spanjudge.values import Expectation
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -74,8 +65,6 @@ def _success(value: Any, path: str, problems: list[str]) -> Mapping[str, Any] | 
             f"{path}: expected {{contains: ...}}, {{regex: ...}} or {{json_path, equals}}"
         )
         return None
-    from spanjudge.evaluators.outcome import validate_rules  # the outcome evaluator owns them
-
     validate_rules(value, path, problems)
     return value
 

@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from spanjudge.emit.summary import Summary
-from spanjudge.engine import Engine, SessionResult
+from spanjudge.engine import Engine
 from spanjudge.errors import InputError
 from spanjudge.sessions.store import SessionStore
 from spanjudge.spans.files import read_input
+from spanjudge.values import SessionResult
 
 
 class ReportWriter(Protocol):

@@ -14,10 +14,11 @@ from collections.abc import Iterable, Sequence
 from spanjudge import semconv
 from spanjudge.emit.base import Sink
 from spanjudge.emit.metrics import SelfTelemetry
-from spanjudge.engine import Engine, SessionResult
+from spanjudge.engine import Engine
 from spanjudge.recognition.registry import is_own_span
 from spanjudge.sessions.store import ClosedSession, CloseReason, SessionStore
 from spanjudge.spans.record import SpanRecord
+from spanjudge.values import SessionResult
 
 log = logging.getLogger("spanjudge")
 

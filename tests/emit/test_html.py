@@ -13,10 +13,8 @@ import pytest
 from spanjudge.cli import main
 from spanjudge.emit.html import HtmlWriter
 from spanjudge.emit.summary import Summary
-from spanjudge.engine import Coverage, SessionResult
-from spanjudge.evaluators.verdict import Verdict
-from spanjudge.expectations import Expectation
 from spanjudge.trajectory.assemble import SessionMeta, assemble
+from spanjudge.values import Coverage, Expectation, SessionResult, Verdict
 from tests.conftest import ROOT, unavailable
 from tests.evaluators.test_side_effects import STRANDS, records
 from tests.trajectory.test_stats import spans_for, tool, turn

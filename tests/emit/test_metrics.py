@@ -1,4 +1,4 @@
-"""Metrics (DESIGN 8 table) from a real processor run, read with `InMemoryMetricReader`.
+"""Metrics (ARCHITECTURE.md section 8) from a real processor run, read with `InMemoryMetricReader`.
 
 Expected values are worked out from the scripted agent's scenarios (spanjudge/demo/agent.py):
 csv-report: 1 skill load + read_csv + calculate, 4 model calls (150/190/230/270 input tokens,

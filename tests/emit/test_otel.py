@@ -1,5 +1,6 @@
-"""The evaluation span, its events and the verdict log records (DESIGN 8), from a real run of the
-scripted GenAI-instrumented agent through `SpanJudgeProcessor` on real SDK providers."""
+"""The evaluation span, its events and the verdict log records (ARCHITECTURE.md section 8),
+from a real run of the scripted GenAI-instrumented agent through `SpanJudgeProcessor` on real SDK
+providers."""
 
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from spanjudge.demo.agent import SCENARIOS, ScriptedAgent
 from spanjudge.emit.otel import OtelVerdictSink
-from spanjudge.engine import SessionResult
 from spanjudge.processor import SpanJudgeProcessor
+from spanjudge.values import SessionResult
 
 CSV, INCIDENT, _WEATHER = SCENARIOS
 

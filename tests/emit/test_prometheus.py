@@ -1,5 +1,5 @@
 """The real Prometheus exporter serves the verdict metrics; a real Prometheus server scrapes them
-and answers a query for `spanjudge_verdicts_total` with the DESIGN 8 labels."""
+and answers a query for `spanjudge_verdicts_total` with the ARCHITECTURE.md section 8 labels."""
 
 from __future__ import annotations
 

@@ -7,10 +7,9 @@ import pytest
 from spanjudge.errors import JudgeError
 from spanjudge.evaluators.base import EvaluationContext
 from spanjudge.evaluators.instruction_following import InstructionFollowing
-from spanjudge.evaluators.verdict import Verdict
-from spanjudge.expectations import Expectation
 from spanjudge.judges.base import Judgement, JudgeRequest
 from spanjudge.trajectory.model import Trajectory
+from spanjudge.values import Expectation, Verdict
 from tests.judges.builders import (
     CSV_FOLLOWED,
     CSV_REORDERED_SKIPPED,

@@ -6,8 +6,7 @@ from typing import Any
 
 from spanjudge.evaluators.base import EvaluationContext
 from spanjudge.evaluators.outcome import Outcome
-from spanjudge.evaluators.verdict import Verdict
-from spanjudge.expectations import Expectation
+from spanjudge.values import Expectation, Verdict
 from tests.judges.builders import CSV_REQUEST, Answer, Tool, trajectory
 
 ANSWER = 'Done. ```json\n{"total": 42, "regions": [{"name": "north", "total": 10}]}\n```'

@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 
 from spanjudge.config import parse_config
-from spanjudge.engine import Engine, SessionResult
+from spanjudge.engine import Engine
 from spanjudge.errors import ConfigError
 from spanjudge.evaluators.base import EvaluationContext
 from spanjudge.evaluators.side_effects import SideEffects
-from spanjudge.expectations import Expectation
 from spanjudge.offline import run_offline
 from spanjudge.trajectory.assemble import SessionMeta, assemble
 from spanjudge.trajectory.steps import Step
+from spanjudge.values import Expectation, SessionResult
 from tests.conftest import FIXTURES
 from tests.trajectory.test_stats import spans_for, tool, turn
 

@@ -6,9 +6,9 @@ import dataclasses
 
 from spanjudge.evaluators.base import EvaluationContext
 from spanjudge.evaluators.skill_loaded import SkillLoaded
-from spanjudge.expectations import Expectation
 from spanjudge.trajectory.assemble import SessionMeta, assemble
 from spanjudge.trajectory.steps import Step
+from spanjudge.values import Expectation
 from tests.trajectory.test_stats import spans_for, turn
 
 

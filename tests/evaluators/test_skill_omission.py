@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from spanjudge.evaluators.base import EvaluationContext
 from spanjudge.evaluators.skill_omission import SkillOmission
-from spanjudge.evaluators.verdict import Verdict
-from spanjudge.expectations import Expectation
 from spanjudge.trajectory.model import Trajectory
+from spanjudge.values import Expectation, Verdict
 from tests.judges.builders import RELEASE_REQUEST, Answer, Load, Tool, trajectory
 
 

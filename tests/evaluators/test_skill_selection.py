@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from spanjudge.evaluators.base import EvaluationContext
 from spanjudge.evaluators.skill_selection import SkillSelection
-from spanjudge.expectations import Expectation
 from spanjudge.judges.base import Judgement, JudgeRequest
+from spanjudge.values import Expectation
 from tests.judges.builders import CSV_REQUEST, RELEASE_REQUEST, Load, NextTurn, Tool, trajectory
 
 

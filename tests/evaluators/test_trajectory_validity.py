@@ -13,9 +13,9 @@ from spanjudge.evaluators import validity_schema
 from spanjudge.evaluators.base import EvaluationContext
 from spanjudge.evaluators.trajectory_validity import TrajectoryValidity
 from spanjudge.evaluators.validity_rules import glob_to_regex
-from spanjudge.expectations import Expectation
 from spanjudge.trajectory.assemble import SessionMeta, assemble
 from spanjudge.trajectory.steps import Step
+from spanjudge.values import Expectation
 from tests.evaluators.test_side_effects import STRANDS, TRAJECTORY, evaluate_fixture, verdict_of
 from tests.trajectory.test_stats import spans_for, tool, turn
 

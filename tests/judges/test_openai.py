@@ -14,10 +14,10 @@ from spanjudge import semconv
 from spanjudge.errors import JudgeError
 from spanjudge.evaluators.base import EvaluationContext
 from spanjudge.evaluators.skill_selection import SkillSelection
-from spanjudge.expectations import Expectation
 from spanjudge.judges.base import JudgeRequest
 from spanjudge.judges.openai import OpenAIJudge
 from spanjudge.judges.reliability import CallPolicy
+from spanjudge.values import Expectation
 from tests.judges.builders import CATALOGUE, RELEASE_REQUEST, Load, Tool, trajectory
 from tests.judges.chat_server import Scripted, chat_server, completion
 

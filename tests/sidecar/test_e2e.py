@@ -16,8 +16,8 @@ from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
 from opentelemetry.sdk.trace.export import SpanExportResult
 
-from spanjudge.evaluators.verdict import Target, Verdict
 from spanjudge.spans.files import read_input
+from spanjudge.values import Target, Verdict
 from tests.sidecar.helpers import FIXTURES, SidecarProcess, VerdictServer, to_sdk, wait_for
 
 pytestmark = pytest.mark.slow

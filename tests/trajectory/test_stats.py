@@ -1,4 +1,4 @@
-"""Statistics as DESIGN section 4 defines them: retries, backtracks, tokens, turns."""
+"""Statistics as ARCHITECTURE.md section 4 defines them: retries, backtracks, tokens, turns."""
 
 from __future__ import annotations
 

@@ -23,8 +23,8 @@ from spanjudge.demo.agent import SCENARIOS, ScriptedAgent
 from spanjudge.emit.metrics import MetricsSink, score_views
 from spanjudge.emit.otel import OtelVerdictSink
 from spanjudge.emit.table import render_table
-from spanjudge.engine import SessionResult
 from spanjudge.processor import SpanJudgeProcessor
+from spanjudge.values import SessionResult
 
 
 class CollectingSink:

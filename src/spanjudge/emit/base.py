@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from spanjudge.engine import SessionResult
+from spanjudge.values import SessionResult
 
 
 @runtime_checkable

@@ -19,11 +19,10 @@ import json
 from html import escape
 from typing import Any, TextIO
 
-from spanjudge.emit.report import spanjudge_version
+from spanjudge._version import __version__
 from spanjudge.emit.summary import Summary, rates
-from spanjudge.engine import SessionResult
-from spanjudge.evaluators.verdict import Verdict
 from spanjudge.trajectory.steps import Step
+from spanjudge.values import SessionResult, Verdict
 
 MAX_STEPS = 400  # per session timeline; the rest is counted, not drawn
 MAX_TEXT = 2000  # characters of arguments/results shown per step
@@ -104,7 +103,7 @@ class HtmlWriter:
             '<meta name="viewport" content="width=device-width,initial-scale=1">'
             f"<title>spanjudge report</title><style>{CSS}</style></head><body><main>"
             f'<header id="head"><h1>spanjudge report</h1><div class="muted">spanjudge '
-            f"{_e(spanjudge_version())}; verdicts are pass, fail or not evaluated (with a reason); "
+            f"{_e(__version__)}; verdicts are pass, fail or not evaluated (with a reason); "
             "pass rate = pass / (pass + fail), always shown with its coverage</div></header>"
             '<div id="sessions"><h2>Sessions</h2>\n'
         )

@@ -6,8 +6,7 @@ from typing import Any, TextIO
 from xml.sax.saxutils import escape, quoteattr
 
 from spanjudge.emit.summary import Summary, not_applicable
-from spanjudge.engine import SessionResult
-from spanjudge.evaluators.verdict import Verdict
+from spanjudge.values import SessionResult, Verdict
 
 
 class JunitWriter:

@@ -1,4 +1,5 @@
-"""Verdicts and sessions as OpenTelemetry metrics, plus spanjudge's own telemetry (DESIGN 8).
+"""Verdicts and sessions as OpenTelemetry metrics, plus spanjudge's own telemetry
+(ARCHITECTURE.md section 8).
 
 Add `score_views()` to your `MeterProvider` so that `spanjudge.score` uses the buckets
 0, .25, .5, .75, 1 on every SDK version (recent SDKs also honour the advisory set here):
@@ -20,8 +21,8 @@ from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
 
 from spanjudge import semconv
-from spanjudge.emit.report import spanjudge_version
-from spanjudge.engine import SessionResult
+from spanjudge._version import __version__
+from spanjudge.values import SessionResult
 
 OTHER = "other"
 UNKNOWN_AGENT = "unknown"
@@ -43,7 +44,7 @@ def score_views() -> list[View]:
 
 def _meter(meter_provider: Any) -> metrics.Meter:
     provider = meter_provider or metrics.get_meter_provider()
-    meter: metrics.Meter = provider.get_meter(semconv.SJ_SCOPE_NAME, spanjudge_version())
+    meter: metrics.Meter = provider.get_meter(semconv.SJ_SCOPE_NAME, __version__)
     return meter
 
 
@@ -70,14 +71,14 @@ class SkillLabels:
         return label
 
 
-# Measures that already have a metric of their own (DESIGN 8): not recorded twice.
+# Measures that already have a metric of their own (ARCHITECTURE.md section 8): not recorded twice.
 _OWN_SERIES = frozenset(
     {"tool_calls", "input_tokens", "output_tokens", "duration_s", "retries", "backtracks"}
 )
 
 
 class MetricsSink:
-    """Counts verdicts and records per-session trajectory statistics (DESIGN 8 table).
+    """Counts verdicts and records per-session trajectory statistics (ARCHITECTURE.md section 8).
 
     `spanjudge.sessions` is counted by `SelfTelemetry.session_closed`, once per closed session,
     including sessions whose evaluation failed.

@@ -1,7 +1,7 @@
 """Verdicts as OTLP: the `spanjudge.evaluate` span with one event per verdict, and log records.
 
-DESIGN section 8 (Contract). Ended agent spans are immutable, so verdicts go on a new carrier
-span in the session's trace, parented to the last turn's root span and linked to the other
+ARCHITECTURE.md section 8 (Contract). Ended agent spans are immutable, so verdicts go on a new
+carrier span in the session's trace, parented to the last turn's root span and linked to the other
 turns. The same verdicts are emitted as log records named `gen_ai.evaluation.result` that carry
 the evaluated span's trace and span ids (OTel Logs API), so log backends can join them to traces.
 """
@@ -20,10 +20,9 @@ from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, TraceFlags
 from opentelemetry.util.types import AttributeValue
 
 from spanjudge import semconv
-from spanjudge.emit.report import spanjudge_version
-from spanjudge.engine import SessionResult
-from spanjudge.evaluators.verdict import Verdict
+from spanjudge._version import __version__
 from spanjudge.trajectory.model import Trajectory
+from spanjudge.values import SessionResult, Verdict
 
 _MAX_LINKS = 128  # the SDK's default span link limit; more turns than that keep the latest
 
@@ -34,7 +33,7 @@ _SPAN_EVENT_LIMIT = 128  # the SDK default for events per span
 def verdict_attributes(
     verdict: Verdict, session_id: str, revision: int
 ) -> dict[str, AttributeValue]:
-    """The attributes of one `gen_ai.evaluation.result` event or log record (DESIGN 8)."""
+    """The attributes of one `gen_ai.evaluation.result` event or log record (section 8)."""
     attrs: dict[str, AttributeValue] = {
         semconv.GEN_AI_EVALUATION_NAME: verdict.evaluator,
         semconv.GEN_AI_EVALUATION_SCORE_LABEL: verdict.label,
@@ -125,13 +124,13 @@ class OtelVerdictSink:
     def _get_tracer(self) -> trace.Tracer:
         if self._tracer is None:
             provider = self._tracer_provider or trace.get_tracer_provider()
-            self._tracer = provider.get_tracer(semconv.SJ_SCOPE_NAME, spanjudge_version())
+            self._tracer = provider.get_tracer(semconv.SJ_SCOPE_NAME, __version__)
         return self._tracer
 
     def _get_logger(self) -> _logs.Logger:
         if self._logger is None:
             provider = self._logger_provider or _logs.get_logger_provider()
-            self._logger = provider.get_logger(semconv.SJ_SCOPE_NAME, spanjudge_version())
+            self._logger = provider.get_logger(semconv.SJ_SCOPE_NAME, __version__)
         return self._logger
 
     def emit(self, result: SessionResult) -> None:

@@ -3,19 +3,12 @@
 from __future__ import annotations
 
 import json
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any, TextIO
 
+from spanjudge._version import __version__
 from spanjudge.emit.summary import Summary
-from spanjudge.engine import SessionResult
 from spanjudge.trajectory.steps import Step
-
-
-def spanjudge_version() -> str:
-    try:
-        return version("spanjudge")
-    except PackageNotFoundError:
-        return "0+unknown"
+from spanjudge.values import SessionResult
 
 
 def step_to_json(step: Step) -> dict[str, Any]:
@@ -98,7 +91,7 @@ class JsonReportWriter:
         self.first = True
 
     def begin(self) -> None:
-        self.out.write(f'{{"spanjudge_version": {json.dumps(spanjudge_version())}, "sessions": [')
+        self.out.write(f'{{"spanjudge_version": {json.dumps(__version__)}, "sessions": [')
 
     def session(self, result: SessionResult) -> None:
         self.out.write("\n" if self.first else ",\n")

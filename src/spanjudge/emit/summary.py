@@ -8,13 +8,14 @@ from dataclasses import dataclass, field
 from math import comb
 from typing import Any
 
-from spanjudge.engine import SessionResult
-from spanjudge.evaluators.verdict import NOT_APPLICABLE, OUTCOMES, Verdict
+from spanjudge.reasons import NOT_APPLICABLE
+from spanjudge.values import OUTCOMES, SessionResult, Verdict
 
 
 def not_applicable(verdict: Verdict) -> bool:
     """The question did not arise (e.g. skill_omission when a skill was used): counted as
-    not_evaluated, but not in the coverage denominator (DESIGN 5: "all applicable")."""
+    not_evaluated, but not in the coverage denominator (ARCHITECTURE.md section 5:
+    "all applicable")."""
     return verdict.outcome == "not_evaluated" and verdict.reason == NOT_APPLICABLE
 
 
@@ -59,7 +60,8 @@ def _seed_key(run: dict[str, Any]) -> tuple[int, float, str]:
 
 @dataclass(slots=True)
 class TaskProfile:
-    """Every component of the trajectory vector across the runs of one task (DESIGN section 5).
+    """Every component of the trajectory vector across the runs of one task
+    (ARCHITECTURE.md section 5).
 
     Per run it keeps only the session id, the seed, one outcome and score per evaluator and the
     numeric measures, so memory grows with runs, not spans. `to_json` orders runs by seed.

@@ -6,8 +6,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from spanjudge.emit.summary import Summary, rates
-from spanjudge.engine import SessionResult
-from spanjudge.evaluators.verdict import Verdict
+from spanjudge.values import SessionResult, Verdict
 
 _MARK = {"pass": "PASS", "fail": "FAIL", "not_evaluated": "NOT EVALUATED"}
 _COLOUR = {"pass": "\033[32m", "fail": "\033[31m", "not_evaluated": "\033[33m"}

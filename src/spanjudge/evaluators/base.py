@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any, Protocol, runtime_checkable
 
 from spanjudge.errors import did_you_mean
-from spanjudge.evaluators.verdict import Verdict
-from spanjudge.expectations import Expectation
+from spanjudge.errors import unknown_options as unknown_options  # re-exported for evaluators
 from spanjudge.trajectory.model import Trajectory
+from spanjudge.values import Expectation, Verdict
 
 ENTRY_POINT_GROUP = "spanjudge.evaluators"
 
@@ -99,12 +99,3 @@ def build_evaluators(
         clean = {k: v for k, v in opts.items() if k not in ("enabled", "judge")}
         built.append(factory(clean, f"{path}.{name}", problems))
     return built
-
-
-def unknown_options(
-    options: Mapping[str, Any], allowed: Sequence[str], path: str, problems: list[str]
-) -> None:
-    for key in options:
-        if key not in allowed:
-            hint = f"allowed: {', '.join(allowed)}" if allowed else "this evaluator takes none"
-            problems.append(f"{path}.{key}: unknown option{did_you_mean(key, allowed)} ({hint})")

@@ -1,6 +1,7 @@
-"""`cost`: tokens, calls and latency against a budget or a reference trajectory (DESIGN section 5).
+"""`cost`: tokens, calls and latency against a budget or a reference trajectory
+(ARCHITECTURE.md section 5).
 
-Measured per session (DESIGN section 4 statistics): `input_tokens`, `output_tokens`,
+Measured per session (ARCHITECTURE.md section 4 statistics): `input_tokens`, `output_tokens`,
 `total_tokens`, `tool_calls`, `model_calls`, `duration_s`, and `cost` in currency when a price
 table is configured. Options::
 
@@ -25,14 +26,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from spanjudge import reasons
 from spanjudge.evaluators.base import EvaluationContext, unknown_options
 from spanjudge.evaluators.validity_rules import glob_to_regex
-from spanjudge.evaluators.verdict import SESSION_INCOMPLETE, Verdict, not_evaluated
+from spanjudge.reasons import NO_BUDGET, NOT_MEASURED, SESSION_INCOMPLETE
 from spanjudge.trajectory.model import Trajectory
+from spanjudge.values import Verdict, not_evaluated
 
-NAME = "cost"
-NO_BUDGET = "no_budget"
-NOT_MEASURED = "not_measured"
+NAME = reasons.COST
 OPTIONS = ("budget", "reference", "max_ratio", "prices", "currency")
 MEASURES = (
     "input_tokens",

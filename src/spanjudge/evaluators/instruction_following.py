@@ -1,4 +1,5 @@
-"""`instruction_following`: did the session follow each loaded skill's SKILL.md? (DESIGN section 5).
+"""`instruction_following`: did the session follow each loaded skill's SKILL.md?
+(ARCHITECTURE.md section 5).
 
 One verdict per loaded skill on five levels: fully 1.0, mostly 0.75, partially 0.5, minimally
 0.25, not followed 0.0; pass when the score reaches ``pass_threshold`` (default 0.75).
@@ -12,22 +13,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from spanjudge import reasons
 from spanjudge.errors import JudgeError
+from spanjudge.evaluators.ask import ask, error_verdict, judge_of
 from spanjudge.evaluators.base import EvaluationContext, unknown_options
-from spanjudge.evaluators.verdict import (
-    BODY_NOT_RECORDED,
-    LOAD_FAILED,
-    LOAD_UNRESOLVED,
-    NOT_INVOKED,
-    Target,
-    Verdict,
-    not_evaluated,
-)
-from spanjudge.judges.ask import ask, error_verdict, judge_of
 from spanjudge.judges.base import JudgeRequest, requests_up_to
+from spanjudge.reasons import BODY_NOT_RECORDED, LOAD_FAILED, LOAD_UNRESOLVED, NOT_INVOKED
 from spanjudge.trajectory.model import SkillLoad
+from spanjudge.values import Target, Verdict, not_evaluated
 
-NAME = "instruction_following"
+NAME = reasons.INSTRUCTION_FOLLOWING
 DEFAULT_PASS_THRESHOLD = 0.75
 
 

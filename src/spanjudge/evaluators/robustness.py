@@ -1,7 +1,7 @@
-"""`robustness`: retries, backtracks and errors against thresholds (DESIGN section 5).
+"""`robustness`: retries, backtracks and errors against thresholds (ARCHITECTURE.md section 5).
 
-Counts follow DESIGN section 4 (`retries`, `backtracks`, `errors` = failed tool calls), plus
-failed skill loads and the error rate (errors / tool calls). They are always reported in
+Counts follow ARCHITECTURE.md section 4 (`retries`, `backtracks`, `errors` = failed tool calls),
+plus failed skill loads and the error rate (errors / tool calls). They are always reported in
 ``details`` with the span ids of each retry, backtrack and error, whatever the thresholds.
 Options (maxima; a session passes at the limit)::
 
@@ -24,11 +24,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from spanjudge import reasons
 from spanjudge.evaluators.base import EvaluationContext, unknown_options
-from spanjudge.evaluators.verdict import SESSION_INCOMPLETE, Target, Verdict, not_evaluated
+from spanjudge.reasons import NO_THRESHOLDS, SESSION_INCOMPLETE
+from spanjudge.values import Target, Verdict, not_evaluated
 
-NAME = "robustness"
-NO_THRESHOLDS = "no_thresholds"
+NAME = reasons.ROBUSTNESS
 COUNTS = ("retries", "backtracks", "errors", "error_rate", "failed_skill_loads")
 OPTIONS = tuple(f"max_{c}" for c in COUNTS)
 

@@ -1,4 +1,4 @@
-"""`side_effects`: what did the session do to the world? (DESIGN section 5).
+"""`side_effects`: what did the session do to the world? (ARCHITECTURE.md section 5).
 
 Each successful tool call gets an effect (read, create, modify, delete, external) from the effect
 map: defaults by tool-name pattern (`trajectory/effects.py`), the top-level `effects:` overrides
@@ -36,14 +36,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from spanjudge import reasons
 from spanjudge.evaluators.base import EvaluationContext, unknown_options
 from spanjudge.evaluators.validity_rules import glob_to_regex
-from spanjudge.evaluators.verdict import SESSION_INCOMPLETE, Target, Verdict, not_evaluated
+from spanjudge.reasons import NO_TOOL_CALLS, SESSION_INCOMPLETE
 from spanjudge.trajectory.effects import EFFECTS, Effect, EffectMap
 from spanjudge.trajectory.steps import Step
+from spanjudge.values import Target, Verdict, not_evaluated
 
-NAME = "side_effects"
-NO_TOOL_CALLS = "no_tool_calls"
+NAME = reasons.SIDE_EFFECTS
 OPTIONS = ("scope", "effects", "fail_on")
 CHECKS = (
     "out_of_scope",

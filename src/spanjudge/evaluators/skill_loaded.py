@@ -1,4 +1,4 @@
-"""`skill_loaded`: was each expected skill actually loaded? (DESIGN section 5)."""
+"""`skill_loaded`: was each expected skill actually loaded? (ARCHITECTURE.md section 5)."""
 
 from __future__ import annotations
 
@@ -6,17 +6,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from spanjudge import reasons
 from spanjudge.evaluators.base import EvaluationContext, unknown_options
-from spanjudge.evaluators.verdict import (
-    NO_EXPECTATION,
-    SESSION_INCOMPLETE,
-    Target,
-    Verdict,
-    not_evaluated,
-)
+from spanjudge.reasons import NO_EXPECTATION, SESSION_INCOMPLETE
 from spanjudge.trajectory.model import SkillLoad
+from spanjudge.values import Target, Verdict, not_evaluated
 
-NAME = "skill_loaded"
+NAME = reasons.SKILL_LOADED
 
 
 def _norm(name: str) -> str:

@@ -1,4 +1,4 @@
-"""`skill_omission`: no skill was invoked; should one have been? (DESIGN section 5).
+"""`skill_omission`: no skill was invoked; should one have been? (ARCHITECTURE.md section 5).
 
 The blind spot of both reference systems. Judged only when no skill was invoked and a catalogue
 was recorded; pass when going without a skill was right, fail when a catalogue skill fitted.
@@ -10,21 +10,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from spanjudge import reasons
 from spanjudge.errors import JudgeError
+from spanjudge.evaluators.ask import ask, error_verdict, judge_of
 from spanjudge.evaluators.base import EvaluationContext, unknown_options
-from spanjudge.evaluators.verdict import (
-    NO_CATALOGUE,
-    NOT_APPLICABLE,
-    SESSION_INCOMPLETE,
-    Target,
-    Verdict,
-    not_evaluated,
-)
-from spanjudge.judges.ask import ask, error_verdict, judge_of
 from spanjudge.judges.base import JudgeRequest, requests_up_to
+from spanjudge.reasons import NO_CATALOGUE, NO_REQUEST, NOT_APPLICABLE, SESSION_INCOMPLETE
+from spanjudge.values import Target, Verdict, not_evaluated
 
-NAME = "skill_omission"
-NO_REQUEST = "no_request"
+NAME = reasons.SKILL_OMISSION
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

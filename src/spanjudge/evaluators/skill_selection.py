@@ -1,4 +1,5 @@
-"""`skill_selection`: was each invoked skill the right one for the request? (DESIGN section 5).
+"""`skill_selection`: was each invoked skill the right one for the request?
+(ARCHITECTURE.md section 5).
 
 One verdict per invocation, failed loads included: choosing a skill is a decision whether or not
 the load then worked. Yes = pass (1.0), No = fail (0.0).
@@ -10,14 +11,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from spanjudge import reasons
 from spanjudge.errors import JudgeError
+from spanjudge.evaluators.ask import ask, error_verdict, judge_of
 from spanjudge.evaluators.base import EvaluationContext, unknown_options
-from spanjudge.evaluators.verdict import NO_SKILL_INVOCATION, Target, Verdict, not_evaluated
-from spanjudge.judges.ask import ask, error_verdict, judge_of
 from spanjudge.judges.base import JudgeRequest, requests_up_to
+from spanjudge.reasons import NO_SKILL_INVOCATION
 from spanjudge.trajectory.model import SkillLoad, Trajectory
+from spanjudge.values import Target, Verdict, not_evaluated
 
-NAME = "skill_selection"
+NAME = reasons.SKILL_SELECTION
 
 
 def _steps_until(trajectory: Trajectory, load: SkillLoad) -> tuple[Any, ...]:

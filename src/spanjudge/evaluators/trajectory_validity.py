@@ -1,4 +1,5 @@
-"""`trajectory_validity`: were the tool calls allowed, well-formed and in order? (DESIGN section 5).
+"""`trajectory_validity`: were the tool calls allowed, well-formed and in order?
+(ARCHITECTURE.md section 5).
 
 Options (all optional; ``evaluators.trajectory_validity`` in the config)::
 
@@ -12,7 +13,7 @@ Options (all optional; ``evaluators.trajectory_validity`` in the config)::
     trace_schemas: true        # also validate against the schemas the trace recorded (default)
     order: [{before: read_csv, after: write_file}]   # each `after` needs an earlier `before`
     max_steps: 12              # tool calls + skill loads
-    max_tool_calls: 10         # tool calls only (skill loads excluded, as in DESIGN section 4)
+    max_tool_calls: 10         # tool calls only (skill loads excluded: ARCHITECTURE.md section 4)
 
 Skill loads are tool calls from the agent's point of view: they are checked against the tool
 lists, argument rules and schemas under their tool name (e.g. `skills`). Globs: `*` and `?`
@@ -38,6 +39,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from spanjudge import reasons
 from spanjudge.evaluators.base import EvaluationContext, unknown_options
 from spanjudge.evaluators.validity_rules import (
     ArgRule,
@@ -55,11 +57,11 @@ from spanjudge.evaluators.validity_schema import (
     unwrap_schema,
     validate_schema,
 )
-from spanjudge.evaluators.verdict import SESSION_INCOMPLETE, Target, Verdict, not_evaluated
+from spanjudge.reasons import NO_CONSTRAINTS, SESSION_INCOMPLETE
 from spanjudge.trajectory.steps import Step
+from spanjudge.values import Target, Verdict, not_evaluated
 
-NAME = "trajectory_validity"
-NO_CONSTRAINTS = "no_constraints"
+NAME = reasons.TRAJECTORY_VALIDITY
 OPTIONS = (
     "allowed_tools",
     "forbidden_tools",

@@ -29,7 +29,7 @@ JUDGE_KINDS: tuple[JudgeKind, ...] = (
     "outcome",
 )
 
-# Instruction-following levels and their scores (DESIGN section 5, Contract).
+# Instruction-following levels and their scores (ARCHITECTURE.md section 5, Contract).
 LEVELS: dict[str, float] = {
     "fully": 1.0,
     "mostly": 0.75,

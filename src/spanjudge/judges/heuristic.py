@@ -15,6 +15,7 @@ from typing import Any
 from spanjudge.errors import JudgeError
 from spanjudge.judges.base import BINARY, LEVELS, Judgement, JudgeRequest
 from spanjudge.judges.text import SkillStep, parse_skill, tokens
+from spanjudge.reasons import BODY_NOT_RECORDED, NO_CATALOGUE, NO_OBSERVABLE_STEPS, NO_REQUEST
 from spanjudge.trajectory.steps import CatalogueEntry, Step
 
 NAME = "heuristic"
@@ -101,13 +102,13 @@ class HeuristicJudge:
         if not description:
             # A bare name is no evidence either way: judging it would be a guess.
             raise JudgeError(
-                "no skill catalogue and no skill description recorded", error_type="no_catalogue"
+                "no skill catalogue and no skill description recorded", error_type=NO_CATALOGUE
             )
         return [CatalogueEntry(name=chosen, description=description)], chosen, ""
 
     def _selection(self, request: JudgeRequest) -> Judgement:
         if not request.request:
-            raise JudgeError("no user request recorded", error_type="no_request")
+            raise JudgeError("no user request recorded", error_type=NO_REQUEST)
         entries, chosen, note = self._candidates(request)
         if note:
             why = f"the agent invoked {chosen!r}{note}"
@@ -143,9 +144,9 @@ class HeuristicJudge:
 
     def _omission(self, request: JudgeRequest) -> Judgement:
         if not request.request:
-            raise JudgeError("no user request recorded", error_type="no_request")
+            raise JudgeError("no user request recorded", error_type=NO_REQUEST)
         if not request.catalogue:
-            raise JudgeError("no skill catalogue recorded", error_type="no_catalogue")
+            raise JudgeError("no skill catalogue recorded", error_type=NO_CATALOGUE)
         current = tokens(request.request)
         prior = set().union(*(tokens(p) for p in request.prior_context)) - current
         weights = self._weights(request.catalogue)
@@ -188,7 +189,7 @@ class HeuristicJudge:
 
     def _following(self, request: JudgeRequest) -> Judgement:
         if not request.skill_body:
-            raise JudgeError("the SKILL.md body was not recorded", error_type="body_not_recorded")
+            raise JudgeError("the SKILL.md body was not recorded", error_type=BODY_NOT_RECORDED)
         doc = parse_skill(request.skill_body)
         # A turn's final answer is the last thing in it, whatever its span's start time says.
         ordered = [
@@ -217,7 +218,7 @@ class HeuristicJudge:
         if not observable:
             raise JudgeError(
                 f"no step of {request.skill!r} names a tool or an answer that spans could show",
-                error_type="no_observable_steps",
+                error_type=NO_OBSERVABLE_STEPS,
             )
         pairs = _align(observable, events, self._matches)
         in_order = {st.index: ev for st, ev in pairs}

@@ -38,9 +38,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from spanjudge.config import Config
+from spanjudge import reasons
 from spanjudge.errors import ConfigError
 from spanjudge.judges.base import Judge
 from spanjudge.judges.bedrock import INSTALL_HINT, BedrockJudge, boto3_available
@@ -48,8 +48,22 @@ from spanjudge.judges.heuristic import HEURISTIC
 from spanjudge.judges.openai import OpenAIJudge
 from spanjudge.judges.reliability import CallPolicy
 
-JUDGED_EVALUATORS = ("skill_selection", "skill_omission", "instruction_following", "outcome")
 DEFAULT_JUDGE = "default"
+
+
+class JudgeSettings(Protocol):
+    """What the judge lookup reads of a `spanjudge.config.Config` (the configuration module
+    imports this one, so the type is named by its shape)."""
+
+    @property
+    def judges(self) -> Mapping[str, Any]: ...
+    @property
+    def evaluators(self) -> Mapping[str, Any]: ...
+    @property
+    def sections(self) -> Mapping[str, Any]: ...
+    @property
+    def source(self) -> str | None: ...
+
 
 _POLICY_KEYS: dict[str, tuple[type, float]] = {
     # key -> (type, minimum)
@@ -162,7 +176,7 @@ def build_judge(spec: JudgeSpec) -> Judge:
     return HEURISTIC
 
 
-def judge_lookup(config: Config) -> Callable[[str], Judge | None]:
+def judge_lookup(config: JudgeSettings) -> Callable[[str], Judge | None]:
     """Evaluator name -> its judge. Raises `ConfigError` for unknown judge references."""
     problems: list[str] = []
     parsed = config.sections.get("judges")
@@ -173,7 +187,7 @@ def judge_lookup(config: Config) -> Callable[[str], Judge | None]:
     judges: dict[str, Judge] = {"heuristic": HEURISTIC}
     judges.update({name: build_judge(spec) for name, spec in specs.items()})
     default = judges.get(DEFAULT_JUDGE, HEURISTIC)
-    chosen: dict[str, Judge] = {name: default for name in JUDGED_EVALUATORS}
+    chosen: dict[str, Judge] = {name: default for name in reasons.JUDGED_EVALUATORS}
     for evaluator, options in config.evaluators.items():
         ref = options.get("judge") if isinstance(options, Mapping) else None
         if ref is None:

@@ -95,7 +95,7 @@ def skill_load_status(
     result_text: str | None,
     payload_error: str | None,
 ) -> tuple[SkillStatus, str | None]:
-    """DESIGN section 2: `loaded` only with a result and no error signal of any kind."""
+    """ARCHITECTURE.md section 2: `loaded` only with a result and no error signal of any kind."""
     if span_error:
         return "failed", "span status is error"
     if tool_status is not None and tool_status.lower() not in ("success", "ok", "completed"):

@@ -87,7 +87,7 @@ def parse_skill_listing(text: str | None) -> tuple[CatalogueEntry, ...]:
 
 
 class ClaudeCodeRecogniser:
-    """Recognises the spans of Claude Code's OpenTelemetry traces (DESIGN section 2)."""
+    """Recognises the spans of Claude Code's OpenTelemetry traces (ARCHITECTURE.md section 2)."""
 
     name = PRESET
 

@@ -1,6 +1,6 @@
 """OpenTelemetry GenAI semantic conventions, including Strands Agents and Google ADK specifics.
 
-Three spellings of the same facts are read (DESIGN section 2):
+Three spellings of the same facts are read (ARCHITECTURE.md section 2):
 - v1.36 events: `gen_ai.user.message`, `gen_ai.system.message`, `gen_ai.tool.message`,
   `gen_ai.choice` (Strands' default);
 - latest experimental: `gen_ai.client.inference.operation.details` events carrying

@@ -1,6 +1,6 @@
 """OpenInference preset: LangChain, LangGraph, Deep Agents and other OpenInference tracers.
 
-DESIGN section 2, row OpenInference. What the spans look like (Deep Agents 0.7 through
+ARCHITECTURE.md section 2, row OpenInference. What the spans look like (Deep Agents 0.7 through
 openinference-instrumentation-langchain 0.1.80, see fixtures/deepagents/):
 
 - the turn is the graph's root run, `openinference.span.kind=CHAIN` named `LangGraph` (or the

@@ -1,4 +1,4 @@
-"""Harness skill-loading tools, shared by every preset (DESIGN section 2, last rows).
+"""Harness skill-loading tools, shared by every preset (ARCHITECTURE.md section 2, last rows).
 
 A tool call is a skill load when its tool is one of the known loaders; the skill's name comes
 from the loader's argument. File-read tools load a skill when they read a path ending `SKILL.md`.

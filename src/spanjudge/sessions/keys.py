@@ -1,4 +1,4 @@
-"""Session key precedence (DESIGN section 3)."""
+"""Session key precedence (ARCHITECTURE.md section 3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""`spanjudge serve`: the OTLP sidecar a Collector exports agent traces to (DESIGN section 10)."""
+"""`spanjudge serve`: the OTLP sidecar a Collector exports agent traces to
+(ARCHITECTURE.md section 10)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ log = logging.getLogger("spanjudge.sidecar")
 
 
 def serve_config(config: Config) -> ServeConfig:
-    """The validated `serve` section (already parsed when `config.SECTION_PARSERS` has it)."""
+    """The validated `serve` section (`load_config` parsed it once `sidecar.config` registered)."""
     section = config.sections.get("serve")
     if isinstance(section, ServeConfig):
         return section

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from spanjudge.config import register_section
+
 DEFAULT_GRPC_ENDPOINT = "127.0.0.1:4327"
 DEFAULT_HTTP_ENDPOINT = "127.0.0.1:4328"
 DEFAULT_METRICS_ENDPOINT = "127.0.0.1:9464"
@@ -284,3 +286,6 @@ def parse_serve(raw: Any, path: str, problems: list[str]) -> ServeConfig:
     if enabled is None:
         enabled = bool(export.endpoint or _env_endpoint())
     return replace(config, export=replace(export, protocol=protocol, enabled=enabled))
+
+
+register_section("serve", parse_serve)

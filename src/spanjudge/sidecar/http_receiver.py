@@ -21,7 +21,7 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 from google.rpc import code_pb2, status_pb2
 
-from spanjudge.emit.report import spanjudge_version
+from spanjudge._version import __version__
 from spanjudge.sidecar.config import TlsConfig
 from spanjudge.sidecar.handling import Handler
 from spanjudge.sidecar.intake import FORMAT_JSON, FORMAT_PROTOBUF, BadRequest, gunzip
@@ -73,7 +73,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
     timeout = 30  # a silent client does not hold a thread for ever
-    server_version = f"spanjudge/{spanjudge_version()}"
+    server_version = f"spanjudge/{__version__}"
     # Errors the stdlib answers itself (a malformed request line, an unknown method): plain
     # text, not its HTML page.
     error_message_format = "%(code)d %(message)s: %(explain)s\n"

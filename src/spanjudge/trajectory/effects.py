@@ -1,6 +1,6 @@
 """What a tool call does to the world: its effect class and the resource it touches.
 
-Used for backtracks (DESIGN section 4) and by the `side_effects` evaluator. Defaults go by
+Used for backtracks (ARCHITECTURE.md section 4) and by the `side_effects` evaluator. Defaults go by
 tool-name pattern; configuration can override any tool.
 """
 

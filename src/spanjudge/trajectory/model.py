@@ -39,7 +39,7 @@ class SkillLoad:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Stats:
-    """DESIGN section 4 (Contract)."""
+    """ARCHITECTURE.md section 4 (Contract)."""
 
     turns: int
     tool_calls: int

@@ -1,4 +1,4 @@
-"""Trajectory statistics exactly as DESIGN section 4 defines them."""
+"""Trajectory statistics exactly as ARCHITECTURE.md section 4 defines them."""
 
 from __future__ import annotations
 

@@ -1,36 +1,20 @@
-"""`Verdict`: the tri-state result every evaluator returns (DESIGN section 5, Contract)."""
+"""The values every stage and sink share: verdicts, expectations, coverage, session results.
+
+Values only (frozen dataclasses and their JSON forms), no behaviour: sinks, reports and
+third-party code import this module without pulling in the engine (ARCHITECTURE.md section 5).
+"""
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from spanjudge.trajectory.model import Trajectory
+
 Outcome = Literal["pass", "fail", "not_evaluated"]
 OUTCOMES: tuple[Outcome, ...] = ("pass", "fail", "not_evaluated")
-
-# Machine codes for `not_evaluated` (extend, never rename).
-NO_EXPECTATION = "no_expectation"
-NO_SKILL_INVOCATION = "no_skill_invocation"
-NOT_INVOKED = "not_invoked"
-BODY_NOT_RECORDED = "body_not_recorded"
-LOAD_FAILED = "load_failed"
-LOAD_UNRESOLVED = "load_unresolved"
-JUDGE_ERROR = "judge_error"
-SESSION_INCOMPLETE = "session_incomplete"
-EVALUATOR_ERROR = "evaluator_error"
-NO_CATALOGUE = "no_catalogue"
-NO_FINAL_ANSWER = "no_final_answer"
-NO_CONDITION = "no_condition"
-NOT_APPLICABLE = "not_applicable"
-NO_REQUEST = "no_request"
-NO_OBSERVABLE_STEPS = "no_observable_steps"
-INVALID_CONDITION = "invalid_condition"
-NO_CONSTRAINTS = "no_constraints"
-NO_BUDGET = "no_budget"
-NO_THRESHOLDS = "no_thresholds"
-NO_TOOL_CALLS = "no_tool_calls"
-NOT_MEASURED = "not_measured"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -121,6 +105,7 @@ def not_evaluated(
     evidence: tuple[str, ...] = (),
     details: dict[str, Any] | None = None,
 ) -> Verdict:
+    """A verdict that could not be judged, with its machine ``reason`` (see `spanjudge.reasons`)."""
     return Verdict(
         evaluator=evaluator,
         outcome="not_evaluated",
@@ -134,3 +119,45 @@ def not_evaluated(
         evidence=evidence,
         details=details,
     )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Expectation:
+    """The merged requirements for one session, with where each came from."""
+
+    skills: tuple[str, ...] = ()
+    task: str | None = None
+    reference_answer: str | None = None
+    success: Mapping[str, Any] | None = None
+    sources: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Coverage:
+    """How much of what should have been judged was judged (ARCHITECTURE.md section 5)."""
+
+    expected_skills: int
+    expected_skills_loaded: int
+    skill_invocations: int
+    invocations_with_body: int
+    not_evaluated: Mapping[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "expected_skills": self.expected_skills,
+            "expected_skills_loaded": self.expected_skills_loaded,
+            "skill_invocations": self.skill_invocations,
+            "invocations_with_body": self.invocations_with_body,
+            "not_evaluated": dict(self.not_evaluated),
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionResult:
+    """One evaluated session: what every sink receives."""
+
+    trajectory: Trajectory
+    expectation: Expectation
+    verdicts: tuple[Verdict, ...]
+    coverage: Coverage
+    evaluation_duration_s: float = 0.0

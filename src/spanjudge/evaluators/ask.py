@@ -3,17 +3,10 @@
 from __future__ import annotations
 
 from spanjudge.errors import JudgeError
-from spanjudge.evaluators.verdict import (
-    JUDGE_ERROR,
-    NO_CATALOGUE,
-    NO_OBSERVABLE_STEPS,
-    NO_REQUEST,
-    Target,
-    Verdict,
-    not_evaluated,
-)
 from spanjudge.judges.base import Judge, Judgement, JudgeRequest
 from spanjudge.judges.heuristic import HEURISTIC
+from spanjudge.reasons import JUDGE_ERROR, NO_CATALOGUE, NO_OBSERVABLE_STEPS, NO_REQUEST
+from spanjudge.values import Target, Verdict, not_evaluated
 
 _MISSING_EVIDENCE = frozenset({NO_CATALOGUE, NO_REQUEST, NO_OBSERVABLE_STEPS})
 

@@ -1,0 +1,62 @@
+"""Every evaluator name and every `not_evaluated` reason code (ARCHITECTURE.md section 5).
+
+Both are contract: reports, span events, log records and metric labels carry them, and users
+write them in configuration and alert rules. Extend, never rename. This module has no imports,
+so any package may use it.
+"""
+
+from __future__ import annotations
+
+# --- Built-in evaluator names, in report order ---
+SKILL_LOADED = "skill_loaded"
+SKILL_SELECTION = "skill_selection"
+SKILL_OMISSION = "skill_omission"
+INSTRUCTION_FOLLOWING = "instruction_following"
+OUTCOME = "outcome"
+TRAJECTORY_VALIDITY = "trajectory_validity"
+SIDE_EFFECTS = "side_effects"
+COST = "cost"
+ROBUSTNESS = "robustness"
+
+BUILTIN_EVALUATORS: tuple[str, ...] = (
+    SKILL_LOADED,
+    SKILL_SELECTION,
+    SKILL_OMISSION,
+    INSTRUCTION_FOLLOWING,
+    OUTCOME,
+    TRAJECTORY_VALIDITY,
+    SIDE_EFFECTS,
+    COST,
+    ROBUSTNESS,
+)
+# The evaluators that ask a judge (the heuristic one unless configured otherwise).
+JUDGED_EVALUATORS: tuple[str, ...] = (
+    SKILL_SELECTION,
+    SKILL_OMISSION,
+    INSTRUCTION_FOLLOWING,
+    OUTCOME,
+)
+
+# --- Reason codes of `not_evaluated` verdicts ---
+NO_EXPECTATION = "no_expectation"
+NO_SKILL_INVOCATION = "no_skill_invocation"
+NOT_INVOKED = "not_invoked"
+BODY_NOT_RECORDED = "body_not_recorded"
+LOAD_FAILED = "load_failed"
+LOAD_UNRESOLVED = "load_unresolved"
+JUDGE_ERROR = "judge_error"
+SESSION_INCOMPLETE = "session_incomplete"
+EVALUATOR_ERROR = "evaluator_error"
+NO_CATALOGUE = "no_catalogue"
+NO_FINAL_ANSWER = "no_final_answer"
+NO_CONDITION = "no_condition"
+# The question did not arise (e.g. skill_omission when a skill was used): left out of coverage.
+NOT_APPLICABLE = "not_applicable"
+NO_REQUEST = "no_request"
+NO_OBSERVABLE_STEPS = "no_observable_steps"
+INVALID_CONDITION = "invalid_condition"
+NO_CONSTRAINTS = "no_constraints"
+NO_BUDGET = "no_budget"
+NO_THRESHOLDS = "no_thresholds"
+NO_TOOL_CALLS = "no_tool_calls"
+NOT_MEASURED = "not_measured"
