@@ -207,3 +207,18 @@ M_SIDECAR_SPOOL_LIMIT_BYTES = "spanjudge.sidecar.spool.limit.bytes"
 # retries/error_rate, trajectory_validity violations), so Grafana can show distributions.
 SJ_TRAJECTORY_MEASURE = "spanjudge.trajectory.measure"
 SJ_MEASURE_NAME = "spanjudge.measure"
+
+# --- Haystack's own tracer (read) [fixb helper] ---
+HAYSTACK_PREFIX = "haystack."
+SPAN_HAYSTACK_AGENT_RUN = "haystack.agent.run"
+SPAN_HAYSTACK_LLM = "haystack.agent.step.llm"
+SPAN_HAYSTACK_TOOL = "haystack.agent.step.tool"
+HAYSTACK_AGENT_INPUT = "haystack.agent.input"  # JSON {"messages": [...]}
+HAYSTACK_AGENT_OUTPUT = "haystack.agent.output"  # JSON {"messages": [...], "last_message": {...}}
+HAYSTACK_LLM_INPUT = "haystack.agent.step.llm.input"  # a Python repr when Tools are in it
+HAYSTACK_LLM_OUTPUT = "haystack.agent.step.llm.output"  # JSON {"replies": [...]}
+HAYSTACK_TOOL_NAME = "haystack.tool.name"
+HAYSTACK_TOOL_DESCRIPTION = "haystack.tool.description"
+HAYSTACK_TOOL_INPUT = "haystack.agent.step.tool.input"
+HAYSTACK_TOOL_OUTPUT = "haystack.agent.step.tool.output"
+HAYSTACK_TOOL_ERROR = "haystack.tool.error"

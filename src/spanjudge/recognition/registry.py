@@ -16,6 +16,7 @@ log = logging.getLogger("spanjudge")
 # module name -> class name; tried in this order (most specific first).
 BUILTIN_PRESETS: tuple[tuple[str, str], ...] = (
     ("spanjudge.recognition.claude_code", "ClaudeCodeRecogniser"),
+    ("spanjudge.recognition.haystack", "HaystackRecogniser"),
     ("spanjudge.recognition.openinference", "OpenInferenceRecogniser"),
     ("spanjudge.recognition.genai", "GenAIRecogniser"),
 )
