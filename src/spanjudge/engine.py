@@ -13,6 +13,7 @@ from spanjudge.evaluators.base import EvaluationContext, Evaluator, build_evalua
 from spanjudge.expectations import ExpectationResolver
 from spanjudge.judges.registry import judge_lookup
 from spanjudge.reasons import EVALUATOR_ERROR, NOT_APPLICABLE
+from spanjudge.recognition import continuity
 from spanjudge.recognition.registry import RecogniserRegistry
 from spanjudge.sessions.store import ClosedSession
 from spanjudge.trajectory.assemble import SessionMeta, assemble
@@ -84,7 +85,8 @@ class Engine:
             revision=closed.revision,
             close_reason=closed.reason,
         )
-        return assemble(meta, closed.spans, steps, effects=self.config.effects)
+        trajectory = assemble(meta, closed.spans, steps, effects=self.config.effects)
+        return continuity.check(trajectory, closed.spans)
 
     def evaluate(self, closed: ClosedSession) -> SessionResult:
         started = time.perf_counter()
@@ -99,6 +101,7 @@ class Engine:
                 shared={"effects": self.config.effects},
             )
             verdicts.extend(self._run(evaluator, ctx))
+        verdicts = continuity.mark(trajectory, verdicts)
         return SessionResult(
             trajectory=trajectory,
             expectation=expectation,

@@ -60,3 +60,5 @@ NO_BUDGET = "no_budget"
 NO_THRESHOLDS = "no_thresholds"
 NO_TOOL_CALLS = "no_tool_calls"
 NOT_MEASURED = "not_measured"
+# Earlier turns of the session never reached this process (e.g. resharded to another replica).
+PRIOR_TURNS_MISSING = "prior_turns_missing"

@@ -94,6 +94,8 @@ class Trajectory:
     # step span id -> indices of the steps that retried / backtracked (for timelines and robustness)
     retry_span_ids: tuple[str, ...] = ()
     backtrack_span_ids: tuple[str, ...] = ()
+    # evidence that earlier turns went elsewhere (recognition/continuity.py); None when whole
+    prior_turns_missing: str | None = None
 
     @property
     def request(self) -> str | None:

@@ -1,0 +1,167 @@
+"""Is the session whole? Detect earlier turns that this process never received.
+
+Behind the Collector's load-balancing exporter each replica owns the sessions that hash to it.
+When the replica set changes while a session is open, its later turns land on a replica that
+never saw the earlier ones. That replica must not judge the turns it holds as if they were the
+whole session ("the required skill was never loaded" may be false: it was loaded in turn 1).
+
+The evidence is what agents send anyway: a model call's input replays the conversation so far.
+If the earliest model call this session holds already carries a finished exchange (a user
+request, then an assistant answer in text, then the current request), earlier turns happened
+and their spans are not here. Model inputs are read in every convention spanjudge reads: the
+GenAI `gen_ai.input.messages` attribute and details event, the v1.36 per-message events, and
+OpenInference's `llm.input_messages.N.*`. Sessions recorded without message content give no
+such evidence and are taken as whole.
+
+A session found incomplete gets ``complete=False`` (so every evaluator applies its own
+"cut short" rules), and the verdicts that rest on what the missing turns did become
+``not_evaluated`` with reason ``prior_turns_missing``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from spanjudge import reasons
+from spanjudge import semconv as sc
+from spanjudge.recognition import genai_messages, openinference_messages
+from spanjudge.spans.record import SpanRecord
+from spanjudge.trajectory.model import Trajectory
+from spanjudge.values import Outcome, Verdict, not_evaluated
+
+_USER = frozenset({"user", "human"})
+_ASSISTANT = frozenset({"assistant", "model", "ai"})
+_EVENT_ROLES = {
+    sc.EV_GEN_AI_USER_MESSAGE: "user",
+    sc.EV_GEN_AI_ASSISTANT_MESSAGE: "assistant",
+    sc.EV_GEN_AI_TOOL_MESSAGE: "tool",
+    sc.EV_GEN_AI_SYSTEM_MESSAGE: "system",
+}
+
+# Which outcomes of the built-in evaluators rest on the whole session. An absence claim ("the
+# skill was never loaded", "no budget was exceeded") is unproven when turns are missing; a
+# presence claim (a load that failed, a step out of scope, seen in the turns held) stands.
+HISTORY_DEPENDENT: Mapping[str, frozenset[Outcome]] = {
+    reasons.SKILL_LOADED: frozenset({"fail"}),
+    reasons.SKILL_OMISSION: frozenset({"pass", "fail"}),
+    reasons.TRAJECTORY_VALIDITY: frozenset({"fail"}),
+    reasons.OUTCOME: frozenset({"pass", "fail"}),  # judged against a request from a missing turn
+    reasons.COST: frozenset({"pass"}),
+    reasons.ROBUSTNESS: frozenset({"pass"}),
+    reasons.SIDE_EFFECTS: frozenset({"pass"}),
+}
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class _Message:
+    role: str
+    has_text: bool
+
+
+def _genai_messages(span: SpanRecord) -> list[_Message]:
+    found = genai_messages.messages(span, sc.GEN_AI_INPUT_MESSAGES)
+    if found:
+        return [
+            _Message(
+                role=str(m.get("role") or "").lower(),
+                has_text=bool(genai_messages.content_text(genai_messages.parts(m, "text"))),
+            )
+            for m in found
+        ]
+    events = [e for e in span.events if e.name in _EVENT_ROLES]
+    return [
+        _Message(
+            role=_EVENT_ROLES[e.name],
+            has_text=bool(genai_messages.content_text(e.attributes.get("content"))),
+        )
+        for e in events
+    ]
+
+
+def input_messages(span: SpanRecord) -> list[_Message]:
+    """The model input of ``span`` as (role, carries text) in order, in any convention."""
+    found = _genai_messages(span)
+    if found:
+        return found
+    return [
+        _Message(role=m.role, has_text=bool(m.text))
+        for m in openinference_messages.messages(span, "input")
+    ]
+
+
+def replayed_requests(messages: Sequence[_Message]) -> int:
+    """How many earlier user requests the input replays with the assistant's answer to them.
+
+    Counts user text messages that an assistant text message follows before the last user text
+    message (the current request). Tool results and tool-call-only assistant messages are part
+    of one turn and never count.
+    """
+    last_user = max(
+        (i for i, m in enumerate(messages) if m.role in _USER and m.has_text), default=-1
+    )
+    count = 0
+    asked = False
+    for message in messages[:last_user]:
+        if message.role in _USER and message.has_text:
+            asked = True
+        elif asked and message.role in _ASSISTANT and message.has_text:
+            count += 1
+            asked = False
+    return count
+
+
+def missing_prior_turns(trajectory: Trajectory, spans: Iterable[SpanRecord]) -> str | None:
+    """Evidence that earlier turns of this session were never received, or None when whole."""
+    first = next((s for s in trajectory.steps if s.kind == "model_call"), None)
+    if first is None:
+        return None
+    span = next((s for s in spans if s.span_id == first.span_id), None)
+    if span is None:
+        return None
+    replayed = replayed_requests(input_messages(span))
+    if not replayed:
+        return None
+    return (
+        f"the first model call held (span {first.span_id}) replays {replayed} earlier user "
+        f"request(s) with their answers; the spans of those turns never arrived here"
+    )
+
+
+def check(trajectory: Trajectory, spans: Sequence[SpanRecord]) -> Trajectory:
+    """``trajectory``, marked incomplete when its earlier turns are missing."""
+    evidence = missing_prior_turns(trajectory, spans)
+    if evidence is None:
+        return trajectory
+    return dataclasses.replace(trajectory, complete=False, prior_turns_missing=evidence)
+
+
+def mark(trajectory: Trajectory, verdicts: Sequence[Verdict]) -> list[Verdict]:
+    """Verdicts that rest on missing turns become ``not_evaluated`` (``prior_turns_missing``)."""
+    evidence = trajectory.prior_turns_missing
+    if evidence is None:
+        return list(verdicts)
+    out = []
+    for verdict in verdicts:
+        depends = verdict.outcome in HISTORY_DEPENDENT.get(verdict.evaluator, frozenset())
+        if depends or verdict.reason == reasons.SESSION_INCOMPLETE:
+            out.append(_unjudged(verdict, evidence))
+        else:
+            out.append(verdict)
+    return out
+
+
+def _unjudged(verdict: Verdict, evidence: str) -> Verdict:
+    held: dict[str, Any] = {"outcome_on_turns_held": verdict.outcome}
+    if verdict.score is not None:
+        held["score_on_turns_held"] = verdict.score
+    return not_evaluated(
+        verdict.evaluator,
+        reasons.PRIOR_TURNS_MISSING,
+        f"not judged: {evidence}. On the turns held it read: {verdict.explanation}",
+        target=verdict.target,
+        judge=verdict.judge,
+        evidence=verdict.evidence,
+        details={**(verdict.details or {}), **held},
+    )
