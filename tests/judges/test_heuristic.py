@@ -8,6 +8,7 @@ from spanjudge.errors import JudgeError
 from spanjudge.judges.base import JudgeRequest
 from spanjudge.judges.heuristic import HEURISTIC
 from spanjudge.judges.text import parse_skill
+from spanjudge.trajectory.steps import CatalogueEntry, Step
 from tests.judges.builders import (
     CATALOGUE,
     CSV_FOLLOWED,
@@ -188,3 +189,126 @@ def test_missing_body_is_a_judge_error_not_a_rating() -> None:
     with pytest.raises(JudgeError) as info:
         HEURISTIC.judge(JudgeRequest(kind="instruction_following", request="x", skill="csv-report"))
     assert info.value.error_type == "body_not_recorded"
+
+
+WEATHER_SKILL = CatalogueEntry(
+    name="weather-advisor",
+    description="Use when the user asks about the weather, the forecast, or what to wear.",
+)
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        "What's the weather going to be like in Lisbon tomorrow? Should I bring a jacket?",
+        "Will it rain in Porto tomorrow?",
+        "What should I wear in Oslo this weekend?",
+        "Give me the forecast for Madrid.",
+    ],
+)
+def test_omission_catches_a_request_that_fits_in_other_words(request_text: str) -> None:
+    judgement = HEURISTIC.judge(
+        JudgeRequest(
+            kind="skill_omission", request=request_text, catalogue=(*CATALOGUE, WEATHER_SKILL)
+        )
+    )
+    assert (judgement.rating, judgement.skill) == ("yes", "weather-advisor"), judgement.rationale
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        "Translate this paragraph into German.",
+        "Summarise sales.csv into a report with the totals per region.",
+        "Book a table for two at 8pm.",
+    ],
+)
+def test_omission_does_not_stretch_related_words_to_unrelated_requests(request_text: str) -> None:
+    judgement = HEURISTIC.judge(
+        JudgeRequest(kind="skill_omission", request=request_text, catalogue=(WEATHER_SKILL,))
+    )
+    assert judgement.rating == "no", judgement.rationale
+
+
+MEETING_BODY = """---
+name: meeting-scheduler
+description: Schedule a meeting with colleagues at a time everyone is free.
+---
+# Meeting scheduler
+
+1. Look up the attendees with `find_contacts`.
+2. Check every attendee's calendar with `check_availability` before proposing a time.
+3. Book the meeting with `create_event`.
+4. Reply with the meeting time and the attendees.
+"""
+
+
+def _meeting(*tools: str, reply: str = "Booked Tuesday 10:00 with Ana and Rui.") -> JudgeRequest:
+    steps = [Step(kind="skill_load", name="load_skill", span_id="load", trace_id="t", turn=0)]
+    steps += [
+        Step(kind="tool_call", name=name, span_id=f"s{i}", trace_id="t", turn=0, status="ok")
+        for i, name in enumerate(tools)
+    ]
+    steps.append(Step(kind="final_answer", name="answer", span_id="a", trace_id="t", text=reply))
+    return JudgeRequest(
+        kind="instruction_following",
+        request="Set up a meeting with Ana and Rui next week.",
+        skill="meeting-scheduler",
+        skill_span_id="load",
+        skill_body=MEETING_BODY,
+        steps=tuple(steps),
+    )
+
+
+def test_skipping_a_required_check_caps_at_partially() -> None:
+    full = HEURISTIC.judge(_meeting("find_contacts", "check_availability", "create_event"))
+    skipped = HEURISTIC.judge(_meeting("find_contacts", "create_event"))
+    assert full.rating == "fully"
+    # Three of four steps match, the reply among them, but the check was skipped.
+    assert skipped.rating == "partially", skipped.rationale
+    assert "required step 2 skipped (at most partially)" in skipped.rationale
+    assert "step 2 (Check every attendee's calendar with `check_a...): required, no evidence" in (
+        skipped.rationale
+    )
+    assert "step 3 (Book the meeting with `create_event`.): matched tool_call 'create_event'" in (
+        skipped.rationale
+    )
+
+
+def test_a_reply_that_carries_nothing_the_step_asks_for_is_not_that_step() -> None:
+    said = HEURISTIC.judge(_meeting("find_contacts", "check_availability", "create_event"))
+    empty = HEURISTIC.judge(
+        _meeting("find_contacts", "check_availability", "create_event", reply="Done.")
+    )
+    assert said.rating == "fully"
+    assert empty.rating == "mostly"
+    assert "step 4 (Reply with the meeting time and the attendees.): no evidence" in (
+        empty.rationale
+    )
+
+
+def _outcome(answer: str, reference: str, *tools: Tool) -> str:
+    traj = trajectory(CSV_REQUEST, *tools, Answer(answer))
+    return HEURISTIC.judge(
+        JudgeRequest(
+            kind="outcome",
+            request=CSV_REQUEST,
+            steps=traj.steps,
+            final_answer=answer,
+            reference_answer=reference,
+        )
+    ).rating
+
+
+def test_outcome_no_when_the_file_the_answer_points_to_holds_no_figure() -> None:
+    answer = "The grand total is 280; the report is in out/report.md."
+    written = Tool("write_file", {"path": "out/report.md", "content": "# Sales\n\nTotal: 280\n"})
+    hollow = Tool("write_file", {"path": "out/report.md", "content": "# Sales\n\nTBD\n"})
+    assert _outcome(answer, answer, written) == "yes"
+    assert _outcome(answer, answer, hollow) == "no"
+
+
+def test_outcome_no_when_the_answer_claims_a_path_the_reference_does_not() -> None:
+    reference = "Removed out/tmp.txt."
+    assert _outcome("Removed out/tmp.txt.", reference) == "yes"
+    assert _outcome("Removed out/tmp.txt and /etc/app.conf.", reference) == "no"

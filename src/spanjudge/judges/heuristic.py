@@ -7,6 +7,7 @@ order, status, final answer). Tool outputs are never read, so text planted in th
 from __future__ import annotations
 
 import difflib
+import json
 import math
 import re
 from collections.abc import Sequence
@@ -14,17 +15,28 @@ from typing import Any
 
 from spanjudge.errors import JudgeError
 from spanjudge.judges.base import BINARY, LEVELS, Judgement, JudgeRequest
+from spanjudge.judges.heuristic_outcome import judge_outcome
+from spanjudge.judges.lexicon import related
 from spanjudge.judges.text import SkillStep, parse_skill, tokens
 from spanjudge.reasons import BODY_NOT_RECORDED, NO_CATALOGUE, NO_OBSERVABLE_STEPS, NO_REQUEST
 from spanjudge.trajectory.steps import CatalogueEntry, Step
 
 NAME = "heuristic"
-# Omission: a catalogue entry "fits" a request that names it (every word of the skill's name) or
-# shares at least this many distinct content words with its name and description. Two words
-# proved too loose ("sales" + "total" is not yet a request for a report).
+# Omission: a catalogue entry "fits" a request that names it (every word of the skill's name),
+# shares at least this many distinct content words with its name and description (a related
+# word counts once one word matches itself), or whose matching words, related ones included, make
+# up half of the request. Two shared words alone proved too loose ("sales" + "total" is not yet a
+# request for a report).
 _OMISSION_MIN_TERMS = 3
 _PRIOR_WEIGHT = 0.5
-_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+# A related word ("jacket" for "wear") counts, but less than the word itself.
+_RELATED_WEIGHT = 0.5
+# Skipping a step the SKILL.md insists on caps the rating, however many other steps match.
+_REQUIRED_CAP = "partially"
+# A reply that repeats none of its step's words still follows it when it reports on the session
+# in at least this many content words.
+_REPLY_MIN_WORDS = 3
+_TRIGGER = re.compile(r"\b(?:when|whenever|if)\b(.*)", re.IGNORECASE | re.DOTALL)
 
 
 def _level(in_order: float, reordered: bool) -> str:
@@ -57,7 +69,7 @@ class HeuristicJudge:
             return self._omission(request)
         if request.kind == "instruction_following":
             return self._following(request)
-        return self._outcome(request)
+        return judge_outcome(request)
 
     # --- selection and omission -------------------------------------------------------------
 
@@ -142,6 +154,18 @@ class HeuristicJudge:
             rating=rating, score=BINARY[rating], rationale=why, judge=NAME, details=details
         )
 
+    @staticmethod
+    def _related_matches(entry: CatalogueEntry, words: set[str], direct: set[str]) -> list[str]:
+        """Request words that match none of the entry's words but a related one ("jacket" for
+        "what to wear"), shown as ``word~related``."""
+        terms = tokens(entry.name) | tokens(entry.description)
+        out = []
+        for word in sorted(words - direct):
+            hits = sorted(related(word) & terms)
+            if hits:
+                out.append(f"{word}~{hits[0]}")
+        return out
+
     def _omission(self, request: JudgeRequest) -> Judgement:
         if not request.request:
             raise JudgeError("no user request recorded", error_type=NO_REQUEST)
@@ -150,17 +174,26 @@ class HeuristicJudge:
         current = tokens(request.request)
         prior = set().union(*(tokens(p) for p in request.prior_context)) - current
         weights = self._weights(request.catalogue)
-        best: tuple[float, list[str], CatalogueEntry] | None = None
+        best: tuple[tuple[bool, float], list[str], CatalogueEntry] | None = None
         for entry in request.catalogue:
             score, matched = self._score(entry, current, prior, weights)
-            if best is None or score > best[0]:
-                best = (score, matched, entry)
+            direct = set(matched) & current
+            near = self._related_matches(entry, current, direct)
+            name_terms = tokens(entry.name)
+            hits = len(direct) + len(near)
+            half = hits * 2 >= len(current)
+            fits = (
+                len(direct) >= _OMISSION_MIN_TERMS
+                or (bool(name_terms) and name_terms <= current)
+                or (bool(direct) and hits >= _OMISSION_MIN_TERMS)
+                or (hits >= 2 and half)
+                or (half and _asks_about(entry, current))
+            )
+            rank = (fits, score + _RELATED_WEIGHT * len(near))
+            if best is None or rank > best[0]:
+                best = (rank, [*matched, *near], entry)
         assert best is not None
-        score, matched, entry = best
-        name_terms = tokens(entry.name)
-        fits = len(set(matched) & current) >= _OMISSION_MIN_TERMS or (
-            bool(name_terms) and name_terms <= current
-        )
+        (fits, _), matched, entry = best
         if fits:
             why = (
                 f"the request matches skill {entry.name!r} ({', '.join(matched)}) but none was used"
@@ -173,9 +206,18 @@ class HeuristicJudge:
     # --- instruction following --------------------------------------------------------------
 
     @staticmethod
-    def _matches(step: SkillStep, event: Step) -> bool:
+    def _matches(step: SkillStep, event: Step, known: frozenset[str] = frozenset()) -> bool:
         if step.answer:
-            return event.kind == "final_answer"
+            # An answer step asks for something ("the ticket id and the probable cause"): a reply
+            # that says what the step names, or reports what the session dealt with (``known``:
+            # the request, tool arguments and outputs) in a sentence, followed it; a bare "Yes."
+            # only ended the turn.
+            if event.kind != "final_answer":
+                return False
+            said = tokens(event.text)
+            if not step.subject or any(related(w) & step.subject for w in said):
+                return True
+            return len(said) >= _REPLY_MIN_WORDS and bool(said & known)
         if event.kind != "tool_call":
             return False
         name = event.name.lower()
@@ -220,15 +262,27 @@ class HeuristicJudge:
                 f"no step of {request.skill!r} names a tool or an answer that spans could show",
                 error_type=NO_OBSERVABLE_STEPS,
             )
-        pairs = _align(observable, events, self._matches)
+        known = _known_words(request)
+
+        def matches(st: SkillStep, ev: Step) -> bool:
+            return self._matches(st, ev, known)
+
+        pairs = _align(observable, events, matches)
         in_order = {st.index: ev for st, ev in pairs}
         out_of_order = {
-            st.index: next(e for e in events if self._matches(st, e))
+            st.index: next(e for e in events if matches(st, e))
             for st in observable
-            if st.index not in in_order and any(self._matches(st, e) for e in events)
+            if st.index not in in_order and any(matches(st, e) for e in events)
         }
         fraction = len(in_order) / len(observable)
         rating = _level(fraction, bool(out_of_order))
+        skipped_required = [
+            st
+            for st in observable
+            if st.required and st.index not in in_order and st.index not in out_of_order
+        ]
+        if skipped_required and LEVELS[rating] > LEVELS[_REQUIRED_CAP]:
+            rating = _REQUIRED_CAP
         lines = []
         for st in doc.steps:
             label = f"step {st.index} ({_short(st.text)})"
@@ -240,11 +294,20 @@ class HeuristicJudge:
             elif st.index in out_of_order:
                 ev = out_of_order[st.index]
                 lines.append(f"{label}: out of order, {ev.kind} {ev.name!r} span {ev.span_id}")
+            elif st.required:
+                lines.append(f"{label}: required, no evidence")
             else:
                 lines.append(f"{label}: no evidence")
+        capped = (
+            f", required step {', '.join(str(st.index) for st in skipped_required)} skipped "
+            f"(at most {_REQUIRED_CAP})"
+            if skipped_required
+            else ""
+        )
         why = (
             f"{len(in_order)}/{len(observable)} steps evidenced in order"
             + (f", {len(out_of_order)} out of order" if out_of_order else "")
+            + capped
             + f" -> {rating}; "
             + "; ".join(lines)
         )
@@ -266,32 +329,25 @@ class HeuristicJudge:
 
     # --- outcome ----------------------------------------------------------------------------
 
-    @staticmethod
-    def _outcome(request: JudgeRequest) -> Judgement:
-        reference = request.reference_answer
-        answer = request.final_answer
-        if not reference or not answer:
-            raise JudgeError(
-                "needs a final answer and a reference answer", error_type="no_reference"
-            )
-        want_numbers = _numbers(reference)
-        if want_numbers:
-            missing = sorted(want_numbers - _numbers(answer))
-            ok = not missing
-            why = (
-                f"every number of the reference ({', '.join(map(_fmt, sorted(want_numbers)))}) "
-                "appears in the final answer"
-                if ok
-                else f"the final answer lacks {', '.join(map(_fmt, missing))} from the reference"
-            )
-        else:
-            want = tokens(reference)
-            got = tokens(answer)
-            recall = len(want & got) / len(want) if want else 0.0
-            ok = recall >= 0.6
-            why = f"{recall:.0%} of the reference's content words appear in the final answer"
-        rating = "yes" if ok else "no"
-        return Judgement(rating=rating, score=BINARY[rating], rationale=why, judge=NAME)
+
+def _known_words(request: JudgeRequest) -> frozenset[str]:
+    """What the session dealt with: the requests and the successful tool calls' arguments and
+    outputs."""
+    words = set().union(*(tokens(p) for p in (request.request, *request.prior_context) if p))
+    for step in request.steps:
+        if step.kind == "tool_call" and not step.failed:
+            words |= tokens(json.dumps(step.arguments, default=str)) | tokens(step.result)
+    return frozenset(words)
+
+
+def _asks_about(entry: CatalogueEntry, words: set[str]) -> bool:
+    """The description says when to use the skill ("use when the user asks about the weather")
+    and the request is about one of those things."""
+    found = _TRIGGER.search(entry.description or "")
+    if not found:
+        return False
+    topics = tokens(found.group(1))
+    return any(related(word) & topics for word in words)
 
 
 def _align(
@@ -318,20 +374,6 @@ def _align(
         else:
             j += 1
     return pairs
-
-
-def _numbers(text: str) -> set[float]:
-    found = set()
-    for raw in _NUMBER.findall(text):
-        try:
-            found.add(float(raw.replace(",", "")))
-        except ValueError:
-            continue
-    return found
-
-
-def _fmt(value: float) -> str:
-    return str(int(value)) if value.is_integer() else str(value)
 
 
 def _short(text: str, limit: int = 48) -> str:

@@ -101,6 +101,13 @@ _HEADING = re.compile(r"^#{1,6}\s+(.*)")
 _BACKTICK = re.compile(r"`([^`\n]{1,200})`")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]*$")
 _ANSWER_VERBS = ("answer", "reply", "respond", "return", "tell", "report back", "summarise to")
+# A step the body insists on ("always", "must", "never skip") or a check that guards what follows
+# ("check availability before booking"): skipping it is more than one step of four.
+_REQUIRED = re.compile(
+    r"\b(must|always|required|requires|mandatory|never skip|do not skip|don't skip|"
+    r"make sure|ensure|verify|check|confirm|validate|before|only after|never)\b",
+    re.IGNORECASE,
+)
 
 
 @lru_cache(maxsize=16384)
@@ -133,6 +140,9 @@ class SkillStep:
     text: str
     tools: tuple[str, ...]
     answer: bool
+    required: bool = False
+    # The words of the step that say what it is about (answer verbs and tool names aside).
+    subject: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -197,6 +207,17 @@ def _tool_refs(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(refs))
 
 
+_ANSWER_WORDS = frozenset({"answer", "reply", "respond", "return", "tell", "back", "summarise"})
+
+
+def _insists_on(tool: str, text: str) -> bool:
+    """A sentence anywhere in the body that names ``tool`` and insists on it."""
+    for sentence in re.split(r"(?<=[.!?])\s+|\n", text):
+        if tool in sentence and _REQUIRED.search(sentence):
+            return True
+    return False
+
+
 def parse_skill(body: str) -> SkillDoc:
     """Split a SKILL.md body into front matter and ordered steps."""
     meta, text = _front_matter(body)
@@ -205,5 +226,15 @@ def parse_skill(body: str) -> SkillDoc:
         tools = _tool_refs(item)
         plain = item.lower().lstrip("*_ ")
         answer = not tools and plain.startswith(_ANSWER_VERBS)
-        steps.append(SkillStep(index=i + 1, text=item, tools=tools, answer=answer))
+        insisted = bool(_REQUIRED.search(item)) or any(_insists_on(t, text) for t in tools)
+        steps.append(
+            SkillStep(
+                index=i + 1,
+                text=item,
+                tools=tools,
+                answer=answer,
+                required=bool(tools) and insisted,
+                subject=frozenset(tokens(_BACKTICK.sub(" ", item)) - _ANSWER_WORDS),
+            )
+        )
     return SkillDoc(name=meta.get("name"), description=meta.get("description"), steps=tuple(steps))

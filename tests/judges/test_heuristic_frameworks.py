@@ -1,0 +1,120 @@
+"""The cases the heuristic used to miss (issue 15), on every fixture framework's own span shapes.
+
+Each case starts from a fixture session recorded by real instrumentation and changes only the
+words a user or a skill author would write, in the recorded file itself: the request and a
+catalogue description (the weather case) or one line of the SKILL.md body (the required step).
+Everything else (span layout, where the catalogue and the body live) stays as the framework wrote
+it, so the judge is tested through each framework's recognition.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spanjudge.config import parse_config
+from spanjudge.emit.report import JsonReportWriter
+from spanjudge.engine import Engine
+from spanjudge.offline import run_offline
+from tests.conftest import FIXTURES, scenario_files
+
+LISBON = "What's the weather going to be like in Lisbon tomorrow? Should I bring a jacket?"
+WEATHER_DESCRIPTION = "Use when the user asks about the weather, the forecast, or what to wear."
+RELEASE_DESCRIPTION = (
+    "Draft release notes for a version from its merged pull requests, grouped by label."
+)
+CALCULATE_STEP = "Compute the total per region and the grand total with `calculate`."
+REQUIRED_STEP = (
+    "Always compute the total per region and the grand total with `calculate`; "
+    "never skip this step."
+)
+
+
+def _sessions(scenario: str) -> list[tuple[Path, dict[str, Any]]]:
+    out = []
+    for path in scenario_files():
+        for record in json.loads(path.read_text())["sessions"]:
+            if record["scenario"] == scenario:
+                out.append((path.parent / record["file"], record))
+    return out
+
+
+def _judge(source: Path, edits: dict[str, str], tmp_path: Path, session_id: str) -> dict[str, Any]:
+    text = source.read_text(encoding="utf-8")
+    for old, new in edits.items():
+        text = text.replace(old, new)
+    edited = tmp_path / source.name
+    edited.write_text(text, encoding="utf-8")
+    buf = io.StringIO()
+    run_offline([str(edited)], Engine(parse_config({})), JsonReportWriter(buf))
+    sessions = {s["session_id"]: s for s in json.loads(buf.getvalue())["sessions"]}
+    session: dict[str, Any] = sessions[session_id]
+    return session
+
+
+def _only(session: dict[str, Any], evaluator: str) -> dict[str, Any]:
+    found = [v for v in session["verdicts"] if v["evaluator"] == evaluator]
+    assert len(found) == 1, found
+    return found[0]
+
+
+WEATHER = _sessions("no_skill_needed")
+SKIPPED = _sessions("skipped_steps")
+
+
+def test_every_framework_is_covered() -> None:
+    frameworks = {path.parent.name for path, _ in WEATHER}
+    assert frameworks == {p.parent.name for p in FIXTURES.glob("*/scenarios.json")}
+    assert len(frameworks) >= 5
+    assert {path.parent.name for path, _ in SKIPPED} == frameworks
+
+
+@pytest.mark.parametrize(
+    ("source", "record"), WEATHER, ids=[f"{p.stem}:{r['session_id'][:24]}" for p, r in WEATHER]
+)
+def test_weather_request_fits_a_what_to_wear_skill(
+    source: Path, record: dict[str, Any], tmp_path: Path
+) -> None:
+    edits = {record["request"]: LISBON, RELEASE_DESCRIPTION: WEATHER_DESCRIPTION}
+    session = _judge(source, edits, tmp_path, record["session_id"])
+    verdict = _only(session, "skill_omission")
+    if RELEASE_DESCRIPTION not in source.read_text(encoding="utf-8"):
+        # Claude Code's default telemetry records no catalogue: nothing to choose from.
+        assert (verdict["outcome"], verdict["reason"]) == ("not_evaluated", "no_catalogue")
+        return
+    assert verdict["outcome"] == "fail", verdict["explanation"]
+    assert verdict["target"]["skill"] == "release-notes"
+    assert "weather" in verdict["explanation"]
+    # The unedited session (the same question about Oslo or Paris, no such skill) stays a pass.
+    plain = _judge(source, {}, tmp_path, record["session_id"])
+    assert _only(plain, "skill_omission")["outcome"] == "pass"
+
+
+@pytest.mark.parametrize(
+    ("source", "record"), SKIPPED, ids=[f"{p.stem}:{r['session_id'][:24]}" for p, r in SKIPPED]
+)
+def test_skipping_a_required_step_caps_at_partially(
+    source: Path, record: dict[str, Any], tmp_path: Path
+) -> None:
+    plain = _only(_judge(source, {}, tmp_path, record["session_id"]), "instruction_following")
+    if CALCULATE_STEP not in source.read_text(encoding="utf-8"):
+        # No content recorded (Claude Code default): no body, honestly not evaluated.
+        assert plain["outcome"] == "not_evaluated"
+        return
+    # The scenario skips `calculate`, which the body does not insist on: one step of four.
+    assert plain["label"] == record["labels"]["instruction_following"]["csv-report"] == "mostly"
+    edited = _judge(source, {CALCULATE_STEP: REQUIRED_STEP}, tmp_path, record["session_id"])
+    verdict = _only(edited, "instruction_following")
+    assert (verdict["label"], verdict["outcome"]) == ("partially", "fail"), verdict["explanation"]
+    assert "required step 2 skipped" in verdict["explanation"]
+    # Which step matched which span stays in the explanation.
+    assert re.search(
+        r"step 1 \(Read the CSV file[^;]*: matched tool_call '\w+' span \w+",
+        (verdict["explanation"]),
+    )
+    assert "step 2 (Always compute" in verdict["explanation"]
