@@ -9,7 +9,6 @@ it, so the judge is tested through each framework's recognition.
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from pathlib import Path
@@ -18,7 +17,6 @@ from typing import Any
 import pytest
 
 from spanjudge.config import parse_config
-from spanjudge.emit.report import JsonReportWriter
 from spanjudge.engine import Engine
 from spanjudge.offline import run_offline
 from tests.conftest import FIXTURES, scenario_files
@@ -35,43 +33,63 @@ REQUIRED_STEP = (
 )
 
 
-def _sessions(scenario: str) -> list[tuple[Path, dict[str, Any]]]:
+def _sessions(*scenarios: str) -> list[tuple[Path, dict[str, Any]]]:
+    """Per fixture file, the first session of the first of ``scenarios`` it recorded."""
     out = []
     for path in scenario_files():
-        for record in json.loads(path.read_text())["sessions"]:
-            if record["scenario"] == scenario:
-                out.append((path.parent / record["file"], record))
+        records = json.loads(path.read_text())["sessions"]
+        for file in dict.fromkeys(r["file"] for r in records):
+            mine = [r for r in records if r["file"] == file]
+            found = [r for s in scenarios for r in mine if r["scenario"] == s]
+            if found:
+                out.append((path.parent / file, found[0]))
     return out
 
 
-def _judge(source: Path, edits: dict[str, str], tmp_path: Path, session_id: str) -> dict[str, Any]:
+class _Keep:
+    """A report writer that keeps each session's result (trajectory included)."""
+
+    def __init__(self) -> None:
+        self.results: dict[str, Any] = {}
+
+    def begin(self) -> None:
+        pass
+
+    def session(self, result: Any) -> None:
+        self.results[result.trajectory.session_id] = result
+
+    def end(self, summary: Any, input_report: Any) -> None:
+        pass
+
+
+def _judge(source: Path, edits: dict[str, str], tmp_path: Path, session_id: str) -> Any:
     text = source.read_text(encoding="utf-8")
     for old, new in edits.items():
         text = text.replace(old, new)
     edited = tmp_path / source.name
     edited.write_text(text, encoding="utf-8")
-    buf = io.StringIO()
-    run_offline([str(edited)], Engine(parse_config({})), JsonReportWriter(buf))
-    sessions = {s["session_id"]: s for s in json.loads(buf.getvalue())["sessions"]}
-    session: dict[str, Any] = sessions[session_id]
-    return session
+    keep = _Keep()
+    run_offline([str(edited)], Engine(parse_config({})), keep)
+    return keep.results[session_id]
 
 
-def _only(session: dict[str, Any], evaluator: str) -> dict[str, Any]:
-    found = [v for v in session["verdicts"] if v["evaluator"] == evaluator]
+def _only(result: Any, evaluator: str) -> Any:
+    found = [v for v in result.verdicts if v.evaluator == evaluator]
     assert len(found) == 1, found
     return found[0]
 
 
-WEATHER = _sessions("no_skill_needed")
+# A session that used no skill (a weather question where the fixtures have one), and one that
+# loaded csv-report and skipped its `calculate` step.
+WEATHER = _sessions("no_skill_needed", "write_then_delete")
 SKIPPED = _sessions("skipped_steps")
 
 
 def test_every_framework_is_covered() -> None:
-    frameworks = {path.parent.name for path, _ in WEATHER}
-    assert frameworks == {p.parent.name for p in FIXTURES.glob("*/scenarios.json")}
-    assert len(frameworks) >= 5
+    frameworks = {p.parent.name for p in FIXTURES.glob("*/scenarios.json")}
+    assert {path.parent.name for path, _ in WEATHER} == frameworks
     assert {path.parent.name for path, _ in SKIPPED} == frameworks
+    assert len(frameworks) >= 5
 
 
 @pytest.mark.parametrize(
@@ -81,18 +99,21 @@ def test_weather_request_fits_a_what_to_wear_skill(
     source: Path, record: dict[str, Any], tmp_path: Path
 ) -> None:
     edits = {record["request"]: LISBON, RELEASE_DESCRIPTION: WEATHER_DESCRIPTION}
-    session = _judge(source, edits, tmp_path, record["session_id"])
-    verdict = _only(session, "skill_omission")
-    if RELEASE_DESCRIPTION not in source.read_text(encoding="utf-8"):
-        # Claude Code's default telemetry records no catalogue: nothing to choose from.
-        assert (verdict["outcome"], verdict["reason"]) == ("not_evaluated", "no_catalogue")
+    result = _judge(source, edits, tmp_path, record["session_id"])
+    verdict = _only(result, "skill_omission")
+    offered = {e.name: e.description for e in result.trajectory.catalogue}
+    if not offered:
+        # Nothing to choose from recorded (Claude Code's default telemetry has no catalogue).
+        assert (verdict.outcome, verdict.reason) == ("not_evaluated", "no_catalogue")
         return
-    assert verdict["outcome"] == "fail", verdict["explanation"]
-    assert verdict["target"]["skill"] == "release-notes"
-    assert "weather" in verdict["explanation"]
-    # The unedited session (the same question about Oslo or Paris, no such skill) stays a pass.
+    assert offered.get("release-notes") == WEATHER_DESCRIPTION
+    assert result.trajectory.request == LISBON
+    assert verdict.outcome == "fail", verdict.explanation
+    assert verdict.target.skill == "release-notes"
+    assert "weather" in verdict.explanation
+    # The unedited session (no such skill on offer) stays a pass.
     plain = _judge(source, {}, tmp_path, record["session_id"])
-    assert _only(plain, "skill_omission")["outcome"] == "pass"
+    assert _only(plain, "skill_omission").outcome == "pass"
 
 
 @pytest.mark.parametrize(
@@ -104,17 +125,16 @@ def test_skipping_a_required_step_caps_at_partially(
     plain = _only(_judge(source, {}, tmp_path, record["session_id"]), "instruction_following")
     if CALCULATE_STEP not in source.read_text(encoding="utf-8"):
         # No content recorded (Claude Code default): no body, honestly not evaluated.
-        assert plain["outcome"] == "not_evaluated"
+        assert plain.outcome == "not_evaluated"
         return
     # The scenario skips `calculate`, which the body does not insist on: one step of four.
-    assert plain["label"] == record["labels"]["instruction_following"]["csv-report"] == "mostly"
+    assert plain.label == "mostly", plain.explanation
     edited = _judge(source, {CALCULATE_STEP: REQUIRED_STEP}, tmp_path, record["session_id"])
     verdict = _only(edited, "instruction_following")
-    assert (verdict["label"], verdict["outcome"]) == ("partially", "fail"), verdict["explanation"]
-    assert "required step 2 skipped" in verdict["explanation"]
+    assert (verdict.label, verdict.outcome) == ("partially", "fail"), verdict.explanation
+    assert "required step 2 skipped" in verdict.explanation
     # Which step matched which span stays in the explanation.
     assert re.search(
-        r"step 1 \(Read the CSV file[^;]*: matched tool_call '\w+' span \w+",
-        (verdict["explanation"]),
+        r"step 1 \(Read the CSV file[^;]*: matched tool_call '\w+' span \w+", verdict.explanation
     )
-    assert "step 2 (Always compute" in verdict["explanation"]
+    assert "step 2 (Always compute" in verdict.explanation
