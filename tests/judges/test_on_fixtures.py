@@ -36,6 +36,8 @@ def test_right_skill_is_yes_and_wrong_skill_is_no() -> None:
     judged = 0
     for directory in FRAMEWORKS:
         sessions = _by_scenario(directory)
+        if not {"required_skill_followed", "wrong_skill"} <= set(sessions):
+            continue
         right = _verdict(sessions["required_skill_followed"], "skill_selection")
         wrong = _verdict(sessions["wrong_skill"], "skill_selection")
         if right is None or wrong is None:
@@ -50,6 +52,8 @@ def test_followed_ranks_above_skipped_above_reordered_and_skipped() -> None:
     judged = 0
     for directory in FRAMEWORKS:
         sessions = _by_scenario(directory)
+        if not {"required_skill_followed", "skipped_steps", "reordered_skipped"} <= set(sessions):
+            continue  # a fixture set without these scenarios (haystack)
         scores = []
         for scenario in ("required_skill_followed", "skipped_steps", "reordered_skipped"):
             verdict = _verdict(sessions[scenario], "instruction_following")
@@ -62,7 +66,10 @@ def test_followed_ranks_above_skipped_above_reordered_and_skipped() -> None:
     assert judged >= 4
 
 
-@pytest.mark.parametrize("directory", FRAMEWORKS)
+INJECTED = sorted({d for d, r in RECORDS if r["scenario"] == "prompt_injection"})
+
+
+@pytest.mark.parametrize("directory", INJECTED)
 def test_injected_answer_yes_changes_nothing(directory: str) -> None:
     session = _by_scenario(directory)["prompt_injection"]
     selection = [v for v in session["verdicts"] if v["evaluator"] == "skill_selection"]
