@@ -1,4 +1,9 @@
-"""The `spanjudge` command line (ARCHITECTURE.md section 9, Contract)."""
+"""The `spanjudge` command line (ARCHITECTURE.md section 9, Contract).
+
+Only what a command needs is imported: `spanjudge eval` of a small file must start about as fast
+as Python itself (`bench/bench_startup.py`), so the engine, the writers and the sidecar are
+imported inside the command that uses them.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +11,17 @@ import argparse
 import logging
 import os
 import shutil
+import stat
 import sys
 import tempfile
+import traceback
 from collections.abc import Sequence
-from typing import IO, TextIO
+from typing import IO, Any, TextIO
 
-from spanjudge.config import load_config
 from spanjudge.errors import ConfigError, InputError, OutputError, SpanJudgeError
-from spanjudge.expectations import ExpectationResolver, load_expectations_file
+from spanjudge.gate import EXIT_FAIL, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
 
 FORMATS = ("table", "json", "junit", "html")
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 EVAL_EPILOG = """\
 inputs:
@@ -27,17 +32,19 @@ inputs:
 
 exit status:
   0  no verdict failed
-  1  at least one verdict failed (with --strict: or any verdict was not evaluated)
+  1  at least one verdict failed (with --strict: or a verdict that could have been judged was
+     not evaluated; with --fail-on-error: or an evaluator raised); stderr says which
   2  bad usage, bad configuration or unreadable input (the message names file, line and field)
+  3  an internal error in spanjudge (one line says so; -v prints the traceback)
 
 examples:
   spanjudge eval traces.jsonl
   spanjudge eval --expect expectations.yaml --format json --output report.json traces/*.jsonl
-  spanjudge eval --format junit --output junit.xml --strict traces.jsonl
+  spanjudge eval --format junit --output junit.xml --strict --fail-on-error traces.jsonl
 """
 
 
-def _writer(fmt: str, out: TextIO, colour: bool, strict: bool) -> object:
+def _writer(fmt: str, out: TextIO, colour: bool, strict: bool, width: int | None) -> Any:
     if fmt == "json":
         from spanjudge.emit.report import JsonReportWriter
 
@@ -47,48 +54,78 @@ def _writer(fmt: str, out: TextIO, colour: bool, strict: bool) -> object:
 
         return JunitWriter(out, strict=strict)
     if fmt == "html":
-        from spanjudge.emit.html import HtmlWriter  # type: ignore[import-not-found,unused-ignore]
+        from spanjudge.emit.html import HtmlWriter
 
         return HtmlWriter(out)
     from spanjudge.emit.table import TableWriter
 
-    return TableWriter(out, colour=colour)
+    return TableWriter(out, colour=colour, width=width)
+
+
+def _input_bytes(paths: Sequence[str]) -> int | None:
+    """The total size of the inputs when it is known up front (plain regular files only)."""
+    total = 0
+    for path in paths:
+        if path == "-" or path.endswith(".gz"):
+            return None
+        try:
+            info = os.stat(path)
+        except OSError:
+            return None
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        total += info.st_size
+    return total
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    from spanjudge.config import load_config
     from spanjudge.engine import Engine
+    from spanjudge.expectations import ExpectationResolver, load_expectations_file
+    from spanjudge.gate import Tally, TallyingWriter, decide
     from spanjudge.offline import run_offline
 
     config = load_config(args.config)
     engine = Engine(config)
     if args.expect:
         engine.add_expectations(ExpectationResolver(load_expectations_file(args.expect)))
-    to_terminal = args.output in (None, "-") and sys.stdout.isatty()
+    to_stdout = args.output in (None, "-")
+    to_terminal = to_stdout and sys.stdout.isatty()
     colour = to_terminal and args.format == "table" and not os.environ.get("NO_COLOR")
+    # A terminal line is ~100 columns; a file or a pipe gets explanations whole.
+    width = 90 if to_terminal else None
 
     def on_skip(message: str) -> None:
         print(f"spanjudge: skipped: {message}", file=sys.stderr)
 
+    tally = Tally()
     # The result is written only when the whole input was read: a bad line later in a file
     # must not leave half a report behind (exit 2 prints nothing as if it were a result).
     with tempfile.SpooledTemporaryFile(
         max_size=16 * 1024 * 1024, mode="w+", encoding="utf-8"
     ) as buf:
-        writer = _writer(args.format, buf, colour, args.strict)  # type: ignore[arg-type]
+        writer = TallyingWriter(_writer(args.format, buf, colour, args.strict, width), tally)  # type: ignore[arg-type]
         summary, stats = run_offline(
             args.inputs,
             engine,
-            writer,  # type: ignore[arg-type]
+            writer,
             skip_invalid=args.skip_invalid,
             progress=sys.stderr.isatty() and not args.quiet,
             on_skip=on_skip,
+            total_bytes=_input_bytes(args.inputs),
         )
+        code, reasons = decide(summary, tally, strict=args.strict, fail_on_error=args.fail_on_error)
         buf.seek(0)
-        if args.output in (None, "-"):
-            shutil.copyfileobj(buf, sys.stdout)
-            sys.stdout.flush()
+        if to_stdout:
+            try:
+                shutil.copyfileobj(buf, sys.stdout)
+                sys.stdout.flush()
+            except BrokenPipeError:
+                # `spanjudge eval ... | head`: the reader left, the verdicts stand. Point stdout
+                # at /dev/null so the interpreter's final flush does not complain.
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         else:
-            _write_atomically(args.output, buf)
+            write_report(args.output, buf)
     if stats.skipped:
         print(
             f"spanjudge: skipped {stats.skipped} invalid line(s)/span(s); "
@@ -103,24 +140,52 @@ def cmd_eval(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_FAIL if args.strict else EXIT_OK
-    if summary.failed:
-        return EXIT_FAIL
-    if args.strict and summary.not_evaluated:
-        return EXIT_FAIL
-    return EXIT_OK
+    if not to_stdout:
+        v = summary.verdicts
+        print(
+            f"spanjudge: wrote {args.format} report to {args.output}: {summary.sessions}"
+            f" session(s); {v['pass']} pass, {v['fail']} fail, {v['not_evaluated']} not evaluated",
+            file=sys.stderr,
+        )
+    for line in reasons:
+        print(line, file=sys.stderr)
+    return code
 
 
-def _write_atomically(path: str, buf: IO[str]) -> None:
-    """Write the report next to ``path`` first, then rename: never half a report."""
-    tmp = f"{path}.tmp"
+def write_report(path: str, buf: IO[str]) -> None:
+    """Write the report to ``path``. A regular file (or a symlink to one, which stays a link)
+    is replaced atomically, never left half-written; anything else (`/dev/stdout`, a FIFO, a
+    device node) is written through, as a shell redirection would."""
     try:
-        with open(tmp, "w", encoding="utf-8") as handle:
-            shutil.copyfileobj(buf, handle)
-        os.replace(tmp, path)
+        info: os.stat_result | None = os.stat(path)
+    except FileNotFoundError:
+        info = None
     except OSError as exc:
         raise OutputError(f"cannot write the report: {exc.strerror}", file=path) from None
+    target = os.path.realpath(path)
+    through_special = target.startswith(("/proc/", "/dev/"))
+    try:
+        if (info is not None and not stat.S_ISREG(info.st_mode)) or through_special:
+            with open(path, "w", encoding="utf-8") as handle:
+                shutil.copyfileobj(buf, handle)
+            return
+        _replace_atomically(target, buf, mode=None if info is None else info.st_mode)
+    except OSError as exc:
+        raise OutputError(f"cannot write the report: {exc.strerror}", file=path) from None
+
+
+def _replace_atomically(target: str, buf: IO[str], mode: int | None) -> None:
+    directory, name = os.path.split(target)
+    tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
+    try:
+        # "x": a new file with the umask's permissions; an existing report keeps its mode.
+        with open(tmp, "x", encoding="utf-8") as handle:
+            shutil.copyfileobj(buf, handle)
+        if mode is not None:
+            os.chmod(tmp, stat.S_IMODE(mode))
+        os.replace(tmp, target)
     finally:
-        if os.path.exists(tmp):
+        if os.path.lexists(tmp):
             os.remove(tmp)
 
 
@@ -130,6 +195,8 @@ def cmd_serve(args: argparse.Namespace, rest: Sequence[str]) -> int:
     argv = list(rest)
     if args.config:
         argv = ["--config", args.config, *argv]
+    if args.verbose and not any(a == "--log-level" or a.startswith("--log-level=") for a in argv):
+        argv = ["--log-level", "DEBUG", *argv]
     code: int = sidecar.main(argv)
     return code
 
@@ -141,21 +208,39 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return code
 
 
-def _version() -> str:
-    from spanjudge._version import __version__
+class _VersionAction(argparse.Action):
+    """`--version`, looked up only when asked for (package metadata is slow to read)."""
 
-    return __version__
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        from spanjudge._version import __version__
+
+        print(f"spanjudge {__version__}")
+        parser.exit()
 
 
-def build_parser() -> argparse.ArgumentParser:
+_VERBOSE_HELP = "log progress and internals (serve: --log-level DEBUG)"
+
+
+def _verbose(parser: argparse.ArgumentParser) -> None:
+    # Accepted before or after the subcommand: the subcommand's copy sets it only when given.
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=_VERBOSE_HELP
+    )
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The top-level parser and each subcommand's own (for usage messages that fit)."""
     parser = argparse.ArgumentParser(
         prog="spanjudge",
         description="Judge AI agents from their OpenTelemetry traces: skill loads, tool calls, "
         "trajectories. Verdicts are pass, fail or not_evaluated (with a reason); pass rates are "
         "always shown with their coverage.",
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress and internals")
-    parser.add_argument("--version", action="version", version=f"spanjudge {_version()}")
+    parser.add_argument("-v", "--verbose", action="store_true", help=_VERBOSE_HELP)
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
@@ -177,9 +262,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--format", choices=FORMATS, default="table", help="report format (default: table)"
     )
     ev.add_argument(
-        "--output", "-o", metavar="FILE", help="write the report to FILE (default: stdout)"
+        "--output",
+        "-o",
+        metavar="FILE",
+        help="write the report to FILE (default: stdout); a regular file is replaced"
+        " atomically, /dev/stdout, a FIFO or a device is written through",
     )
-    ev.add_argument("--strict", action="store_true", help="exit 1 on any not_evaluated verdict too")
+    ev.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 on any not_evaluated verdict too (stderr names them)",
+    )
+    ev.add_argument(
+        "--fail-on-error",
+        action="store_true",
+        help="exit 1 when an evaluator raised (verdicts not_evaluated [evaluator_error])",
+    )
     ev.add_argument(
         "--skip-invalid",
         action="store_true",
@@ -187,33 +285,37 @@ def build_parser() -> argparse.ArgumentParser:
         "they are counted in the report and on stderr",
     )
     ev.add_argument("--quiet", "-q", action="store_true", help="no progress indicator")
+    _verbose(ev)
 
     sv = sub.add_parser(
         "serve",
         help="run the OTLP sidecar (receives traces from a Collector, exports verdicts)",
-        add_help=False,
+        add_help=False,  # `spanjudge serve --help` is the sidecar's own, complete help
     )
     sv.add_argument("--config", metavar="FILE")
-    sub.add_parser(
+    _verbose(sv)
+    demo = sub.add_parser(
         "demo",
         help="run a bundled example agent through the in-process processor and print its verdicts",
         description="Runs a scripted, instrumented example agent (no network, no API key) through "
         "SpanJudgeProcessor on the embedded defaults and prints the verdict table.",
     )
-    return parser
+    _verbose(demo)
+    return parser, {"eval": ev, "serve": sv, "demo": demo}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
-    if argv[:1] == ["serve"]:
-        args, rest = parser.parse_known_args(argv)
-    else:
-        args, rest = parser.parse_args(argv), []
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="spanjudge: %(levelname)s: %(message)s",
-    )
+    parser, commands = build_parser()
+    args, rest = parser.parse_known_args(argv)
+    if rest and args.command != "serve":
+        # The subcommand's usage, not the top level's: that is where the flag was looked for.
+        commands[args.command].error(f"unrecognized arguments: {' '.join(rest)}")
+    if args.command != "serve":  # serve sets up its own logging (--log-level)
+        logging.basicConfig(
+            level=logging.INFO if args.verbose else logging.WARNING,
+            format="spanjudge: %(levelname)s: %(message)s",
+        )
     try:
         if args.command == "eval":
             return cmd_eval(args)
@@ -231,8 +333,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
-        return EXIT_OK
+    except Exception as exc:
+        # Not the user's mistake and not a verdict: a distinct status, so a gate can tell.
+        if args.verbose:
+            traceback.print_exc(file=sys.stderr)
+        print(
+            f"spanjudge: internal error: {type(exc).__name__}: {exc} (a bug in spanjudge;"
+            " -v prints the traceback; exit 3)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from spanjudge.config_values import durations
 from spanjudge.errors import ConfigError, did_you_mean
 from spanjudge.evaluators.base import build_evaluators
 from spanjudge.expectations import (
@@ -73,6 +74,7 @@ def _dataclass_section(
         problems.append(f"{path}: expected a mapping")
         return cls(**extra)
     known = {f.name: f for f in fields(cls)}
+    raw = durations(raw, [name for name in known if name.endswith("_s")], path, problems)
     kwargs: dict[str, Any] = dict(extra)
     for key, value in raw.items():
         spec = known.get(key)

@@ -55,8 +55,9 @@ class EventClock:
 class Progress:
     """A one-line progress indicator on stderr, only when stderr is a terminal."""
 
-    def __init__(self, enabled: bool) -> None:
+    def __init__(self, enabled: bool, total_bytes: int | None = None) -> None:
         self.enabled = enabled
+        self.total_bytes = total_bytes  # known for plain files: then a percentage is shown
         self.last = 0.0
         self.started = time.monotonic()
 
@@ -68,8 +69,11 @@ class Progress:
             return
         self.last = now
         rate = stats.spans / max(1e-9, now - self.started)
+        done = ""
+        if self.total_bytes:
+            done = f"{min(100.0, 100 * stats.bytes / self.total_bytes):.0f}% "
         sys.stderr.write(
-            f"\r{stats.spans:,} spans, {sessions:,} sessions evaluated, "
+            f"\r{done}{stats.spans:,} spans, {sessions:,} sessions evaluated, "
             f"{stats.bytes / 1e6:,.0f} MB read, {rate:,.0f} spans/s "
         )
         sys.stderr.flush()
@@ -87,6 +91,7 @@ def run_offline(
     skip_invalid: bool = False,
     progress: bool = False,
     on_skip: Callable[[str], None] | None = None,
+    total_bytes: int | None = None,
 ) -> tuple[Summary, InputStats]:
     """Stream every input through one session store; sessions are evaluated as soon as their
     close policy fires on event time, the rest at end of input.
@@ -99,7 +104,7 @@ def run_offline(
     store = SessionStore(policy, clock=clock)
     summary = Summary()
     stats = InputStats()
-    bar = Progress(progress)
+    bar = Progress(progress, total_bytes)
     writer.begin()
 
     def flush(closed: Iterable[Any]) -> None:

@@ -28,12 +28,18 @@ def _target(verdict: Verdict) -> str:
     return "session"
 
 
-def _clip(text: str, width: int) -> str:
+def _clip(text: str, width: int | None) -> str:
     text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return text if width is None or len(text) <= width else text[: width - 1] + "…"
 
 
-def session_lines(result: SessionResult, colour: bool = False) -> list[str]:
+EXPLANATION_WIDTH = 90  # fits a terminal line; files and pipes get explanations whole
+
+
+def session_lines(
+    result: SessionResult, colour: bool = False, width: int | None = EXPLANATION_WIDTH
+) -> list[str]:
+    """One session's lines; ``width`` cuts explanations (None: whole, for files and pipes)."""
     t = result.trajectory
     s = t.stats
     state = "complete" if t.complete else f"INCOMPLETE ({t.close_reason})"
@@ -56,7 +62,7 @@ def session_lines(result: SessionResult, colour: bool = False) -> list[str]:
         why = f"[{verdict.reason}] " if verdict.reason else ""
         lines.append(
             f"  {mark}{pad} {score}  {verdict.evaluator:<22} {_clip(_target(verdict), 18):<18} "
-            f"{_clip(why + verdict.explanation, 90)}"
+            f"{_clip(why + verdict.explanation, width)}"
         )
     cov = result.coverage
     lines.append(
@@ -81,8 +87,9 @@ def summary_lines(summary: Summary, input_report: dict[str, Any] | None = None) 
             f"  {_pct(pass_rate):>9}  {_pct(coverage):>8}"
         )
     lines.append(
-        "  (pass rate = pass / (pass + fail); coverage = judged / all; n/e = not evaluated)"
+        "  (pass rate = pass / (pass + fail); coverage = (pass + fail) / applicable verdicts,"
     )
+    lines.append("   i.e. all but the not_applicable ones; n/e = not evaluated)")
     for profile in summary.tasks.values():
         lines.extend(task_lines(profile.to_json()))
     if input_report and input_report.get("skipped"):
@@ -175,15 +182,18 @@ def render_table(results: Sequence[SessionResult], colour: bool = False) -> str:
 
 
 class TableWriter:
-    def __init__(self, out: TextIO, colour: bool = False) -> None:
+    def __init__(
+        self, out: TextIO, colour: bool = False, width: int | None = EXPLANATION_WIDTH
+    ) -> None:
         self.out = out
         self.colour = colour
+        self.width = width
 
     def begin(self) -> None:
         pass
 
     def session(self, result: SessionResult) -> None:
-        self.out.write("\n".join(session_lines(result, self.colour)) + "\n\n")
+        self.out.write("\n".join(session_lines(result, self.colour, self.width)) + "\n\n")
 
     def end(self, summary: Summary, input_report: dict[str, Any]) -> None:
         self.out.write("\n".join(summary_lines(summary, input_report)) + "\n")

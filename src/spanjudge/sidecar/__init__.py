@@ -12,6 +12,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from spanjudge.config import Config, load_config
 from spanjudge.errors import ConfigError
@@ -20,8 +21,12 @@ from spanjudge.sidecar.config import (
     DEFAULT_HTTP_ENDPOINT,
     DEFAULT_METRICS_ENDPOINT,
     ServeConfig,
+    env_endpoint,
     parse_serve,
 )
+
+if TYPE_CHECKING:
+    from spanjudge.sidecar.server import Endpoints
 
 __all__ = ["main", "serve_config"]
 
@@ -54,6 +59,33 @@ Point it at a Collector receiver that does NOT route back into spanjudge (see co
 exit status: 0 after a clean shutdown (SIGTERM/SIGINT), 2 for configuration problems,
 1 when the receivers cannot start for another reason.
 """
+
+
+def startup_line(endpoints: Endpoints, serve: ServeConfig) -> tuple[int, str]:
+    """The one line `serve` logs once it listens: where to send traces, where verdicts go.
+    A warning when verdict export is off, since verdicts then reach only /metrics."""
+    scheme = "https" if serve.tls.enabled else "http"
+    parts = [
+        f"OTLP/gRPC {endpoints.grpc}" if endpoints.grpc else "OTLP/gRPC off",
+        f"OTLP/HTTP {scheme}://{endpoints.http}/v1/traces (health /healthz)"
+        if endpoints.http
+        else "OTLP/HTTP off",
+        f"metrics http://{endpoints.metrics}/metrics" if endpoints.metrics else "metrics off",
+        f"spool {os.path.abspath(serve.spool.path)}"
+        if serve.spool.enabled
+        else "spool off (in memory)",
+    ]
+    export = serve.export
+    if export.enabled:
+        target = export.endpoint or env_endpoint() or "the OTLP exporters' default"
+        return logging.INFO, (
+            f"listening: {', '.join(parts)}; verdicts to OTLP {export.protocol} {target}"
+        )
+    return logging.WARNING, (
+        f"listening: {', '.join(parts)}; verdict export is OFF (no OTEL_EXPORTER_OTLP_ENDPOINT"
+        " and no serve.export.endpoint): verdict spans and log records go nowhere, only"
+        " /metrics counts them"
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -112,13 +144,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, RuntimeError) as exc:
         print(f"spanjudge serve: cannot start: {exc}", file=sys.stderr)
         return 1
-    log.info(
-        "listening: grpc=%s http=%s metrics=%s spool=%s",
-        endpoints.grpc,
-        endpoints.http,
-        endpoints.metrics,
-        serve.spool.path if serve.spool.enabled else "off",
-    )
+    level, line = startup_line(endpoints, serve)
+    log.log(level, "%s", line)
     if args.ready_file:
         _write_ready(args.ready_file, endpoints.to_json())
     while not stop.wait(0.5):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from spanjudge.config import register_section
+from spanjudge.config_values import client_tls, durations, server_tls
 
 DEFAULT_GRPC_ENDPOINT = "127.0.0.1:4327"
 DEFAULT_HTTP_ENDPOINT = "127.0.0.1:4328"
@@ -170,6 +171,12 @@ def _section(cls: type, raw: Any, path: str, problems: list[str]) -> Any:
         return cls()
     defaults = cls()
     known = [f.name for f in fields(cls)]
+    raw = durations(raw, [name for name in known if name.endswith("_s")], path, problems)
+    if cls is ExportConfig and "tls" in raw:  # the Collector's exporter `tls:` block
+        for key, value in client_tls(raw.pop("tls"), f"{path}.tls", problems).items():
+            if key in raw:
+                problems.append(f"{path}.tls: {key} is also set directly; set it once")
+            raw[key] = value
     kwargs: dict[str, Any] = {}
     for key, value in raw.items():
         sub = f"{path}.{key}"
@@ -177,6 +184,8 @@ def _section(cls: type, raw: Any, path: str, problems: list[str]) -> Any:
             problems.append(f"{sub}: unknown setting (allowed: {', '.join(known)})")
             continue
         if key in _NESTED and cls is ServeConfig:
+            if key == "tls":
+                value = server_tls(value, sub, problems)
             kwargs[key] = _section(_NESTED[key], value, sub, problems)
             continue
         checked = _value(cls, key, getattr(defaults, key), value, sub, problems)
@@ -205,7 +214,8 @@ def _env_protocol(problems: list[str]) -> str | None:
     return None
 
 
-def _env_endpoint() -> str | None:
+def env_endpoint() -> str | None:
+    """The verdict endpoint from the standard OTLP variables, if set."""
     for name in ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"):
         if os.environ.get(name):
             return os.environ[name]
@@ -284,7 +294,7 @@ def parse_serve(raw: Any, path: str, problems: list[str]) -> ServeConfig:
     protocol = export.protocol or _env_protocol(problems) or "grpc"
     enabled = export.enabled
     if enabled is None:
-        enabled = bool(export.endpoint or _env_endpoint())
+        enabled = bool(export.endpoint or env_endpoint())
     return replace(config, export=replace(export, protocol=protocol, enabled=enabled))
 
 

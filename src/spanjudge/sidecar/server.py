@@ -113,6 +113,20 @@ def _bind(setting: str, endpoint: str, source: str | None, bind: Callable[[], An
         raise ConfigError(problem, source=source) from None
 
 
+_SPOOL_FILES = ("", "-wal", "-shm", "-journal")
+
+
+def _discard_new_spool(path: str) -> None:
+    """Remove a spool this start created: a failed start leaves nothing behind in the cwd."""
+    for suffix in _SPOOL_FILES:
+        try:
+            os.remove(path + suffix)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            log.warning("cannot remove the new spool %s%s: %s", path, suffix, exc.strerror)
+
+
 def _open_spool(serve: ServeConfig, source: str | None) -> Spool | MemorySpool:
     config = serve.spool
     if not config.enabled:
@@ -151,6 +165,7 @@ class Sidecar:
             attributes["service.instance.id"] = f"{socket.gethostname()}-{os.getpid()}"
         resource = Resource.create(attributes)
         # The spool first: it is the likeliest to fail, and it holds no thread or port.
+        self._new_spool = serve.spool.enabled and not os.path.lexists(serve.spool.path)
         self.spool: Spool | MemorySpool = _open_spool(serve, config.source)
         readers, self._metric_export = build_metric_readers(serve.export)
         self._metrics_port: int | None = None
@@ -162,6 +177,8 @@ class Sidecar:
                 )
             except ConfigError:
                 self.spool.close()
+                if self._new_spool:
+                    _discard_new_spool(serve.spool.path)
                 raise
             # First: its shutdown is instant, so a slow OTLP reader cannot starve it of time.
             readers.insert(0, reader)
@@ -212,7 +229,11 @@ class Sidecar:
         try:
             return self._start()
         except BaseException:
+            # A spool this start created holds nothing unless a receiver already took a request.
+            discard = self._new_spool and self.spool.last_request_id() == 0
             self.stop()
+            if discard:
+                _discard_new_spool(self.serve.spool.path)
             raise
 
     def _start(self) -> Endpoints:

@@ -1,0 +1,106 @@
+"""Collector-style configuration values, shared by every section that takes them.
+
+Users who write OpenTelemetry Collector configuration expect the same spellings here:
+
+- durations as Go duration strings (`15m`, `30s`, `500ms`, `1h30m`) beside the `_s` numbers: a
+  `<name>_s` setting takes seconds or a duration string, and `<name>` takes the same;
+- `tls:` blocks with the Collector's keys: `ca_file`, `cert_file`, `key_file` and, for a client,
+  `insecure` (`configtls` in the Collector).
+
+Each helper turns those spellings into this project's settings and appends every problem, with
+its path, to ``problems`` (the configuration reports them all at once).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+_UNIT_S = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+DURATION_HINT = "a number of seconds or a duration such as 500ms, 30s, 15m, 1h30m"
+
+
+def parse_duration_s(text: str) -> float | None:
+    """Seconds in a Go duration string (`1h30m`, `500ms`, `0`), or None if it is not one."""
+    text = text.strip()
+    if text == "0":
+        return 0.0
+    pos, total = 0, 0.0
+    for match in _PART.finditer(text):
+        if match.start() != pos:
+            return None
+        total += float(match.group(1)) * _UNIT_S[match.group(2)]
+        pos = match.end()
+    return total if pos == len(text) and pos > 0 else None
+
+
+def durations(
+    raw: Mapping[str, Any], keys_s: Iterable[str], path: str, problems: list[str]
+) -> dict[str, Any]:
+    """``raw`` with each `<name>_s` in ``keys_s`` in seconds; `<name>: 15m` is read as
+    `<name>_s`. Other keys pass through untouched, for the section's own checks."""
+    out = dict(raw)
+    for key_s in keys_s:
+        short = key_s[: -len("_s")]
+        if short in out and key_s in out:
+            problems.append(f"{path}.{short}: set either {short} or {key_s}, not both")
+            out.pop(short)
+            continue
+        given = key_s if key_s in out else short if short in out else None
+        if given is None:
+            continue
+        value = out.pop(given)
+        if isinstance(value, str):
+            seconds = parse_duration_s(value)
+            if seconds is None:
+                problems.append(f"{path}.{given}: expected {DURATION_HINT}, got {value!r}")
+                continue
+            value = seconds
+        out[key_s] = value  # numbers (and wrong types) are checked by the section itself
+    return out
+
+
+# The Collector's `configtls` keys -> this project's, per side of the connection.
+_SERVER_TLS = {"ca_file": "client_ca_file"}
+_CLIENT_TLS = {
+    "ca_file": "certificate_file",
+    "cert_file": "client_certificate_file",
+    "key_file": "client_key_file",
+    "insecure": "insecure",
+}
+
+
+def server_tls(raw: Any, path: str, problems: list[str]) -> Any:
+    """A receiver's `tls:` block: the Collector's `ca_file` (which verifies client certificates,
+    i.e. mutual TLS) is accepted as `client_ca_file`."""
+    if not isinstance(raw, Mapping):
+        return raw
+    out = dict(raw)
+    for theirs, ours in _SERVER_TLS.items():
+        if theirs in out:
+            value = out.pop(theirs)
+            if ours in out and out[ours] != value:
+                problems.append(f"{path}.{theirs}: set either {theirs} or {ours}, not both")
+                continue
+            out[ours] = value
+    return out
+
+
+def client_tls(raw: Any, path: str, problems: list[str]) -> dict[str, Any]:
+    """An exporter's `tls:` block (`insecure`, `ca_file`, `cert_file`, `key_file`) as this
+    project's export settings."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        problems.append(f"{path}: expected a mapping ({', '.join(_CLIENT_TLS)})")
+        return {}
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        ours = _CLIENT_TLS.get(str(key))
+        if ours is None:
+            problems.append(f"{path}.{key}: unknown setting (allowed: {', '.join(_CLIENT_TLS)})")
+            continue
+        out[ours] = value
+    return out

@@ -1,0 +1,253 @@
+"""`spanjudge eval` as a release gate in CI: exit codes that can be trusted (a closed pipe, an
+internal error, evaluators that crashed, --strict that says why), reports written where asked
+(files, FIFOs, symlinks, devices), and what the user reads on stderr and in the table."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+from spanjudge.cli import main
+from tests.conftest import recorded, write_jsonl
+from tests.test_cli import _session
+
+CLI = [sys.executable, "-m", "spanjudge.cli"]
+
+
+@pytest.fixture
+def traces(tmp_path: Path) -> Path:
+    spans = recorded(lambda t: (_session(t, "s-required"), _session(t, "s-free")))
+    return write_jsonl(tmp_path / "traces.jsonl", spans)
+
+
+@pytest.fixture
+def expect(tmp_path: Path) -> Path:
+    path = tmp_path / "expect.yaml"
+    path.write_text("sessions:\n  s-required:\n    skills: [csv-report]\n")
+    return path
+
+
+def _env(**extra: str) -> dict[str, str]:
+    return {**os.environ, **extra}
+
+
+def test_a_closed_stdout_pipe_keeps_the_fail_exit_code(traces, expect):  # type: ignore[no-untyped-def]
+    proc = subprocess.Popen(
+        [*CLI, "eval", str(traces), "--expect", str(expect)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(),
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # `| head -0`: the reader is gone before anything is written
+    with proc.stderr:
+        err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 1, err
+    assert "Traceback" not in err and "Exception ignored" not in err
+
+
+def test_an_internal_error_exits_3_with_one_line(capsys, monkeypatch, traces):  # type: ignore[no-untyped-def]
+    import spanjudge.offline
+
+    def broken(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise KeyError("step")
+
+    monkeypatch.setattr(spanjudge.offline, "run_offline", broken)
+    assert main(["eval", str(traces)]) == 3
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert err.startswith("spanjudge: internal error: KeyError") and "bug" in err
+    # -v, after the subcommand too, adds the traceback for the bug report.
+    assert main(["eval", str(traces), "-v"]) == 3
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err and "KeyError: 'step'" in err
+
+
+@pytest.fixture
+def crashing_plugin(tmp_path: Path) -> Path:
+    """A third-party evaluator, installed as a distribution with an entry point, that raises."""
+    site = tmp_path / "site"
+    (site / "crashy-1.0.dist-info").mkdir(parents=True)
+    (site / "crashy-1.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: crashy\nVersion: 1.0\n"
+    )
+    (site / "crashy-1.0.dist-info" / "entry_points.txt").write_text(
+        "[spanjudge.evaluators]\ncrashy = crashy:Crashy.from_options\n"
+    )
+    (site / "crashy.py").write_text(
+        textwrap.dedent(
+            """
+            class Crashy:
+                name = "crashy"
+
+                @classmethod
+                def from_options(cls, options, path, problems):
+                    return cls()
+
+                def evaluate(self, ctx):
+                    raise ZeroDivisionError("division by zero")
+            """
+        )
+    )
+    only = tmp_path / "only-crashy.yaml"
+    builtins = [
+        "skill_loaded",
+        "skill_selection",
+        "skill_omission",
+        "instruction_following",
+        "outcome",
+        "trajectory_validity",
+        "side_effects",
+        "cost",
+        "robustness",
+    ]
+    only.write_text(
+        "evaluators:\n" + "".join(f"  {name}: {{enabled: false}}\n" for name in builtins)
+    )
+    return site
+
+
+def _with_plugin(site: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    env = _env(PYTHONPATH=os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])))
+    return subprocess.run([*CLI, *argv], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_a_gate_whose_every_evaluator_crashed_says_so_and_can_fail(crashing_plugin, traces):  # type: ignore[no-untyped-def]
+    config = str(crashing_plugin.parent / "only-crashy.yaml")
+    done = _with_plugin(crashing_plugin, "eval", str(traces), "--config", config)
+    assert done.returncode == 0, done.stderr
+    assert "2 verdict(s) not evaluated because an evaluator raised" in done.stderr
+    assert "evaluator_error: crashy x2" in done.stderr
+    assert "--fail-on-error would fail the gate" in done.stderr
+    failing = _with_plugin(
+        crashing_plugin, "eval", str(traces), "--config", config, "--fail-on-error"
+    )
+    assert failing.returncode == 1, failing.stderr
+    assert "--fail-on-error: failing" in failing.stderr
+
+
+def test_strict_names_the_not_evaluated_verdicts_that_failed_it(capsys, traces, expect):  # type: ignore[no-untyped-def]
+    assert main(["eval", str(traces), "--expect", str(expect), "--strict"]) == 1
+    err = capsys.readouterr().err
+    [line] = [x for x in err.splitlines() if x.startswith("spanjudge: --strict")]
+    assert "failing on" in line and "skill_loaded [no_expectation] x1 (e.g. session s-free)" in line
+
+
+def test_unknown_flag_after_eval_shows_evals_usage(capsys, traces):  # type: ignore[no-untyped-def]
+    with pytest.raises(SystemExit) as exit_:
+        main(["eval", str(traces), "--bogus"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: spanjudge eval") and "unrecognized arguments: --bogus" in err
+
+
+def test_writing_a_report_file_prints_a_summary_line(capsys, tmp_path, traces, expect):  # type: ignore[no-untyped-def]
+    report = tmp_path / "report.json"
+    code = main(
+        ["eval", str(traces), "--expect", str(expect), "--format", "json", "-o", str(report)]
+    )
+    assert code == 1
+    err = capsys.readouterr().err
+    assert f"spanjudge: wrote json report to {report}: 2 session(s); 0 pass, 1 fail," in err
+
+
+def test_explanations_are_whole_in_a_file(capsys, tmp_path, traces):  # type: ignore[no-untyped-def]
+    table = tmp_path / "table.txt"
+    assert main(["eval", str(traces), "-o", str(table)]) == 0
+    text = table.read_text()
+    assert "repeated mutations 0, created then deleted 0" in text
+    assert "…" not in text
+
+
+# --output: atomic rename only for regular files; anything else is written through.
+
+
+def test_output_to_a_fifo_is_written_through(tmp_path, traces):  # type: ignore[no-untyped-def]
+    fifo = tmp_path / "report.fifo"
+    os.mkfifo(fifo)
+    received: list[str] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text()), daemon=True)
+    reader.start()
+    done = subprocess.run(
+        [*CLI, "eval", str(traces), "--format", "json", "-o", str(fifo)],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=120,
+    )
+    reader.join(timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode), "the FIFO was replaced by a regular file"
+    assert received and '"sessions"' in received[0]
+
+
+def test_output_through_a_symlink_keeps_the_link(capsys, tmp_path, traces):  # type: ignore[no-untyped-def]
+    real = tmp_path / "reports" / "latest.json"
+    real.parent.mkdir()
+    real.write_text("old")
+    os.chmod(real, 0o640)
+    link = tmp_path / "report.json"
+    link.symlink_to(real)
+    assert main(["eval", str(traces), "--format", "json", "-o", str(link)]) == 0
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert '"sessions"' in real.read_text()
+    assert stat.S_IMODE(os.stat(real).st_mode) == 0o640
+    assert sorted(p.name for p in real.parent.iterdir()) == ["latest.json"]
+
+
+def test_output_to_a_device_node_is_written_through(capsys, tmp_path, traces):  # type: ignore[no-untyped-def]
+    node = tmp_path / "null"
+    try:
+        os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(1, 3))  # the same device as /dev/null
+    except PermissionError:
+        pytest.skip("creating a device node needs root")
+    assert main(["eval", str(traces), "-o", str(node)]) == 0
+    assert stat.S_ISCHR(os.lstat(node).st_mode), "the device node was replaced by a regular file"
+
+
+def test_output_to_proc_self_fd_1_reaches_stdout(traces):  # type: ignore[no-untyped-def]
+    done = subprocess.run(
+        [*CLI, "eval", str(traces), "--format", "json", "-o", "/proc/self/fd/1"],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert '"sessions"' in done.stdout
+
+
+def test_progress_shows_a_percentage_when_the_size_is_known(tmp_path, traces):  # type: ignore[no-untyped-def]
+    import pty
+
+    parent, child = pty.openpty()  # stderr a terminal, as when a person runs it
+    try:
+        done = subprocess.run(
+            [*CLI, "eval", str(traces), "-o", str(tmp_path / "table.txt")],
+            stdout=subprocess.DEVNULL,
+            stderr=child,
+            env=_env(),
+            timeout=120,
+        )
+        os.close(child)
+        chunks = []
+        while True:
+            try:
+                data = os.read(parent, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            chunks.append(data)
+    finally:
+        os.close(parent)
+    shown = b"".join(chunks).decode()
+    assert done.returncode == 0, shown
+    assert "100% 2 spans" in shown
