@@ -18,6 +18,7 @@ import traceback
 from collections.abc import Sequence
 from typing import IO, Any, TextIO
 
+from spanjudge._version import __version__
 from spanjudge.errors import ConfigError, InputError, OutputError, SpanJudgeError
 from spanjudge.gate import EXIT_FAIL, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
 
@@ -208,19 +209,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return code
 
 
-class _VersionAction(argparse.Action):
-    """`--version`, looked up only when asked for (package metadata is slow to read)."""
-
-    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
-        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
-
-    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
-        from spanjudge._version import __version__
-
-        print(f"spanjudge {__version__}")
-        parser.exit()
-
-
 _VERBOSE_HELP = "log progress and internals (serve: --log-level DEBUG)"
 
 
@@ -240,7 +228,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
         "always shown with their coverage.",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help=_VERBOSE_HELP)
-    parser.add_argument("--version", action=_VersionAction)
+    parser.add_argument("--version", action="version", version=f"spanjudge {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 

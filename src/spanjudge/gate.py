@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spanjudge.emit.summary import Summary, not_applicable
-from spanjudge.engine import SessionResult
-from spanjudge.evaluators.verdict import EVALUATOR_ERROR
+from spanjudge.reasons import EVALUATOR_ERROR
+from spanjudge.values import SessionResult
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 _SHOWN = 12  # kinds of verdict named on stderr; the report has them all
