@@ -106,6 +106,11 @@ class Handler:
             return False
         return hmac.compare_digest(authorization.strip().encode(), self._expected)
 
+    def not_ready(self) -> str | None:
+        """Why requests are refused right now (for `/healthz`), or None when ready."""
+        problem = self.worker.storage_problem
+        return f"spool cannot write: {problem}" if problem is not None else None
+
     def count(self, transport: str, result: str) -> None:
         self.counts[result] = self.counts.get(result, 0) + 1
         if self.telemetry is not None:

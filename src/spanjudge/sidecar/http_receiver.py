@@ -123,7 +123,13 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     def _get(self, *, head: bool) -> None:
         if self._route() == HEALTH_PATH:
-            self._send(200, b"ok\n", "text/plain", head=head)
+            problem = self.server.handler.not_ready()
+            if problem is None:
+                self._send(200, b"ok\n", "text/plain", head=head)
+            else:
+                retry = {"Retry-After": str(self.server.retry_after_s)}
+                body = f"not ready: {problem}\n".encode()
+                self._send(503, body, "text/plain", retry, head=head)
         else:
             self._other_method(head=head)
 

@@ -9,6 +9,7 @@ no membership, and records the session's revision as evaluated. A restart replay
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 import time
@@ -38,6 +39,19 @@ CREATE TABLE IF NOT EXISTS evaluated (
     at REAL NOT NULL
 );
 """
+
+
+class StorageError(Exception):
+    """The spool cannot write now (disk full, I/O error, locked): a fault that may pass, so the
+    caller answers with a retryable status. The message is SQLite's own."""
+
+
+def _rollback(db: sqlite3.Connection) -> None:
+    # SQLite rolls some failures back itself (SQLITE_FULL during COMMIT does): a second ROLLBACK
+    # would raise "no transaction is active" and hide the real cause.
+    if db.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            db.execute("ROLLBACK")
 
 
 def group_of(span: SpanRecord, key_attributes: Sequence[str] = ()) -> str:
@@ -87,6 +101,11 @@ class Spool:
             # NORMAL in WAL mode survives a killed process; FULL survives power loss too.
             self._db.execute(f"PRAGMA synchronous={'FULL' if synchronous == 'full' else 'NORMAL'}")
             self._db.executescript(_SCHEMA)
+            # A damaged page otherwise surfaces later, mid-replay or mid-request.
+            # (integrity_check, not quick_check: SQLite 3.40 quick_check misreads WITHOUT ROWID)
+            check = [r[0] for r in self._db.execute("PRAGMA integrity_check(5)").fetchall()]
+            if check != ["ok"]:
+                raise sqlite3.DatabaseError("integrity check failed: " + "; ".join(check))
             row = self._db.execute(
                 "SELECT COALESCE(SUM(size), 0), COUNT(*) FROM requests"
             ).fetchone()
@@ -105,8 +124,8 @@ class Spool:
         """Store one request durably (committed on return); returns its id."""
         with self._lock:
             db = self._db
-            db.execute("BEGIN IMMEDIATE")
             try:
+                db.execute("BEGIN IMMEDIATE")
                 cursor = db.execute(
                     "INSERT INTO requests (format, size, body) VALUES (?, ?, ?)",
                     (fmt, len(body), body),
@@ -118,8 +137,11 @@ class Spool:
                     [(request_id, g) for g in groups],
                 )
                 db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                _rollback(db)
+                raise StorageError(str(exc)) from exc
             except BaseException:
-                db.execute("ROLLBACK")
+                _rollback(db)
                 raise
             self.bytes += len(body)
             self.requests += 1
@@ -147,8 +169,8 @@ class Spool:
             return
         with self._lock:
             db = self._db
-            db.execute("BEGIN IMMEDIATE")
             try:
+                db.execute("BEGIN IMMEDIATE")
                 touched: set[int] = set()
                 for item in done:
                     for group in item.groups:
@@ -191,8 +213,11 @@ class Spool:
                         (self.keep_evaluated,),
                     )
                 db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                _rollback(db)
+                raise StorageError(str(exc)) from exc
             except BaseException:
-                db.execute("ROLLBACK")
+                _rollback(db)
                 raise
             self.bytes -= freed
             self.requests -= gone

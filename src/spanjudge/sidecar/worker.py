@@ -24,7 +24,7 @@ from spanjudge.pipeline import Pipeline
 from spanjudge.sessions.store import ClosedSession, ClosePolicy, CloseReason, SessionStore
 from spanjudge.sidecar.config import InputConfig
 from spanjudge.sidecar.intake import BadRequest, decode_body
-from spanjudge.sidecar.spool import Completion, MemorySpool, Spool, group_of
+from spanjudge.sidecar.spool import Completion, MemorySpool, Spool, StorageError, group_of
 from spanjudge.spans.limits import Limits
 from spanjudge.spans.record import SpanRecord
 
@@ -100,6 +100,8 @@ class Worker:
         self.export_full = export_full
         self.durable = isinstance(spool, Spool)
         self.pending_spans = 0
+        # SQLite's message while the spool cannot write; /healthz is not ready meanwhile.
+        self.storage_problem: str | None = None
         self.evaluated_sessions = 0
         self.replayed_spans = 0
         self._key_attributes = policy.key_attributes
@@ -131,9 +133,28 @@ class Worker:
                 raise Overloaded(f"spool full ({self.spool.bytes} of {self.spool.max_bytes} bytes)")
             # Append and enqueue under one lock: the queue order is the spool id order, which
             # `Completion.upto` relies on.
-            request_id = self.spool.append(body, fmt, groups)
+            try:
+                request_id = self.spool.append(body, fmt, groups)
+            except StorageError as exc:
+                self._storage_failed(exc)
+                raise Overloaded(f"the spool cannot store the request: {exc}") from None
+            self._storage_ok()
             self.pending_spans += n
             self._queue.put((request_id, records))
+
+    def _storage_failed(self, exc: StorageError) -> None:
+        if self.storage_problem is None:  # the cause once, not once a request
+            log.error(
+                "the spool %s cannot write: %s; answering retryable errors until it can",
+                getattr(self.spool, "path", ""),
+                exc,
+            )
+        self.storage_problem = str(exc)
+
+    def _storage_ok(self) -> None:
+        if self.storage_problem is not None:
+            log.warning("the spool writes again (it failed with: %s)", self.storage_problem)
+            self.storage_problem = None
 
     # --- worker thread ---
 
@@ -219,7 +240,17 @@ class Worker:
                 log.warning("sinks did not confirm %d sessions; retrying", len(self._unconfirmed))
             return
         done, self._unconfirmed = self._unconfirmed, []
-        self.spool.complete(done)
+        try:
+            self.spool.complete(done)
+        except StorageError as exc:
+            # Exported but not yet forgotten: tried again next tick (the flush is then empty).
+            self._unconfirmed = done + self._unconfirmed
+            with self._submit_lock:
+                self._storage_failed(exc)
+            return
+        if self.storage_problem is not None:
+            with self._submit_lock:
+                self._storage_ok()
         self.evaluated_sessions += len(done)
         for item in done:
             if self.store.in_flight.get(item.key) == item.revision:
