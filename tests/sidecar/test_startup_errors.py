@@ -107,11 +107,11 @@ def test_spool_that_fails_only_when_opened(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as raised:
         Sidecar(parse_config({}), serve_config)
     [problem] = raised.value.problems
-    assert problem.startswith(f"serve.spool.path: cannot open the spool '{path}': ")
-    assert "point it at a SQLite file in a writable directory" in problem
+    assert problem.startswith(f"serve.spool.path: the spool '{path}' is damaged (")
+    assert "set serve.spool.recreate: true to move it aside" in problem
     with pytest.raises(sqlite3.DatabaseError):  # the file really is unusable, and untouched
         sqlite3.connect(path).execute("SELECT * FROM sqlite_master").fetchall()
     result = serve(tmp_path, spool={"path": str(path)})
     assert result.returncode == 2, result.stderr
-    assert "serve.spool.path: cannot open the spool" in result.stderr
+    assert f"serve.spool.path: the spool '{path}' is damaged" in result.stderr
     assert "Traceback" not in result.stderr

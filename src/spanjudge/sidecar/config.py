@@ -60,6 +60,9 @@ class SpoolConfig:
     max_bytes: int = 1024 * 1024 * 1024
     synchronous: str = "normal"
     keep_evaluated: int = 100_000
+    # A spool SQLite cannot read is moved aside to `<path>.corrupt-<time>` and a new one started
+    # (the Collector's file_storage `recreate`); off, such a spool stops the start with the fix.
+    recreate: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -252,6 +255,7 @@ def spool_path_problem(file: str) -> str | None:
             return (
                 f"{file!r} is not a spanjudge spool (not a SQLite database);"
                 " move that file away or choose another path"
+                " (or set serve.spool.recreate: true to have it moved aside)"
             )
     return None
 

@@ -8,7 +8,6 @@ import functools
 import logging
 import os
 import socket
-import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -25,11 +24,12 @@ from spanjudge.emit.metrics import MetricsSink, SelfTelemetry, score_views
 from spanjudge.emit.otel import OtelVerdictSink
 from spanjudge.engine import Engine
 from spanjudge.errors import ConfigError
-from spanjudge.sidecar.config import ServeConfig, spool_path_problem
+from spanjudge.sidecar.config import ServeConfig
 from spanjudge.sidecar.export import build_metric_readers, build_verdict_export
 from spanjudge.sidecar.grpc_receiver import GrpcReceiver
 from spanjudge.sidecar.handling import Handler, SidecarTelemetry
 from spanjudge.sidecar.http_receiver import HttpReceiver
+from spanjudge.sidecar.recovery import open_spool
 from spanjudge.sidecar.spool import MemorySpool, Spool
 from spanjudge.sidecar.worker import Worker
 
@@ -127,28 +127,6 @@ def _discard_new_spool(path: str) -> None:
             log.warning("cannot remove the new spool %s%s: %s", path, suffix, exc.strerror)
 
 
-def _open_spool(serve: ServeConfig, source: str | None) -> Spool | MemorySpool:
-    config = serve.spool
-    if not config.enabled:
-        return MemorySpool(config.keep_evaluated)
-    problem = spool_path_problem(config.path)
-    if problem is not None:  # a clearer message than SQLite's, and nothing created on the way
-        raise ConfigError(f"serve.spool.path: {problem}", source=source)
-    try:
-        return Spool(
-            config.path,
-            max_bytes=config.max_bytes,
-            synchronous=config.synchronous,
-            keep_evaluated=config.keep_evaluated,
-        )
-    except (sqlite3.Error, OSError) as exc:
-        problem = (
-            f"serve.spool.path: cannot open the spool {config.path!r}: {exc}; point it at a"
-            " SQLite file in a writable directory (or move the file away)"
-        )
-        raise ConfigError(problem, source=source) from None
-
-
 class Sidecar:
     """`spanjudge serve` as an object: `start()` binds everything, `stop()` drains it."""
 
@@ -166,7 +144,7 @@ class Sidecar:
         resource = Resource.create(attributes)
         # The spool first: it is the likeliest to fail, and it holds no thread or port.
         self._new_spool = serve.spool.enabled and not os.path.lexists(serve.spool.path)
-        self.spool: Spool | MemorySpool = _open_spool(serve, config.source)
+        self.spool: Spool | MemorySpool = open_spool(serve, config.source)
         readers, self._metric_export = build_metric_readers(serve.export)
         self._metrics_port: int | None = None
         if serve.metrics_endpoint:
