@@ -23,15 +23,20 @@ from spanjudge.spans.record import SpanRecord
 from tests.conftest import FIXTURES
 
 # Conventions whose fixtures record model input messages (Claude Code's spans do not).
-WITH_MESSAGES = ("adk", "deepagents", "genai_manual", "strands")
+WITH_MESSAGES = ("adk", "agent_framework", "deepagents", "genai_manual", "strands")
 
 
 def _sessions(path: Path) -> dict[str, list[SpanRecord]]:
+    spans = [span for chunk in read_input(str(path)) for span in chunk.spans]
+    # as the session store does: a key on any span of a trace (often only its root) keys it all
+    keys: dict[str, str] = {}
+    for span in spans:
+        found = session_key(span, ())
+        if found:
+            keys.setdefault(span.trace_id, found[0])
     out: dict[str, list[SpanRecord]] = {}
-    for chunk in read_input(str(path)):
-        for span in chunk.spans:
-            found = session_key(span, ())
-            out.setdefault(found[0] if found else span.trace_id, []).append(span)
+    for span in spans:
+        out.setdefault(keys.get(span.trace_id, span.trace_id), []).append(span)
     return out
 
 
