@@ -10,7 +10,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from spanjudge import semconv
 from spanjudge.spans.record import AttrValue, SpanRecord
-from spanjudge.trajectory.steps import CatalogueEntry, SkillStatus, Step
+from spanjudge.trajectory.steps import CatalogueEntry, Step
 
 # Refusal text that marks a skill load as failed even when the tool reported success.
 _REFUSALS = re.compile(
@@ -85,28 +85,6 @@ def error_in_payload(payload: Any) -> str | None:
         if "error" in payload and payload.get("error") and len(payload) <= 3:
             return as_text(payload["error"])
     return None
-
-
-def skill_load_status(
-    *,
-    has_result: bool,
-    span_error: bool,
-    tool_status: str | None,
-    result_text: str | None,
-    payload_error: str | None,
-) -> tuple[SkillStatus, str | None]:
-    """ARCHITECTURE.md section 2: `loaded` only with a result and no error signal of any kind."""
-    if span_error:
-        return "failed", "span status is error"
-    if tool_status is not None and tool_status.lower() not in ("success", "ok", "completed"):
-        return "failed", f"tool status {tool_status!r}"
-    if payload_error:
-        return "failed", f"error in result payload: {payload_error}"
-    if not has_result:
-        return "unresolved", None
-    if is_refusal(result_text):
-        return "failed", f"refusal in result: {(result_text or '').strip()[:200]}"
-    return "loaded", None
 
 
 def span_error(span: SpanRecord) -> str | None:

@@ -26,13 +26,11 @@ from collections.abc import Sequence
 
 from spanjudge import semconv
 from spanjudge.recognition.base import (
-    error_in_payload,
     int_attr,
     parse_json,
-    skill_load_status,
     span_fields,
 )
-from spanjudge.recognition.skill_tools import skill_loader
+from spanjudge.recognition.evidence import ToolFacts, tool_step
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import CatalogueEntry, Step
 
@@ -143,33 +141,24 @@ class ClaudeCodeRecogniser:
         raw_input = _strip_prefix(_text(span, semconv.CC_TOOL_INPUT))
         arguments = parse_json(raw_input) if raw_input is not None else None
         result = _strip_prefix(_text(span, semconv.CC_NEW_CONTEXT))
-        error = _text(span, semconv.CC_ERROR)
-        step = dataclasses.replace(
-            self._step(span, "tool_call", result=result, error=error, arguments=arguments),
-            name=tool,
-            tool_call_id=_text(span, semconv.CC_TOOL_USE_ID)
-            or _text(span, semconv.GEN_AI_TOOL_CALL_ID),
-        )
-        skill = _text(span, semconv.CC_SKILL_NAME) or skill_loader(tool, arguments or {})
-        if skill is None:
-            return step
-        if arguments is None:
+        skill = _text(span, semconv.CC_SKILL_NAME)
+        if skill is not None and arguments is None:
             arguments = {"skill": skill}
-        status, reason = skill_load_status(
-            has_result=result is not None,
-            span_error=span.status == "error",
-            tool_status=None,
-            result_text=result,
-            payload_error=error or error_in_payload(result),
-        )
-        return dataclasses.replace(
-            step,
-            kind="skill_load",
-            skill=skill,
-            skill_status=status,
-            error=error or reason if status == "failed" else error,
+        facts = ToolFacts(
+            tool=tool,
             arguments=arguments,
+            result=result,
+            result_text=result,
+            has_result=result is not None,
+            failure=_text(span, semconv.CC_ERROR)
+            or ("span status is error" if span.status == "error" else None),
+            declared_skill=skill,
+            call_id=_text(span, semconv.CC_TOOL_USE_ID) or _text(span, semconv.GEN_AI_TOOL_CALL_ID),
         )
+        step = tool_step(facts, span_fields(span, PRESET))
+        # the body arrives as a later user message ("Base directory for this skill: ..."),
+        # attached in `finalise`; the tool result itself only says the skill was launched
+        return dataclasses.replace(step, skill_body=None, skill_body_source=None)
 
     def finalise(self, steps: list[Step], spans: Sequence[SpanRecord]) -> list[Step]:
         """Merge tool outcomes, attach skill bodies, add unseen failed loads and final answers."""
@@ -290,5 +279,7 @@ def _attach_body(
         return steps
     chosen = (exact or candidates)[-1]
     updated = list(steps)
-    updated[chosen] = dataclasses.replace(steps[chosen], skill_body=rest.strip())
+    updated[chosen] = dataclasses.replace(
+        steps[chosen], skill_body=rest.strip(), skill_body_source="trace"
+    )
     return updated

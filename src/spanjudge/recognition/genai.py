@@ -21,13 +21,12 @@ from typing import Any
 
 from spanjudge import semconv as sc
 from spanjudge.recognition.base import (
-    error_in_payload,
     first_attr,
     int_attr,
-    skill_load_status,
     span_error,
     span_fields,
 )
+from spanjudge.recognition.evidence import ToolFacts, tool_step
 from spanjudge.recognition.genai_messages import (
     GEN_AI_PREFIX,
     STOP_REASONS,
@@ -36,11 +35,9 @@ from spanjudge.recognition.genai_messages import (
     last_user_text,
     output,
     result_text,
-    skill_body,
     tool_io,
     tool_schemas,
 )
-from spanjudge.recognition.skill_tools import skill_loader
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import Step
 
@@ -133,47 +130,27 @@ class GenAIRecogniser:
     def _tool(self, span: SpanRecord) -> Step:
         tool = span.str_attr(sc.GEN_AI_TOOL_NAME) or span.name[len(TOOL_PREFIX) :].split(" ")[0]
         arguments, result, has_result = tool_io(span)
-        text = result_text(result) if has_result else None
-        payload_error = error_in_payload(result if isinstance(result, dict) else text)
-        failure = span_error(span)
-        tool_status = span.str_attr(sc.GEN_AI_TOOL_STATUS) or None
-        common = {
-            "name": tool,
-            "tool_call_id": span.str_attr(sc.GEN_AI_TOOL_CALL_ID),
-            "arguments": arguments,
-            "result": text,
-            "agent_name": span.str_attr(sc.GEN_AI_AGENT_NAME),
-            "tool_schemas": tool_schemas(span, tool),
-            **self._base(span),
-        }
-        skill = skill_loader(tool, arguments)
         declared = span.str_attr(sc.GEN_AI_SKILL_NAME)
         # ADK stamps gen_ai.skill.name on resource reads and skill scripts too; those carry
         # gen_ai.skill.resource.name and are tool calls, not loads.
-        if declared and span.attributes.get(sc.GEN_AI_SKILL_RESOURCE_NAME) is None:
-            skill = declared
-        if skill is not None:
-            status, reason = skill_load_status(
-                has_result=has_result or failure is not None,
-                span_error=failure is not None,
-                tool_status=tool_status,
-                result_text=text,
-                payload_error=payload_error,
-            )
-            error = failure or (reason if status == "failed" else None)
-            body = skill_body(tool, result, text) if status == "loaded" else None
-            return Step(
-                kind="skill_load",
-                skill=skill,
-                skill_status=status,
-                skill_body=body,
-                error=error,
-                **common,
-            )
-        error = failure
-        if error is None and tool_status and tool_status.lower() not in ("success", "ok"):
-            error = text or f"tool status {tool_status!r}"
-        return Step(kind="tool_call", error=error or payload_error, **common)
+        if span.attributes.get(sc.GEN_AI_SKILL_RESOURCE_NAME) is not None:
+            declared = None
+        error_type = span.str_attr(sc.ERROR_TYPE) if span.status != "error" else None
+        facts = ToolFacts(
+            tool=tool,
+            arguments=arguments,
+            result=result,
+            result_text=result_text(result) if has_result else None,
+            has_result=has_result,
+            failure=span_error(span),
+            tool_status=span.str_attr(sc.GEN_AI_TOOL_STATUS) or None,
+            error_type=error_type,
+            declared_skill=declared or None,
+            call_id=span.str_attr(sc.GEN_AI_TOOL_CALL_ID),
+            agent_name=span.str_attr(sc.GEN_AI_AGENT_NAME),
+            tool_schemas=tool_schemas(span, tool),
+        )
+        return tool_step(facts, self._base(span))
 
     def finalise(self, steps: list[Step], spans: Sequence[SpanRecord]) -> list[Step]:
         """Fill what a turn span did not record: the request and the final answer.

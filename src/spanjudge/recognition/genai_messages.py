@@ -3,7 +3,6 @@ experimental `gen_ai.*.messages` attributes and events, and Strands' variants.""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from spanjudge import semconv as sc
@@ -19,11 +18,6 @@ TOOL_PREFIX = "execute_tool "
 GEN_AI_PREFIX = "gen_ai."
 # Finish reasons that end a turn (OTel `stop`, Strands/Anthropic `end_turn`, Gemini `STOP`).
 STOP_REASONS = frozenset({"stop", "end_turn", "completed", "stop_sequence"})
-# Strands appends "---\nAllowed tools/Compatibility/Location" metadata and a resource list to the
-# SKILL.md body it returns; the body proper ends before them.
-STRANDS_SKILL_TAIL = re.compile(
-    r"\n+---\n(?:Allowed tools|Compatibility|Location): .*\Z|\n+Available resources:\n.*\Z", re.S
-)
 
 
 # --------------------------------------------------------------------------- payload helpers
@@ -192,18 +186,6 @@ def result_text(result: Any) -> str | None:
     ):
         return content_text(result)
     return as_text(result)
-
-
-def skill_body(tool: str, result: Any, text: str | None) -> str | None:
-    """The SKILL.md text a successful load returned (ADK: `instructions`; Strands: the text)."""
-    if isinstance(result, dict):
-        for key in ("instructions", "body", "content"):
-            if isinstance(result.get(key), str):
-                return str(result[key])
-        return None
-    if text is None:
-        return None
-    return STRANDS_SKILL_TAIL.sub("", text) if tool == "skills" else text
 
 
 # --------------------------------------------------------------------------- the recogniser

@@ -25,14 +25,13 @@ from typing import Any
 from spanjudge import semconv
 from spanjudge.recognition.base import (
     as_text,
-    error_in_payload,
     int_attr,
     parse_catalogue,
     parse_json,
-    skill_load_status,
     span_error,
     span_fields,
 )
+from spanjudge.recognition.evidence import ToolFacts, tool_step
 from spanjudge.recognition.openinference_messages import (
     USER_ROLES,
     deepagents_catalogue,
@@ -41,15 +40,12 @@ from spanjudge.recognition.openinference_messages import (
     tool_schemas,
     user_request,
 )
-from spanjudge.recognition.skill_tools import FILE_READ_TOOLS, skill_from_path, skill_loader
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import CatalogueEntry, Step
 
 PRESET = "openinference"
 _TURN_KINDS = frozenset({"CHAIN", "AGENT"})
 _STOP_REASONS = frozenset({"stop", "end_turn", "stop_sequence", "complete", "completed"})
-# Deep Agents' read_file prefixes a window header to the file text it returns.
-_READ_WINDOW = re.compile(r"\A@@ lines \d+-\d+ of \d+ @@\r?\n")
 # Deep Agents' SkillsMiddleware catalogue: "- **name**: description" under "**Available Skills:**".
 _PINNED = re.compile(r'\A<skill name="([^"]+)" path="([^"]*)">\n?(.*?)\n?</skill>\s*\Z', re.S)
 
@@ -83,6 +79,8 @@ class OpenInferenceRecogniser:
     # --- one span -> one step -------------------------------------------------------------
 
     def _base(self, span: SpanRecord, kind: Any, name: str) -> dict[str, Any]:
+        if kind == "tool_call":  # tool_step names the step itself
+            return span_fields(span, PRESET)
         return {"kind": kind, "name": name, **span_fields(span, PRESET)}
 
     def _turn(self, span: SpanRecord) -> Step:
@@ -119,45 +117,27 @@ class OpenInferenceRecogniser:
         )
 
     def _tool(self, span: SpanRecord) -> Step:
-        tool_name = span.str_attr(semconv.OI_TOOL_NAME) or span.name
-        raw_input = span.attributes.get(semconv.OI_INPUT_VALUE)
-        arguments = parse_json(raw_input)
         output = span.attributes.get(semconv.OI_OUTPUT_VALUE)
         message = tool_message(parse_json(output))
         payload: Any = message if message is not None else parse_json(output)
         result = as_text(message.get("content")) if message is not None else as_text(payload)
-        payload_error = error_in_payload(payload)
         call_id = (message or {}).get("tool_call_id") or span.attributes.get(
             semconv.OI_TOOL_CALL_ID
         )
-        failure = span_error(span)
-        fields = self._base(span, "tool_call", tool_name)
-        fields.update(
-            tool_call_id=str(call_id) if call_id else None,
-            arguments=arguments,
-            result=result,
-            error=failure or payload_error,
-        )
-        skill = skill_loader(tool_name, arguments)
-        if skill is None and isinstance(arguments, str) and _is_file_read(tool_name):
-            # A one-argument tool records the bare value instead of a JSON object.
-            skill = skill_from_path(arguments)
-        if skill is None:
-            return Step(**fields)
         tool_status = (message or {}).get("status")
-        status, reason = skill_load_status(
-            has_result=output is not None,
-            span_error=span.status == "error",
-            tool_status=tool_status if isinstance(tool_status, str) else None,
+        facts = ToolFacts(
+            tool=span.str_attr(semconv.OI_TOOL_NAME) or span.name,
+            arguments=parse_json(span.attributes.get(semconv.OI_INPUT_VALUE)),
+            # a ToolMessage's own status says whether the tool failed; its content is the result
+            result=payload if message is None else message.get("content"),
             result_text=result,
-            payload_error=payload_error,
+            has_result=output is not None,
+            failure=span_error(span),
+            tool_status=tool_status if isinstance(tool_status, str) else None,
+            error_type=span.str_attr(semconv.ERROR_TYPE) if span.status != "error" else None,
+            call_id=str(call_id) if call_id else None,
         )
-        fields.update(kind="skill_load", skill=skill, skill_status=status)
-        if status == "loaded" and result is not None:
-            fields["skill_body"] = _READ_WINDOW.sub("", result, count=1)
-        elif status == "failed":
-            fields["error"] = failure or payload_error or reason
-        return Step(**fields)
+        return tool_step(facts, self._base(span, "tool_call", facts.tool))
 
 
 # --- span attribute readers ------------------------------------------------------------------
@@ -184,10 +164,6 @@ def _is_turn_root(span: SpanRecord, kind: str) -> bool:
     if kind == "AGENT":
         return True
     return semconv.LC_META_THREAD_ID in meta or semconv.LC_META_AGENT_NAME in meta
-
-
-def _is_file_read(tool_name: str) -> bool:
-    return tool_name in FILE_READ_TOOLS or tool_name.endswith("read_file")
 
 
 # --- finalise helpers ------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+BodySource = Literal["trace", "directory"]
 StepKind = Literal["agent_turn", "model_call", "tool_call", "skill_load", "final_answer"]
 StepStatus = Literal["ok", "error", "unset"]
 SkillStatus = Literal["loaded", "failed", "unresolved"]
@@ -24,6 +25,15 @@ class CatalogueEntry:
 
     name: str
     description: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolRequest:
+    """A tool call a model asked for in its output (executed or not)."""
+
+    name: str
+    call_id: str | None = None
+    arguments: Any = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,14 +64,20 @@ class Step:
     skill: str | None = None
     skill_status: SkillStatus | None = None
     skill_body: str | None = None
+    skill_body_source: BodySource | None = None  # where the body came from
     # model_call
     model: str | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
     finish_reason: str | None = None
+    tool_requests: tuple[ToolRequest, ...] = ()  # a model output asking for tools is no answer
+    # SKILL.md bodies (name, text) seen in the messages a model call was given
+    bodies_seen: tuple[tuple[str, str], ...] = ()
     # agent_turn: the user request; final_answer / model_call: the output text
     text: str | None = None
     agent_name: str | None = None
+    # agent_turn: its input holds only tool results or approvals (the previous turn goes on)
+    continuation: bool = False
     # offered skills and tool schemas seen on this span (system prompts, tool definitions)
     catalogue: tuple[CatalogueEntry, ...] = ()
     tool_schemas: Mapping[str, Any] = field(default_factory=dict)

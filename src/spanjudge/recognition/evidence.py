@@ -1,0 +1,285 @@
+"""The evidence rules every convention preset shares (ARCHITECTURE.md section 2).
+
+A preset only says where a framework keeps the facts of a tool call (`ToolFacts`); whether the
+call was a skill load, which skill, and whether it succeeded is decided here, from what the
+trace shows: a skill named in the arguments, a `SKILL.md` path in any string argument (shell
+commands included), a SKILL.md body in the result, and error evidence anywhere in the payload.
+Tool names matter only as one kind of evidence among several (a known loader with a skill
+argument), never as the only way in.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from spanjudge.recognition.base import as_text, error_in_payload, is_refusal
+from spanjudge.recognition.skill_tools import known_loader
+from spanjudge.trajectory.effects import DEFAULT_EFFECT_MAP
+from spanjudge.trajectory.steps import SkillStatus, Step
+
+# Argument names that say "this value is a skill's name" whatever the tool is called.
+SKILL_ARGS = ("skill_name", "skill", "skill_id", "skillName", "skillId")
+# Arguments whose presence means the call writes a file rather than reading it.
+_WRITE_ARGS = frozenset({"content", "contents", "new_string", "old_string", "data", "patch"})
+_SKILL_MD = re.compile(
+    r"""((?:[^\s'"`;|&<>()]*[\\/])?([^\\/\s'"`;|&<>()]+)[\\/]SKILL\.md)(?![\w.])""", re.I
+)
+_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "pwsh", "powershell", "cmd", "sudo", "env"})
+# Shell commands that read a file (the first word of a pipeline segment).
+_READERS = frozenset(
+    {"cat", "sed", "head", "tail", "less", "more", "type", "bat", "awk", "nl", "view", "batcat"}
+    | {"get-content", "gc", "open", "source", "."}
+)
+_SEGMENT = re.compile(r"\|\||&&|[;|\n]")
+_REDACTED = re.compile(r"^\s*(?:<?redacted>?|\*+|\[redacted\]|<REDACTED[^>]*>|null|none)\s*$", re.I)
+# Error evidence in free text (shell output, tool errors rendered as text).
+_EXIT_CODE = re.compile(
+    r"(?:exit(?:ed)?(?: with)?(?: status| code)?|exit_code|returncode)[\"']?\s*[:=]?\s*(-?\d+)",
+    re.I,
+)
+_SHELL_ERROR = re.compile(
+    r"No such file or directory|cannot open|command not found|Permission denied", re.I
+)
+_VALIDATION = re.compile(
+    r"validation error|invalid arguments?|missing required (?:argument|parameter)"
+    r"|field required|is a required property|unexpected keyword argument|invalid_request",
+    re.I,
+)
+_PAYLOAD_ERROR = re.compile(
+    r"""["']?(?:status|state)["']?\s*[:=]\s*["'](?:error|failed|failure)["']"""
+    r"""|["']?(?:is_error|isError)["']?\s*[:=]\s*true""",
+    re.I,
+)
+_ERROR_DETAIL = re.compile(r"""["'](?:error|message|detail)["']\s*:\s*["']([^"'\n]{1,300})""")
+# A SKILL.md document: YAML front matter that names the skill.
+_FRONT_MATTER = re.compile(r"(?:\A|\n)---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
+_FM_NAME = re.compile(r"^name:\s*['\"]?([^'\"\n]+?)['\"]?\s*$", re.M)
+# What harnesses wrap around a file's text: Deep Agents' window header, Strands' metadata tail,
+# Codex-style exec output headers.
+_READ_WINDOW = re.compile(r"\A@@ lines \d+-\d+ of \d+ @@\r?\n")
+_STRANDS_TAIL = re.compile(
+    r"\n+---\n(?:Allowed tools|Compatibility|Location): .*\Z|\n+Available resources:\n.*\Z", re.S
+)
+_EXEC_HEADER = re.compile(r"\A(?:[A-Z][\w ]{1,40}: [^\n]*\n){1,8}Output:\r?\n", re.S)
+_HEAD_CHARS = 500
+_CHANGES = frozenset({"create", "modify", "delete"})
+_DECODER = json.JSONDecoder()
+_OK_STATUSES = frozenset({"success", "ok", "completed", "succeeded", "loaded"})
+_BODY_KEYS = ("instructions", "body", "content", "text", "output", "stdout")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolFacts:
+    """What a preset read off one executed tool call; evidence rules decide the rest."""
+
+    tool: str
+    arguments: Any = None
+    result: Any = None  # the decoded payload (mapping, list or text)
+    result_text: str | None = None  # the result as shown in reports; derived when None
+    has_result: bool = False
+    failure: str | None = None  # why the span has error status (`span_error`)
+    tool_status: str | None = None  # a status the instrumentation records (gen_ai.tool.status)
+    error_type: str | None = None  # `error.type` on a span whose status is not error
+    declared_skill: str | None = None  # a skill the instrumentation names (gen_ai.skill.name)
+    call_id: str | None = None
+    agent_name: str | None = None
+    tool_schemas: Mapping[str, Any] = field(default_factory=dict)
+
+
+def tool_step(facts: ToolFacts, base: Mapping[str, Any]) -> Step:
+    """The step for one executed tool call: a `tool_call`, or a `skill_load` with its status."""
+    text = facts.result_text
+    if text is None and facts.has_result:
+        text = as_text(facts.result)
+    error = facts.failure or (facts.error_type and f"error.type {facts.error_type}")
+    if error is None and facts.tool_status and facts.tool_status.lower() not in _OK_STATUSES:
+        error = text or f"tool status {facts.tool_status!r}"
+    if error is None and facts.has_result:
+        error = payload_error(facts.result, text)
+    step = Step(
+        kind="tool_call",
+        name=facts.tool,
+        tool_call_id=facts.call_id,
+        arguments=facts.arguments,
+        result=text,
+        error=error,
+        agent_name=facts.agent_name,
+        tool_schemas=facts.tool_schemas,
+        **base,
+    )
+    skill = facts.declared_skill or skill_of_call(facts.tool, facts.arguments)
+    body = body_of(facts.result, text)
+    if skill is None and body is not None:
+        skill = front_matter_name(body)  # a loader nobody named: the body says what it loaded
+    if skill is None:
+        return step
+    return as_skill_load(step, skill, body, has_result=facts.has_result or error is not None)
+
+
+def as_skill_load(step: Step, skill: str, body: str | None, *, has_result: bool) -> Step:
+    """Re-read a tool step as a load of ``skill``; its status comes from the evidence."""
+    from dataclasses import replace
+
+    status, reason = load_status(step, skill, has_result=has_result)
+    return replace(
+        step,
+        kind="skill_load",
+        skill=skill.strip(),
+        skill_status=status,
+        skill_body=body if status == "loaded" else None,
+        skill_body_source="trace" if status == "loaded" and body else None,
+        error=step.error or (reason if status == "failed" else None),
+    )
+
+
+def load_status(step: Step, skill: str, *, has_result: bool) -> tuple[SkillStatus, str | None]:
+    """`loaded` only with a result, a usable skill name and no error evidence of any kind."""
+    if step.status == "error":
+        return "failed", step.error or "span status is error"
+    if step.error:
+        return "failed", step.error
+    if not skill.strip() or _REDACTED.match(skill):
+        return "unresolved", None
+    if not has_result:
+        return "unresolved", None
+    text = step.result or ""
+    if front_matter_name(body_of(None, text)) is not None:
+        return "loaded", None  # the SKILL.md itself came back: its text may say anything
+    # Refusals, shell failures and validation errors lead the result; a body quoting such
+    # words further down is not one.
+    head = text.lstrip()[:_HEAD_CHARS]
+    if is_refusal(head):
+        return "failed", f"refusal in result: {text.strip()[:200]}"
+    if (shell := shell_failure(head)) is not None:
+        return "failed", shell
+    if _VALIDATION.search(head):
+        return "failed", f"argument validation error: {text.strip()[:200]}"
+    return "loaded", None
+
+
+def payload_error(result: Any, text: str | None) -> str | None:
+    """An error inside a result whose span said OK, structured or with text around it
+    (`{"status": "error", ...}` followed by a line of prose is still an error)."""
+    found = error_in_payload(result if isinstance(result, (dict, list)) else text)
+    if found or not text:
+        return found
+    start = text.lstrip()
+    if start[:1] != "{":
+        return None
+    try:
+        leading, _ = _DECODER.raw_decode(start)
+    except ValueError:
+        return None
+    return error_in_payload(leading) if isinstance(leading, dict) else None
+
+
+def shell_failure(text: str) -> str | None:
+    """A shell command's failure in its output: a non-zero exit code or a missing file."""
+    code = _EXIT_CODE.search(text)
+    if code is not None and code.group(1) != "0":
+        return f"exit code {code.group(1)}"
+    if code is None and (match := _SHELL_ERROR.search(text)) is not None:
+        return match.group(0)
+    return None
+
+
+# --------------------------------------------------------------------------- which skill
+
+
+def skill_of_call(tool: str, arguments: Any) -> str | None:
+    """The skill a call loads by its arguments, or None.
+
+    "" means a load attempt without a usable name (a known loader called with no skill).
+    """
+    if DEFAULT_EFFECT_MAP.effect(tool) not in _CHANGES:  # writing a SKILL.md loads nothing
+        path = skill_md_read(arguments)
+        if path is not None:
+            return path
+    args = arguments if isinstance(arguments, Mapping) else {}
+    for key in SKILL_ARGS:
+        value = args.get(key)
+        if isinstance(value, str):
+            return value.strip()
+    keys = known_loader(tool)
+    if keys is None:
+        return None
+    for key in keys:
+        value = args.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    if isinstance(arguments, str) and arguments.strip() and tool != "Skill":
+        return arguments.strip()
+    return ""
+
+
+def skill_md_read(arguments: Any) -> str | None:
+    """The skill whose SKILL.md a call reads: a path argument, or a reading shell command."""
+    if isinstance(arguments, Mapping) and _WRITE_ARGS.intersection(arguments):
+        return None
+    for value in _strings(arguments):
+        if "skill.md" not in value.lower():
+            continue
+        stripped = value.strip()
+        if not any(c.isspace() for c in stripped):
+            match = _SKILL_MD.fullmatch(stripped)
+            if match is not None:
+                return match.group(2)
+            continue
+        for segment in _SEGMENT.split(stripped.replace('"', " ").replace("'", " ")):
+            words = segment.split()
+            while words and (
+                words[0].rsplit("/", 1)[-1] in _SHELLS or words[0][:1] == "-" or "=" in words[0]
+            ):
+                words = words[1:]
+            if words and words[0].rsplit("/", 1)[-1].lower() in _READERS:
+                match = _SKILL_MD.search(" ".join(words[1:]))
+                if match is not None:
+                    return match.group(2)
+    return None
+
+
+def _strings(value: Any, depth: int = 0) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif depth < 4 and isinstance(value, Mapping):
+        for item in value.values():
+            yield from _strings(item, depth + 1)
+    elif depth < 4 and isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item, depth + 1)
+
+
+# --------------------------------------------------------------------------- skill bodies
+
+
+def body_of(result: Any, text: str | None) -> str | None:
+    """The SKILL.md text a result carries, without the wrapping harnesses add around it."""
+    if isinstance(result, Mapping):
+        for key in _BODY_KEYS:
+            if isinstance(result.get(key), str) and result[key].strip():
+                return _unwrap(str(result[key]))
+        return None
+    if text is None:
+        return None
+    return _unwrap(text)
+
+
+def _unwrap(text: str) -> str:
+    text = _READ_WINDOW.sub("", text, count=1)
+    text = _EXEC_HEADER.sub("", text, count=1)
+    return _STRANDS_TAIL.sub("", text)
+
+
+def front_matter_name(text: str | None) -> str | None:
+    """The `name:` of a SKILL.md document's YAML front matter found at the start of ``text``."""
+    if not text or "---" not in text[:400]:
+        return None
+    match = _FRONT_MATTER.search(text[:4000])
+    if match is None or match.start() > 400:
+        return None
+    name = _FM_NAME.search(match.group(1))
+    return name.group(1).strip() if name else None
