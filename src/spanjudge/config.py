@@ -20,6 +20,7 @@ from spanjudge.expectations import (
     yaml_problem,
 )
 from spanjudge.judges.registry import parse_judges
+from spanjudge.recognition.skills_dir import parse_skills
 from spanjudge.sessions.store import ClosePolicy
 from spanjudge.spans.limits import Limits
 from spanjudge.trajectory.effects import EFFECTS, EffectMap
@@ -35,13 +36,14 @@ TOP_LEVEL = (
     "labels",
     "serve",
     "emit",
+    "skills",
 )
 # parser(raw section or None, path, problems) -> the section's value; problems get every error.
 SectionParser = Callable[[Any, str, list[str]], Any]
 # Sections validated by the module that owns them, registered by that module: the core never
 # imports a front end, so `serve` is validated here only once `spanjudge.sidecar.config` is
 # imported (the sidecar does, before loading its configuration) and by the sidecar otherwise.
-SECTION_PARSERS: dict[str, SectionParser] = {"judges": parse_judges}
+SECTION_PARSERS: dict[str, SectionParser] = {"judges": parse_judges, "skills": parse_skills}
 
 
 def register_section(name: str, parser: SectionParser) -> None:

@@ -15,6 +15,7 @@ from spanjudge.judges.registry import judge_lookup
 from spanjudge.reasons import EVALUATOR_ERROR, NOT_APPLICABLE
 from spanjudge.recognition import continuity
 from spanjudge.recognition.registry import RecogniserRegistry
+from spanjudge.recognition.skills_dir import EMPTY_LIBRARY
 from spanjudge.sessions.store import ClosedSession
 from spanjudge.trajectory.assemble import SessionMeta, assemble
 from spanjudge.trajectory.model import Trajectory
@@ -85,7 +86,13 @@ class Engine:
             revision=closed.revision,
             close_reason=closed.reason,
         )
-        trajectory = assemble(meta, closed.spans, steps, effects=self.config.effects)
+        trajectory = assemble(
+            meta,
+            closed.spans,
+            steps,
+            effects=self.config.effects,
+            skills=self.config.sections.get("skills") or EMPTY_LIBRARY,
+        )
         return continuity.check(trajectory, closed.spans)
 
     def evaluate(self, closed: ClosedSession) -> SessionResult:

@@ -63,6 +63,7 @@ def session_to_json(result: SessionResult) -> dict[str, Any]:
                 "span_id": load.span_id,
                 "tool_name": load.tool_name,
                 "body_recorded": load.body_recorded,
+                "body_source": load.body_source,
                 "error": load.error,
                 "turn": load.turn,
             }

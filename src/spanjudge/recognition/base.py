@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from functools import lru_cache
 from typing import Any, Protocol, runtime_checkable
 
 from spanjudge import semconv
 from spanjudge.spans.record import AttrValue, SpanRecord
-from spanjudge.trajectory.steps import CatalogueEntry, Step
+from spanjudge.trajectory.steps import Step
 
 # Refusal text that marks a skill load as failed even when the tool reported success.
 _REFUSALS = re.compile(
@@ -18,13 +17,6 @@ _REFUSALS = re.compile(
     r"|\bnot available\b|\bfailed to load\b",
     re.IGNORECASE,
 )
-_AVAILABLE_SKILLS = re.compile(r"<available_skills>(.*?)</available_skills>", re.DOTALL)
-_SKILL_BLOCK = re.compile(
-    r"<skill>\s*<name>\s*(.*?)\s*</name>\s*(?:<description>\s*(.*?)\s*</description>)?",
-    re.DOTALL,
-)
-# "- name: description" lists, as several harnesses render their catalogue.
-_SKILL_LINE = re.compile(r"^\s*[-*]\s*\**`?([A-Za-z0-9_.:-]+)`?\**\s*[:\u2014-]\s+(.+?)\s*$", re.M)
 
 
 @runtime_checkable
@@ -115,21 +107,6 @@ def span_fields(span: SpanRecord, preset: str) -> dict[str, Any]:
         "status": span.status,
         "preset": preset,
     }
-
-
-@lru_cache(maxsize=512)  # system prompts repeat on every model call of every session
-def parse_catalogue(text: str | None) -> tuple[CatalogueEntry, ...]:
-    """Skills offered in a system prompt: `<available_skills>` blocks or name: description lists."""
-    if not text or "skill" not in text.lower():
-        return ()
-    entries: dict[str, CatalogueEntry] = {}
-    for block in _AVAILABLE_SKILLS.findall(text):
-        for name, description in _SKILL_BLOCK.findall(block):
-            entries.setdefault(name, CatalogueEntry(name=name, description=description or None))
-        if not entries:
-            for name, description in _SKILL_LINE.findall(block):
-                entries.setdefault(name, CatalogueEntry(name=name, description=description))
-    return tuple(entries.values())
 
 
 def first_attr(span: SpanRecord, *keys: str) -> AttrValue:

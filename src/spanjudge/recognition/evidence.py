@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -283,3 +283,13 @@ def front_matter_name(text: str | None) -> str | None:
         return None
     name = _FM_NAME.search(match.group(1))
     return name.group(1).strip() if name else None
+
+
+def bodies_in(texts: Iterable[str | None]) -> tuple[tuple[str, str], ...]:
+    """(skill name, body) of every SKILL.md document among message texts (a loader nobody
+    named may hand the body over as a later message)."""
+    found = []
+    for text in texts:
+        if text and "name:" in text and (name := front_matter_name(text)) is not None:
+            found.append((name, text))
+    return tuple(found)

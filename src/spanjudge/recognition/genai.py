@@ -36,6 +36,7 @@ from spanjudge.recognition.genai_messages import (
     output,
     result_text,
     tool_io,
+    tool_requests,
     tool_schemas,
 )
 from spanjudge.spans.record import SpanRecord
@@ -123,6 +124,7 @@ class GenAIRecogniser:
             agent_name=span.str_attr(sc.GEN_AI_AGENT_NAME),
             catalogue=catalogue(span),
             tool_schemas=tool_schemas(span),
+            tool_requests=tool_requests(span),
             error=span_error(span),
             **self._base(span),
         )

@@ -8,11 +8,11 @@ from typing import Any
 from spanjudge import semconv as sc
 from spanjudge.recognition.base import (
     as_text,
-    parse_catalogue,
     parse_json,
 )
+from spanjudge.recognition.catalogue import parse_catalogue, tool_catalogue
 from spanjudge.spans.record import AttrValue, SpanRecord
-from spanjudge.trajectory.steps import CatalogueEntry
+from spanjudge.trajectory.steps import CatalogueEntry, ToolRequest
 
 TOOL_PREFIX = "execute_tool "
 GEN_AI_PREFIX = "gen_ai."
@@ -114,6 +114,35 @@ def output(span: SpanRecord) -> tuple[str | None, str | None, bool]:
     return None, None, False
 
 
+def tool_requests(span: SpanRecord) -> tuple[ToolRequest, ...]:
+    """The tool calls the model's last output asked for (`tool_call` parts, `toolUse` blocks)."""
+    for message in reversed(messages(span, sc.GEN_AI_OUTPUT_MESSAGES)):
+        if message.get("role") in (None, "assistant", "model"):
+            return tuple(
+                ToolRequest(
+                    name=str(p.get("name") or ""),
+                    call_id=str(p["id"]) if p.get("id") else None,
+                    arguments=parse_json(p.get("arguments")),
+                )
+                for p in parts(message, "tool_call")
+            )
+    for event in reversed(span.events):
+        if event.name == sc.EV_GEN_AI_CHOICE:
+            decoded = parse_json(event.attributes.get("message"))
+            blocks = decoded if isinstance(decoded, (list, tuple)) else ()
+            uses = [b["toolUse"] for b in blocks if isinstance(b, dict) and "toolUse" in b]
+            return tuple(
+                ToolRequest(
+                    name=str(u.get("name") or ""),
+                    call_id=str(u["toolUseId"]) if u.get("toolUseId") else None,
+                    arguments=u.get("input"),
+                )
+                for u in uses
+                if isinstance(u, dict)
+            )
+    return ()
+
+
 def system_text(span: SpanRecord) -> str | None:
     texts = [content_text(v) for v in values(span, sc.GEN_AI_SYSTEM_INSTRUCTIONS)]
     texts += [
@@ -126,7 +155,10 @@ def system_text(span: SpanRecord) -> str | None:
 
 
 def catalogue(span: SpanRecord) -> tuple[CatalogueEntry, ...]:
-    return parse_catalogue(system_text(span))
+    offered = parse_catalogue(system_text(span))
+    definitions = span.attributes.get(sc.GEN_AI_TOOL_DEFINITIONS)
+    described = tool_catalogue(definitions) if isinstance(definitions, str) else ()
+    return offered + tuple(e for e in described if e not in offered) if described else offered
 
 
 def tool_schemas(span: SpanRecord, tool_name: str | None = None) -> dict[str, Any]:

@@ -26,12 +26,12 @@ from spanjudge import semconv
 from spanjudge.recognition.base import (
     as_text,
     int_attr,
-    parse_catalogue,
     parse_json,
     span_error,
     span_fields,
 )
-from spanjudge.recognition.evidence import ToolFacts, tool_step
+from spanjudge.recognition.catalogue import parse_catalogue, tool_catalogue
+from spanjudge.recognition.evidence import ToolFacts, bodies_in, tool_step
 from spanjudge.recognition.openinference_messages import (
     USER_ROLES,
     deepagents_catalogue,
@@ -101,9 +101,11 @@ class OpenInferenceRecogniser:
         finish = span.attributes.get(semconv.OI_LLM_FINISH_REASON)
         catalogue: dict[str, CatalogueEntry] = {}
         for message in inputs:
-            if message.role == "system":
+            if message.role in ("system", "developer"):
                 for entry in (*parse_catalogue(message.text), *deepagents_catalogue(message.text)):
                     catalogue.setdefault(entry.name, entry)
+        for entry in tool_catalogue(_tool_definitions(span)):
+            catalogue.setdefault(entry.name, entry)
         return Step(
             **self._base(span, "model_call", model if isinstance(model, str) else span.name),
             model=model if isinstance(model, str) else None,
@@ -113,6 +115,8 @@ class OpenInferenceRecogniser:
             text="\n".join(texts) if texts else None,
             catalogue=tuple(catalogue.values()),
             tool_schemas=tool_schemas(span),
+            tool_requests=tuple(r for m in outputs for r in m.tool_calls),
+            bodies_seen=bodies_in(m.text for m in inputs if m.role not in ("system", "developer")),
             error=span_error(span),
         )
 
@@ -141,6 +145,14 @@ class OpenInferenceRecogniser:
 
 
 # --- span attribute readers ------------------------------------------------------------------
+
+
+def _tool_definitions(span: SpanRecord) -> str | None:
+    """`llm.tools.N.tool.json_schema` as one JSON list (for skills listed in descriptions)."""
+    raw = [
+        v for k, v in span.attributes.items() if k.startswith("llm.tools.") and "skill" in str(v)
+    ]
+    return "[" + ",".join(str(v) for v in raw) + "]" if raw else None
 
 
 def _metadata(span: SpanRecord) -> Mapping[str, Any]:

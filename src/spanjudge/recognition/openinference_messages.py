@@ -14,10 +14,13 @@ from spanjudge.recognition.base import (
     parse_json,
 )
 from spanjudge.spans.record import SpanRecord
-from spanjudge.trajectory.steps import CatalogueEntry
+from spanjudge.trajectory.steps import CatalogueEntry, ToolRequest
 
 MESSAGE_KEY = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
 CONTENT_TEXT = re.compile(r"^contents\.(\d+)\.message_content\.text$")
+TOOL_CALL_KEY = re.compile(
+    r"^tool_calls\.(\d+)\.tool_call\.(id|function\.name|function\.arguments)$"
+)
 TOOL_SCHEMA_KEY = re.compile(r"^llm\.tools\.(\d+)\.tool\.json_schema$")
 AVAILABLE_HEADING = re.compile(r"^\*\*Available Skills:?\*\*:?\s*$", re.M)
 NEXT_HEADING = re.compile(r"^\*\*", re.M)
@@ -29,12 +32,22 @@ USER_ROLES = frozenset({"user", "human"})
 class Message:
     role: str
     text: str | None
+    tool_calls: tuple[ToolRequest, ...] = ()
+    tool_call_id: str | None = None
 
 
 def messages(span: SpanRecord, direction: str) -> list[Message]:
-    """Flattened `llm.{input,output}_messages.N.message.*` attributes, in index order."""
+    """Flattened `llm.{input,output}_messages.N.message.*` attributes, in index order.
+
+    OpenInference may write a message's text twice, as `message.content` and as
+    `message.contents.N.message_content.text`: the parts are used when present, else the
+    content, never both.
+    """
     roles: dict[int, str] = {}
+    content: dict[int, str] = {}
     texts: dict[int, dict[int, str]] = {}
+    calls: dict[int, dict[int, dict[str, str]]] = {}
+    call_ids: dict[int, str] = {}
     for key, value in span.attributes.items():
         match = MESSAGE_KEY.match(key)
         if match is None or match.group(1) != direction or not isinstance(value, str):
@@ -43,17 +56,33 @@ def messages(span: SpanRecord, direction: str) -> list[Message]:
         if rest == "role":
             roles[index] = value.lower()
         elif rest == "content":
-            texts.setdefault(index, {})[-1] = value
+            content[index] = value
         elif (part := CONTENT_TEXT.match(rest)) is not None:
             texts.setdefault(index, {})[int(part.group(1))] = value
-    indices = sorted(set(roles) | set(texts))
-    return [
-        Message(
-            role=roles.get(i, ""),
-            text="".join(t for _, t in sorted(texts[i].items())) if i in texts else None,
+        elif (call := TOOL_CALL_KEY.match(rest)) is not None:
+            calls.setdefault(index, {}).setdefault(int(call.group(1)), {})[call.group(2)] = value
+        elif rest == "tool_call_id":
+            call_ids[index] = value
+    out = []
+    for i in sorted(set(roles) | set(texts) | set(content) | set(calls)):
+        joined = "".join(t for _, t in sorted(texts[i].items())) if i in texts else None
+        requests = tuple(
+            ToolRequest(
+                name=fields.get("function.name", ""),
+                call_id=fields.get("id"),
+                arguments=parse_json(fields.get("function.arguments")),
+            )
+            for _, fields in sorted(calls.get(i, {}).items())
         )
-        for i in indices
-    ]
+        out.append(
+            Message(
+                role=roles.get(i, ""),
+                text=joined or content.get(i),
+                tool_calls=requests,
+                tool_call_id=call_ids.get(i),
+            )
+        )
+    return out
 
 
 def content_text(content: Any) -> str | None:

@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from spanjudge import semconv
+from spanjudge.recognition.reconcile import reconcile
+from spanjudge.recognition.skills_dir import EMPTY_LIBRARY, SkillLibrary
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.effects import DEFAULT_EFFECT_MAP, EffectMap
 from spanjudge.trajectory.model import SkillLoad, Trajectory, Turn
@@ -134,10 +136,13 @@ def assemble(
     steps: Sequence[Step],
     *,
     effects: EffectMap = DEFAULT_EFFECT_MAP,
+    skills: SkillLibrary = EMPTY_LIBRARY,
 ) -> Trajectory:
-    """Order steps, number turns, pick final answers and compute statistics."""
+    """Apply the session-wide evidence rules, order steps, number turns, pick final answers
+    and compute statistics."""
     order = {(s.trace_id, s.span_id): i for i, s in enumerate(spans)}
     spans_by_id = {s.span_id: s for s in spans}
+    steps = reconcile(steps, spans_by_id, skills)
 
     def position(s: Step) -> tuple[int, int, int]:
         # A final answer is delivered when its span ends, after everything the turn did.
@@ -178,6 +183,7 @@ def assemble(
             span_id=s.span_id,
             tool_name=s.name,
             body=s.skill_body,
+            body_source=s.skill_body_source,
             error=s.error,
             turn=s.turn,
             tool_call_id=s.tool_call_id,
@@ -193,6 +199,8 @@ def assemble(
             if known is None or (not known.description and entry.description):
                 catalogue[entry.name] = entry
         schemas.update(step.tool_schemas)
+    if not catalogue:  # the trace recorded no catalogue: the configured skills are the offer
+        catalogue = {e.name: e for e in skills.catalogue()}
     stats, retried, undone = compute_stats(numbered, spans, len(turns), effects)
     final_answer = None
     if turns:

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from spanjudge.trajectory.steps import CatalogueEntry, SkillStatus, Step
+from spanjudge.trajectory.steps import BodySource, CatalogueEntry, SkillStatus, Step
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -31,6 +31,7 @@ class SkillLoad:
     error: str | None
     turn: int
     tool_call_id: str | None = None
+    body_source: BodySource | None = None  # "trace" or "directory" (a configured skills path)
 
     @property
     def body_recorded(self) -> bool:

@@ -1,0 +1,98 @@
+"""Skill catalogues in every recorded form, shared by all presets.
+
+Harnesses tell the model which skills exist in one of a few shapes, in a system prompt or in
+a loader tool's description:
+- `<available_skills><skill><name>..</name><description>..</description></skill>...` (Strands,
+  Claude-style XML), or "- name: description" lines inside that block;
+- Deep Agents: "- **name**: description" lines under "**Available Skills:**";
+- markdown lists under any heading that says "available skills" (OpenAI Agents / Codex:
+  "### Available skills" then "- name: description (file: .../SKILL.md)"), or a line ending
+  "available skills:" in a tool description (Haystack's `load_skill`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+
+from spanjudge.trajectory.steps import CatalogueEntry
+
+_AVAILABLE_SKILLS = re.compile(r"<available_skills>(.*?)</available_skills>", re.DOTALL)
+_SKILL_BLOCK = re.compile(
+    r"<skill>\s*<name>\s*(.*?)\s*</name>\s*(?:<description>\s*(.*?)\s*</description>)?",
+    re.DOTALL,
+)
+# "- name: description" lists, as several harnesses render their catalogue.
+_SKILL_LINE = re.compile(r"^\s*[-*]\s*\**`?([A-Za-z0-9_.:-]+)`?\**\s*[:\u2014-]\s+(.+?)\s*$", re.M)
+# A heading or lead-in line that announces the list: "### Available skills", "**Available
+# Skills:**", "Available skills:", "The following skills are available:".
+_HEADING = re.compile(
+    r"^[ \t]*(?:#{1,6}[ \t]*|\*\*)?[^\n]{0,60}?"
+    r"\b(?:available[ \t]+skills|skills[ \t]+(?:are[ \t]+)?available)\b[^\n]{0,40}$",
+    re.I | re.M,
+)
+_ITEM = re.compile(
+    r"^[ \t]*[-*][ \t]+(?:\*\*|`)?([A-Za-z0-9][A-Za-z0-9_.:/-]*?)(?:\*\*|`)?[ \t]*"
+    r"(?::|\u2014|[ \t]-)[ \t]*(.*?)[ \t]*$"
+)
+_FILE_SUFFIX = re.compile(r"\s*\((?:file|path|location):\s*[^)]*\)\s*$", re.I)
+
+
+@lru_cache(maxsize=512)  # system prompts and tool descriptions repeat on every model call
+def parse_catalogue(text: str | None) -> tuple[CatalogueEntry, ...]:
+    """Skills offered in a prompt or tool description, in any of the shapes above."""
+    if not text or "skill" not in text.lower():
+        return ()
+    entries: dict[str, CatalogueEntry] = {}
+    for block in _AVAILABLE_SKILLS.findall(text):
+        for name, description in _SKILL_BLOCK.findall(block):
+            entries.setdefault(name, CatalogueEntry(name=name, description=description or None))
+        if not entries:
+            for name, description in _SKILL_LINE.findall(block):
+                entries.setdefault(name, CatalogueEntry(name=name, description=description))
+    for heading in _HEADING.finditer(text):
+        for name, description in _listed(text, heading.end()):
+            entries.setdefault(name, CatalogueEntry(name=name, description=description or None))
+    return tuple(entries.values())
+
+
+def _listed(text: str, start: int) -> list[tuple[str, str]]:
+    """The list items after a heading: blank lines, indented continuation lines and one short
+    lead-in paragraph are passed over; anything else ends the list."""
+    items: list[tuple[str, str]] = []
+    prose = 0
+    for line in text[start:].splitlines()[1:]:
+        if not line.strip():
+            continue
+        match = _ITEM.match(line)
+        if match is not None:
+            items.append((match.group(1), _FILE_SUFFIX.sub("", match.group(2))))
+        elif items and line[:1] in (" ", "\t"):
+            continue  # "  -> Read `/skills/x/SKILL.md` for full instructions"
+        elif items or line.lstrip().startswith(("#", "**")) or prose >= 2:
+            break
+        else:
+            prose += 1  # "Each skill is a folder with a SKILL.md..." before the list
+    return items
+
+
+@lru_cache(maxsize=512)
+def tool_catalogue(definitions: str | None) -> tuple[CatalogueEntry, ...]:
+    """Skills listed in the descriptions of tool definitions (a JSON list of tools)."""
+    if not definitions or "skill" not in definitions.lower():
+        return ()
+    try:
+        tools = json.loads(definitions)
+    except ValueError:
+        return ()
+    found: list[CatalogueEntry] = []
+    for tool in tools if isinstance(tools, list) else [tools]:
+        if not isinstance(tool, dict):
+            continue
+        nested = tool.get("function")
+        spec = nested if isinstance(nested, dict) else tool
+        description = spec.get("description")
+        if isinstance(description, str):
+            found.extend(e for e in parse_catalogue(description) if e not in found)
+    return tuple(found)

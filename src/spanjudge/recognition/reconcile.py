@@ -1,0 +1,271 @@
+"""Evidence rules that need the whole session, applied after every preset has spoken.
+
+- one model call per request: a wrapper model span around the real call (Google ADK's
+  `call_llm` around `generate_content`) is merged into the call it wraps, tokens counted once;
+- one tool call per call: a tool span nested in a tool span of the same tool (an MCP client
+  span and the server span it propagated to) is one call;
+- a tool call the model asked for that never ran (rejected before execution, aborted) is a
+  failed attempt, so the corrected call after it counts as a retry;
+- a tool call whose arguments name a catalogue or library skill is a load of that skill;
+- a SKILL.md body that reaches the model in a later message completes the load that asked
+  for it (a loader nobody named), or is a pinned skill when no call asked for it;
+- one activation is counted once: a lazy load followed by the read of its SKILL.md is one
+  load with the body from the read;
+- a load whose trace did not record the body takes it from the configured skills directory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterator, Mapping, Sequence
+
+from spanjudge.recognition.base import parse_json
+from spanjudge.recognition.evidence import as_skill_load, body_of, skill_md_read, skill_of_call
+from spanjudge.recognition.skills_dir import EMPTY_LIBRARY, SkillLibrary
+from spanjudge.spans.record import SpanRecord
+from spanjudge.trajectory.steps import Step
+
+_TOOL_KINDS = ("tool_call", "skill_load")
+# Argument names that may carry a skill's name for a loader nobody listed.
+_NAME_KEY = re.compile(r"skill|name|capabilit|^id$", re.I)
+UNEXECUTED = "requested by the model but never executed (rejected before execution or aborted)"
+
+
+def reconcile(
+    steps: Sequence[Step],
+    spans_by_id: Mapping[str, SpanRecord],
+    library: SkillLibrary = EMPTY_LIBRARY,
+) -> list[Step]:
+    """The session's steps with every whole-session evidence rule applied."""
+    out = _merge_nested(list(steps), spans_by_id, "model_call")
+    out = _merge_nested(out, spans_by_id, "tool")
+    out = _unexecuted_requests(out)
+    names = {e.name for s in out for e in s.catalogue} | set(library.skills)
+    out = [_load_by_evidence(s, names, library) for s in out]
+    out = _bodies_from_messages(out)
+    out = _one_activation(out)
+    return [_with_body_source(s, library) for s in out]
+
+
+def _ancestors(span_id: str | None, spans_by_id: Mapping[str, SpanRecord]) -> Iterator[str]:
+    seen = 0
+    span = spans_by_id.get(span_id) if span_id else None
+    while span is not None and span.parent_span_id is not None and seen < 256:
+        yield span.parent_span_id
+        span = spans_by_id.get(span.parent_span_id)
+        seen += 1
+
+
+def _merge_nested(
+    steps: list[Step], spans_by_id: Mapping[str, SpanRecord], kind: str
+) -> list[Step]:
+    """Steps of ``kind`` nested in another of the same kind (and, for tools, the same tool)."""
+    kinds = _TOOL_KINDS if kind == "tool" else (kind,)
+    index = {s.span_id: i for i, s in enumerate(steps) if s.kind in kinds}
+    if len(index) < 2:
+        return steps
+    merged: dict[int, int] = {}  # dropped step -> the step that absorbs it
+    for i, step in enumerate(steps):
+        if step.kind not in kinds:
+            continue
+        for parent in _ancestors(step.span_id, spans_by_id):
+            outer = index.get(parent)
+            if outer is None or outer == i:
+                continue
+            if kind == "tool" and steps[outer].name != step.name:
+                break  # a different tool around it: a sub-agent's call, not the same call
+            merged[outer if kind == "model_call" else i] = i if kind == "model_call" else outer
+            break
+    if not merged:
+        return steps
+    out = list(steps)
+    for dropped, keeper in merged.items():
+        # the real model call (inner) keeps its tokens; the tool call as the agent saw it
+        # (outer, the client) keeps its name and arguments; each fills what the other lacks
+        out[keeper] = _fill(out[keeper], steps[dropped])
+    return [s for i, s in enumerate(out) if i not in merged]
+
+
+def _fill(keep: Step, other: Step) -> Step:
+    changes: dict[str, object] = {}
+    for name in ("text", "finish_reason", "model", "input_tokens", "output_tokens", "result"):
+        if getattr(keep, name) is None and getattr(other, name) is not None:
+            changes[name] = getattr(other, name)
+    for name in ("tool_requests", "catalogue", "bodies_seen", "tool_schemas"):
+        if not getattr(keep, name) and getattr(other, name):
+            changes[name] = getattr(other, name)
+    if keep.arguments is None and other.arguments is not None:
+        changes["arguments"] = other.arguments
+    if keep.error is None and other.error is not None:
+        changes["error"] = other.error
+        if keep.kind == "skill_load":
+            changes["skill_status"] = "failed"
+    return dataclasses.replace(keep, **changes) if changes else keep  # type: ignore[arg-type]
+
+
+def _unexecuted_requests(steps: list[Step]) -> list[Step]:
+    executed = {s.tool_call_id for s in steps if s.kind in _TOOL_KINDS and s.tool_call_id}
+    if not executed:
+        return steps  # this instrumentation records no call ids on tool spans: nothing to match
+    requested = {r.call_id for s in steps if s.kind == "model_call" for r in s.tool_requests}
+    # executions whose recorded id matches no request (ADK writes "<not specified>" for some):
+    # matched to requests by tool name instead
+    anonymous: dict[str, int] = {}
+    for s in steps:
+        if s.kind in _TOOL_KINDS and s.tool_call_id not in requested:
+            anonymous[s.name] = anonymous.get(s.name, 0) + 1
+    added: list[Step] = []
+    for step in steps:
+        if step.kind != "model_call":
+            continue
+        for request in step.tool_requests:
+            if not request.call_id or request.call_id in executed:
+                continue
+            executed.add(request.call_id)
+            if anonymous.get(request.name):
+                anonymous[request.name] -= 1
+                continue
+            attempt = Step(
+                kind="tool_call",
+                name=request.name,
+                span_id=step.span_id,
+                trace_id=step.trace_id,
+                parent_span_id=step.parent_span_id,
+                start_unix_nano=step.end_unix_nano,
+                end_unix_nano=step.end_unix_nano,
+                status="error",
+                seq=step.seq + 1,
+                preset=step.preset,
+                tool_call_id=request.call_id,
+                arguments=request.arguments,
+                error=UNEXECUTED,
+                agent_name=step.agent_name,
+            )
+            skill = skill_of_call(request.name, request.arguments)
+            added.append(
+                attempt if skill is None else as_skill_load(attempt, skill, None, has_result=True)
+            )
+    return steps + added if added else steps
+
+
+def _load_by_evidence(step: Step, names: set[str], library: SkillLibrary) -> Step:
+    """A plain tool call that names a known skill in its arguments, or returns its body."""
+    if step.kind != "tool_call":
+        return step
+    skill = None
+    if names and isinstance(step.arguments, Mapping):
+        for key, value in step.arguments.items():
+            if isinstance(value, str) and value.strip() in names and _NAME_KEY.search(str(key)):
+                skill = value.strip()
+                break
+    body = body_of(parse_json(step.result), step.result) if step.result else None
+    if skill is None and (known := library.skill_in(body)) is not None:
+        skill = known.name
+    if skill is None:
+        return step
+    return as_skill_load(step, skill, body, has_result=step.result is not None)
+
+
+def _bodies_from_messages(steps: list[Step]) -> list[Step]:
+    out = list(steps)
+    for model in [s for s in steps if s.kind == "model_call" and s.bodies_seen]:
+        for name, body in model.bodies_seen:
+            # earlier in the session, any trace: a multi-turn history repeats old results
+            before = [i for i, s in enumerate(out) if s.start_unix_nano <= model.start_unix_nano]
+            loads = [i for i in before if out[i].kind == "skill_load" and out[i].skill == name]
+            if any(out[i].skill_status == "loaded" and out[i].skill_body for i in loads):
+                continue  # the body arrived as that load's result
+            waiting = [i for i in loads if out[i].skill_status == "loaded"]
+            asking = [
+                i
+                for i in before
+                if out[i].kind == "tool_call"
+                and out[i].trace_id == model.trace_id
+                and name in _strings_of(out[i].arguments)
+            ]
+            if waiting:
+                out[waiting[-1]] = dataclasses.replace(
+                    out[waiting[-1]], skill_body=body, skill_body_source="trace"
+                )
+            elif asking:
+                load = as_skill_load(out[asking[-1]], name, body, has_result=True)
+                out[asking[-1]] = load
+            elif not loads:
+                out.append(_pinned(model, name, body))
+    return out
+
+
+def _pinned(model: Step, name: str, body: str) -> Step:
+    """A skill the harness put in the prompt: a load without a call (placed before the call)."""
+    return Step(
+        kind="skill_load",
+        name="pinned_skill",
+        span_id=model.span_id,
+        trace_id=model.trace_id,
+        parent_span_id=model.parent_span_id,
+        start_unix_nano=model.start_unix_nano,
+        end_unix_nano=model.start_unix_nano,
+        status="ok",
+        seq=model.seq - 1,
+        preset=model.preset,
+        skill=name,
+        skill_status="loaded",
+        skill_body=body,
+        skill_body_source="trace",
+    )
+
+
+def _strings_of(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value.strip()]
+    if isinstance(value, Mapping):
+        return [v.strip() for v in value.values() if isinstance(v, str)]
+    return []
+
+
+def _one_activation(steps: list[Step]) -> list[Step]:
+    """A loaded skill read again in the same trace (the lazy loader's SKILL.md read, a second
+    window of the same file) is one activation: the first load keeps it, with the body."""
+    first: dict[tuple[str, str], int] = {}
+    out = list(steps)
+    for i in sorted(range(len(out)), key=lambda j: (out[j].start_unix_nano, out[j].seq)):
+        step = out[i]
+        if step.kind != "skill_load" or step.skill_status != "loaded" or not step.skill:
+            continue
+        key = (step.trace_id, step.skill)
+        if key not in first:
+            first[key] = i
+            continue
+        if skill_md_read(step.arguments) is None:
+            continue  # a second activation through the loader itself: counted
+        keeper = out[first[key]]
+        if not keeper.skill_body or skill_md_read(keeper.arguments) is None:
+            keeper = dataclasses.replace(
+                keeper,
+                skill_body=step.skill_body or keeper.skill_body,
+                skill_body_source=step.skill_body_source or keeper.skill_body_source,
+            )
+        out[first[key]] = keeper
+        out[i] = dataclasses.replace(
+            step,
+            kind="tool_call",
+            skill=None,
+            skill_status=None,
+            skill_body=None,
+            skill_body_source=None,
+        )
+    return out
+
+
+def _with_body_source(step: Step, library: SkillLibrary) -> Step:
+    if step.kind != "skill_load" or step.skill_status != "loaded":
+        return step
+    if step.skill_body:
+        return (
+            step if step.skill_body_source else dataclasses.replace(step, skill_body_source="trace")
+        )
+    known = library.get(step.skill)
+    if known is None:
+        return step
+    return dataclasses.replace(step, skill_body=known.body, skill_body_source="directory")

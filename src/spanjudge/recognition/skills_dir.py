@@ -1,0 +1,136 @@
+"""Skills from configured directories, read per the Agent Skills format.
+
+`skills: {paths: [./skills, ~/.agents/skills]}` in the configuration: each path is a folder of
+skill folders (`<path>/<name>/SKILL.md`) or one skill folder itself. A SKILL.md is YAML front
+matter (`name`, `description`, ...) between `---` lines, then the body. The library supplies a
+catalogue when the trace recorded none, recognises a known skill's body in a tool result, and
+supplies the body of a load whose trace did not record it (so `instruction_following` can be
+judged; the report says the body came from the directory).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from spanjudge.trajectory.steps import CatalogueEntry
+
+_FRONT_MATTER = re.compile(r"\A\ufeff?---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(.*)\Z", re.S)
+# A body is recognised in a result by its opening text, whitespace-normalised.
+_PROBE_CHARS = 160
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Skill:
+    """One SKILL.md: its front matter's name and description, its body and where it lives."""
+
+    name: str
+    description: str | None
+    body: str
+    path: str
+
+    @property
+    def probe(self) -> str:
+        return " ".join(self.body.split())[:_PROBE_CHARS]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SkillLibrary:
+    """Every skill found under the configured paths, by name."""
+
+    skills: Mapping[str, Skill] = field(default_factory=dict)
+    paths: tuple[str, ...] = ()
+
+    def get(self, name: str | None) -> Skill | None:
+        return self.skills.get(name) if name else None
+
+    def catalogue(self) -> tuple[CatalogueEntry, ...]:
+        return tuple(
+            CatalogueEntry(name=s.name, description=s.description) for s in self.skills.values()
+        )
+
+    def skill_in(self, text: str | None) -> Skill | None:
+        """The library skill whose body ``text`` carries, if any."""
+        if not text or not self.skills:
+            return None
+        flat = " ".join(text.split())
+        for skill in self.skills.values():
+            if skill.probe and skill.probe in flat:
+                return skill
+        return None
+
+
+EMPTY_LIBRARY = SkillLibrary()
+
+
+def parse_skill_md(text: str, path: str) -> tuple[Skill | None, str | None]:
+    """(skill, problem): a SKILL.md needs front matter with a `name`."""
+    match = _FRONT_MATTER.match(text)
+    if match is None:
+        return None, "no YAML front matter (expected '---' lines around name and description)"
+    try:
+        meta = yaml.safe_load(match.group(1))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 2}" if mark is not None else ""
+        return None, f"front matter is not valid YAML{where}"
+    if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str):
+        return None, "front matter has no `name`"
+    description = meta.get("description")
+    return (
+        Skill(
+            name=str(meta["name"]).strip(),
+            description=str(description).strip() if description is not None else None,
+            body=match.group(2).strip(),
+            path=path,
+        ),
+        None,
+    )
+
+
+def parse_skills(
+    raw: Any, path: str, problems: list[str], base: Path | None = None
+) -> SkillLibrary:
+    """The `skills` configuration section; every problem is appended to ``problems``."""
+    if raw is None:
+        return EMPTY_LIBRARY
+    if not isinstance(raw, Mapping):
+        problems.append(f"{path}: expected a mapping like {{paths: [./skills]}}")
+        return EMPTY_LIBRARY
+    for key in raw:
+        if key != "paths":
+            problems.append(f"{path}.{key}: unknown setting (allowed: paths)")
+    paths = raw.get("paths")
+    if not isinstance(paths, list) or not all(isinstance(p, str) and p for p in paths):
+        problems.append(f"{path}.paths: expected a list of directories holding skill folders")
+        return EMPTY_LIBRARY
+    skills: dict[str, Skill] = {}
+    for i, entry in enumerate(paths):
+        where = f"{path}.paths[{i}]"
+        folder = Path(entry).expanduser()
+        if base is not None and not folder.is_absolute():
+            folder = base / folder
+        if not folder.is_dir():
+            problems.append(f"{where}: {str(folder)!r} is not a directory")
+            continue
+        files = [folder / "SKILL.md"] if (folder / "SKILL.md").is_file() else []
+        files += sorted(folder.glob("*/SKILL.md"))
+        if not files:
+            problems.append(f"{where}: no SKILL.md in {str(folder)!r} or its sub-folders")
+        for file in files:
+            try:
+                text = file.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                problems.append(f"{where}: cannot read {file}: {exc}")
+                continue
+            skill, problem = parse_skill_md(text, str(file))
+            if skill is None:
+                problems.append(f"{where}: {file}: {problem}")
+            else:
+                skills.setdefault(skill.name, skill)
+    return SkillLibrary(skills=skills, paths=tuple(paths))
