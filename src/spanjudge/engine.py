@@ -14,11 +14,12 @@ from spanjudge.expectations import ExpectationResolver
 from spanjudge.judges.registry import judge_lookup
 from spanjudge.reasons import EVALUATOR_ERROR, NOT_APPLICABLE
 from spanjudge.recognition import continuity
+from spanjudge.recognition.reconcile import reconcile
 from spanjudge.recognition.registry import RecogniserRegistry
-from spanjudge.recognition.skills_dir import EMPTY_LIBRARY
 from spanjudge.sessions.store import ClosedSession
 from spanjudge.trajectory.assemble import SessionMeta, assemble
 from spanjudge.trajectory.model import Trajectory
+from spanjudge.trajectory.skills import EMPTY_LIBRARY
 from spanjudge.values import Coverage, Expectation, SessionResult, Verdict, not_evaluated
 
 log = logging.getLogger("spanjudge")
@@ -78,7 +79,8 @@ class Engine:
         )
 
     def trajectory(self, closed: ClosedSession) -> Trajectory:
-        steps = self.recognisers.recognise_session(closed.spans)
+        library = self.config.sections.get("skills") or EMPTY_LIBRARY
+        steps = reconcile(self.recognisers.recognise_session(closed.spans), closed.spans, library)
         meta = SessionMeta(
             session_id=closed.key,
             key_source=closed.key_source,
@@ -91,7 +93,7 @@ class Engine:
             closed.spans,
             steps,
             effects=self.config.effects,
-            skills=self.config.sections.get("skills") or EMPTY_LIBRARY,
+            skills=library,
         )
         return continuity.check(trajectory, closed.spans)
 

@@ -45,7 +45,7 @@ _SHELL_ERROR = re.compile(
     r"No such file or directory|cannot open|command not found|Permission denied", re.I
 )
 _VALIDATION = re.compile(
-    r"validation error|invalid arguments?|missing required (?:argument|parameter)"
+    r"validation error|invalid (?:tool )?arguments?|missing required (?:argument|parameter)"
     r"|field required|is a required property|unexpected keyword argument|invalid_request",
     re.I,
 )
@@ -293,3 +293,29 @@ def bodies_in(texts: Iterable[str | None]) -> tuple[tuple[str, str], ...]:
         if text and "name:" in text and (name := front_matter_name(text)) is not None:
             found.append((name, text))
     return tuple(found)
+
+
+# --------------------------------------------------------------------------- final answers
+
+
+def may_answer(step: Step, stop_reasons: frozenset[str], *, default_reason: str = "stop") -> bool:
+    """A model output can be the final answer: text, a stop finish reason, and no tool asked
+    for (instrumentations write `stop` on tool-calling outputs too, so the reason alone is no
+    evidence)."""
+    return (
+        step.kind == "model_call"
+        and bool(step.text and step.text.strip())
+        and not step.tool_requests
+        and (step.finish_reason or default_reason).lower() in stop_reasons
+    )
+
+
+def aborted_after(step: Step, turns: Iterable[Step]) -> bool:
+    """The run failed after ``step``: an agent span of its trace ended later with error status
+    (an aborted run has no final answer, whatever the model said on the way)."""
+    return any(
+        t.status == "error"
+        and t.trace_id == step.trace_id
+        and t.end_unix_nano >= step.end_unix_nano
+        for t in turns
+    )

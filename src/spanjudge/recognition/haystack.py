@@ -16,19 +16,13 @@ Whether a tool call loaded a skill, and with what status, is the shared evidence
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from spanjudge import semconv as sc
-from spanjudge.recognition.base import (
-    as_text,
-    error_in_payload,
-    parse_catalogue,
-    parse_json,
-    skill_load_status,
-    span_error,
-    span_fields,
-)
-from spanjudge.recognition.skill_tools import skill_loader
+from spanjudge.recognition.base import as_text, parse_json, span_error, span_fields
+from spanjudge.recognition.catalogue import parse_catalogue
+from spanjudge.recognition.evidence import ToolFacts, tool_step
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import CatalogueEntry, Step
 
@@ -122,43 +116,23 @@ class HaystackRecogniser:
         )
 
     def _tool(self, span: SpanRecord) -> Step:
-        tool = span.str_attr(sc.HAYSTACK_TOOL_NAME) or "tool"
-        arguments = parse_json(span.attributes.get(sc.HAYSTACK_TOOL_INPUT))
         raw = span.attributes.get(sc.HAYSTACK_TOOL_OUTPUT)
         result = parse_json(raw)
-        has_result = raw is not None
-        text = as_text(result) if has_result else None
         failure = span_error(span)
         if span.attributes.get(sc.HAYSTACK_TOOL_ERROR) is True:
             detail = result.get("error") if isinstance(result, dict) else None
             failure = failure or as_text(detail) or "haystack.tool.error is true"
-        payload_error = error_in_payload(result if isinstance(result, dict) else text)
-        description = span.str_attr(sc.HAYSTACK_TOOL_DESCRIPTION)
-        common: dict[str, Any] = {
-            "name": tool,
-            "arguments": arguments,
-            "result": text,
-            "catalogue": _catalogue(description),
-            **span_fields(span, self.name),
-        }
-        skill = skill_loader(tool, arguments)
-        if skill is not None:
-            status, reason = skill_load_status(
-                has_result=has_result,
-                span_error=failure is not None,
-                tool_status=None,
-                result_text=text,
-                payload_error=payload_error,
-            )
-            return Step(
-                kind="skill_load",
-                skill=skill,
-                skill_status=status,
-                skill_body=text if status == "loaded" and isinstance(result, str) else None,
-                error=failure or (reason if status == "failed" else None),
-                **common,
-            )
-        return Step(kind="tool_call", error=failure or payload_error, **common)
+        facts = ToolFacts(
+            tool=span.str_attr(sc.HAYSTACK_TOOL_NAME) or "tool",
+            arguments=parse_json(span.attributes.get(sc.HAYSTACK_TOOL_INPUT)),
+            result=result,
+            has_result=raw is not None,
+            failure=failure,
+        )
+        step = tool_step(facts, span_fields(span, self.name))
+        return dataclasses.replace(
+            step, catalogue=_catalogue(span.str_attr(sc.HAYSTACK_TOOL_DESCRIPTION))
+        )
 
 
 def _catalogue(text: str | None) -> tuple[CatalogueEntry, ...]:

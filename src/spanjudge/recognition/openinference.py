@@ -31,7 +31,13 @@ from spanjudge.recognition.base import (
     span_fields,
 )
 from spanjudge.recognition.catalogue import parse_catalogue, tool_catalogue
-from spanjudge.recognition.evidence import ToolFacts, bodies_in, tool_step
+from spanjudge.recognition.evidence import (
+    ToolFacts,
+    aborted_after,
+    bodies_in,
+    may_answer,
+    tool_step,
+)
 from spanjudge.recognition.openinference_messages import (
     USER_ROLES,
     deepagents_catalogue,
@@ -71,7 +77,9 @@ class OpenInferenceRecogniser:
     def finalise(self, steps: list[Step], spans: Sequence[SpanRecord]) -> list[Step]:
         """Tool call ids and arguments from the parent ToolNode span; pinned skills; answers."""
         by_id = {s.span_id: s for s in spans}
-        out = [_with_call_from_parent(step, by_id) for step in steps]
+        out = _requests_from_model_input(
+            [_with_call_from_parent(step, by_id) for step in steps], by_id
+        )
         out.extend(_pinned_skill_loads(out, by_id))
         out.extend(_final_answers(out))
         return out
@@ -210,6 +218,29 @@ def _with_call_from_parent(step: Step, by_id: Mapping[str, SpanRecord]) -> Step:
     return dataclasses.replace(step, arguments=arguments, tool_call_id=call_id)
 
 
+def _requests_from_model_input(steps: list[Step], by_id: Mapping[str, SpanRecord]) -> list[Step]:
+    """A turn span that recorded no input (OpenAI Agents' AGENT spans) takes the last user
+    message of its trace's first LLM call as the request."""
+    if all(s.text for s in steps if s.kind == "agent_turn" and s.preset == PRESET):
+        return steps
+    first: dict[str, Step] = {}
+    for step in steps:
+        if step.kind == "model_call" and step.preset == PRESET:
+            known = first.get(step.trace_id)
+            if known is None or step.start_unix_nano < known.start_unix_nano:
+                first[step.trace_id] = step
+    out = []
+    for step in steps:
+        call = first.get(step.trace_id)
+        span = by_id.get(call.span_id) if call is not None else None
+        if step.kind == "agent_turn" and step.preset == PRESET and not step.text and span:
+            users = [m.text for m in messages(span, "input") if m.role in USER_ROLES and m.text]
+            if users:
+                step = dataclasses.replace(step, text=users[-1].strip())
+        out.append(step)
+    return out
+
+
 def _pinned_skill_loads(steps: Sequence[Step], by_id: Mapping[str, SpanRecord]) -> list[Step]:
     """Skills pinned as `<skill name=...>` user messages: one load where each first appears."""
     seen = {s.skill for s in steps if s.kind == "skill_load" and s.name == "pinned_skill"}
@@ -249,8 +280,10 @@ def _pinned_skill_loads(steps: Sequence[Step], by_id: Mapping[str, SpanRecord]) 
 
 
 def _final_answers(steps: Sequence[Step]) -> list[Step]:
-    """Per turn (trace): the last LLM output with a stop finish reason, unless one exists."""
-    turn_traces = {s.trace_id for s in steps if s.preset == PRESET and s.kind == "agent_turn"}
+    """Per turn (trace) without a recorded answer: the last LLM output, when it has a stop
+    finish reason and asked for no tool, and the run was not aborted after it."""
+    turns = [s for s in steps if s.preset == PRESET and s.kind == "agent_turn"]
+    turn_traces = {s.trace_id for s in turns}
     answered = {s.trace_id for s in steps if s.kind == "final_answer"}
     last: dict[str, Step] = {}
     for step in steps:
@@ -258,8 +291,7 @@ def _final_answers(steps: Sequence[Step]) -> list[Step]:
             step.preset == PRESET
             and step.kind == "model_call"
             and step.trace_id in turn_traces
-            and step.text
-            and (step.finish_reason or "").lower() in _STOP_REASONS
+            and (step.text or step.tool_requests)
         ):
             known = last.get(step.trace_id)
             if known is None or step.end_unix_nano >= known.end_unix_nano:
@@ -273,11 +305,15 @@ def _final_answers(steps: Sequence[Step]) -> list[Step]:
             text=step.text.strip() if step.text else None,
             catalogue=(),
             tool_schemas={},
+            tool_requests=(),
+            bodies_seen=(),
             input_tokens=None,
             output_tokens=None,
         )
         for trace_id, step in last.items()
         if trace_id not in answered
+        and may_answer(step, _STOP_REASONS, default_reason="")
+        and not aborted_after(step, turns)
     ]
 
 

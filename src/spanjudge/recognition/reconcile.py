@@ -22,8 +22,8 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from spanjudge.recognition.base import parse_json
 from spanjudge.recognition.evidence import as_skill_load, body_of, skill_md_read, skill_of_call
-from spanjudge.recognition.skills_dir import EMPTY_LIBRARY, SkillLibrary
 from spanjudge.spans.record import SpanRecord
+from spanjudge.trajectory.skills import EMPTY_LIBRARY, SkillLibrary
 from spanjudge.trajectory.steps import Step
 
 _TOOL_KINDS = ("tool_call", "skill_load")
@@ -34,10 +34,11 @@ UNEXECUTED = "requested by the model but never executed (rejected before executi
 
 def reconcile(
     steps: Sequence[Step],
-    spans_by_id: Mapping[str, SpanRecord],
+    spans: Sequence[SpanRecord],
     library: SkillLibrary = EMPTY_LIBRARY,
 ) -> list[Step]:
     """The session's steps with every whole-session evidence rule applied."""
+    spans_by_id = {s.span_id: s for s in spans}
     out = _merge_nested(list(steps), spans_by_id, "model_call")
     out = _merge_nested(out, spans_by_id, "tool")
     out = _unexecuted_requests(out)
@@ -225,36 +226,34 @@ def _strings_of(value: object) -> list[str]:
 
 
 def _one_activation(steps: list[Step]) -> list[Step]:
-    """A loaded skill read again in the same trace (the lazy loader's SKILL.md read, a second
-    window of the same file) is one activation: the first load keeps it, with the body."""
+    """A skill read again in the same trace after it was loaded (the lazy loader's SKILL.md
+    read, a second window of the same file) is one activation: the first load counts it; a
+    lazy load without a body takes the read's outcome and body."""
     first: dict[tuple[str, str], int] = {}
     out = list(steps)
     for i in sorted(range(len(out)), key=lambda j: (out[j].start_unix_nano, out[j].seq)):
         step = out[i]
-        if step.kind != "skill_load" or step.skill_status != "loaded" or not step.skill:
+        if step.kind != "skill_load" or not step.skill:
             continue
         key = (step.trace_id, step.skill)
-        if key not in first:
-            first[key] = i
+        keeper_at = first.get(key)
+        if keeper_at is None or skill_md_read(step.arguments) is None:
+            if step.skill_status == "loaded":
+                first[key] = i  # a second activation through the loader itself is counted
             continue
-        if skill_md_read(step.arguments) is None:
-            continue  # a second activation through the loader itself: counted
-        keeper = out[first[key]]
-        if not keeper.skill_body or skill_md_read(keeper.arguments) is None:
+        keeper = out[keeper_at]
+        if not keeper.skill_body and skill_md_read(keeper.arguments) is None:
             keeper = dataclasses.replace(
                 keeper,
-                skill_body=step.skill_body or keeper.skill_body,
-                skill_body_source=step.skill_body_source or keeper.skill_body_source,
+                skill_status=step.skill_status,
+                skill_body=step.skill_body,
+                skill_body_source=step.skill_body_source,
+                error=step.error,
             )
-        out[first[key]] = keeper
-        out[i] = dataclasses.replace(
-            step,
-            kind="tool_call",
-            skill=None,
-            skill_status=None,
-            skill_body=None,
-            skill_body_source=None,
-        )
+        elif step.skill_status != "loaded":
+            continue  # a failed re-read of a skill already loaded is its own attempt
+        out[keeper_at] = keeper
+        out[i] = dataclasses.replace(step, activation_of=keeper.span_id)
     return out
 
 

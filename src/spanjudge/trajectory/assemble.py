@@ -8,11 +8,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from spanjudge import semconv
-from spanjudge.recognition.reconcile import reconcile
-from spanjudge.recognition.skills_dir import EMPTY_LIBRARY, SkillLibrary
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.effects import DEFAULT_EFFECT_MAP, EffectMap
 from spanjudge.trajectory.model import SkillLoad, Trajectory, Turn
+from spanjudge.trajectory.skills import EMPTY_LIBRARY, SkillLibrary
 from spanjudge.trajectory.stats import compute_stats
 from spanjudge.trajectory.steps import CatalogueEntry, Step
 
@@ -112,20 +111,22 @@ def _terminal_state(spans: Sequence[SpanRecord]) -> Mapping[str, Any] | None:
 
 
 def _derive_final_answers(steps: list[Step]) -> list[Step]:
-    """Turns without an explicit final answer take their last model output with a stop reason."""
+    """Turns without an explicit final answer take their last model output, when it has a stop
+    reason, asked for no tool and no agent span of the turn failed after it."""
     has_answer = {s.turn for s in steps if s.kind == "final_answer" and s.text}
-    last_stop: dict[int, Step] = {}
+    last: dict[int, Step] = {}
     for step in steps:
-        if (
-            step.kind == "model_call"
-            and step.text
-            and (step.finish_reason or "stop").lower() in _STOP_REASONS
-        ):
-            last_stop[step.turn] = step
+        if step.kind == "model_call" and (step.text or step.tool_requests):
+            last[step.turn] = step
+    failed = [s for s in steps if s.kind == "agent_turn" and s.status == "error"]
     extra = [
         dataclasses.replace(step, kind="final_answer", name="final_answer", seq=step.seq + 1)
-        for turn, step in last_stop.items()
+        for turn, step in last.items()
         if turn not in has_answer
+        and step.text
+        and not step.tool_requests
+        and (step.finish_reason or "stop").lower() in _STOP_REASONS
+        and not any(t.turn == turn and t.end_unix_nano >= step.end_unix_nano for t in failed)
     ]
     return steps + extra
 
@@ -138,11 +139,11 @@ def assemble(
     effects: EffectMap = DEFAULT_EFFECT_MAP,
     skills: SkillLibrary = EMPTY_LIBRARY,
 ) -> Trajectory:
-    """Apply the session-wide evidence rules, order steps, number turns, pick final answers
-    and compute statistics."""
+    """Order steps, number turns, pick final answers and compute statistics (``steps`` have
+    been through `spanjudge.recognition.reconcile`; ``skills`` offers a catalogue when the
+    trace recorded none)."""
     order = {(s.trace_id, s.span_id): i for i, s in enumerate(spans)}
     spans_by_id = {s.span_id: s for s in spans}
-    steps = reconcile(steps, spans_by_id, skills)
 
     def position(s: Step) -> tuple[int, int, int]:
         # A final answer is delivered when its span ends, after everything the turn did.
@@ -189,7 +190,7 @@ def assemble(
             tool_call_id=s.tool_call_id,
         )
         for s in numbered
-        if s.kind == "skill_load"
+        if s.kind == "skill_load" and s.activation_of is None
     )
     catalogue: dict[str, CatalogueEntry] = {}
     schemas: dict[str, Any] = {}

@@ -65,6 +65,9 @@ class Step:
     skill_status: SkillStatus | None = None
     skill_body: str | None = None
     skill_body_source: BodySource | None = None  # where the body came from
+    # span id of the load this step completes (a lazy loader's SKILL.md read): one activation,
+    # counted once, by that load
+    activation_of: str | None = None
     # model_call
     model: str | None = None
     input_tokens: int | None = None
