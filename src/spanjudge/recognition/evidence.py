@@ -64,7 +64,10 @@ _READ_WINDOW = re.compile(r"\A@@ lines \d+-\d+ of \d+ @@\r?\n")
 _STRANDS_TAIL = re.compile(
     r"\n+---\n(?:Allowed tools|Compatibility|Location): .*\Z|\n+Available resources:\n.*\Z", re.S
 )
-_EXEC_HEADER = re.compile(r"\A(?:[A-Z][\w ]{1,40}: [^\n]*\n){1,8}Output:\r?\n", re.S)
+_EXEC_HEADER = re.compile(
+    r"\A(?:(?:Chunk ID|Wall time|Process exited|Exit code|Original token count|Total output lines)"
+    r"[^\n]*\n){1,8}Output:\r?\n"
+)
 _HEAD_CHARS = 500
 _CHANGES = frozenset({"create", "modify", "delete"})
 _DECODER = json.JSONDecoder()
