@@ -133,6 +133,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
             "see the report's input section",
             file=sys.stderr,
         )
+    if stats.duplicate_spans:
+        print(
+            f"spanjudge: {stats.duplicate_spans} span(s) repeated an id already read (first copy "
+            "kept); see the report's input section",
+            file=sys.stderr,
+        )
     if summary.sessions == 0:
         # A gate that saw nothing must not look like a gate that passed.
         print(

@@ -30,6 +30,7 @@ class InputStats:
     spans: int = 0
     bytes: int = 0
     skipped: int = 0
+    duplicate_spans: int = 0  # spans whose (trace id, span id) was seen before: first copy kept
     problems: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -38,6 +39,7 @@ class InputStats:
             "lines": self.lines,
             "spans": self.spans,
             "skipped": self.skipped,
+            "duplicate_spans": self.duplicate_spans,
             "problems": self.problems[:100],
         }
 
@@ -137,6 +139,12 @@ def run_offline(
             flush(store.due())
             bar.update(stats, summary.sessions)
     flush(store.close_all("end_of_input"))
+    if store.duplicates:
+        stats.duplicate_spans = store.duplicates
+        stats.problems.append(
+            f"{store.duplicates} span(s) repeated a trace id + span id already read in their "
+            "session; the first copy of each was kept (the input holds the same spans twice?)"
+        )
     bar.done()
     writer.end(summary, stats.to_json())
     return summary, stats

@@ -62,6 +62,7 @@ def read_input(
     except OSError as exc:
         raise InputError(f"cannot open: {exc.strerror}", file=path) from None
     lineno = 0
+    first = True
     try:
         for lineno, line in enumerate(handle, start=1):
             stripped = line.strip()
@@ -70,15 +71,19 @@ def read_input(
             try:
                 doc = json.loads(stripped)
             except json.JSONDecodeError as exc:
-                if lineno == 1 and stripped in ("{", "["):
-                    # Not JSON lines but one pretty-printed document (as OTLP examples are).
-                    yield _whole_document(path, limits)
-                    return
                 error = _json_error(path, lineno, stripped, exc)
+                if first and stripped[:1] in ("{", "["):
+                    # Not JSON lines but one pretty-printed document (as OTLP examples are),
+                    # however its first line is laid out.
+                    rest = handle.read(_WHOLE_DOCUMENT_MAX_BYTES + 1)
+                    yield _whole_document(path, lineno, line + rest, limits, error)
+                    return
                 if on_error is None:
                     raise error from None
                 on_error(error)
+                first = False
                 continue
+            first = False
             spans, problems = decode_json_document(doc, limits)
             yield Chunk(path, lineno, spans, problems, len(line))
     except UnicodeDecodeError:
@@ -108,23 +113,30 @@ def _json_error(path: str, lineno: int, text: str, exc: json.JSONDecodeError) ->
     )
 
 
-def _whole_document(path: str, limits: Limits) -> Chunk:
-    if path == "-" or Path(path).stat().st_size > _WHOLE_DOCUMENT_MAX_BYTES:
+def _whole_document(
+    path: str, start_line: int, text: str, limits: Limits, line_error: InputError
+) -> Chunk:
+    """The rest of the input as one JSON document; a JSON lines file whose first line is
+    broken keeps the error of that line."""
+    if len(text) > _WHOLE_DOCUMENT_MAX_BYTES:
         raise InputError(
             "expected JSON lines (one OTLP document per line); compact it with `jq -c .`",
             file=path,
-            line=1,
+            line=start_line,
         )
-    with _open_text(path) as handle:
-        text = handle.read()
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
+        first_line = text.lstrip().split("\n", 1)[0]
+        if exc.msg == "Extra data" or exc.lineno == 1 or '"spanId"' in first_line:
+            # several documents, or a first line that holds whole spans: JSON lines after all
+            raise line_error from None
         raise InputError(
-            f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}", file=path
+            f"invalid JSON at line {exc.lineno + start_line - 1}, column {exc.colno}: {exc.msg}",
+            file=path,
         ) from None
     spans, problems = decode_json_document(doc, limits)
-    return Chunk(path, 1, spans, problems, len(text))
+    return Chunk(path, start_line, spans, problems, len(text))
 
 
 def _read_protobuf(
