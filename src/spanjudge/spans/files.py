@@ -63,8 +63,10 @@ def read_input(
         raise InputError(f"cannot open: {exc.strerror}", file=path) from None
     lineno = 0
     first = True
+    source: Iterator[str] = iter(handle)
     try:
-        for lineno, line in enumerate(handle, start=1):
+        while (line := next(source, None)) is not None:
+            lineno += 1
             stripped = line.strip()
             if not stripped:
                 continue
@@ -73,15 +75,18 @@ def read_input(
             except json.JSONDecodeError as exc:
                 error = _json_error(path, lineno, stripped, exc)
                 if first and stripped[:1] in ("{", "["):
-                    # Not JSON lines but one pretty-printed document (as OTLP examples are),
-                    # however its first line is laid out.
+                    # Maybe not JSON lines but one pretty-printed document (as OTLP examples
+                    # are), however its first line is laid out.
                     rest = handle.read(_WHOLE_DOCUMENT_MAX_BYTES + 1)
-                    yield _whole_document(path, lineno, line + rest, limits, error)
-                    return
+                    whole = _whole_document(path, lineno, line + rest, limits)
+                    if whole is not None:
+                        yield whole
+                        return
+                    source = iter(rest.splitlines(keepends=True))
+                first = False
                 if on_error is None:
                     raise error from None
                 on_error(error)
-                first = False
                 continue
             first = False
             spans, problems = decode_json_document(doc, limits)
@@ -113,11 +118,9 @@ def _json_error(path: str, lineno: int, text: str, exc: json.JSONDecodeError) ->
     )
 
 
-def _whole_document(
-    path: str, start_line: int, text: str, limits: Limits, line_error: InputError
-) -> Chunk:
-    """The rest of the input as one JSON document; a JSON lines file whose first line is
-    broken keeps the error of that line."""
+def _whole_document(path: str, start_line: int, text: str, limits: Limits) -> Chunk | None:
+    """The rest of the input as one JSON document; None when it is JSON lines after all
+    (whose first line is broken)."""
     if len(text) > _WHOLE_DOCUMENT_MAX_BYTES:
         raise InputError(
             "expected JSON lines (one OTLP document per line); compact it with `jq -c .`",
@@ -130,7 +133,7 @@ def _whole_document(
         first_line = text.lstrip().split("\n", 1)[0]
         if exc.msg == "Extra data" or exc.lineno == 1 or '"spanId"' in first_line:
             # several documents, or a first line that holds whole spans: JSON lines after all
-            raise line_error from None
+            return None
         raise InputError(
             f"invalid JSON at line {exc.lineno + start_line - 1}, column {exc.colno}: {exc.msg}",
             file=path,
