@@ -10,6 +10,7 @@ from typing import Any
 from spanjudge.config import Config
 from spanjudge.errors import ConfigError
 from spanjudge.evaluators.base import EvaluationContext, Evaluator, build_evaluators
+from spanjudge.evaluators.judging import Judging
 from spanjudge.expectations import ExpectationResolver
 from spanjudge.judges.registry import judge_lookup
 from spanjudge.reasons import EVALUATOR_ERROR, NOT_APPLICABLE
@@ -71,6 +72,7 @@ class Engine:
         self.resolver = ExpectationResolver(self.config.entries, self.config.rules)
         self.judge_for = judge_for or judge_lookup(self.config)
         self._warned: set[str] = set()
+        self.judging = Judging()
 
     def add_expectations(self, resolver: ExpectationResolver) -> None:
         """Add an expectations file's entries and rules to those from the configuration."""
@@ -101,15 +103,17 @@ class Engine:
         started = time.perf_counter()
         trajectory = self.trajectory(closed)
         expectation = self.resolver.resolve(trajectory)
-        verdicts: list[Verdict] = []
-        for evaluator in self.evaluators:
-            ctx = EvaluationContext(
+        contexts = [
+            EvaluationContext(
                 trajectory=trajectory,
                 expectation=expectation,
                 judge=self.judge_for(evaluator.name),
                 shared={"effects": self.config.effects},
             )
-            verdicts.extend(self._run(evaluator, ctx))
+            for evaluator in self.evaluators
+        ]
+        # LLM-judged evaluators run on their judge's pool, under its deadline (judging.py).
+        verdicts = self.judging.run(self.evaluators, contexts, self._run)
         verdicts = continuity.mark(trajectory, verdicts)
         return SessionResult(
             trajectory=trajectory,

@@ -62,3 +62,5 @@ NO_TOOL_CALLS = "no_tool_calls"
 NOT_MEASURED = "not_measured"
 # Earlier turns of the session never reached this process (e.g. resharded to another replica).
 PRIOR_TURNS_MISSING = "prior_turns_missing"
+# A judged evaluator's judge gave no verdict within its deadline (judges.<name>.deadline_s).
+JUDGE_TIMEOUT = "judge_timeout"

@@ -9,10 +9,12 @@ Configuration (every key but ``type`` optional unless marked required)::
         model: "qwen2.5"                   # required; verdicts say judge: llm:qwen2.5
         api_key_env: "OPENAI_API_KEY"      # env var holding the key (sent as a Bearer token)
         json_mode: true                    # ask for structured JSON output; falls back if refused
-        timeout_s: 30                      # per HTTP call
+        timeout_s: 120                     # per HTTP call (a small model on a CPU is slow)
         max_retries: 3                     # on 429, 5xx, timeouts, connection resets
         backoff_s: 0.5                     # first retry delay, doubled each time (max 8 s)
-        concurrency: 4                     # calls in flight at once, per judge
+        concurrency: 4                     # judgments (and calls) in flight at once, per judge
+        deadline_s: 300                    # a session waits this long for its verdicts, then
+                                           # the missing ones are not_evaluated/judge_timeout
         cache_size: 512                    # judgements remembered, keyed by the request
         cooldown_s: 30                     # fail fast this long after an endpoint gave up
         max_tokens: 512
@@ -22,8 +24,8 @@ Configuration (every key but ``type`` optional unless marked required)::
         model: "anthropic.claude-..."      # required: Bedrock model id or inference profile
         region: "us-east-1"
         profile: "my-aws-profile"          # AWS credentials profile (default chain otherwise)
-        # timeout_s, max_retries, backoff_s, concurrency, cache_size, cooldown_s, max_tokens,
-        # temperature as above
+        # timeout_s, max_retries, backoff_s, concurrency, deadline_s, cache_size, cooldown_s,
+        # max_tokens, temperature as above
     evaluators:
       skill_selection: {judge: local-llm}
       instruction_following: {judge: claude, pass_threshold: 0.75}
@@ -68,6 +70,7 @@ class JudgeSettings(Protocol):
 _POLICY_KEYS: dict[str, tuple[type, float]] = {
     # key -> (type, minimum)
     "timeout_s": (float, 0.001),
+    "deadline_s": (float, 0.001),
     "max_retries": (int, 0),
     "backoff_s": (float, 0.0),
     "concurrency": (int, 1),

@@ -41,7 +41,10 @@ class RetryableJudgeError(JudgeError):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CallPolicy:
-    timeout_s: float = 30.0
+    """How one networked judge calls its endpoint, and how long a session waits for it."""
+
+    # A small model on a CPU takes tens of seconds per judgment; hosted APIs answer far sooner.
+    timeout_s: float = 120.0
     max_retries: int = 3
     backoff_s: float = 0.5
     max_backoff_s: float = 8.0
@@ -49,6 +52,9 @@ class CallPolicy:
     cache_size: int = 512
     # After retries are exhausted on an unreachable endpoint, fail fast for this long.
     cooldown_s: float = 30.0
+    # A session's judged verdicts wait this long at most (from the start of its evaluation), then
+    # are not_evaluated / judge_timeout (evaluators/judging.py).
+    deadline_s: float = 300.0
 
 
 Transport = Callable[[Messages, JudgeKind], Reply]

@@ -1,0 +1,168 @@
+"""Judged evaluators off the caller's thread: a bounded pool per judge and a deadline.
+
+An LLM judge takes seconds per judgment. The evaluators that ask one run on that judge's pool
+(``concurrency`` workers, the same setting that limits its calls in flight), all at once, while
+the deterministic evaluators (and those using the instant heuristic judge) run on the caller's
+thread. The caller then waits for the judged verdicts until the judge's ``deadline_s``, counted
+from when the session's evaluation started; an evaluator still running then yields one
+``not_evaluated`` verdict with reason ``judge_timeout``, and its late result is dropped. So a
+session's verdicts are complete when they are in or when the deadline passes, whichever is first,
+and a hung judge costs a session at most its deadline.
+
+Workers are daemon threads: a judge stuck on a dead socket never keeps the process from exiting.
+After ``fork`` the child starts fresh pools (threads do not survive a fork).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from functools import partial
+from typing import Any
+
+from spanjudge.evaluators.base import EvaluationContext, Evaluator
+from spanjudge.judges.heuristic import HEURISTIC
+from spanjudge.reasons import JUDGE_TIMEOUT
+from spanjudge.values import Verdict, not_evaluated
+
+log = logging.getLogger("spanjudge")
+
+DEFAULT_DEADLINE_S = 300.0
+DEFAULT_CONCURRENCY = 4
+
+RunEvaluator = Callable[[Evaluator, EvaluationContext], list[Verdict]]
+_Job = tuple[Future[list[Verdict]], Callable[[], list[Verdict]]]
+
+
+class JudgePool:
+    """``workers`` daemon threads taking jobs from one queue. Thread-safe."""
+
+    def __init__(self, name: str, workers: int) -> None:
+        self.name = name
+        self.workers = max(1, workers)
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+
+    def submit(self, fn: Callable[[], list[Verdict]]) -> Future[list[Verdict]]:
+        future: Future[list[Verdict]] = Future()
+        self._ensure_started()
+        self._jobs.put((future, fn))
+        return future
+
+    def _ensure_started(self) -> None:
+        with self._lock:
+            if self._pid != os.getpid():  # forked: the parent's threads are not here
+                self._pid = os.getpid()
+                self._jobs = queue.SimpleQueue()
+                self._threads = []
+            while len(self._threads) < self.workers:
+                thread = threading.Thread(
+                    target=self._work, name=f"spanjudge-judge-{self.name}", daemon=True
+                )
+                thread.start()
+                self._threads.append(thread)
+
+    def _work(self) -> None:
+        jobs = self._jobs
+        while True:
+            job = jobs.get()
+            if job is None:
+                return
+            future, fn = job
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn())
+            except BaseException as exc:  # delivered to the waiting caller
+                future.set_exception(exc)
+
+    def shutdown(self) -> None:
+        """Stop the workers once their current job ends; idempotent, never waits."""
+        with self._lock:
+            for _ in self._threads:
+                self._jobs.put(None)
+            self._threads = []
+
+
+def _setting(judge: Any, key: str, default: float) -> float:
+    policy = getattr(judge, "policy", None)
+    value = getattr(policy, key, None) if policy is not None else None
+    if value is None:
+        value = getattr(judge, key, None)
+    return float(value) if isinstance(value, (int, float)) and value > 0 else default
+
+
+def _waits(judge: Any) -> bool:
+    """The heuristic judge answers at once: its evaluators stay on the caller's thread."""
+    return judge is not None and judge is not HEURISTIC and callable(getattr(judge, "judge", None))
+
+
+class Judging:
+    """Runs one session's evaluators: judged ones on their judge's pool, the rest inline."""
+
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._pools: dict[int, JudgePool] = {}
+        self._lock = threading.Lock()
+
+    def pool_for(self, judge: Any) -> JudgePool:
+        with self._lock:
+            pool = self._pools.get(id(judge))
+            if pool is None:
+                workers = int(_setting(judge, "concurrency", DEFAULT_CONCURRENCY))
+                pool = JudgePool(str(getattr(judge, "name", "judge")), workers)
+                self._pools[id(judge)] = pool
+            return pool
+
+    def run(
+        self,
+        evaluators: Sequence[Evaluator],
+        contexts: Sequence[EvaluationContext],
+        run_one: RunEvaluator,
+    ) -> list[Verdict]:
+        """Verdicts in evaluator order. ``run_one`` never raises (the engine's guard)."""
+        started = self._clock()
+        pending: dict[int, tuple[Future[list[Verdict]], float, Any]] = {}
+        for i, (evaluator, ctx) in enumerate(zip(evaluators, contexts, strict=True)):
+            if _waits(ctx.judge):
+                deadline_s = _setting(ctx.judge, "deadline_s", DEFAULT_DEADLINE_S)
+                job = self.pool_for(ctx.judge).submit(partial(run_one, evaluator, ctx))
+                pending[i] = (job, deadline_s, ctx.judge)
+        done: dict[int, list[Verdict]] = {}
+        for i, (evaluator, ctx) in enumerate(zip(evaluators, contexts, strict=True)):
+            if i not in pending:
+                done[i] = run_one(evaluator, ctx)
+        for i, (job, deadline_s, judge) in pending.items():
+            left_s = max(0.0, started + deadline_s - self._clock())
+            try:
+                done[i] = job.result(timeout=left_s)
+            except FutureTimeout:
+                job.cancel()  # a job still queued never starts; a running one is dropped
+                done[i] = [_timed_out(evaluators[i].name, judge, deadline_s)]
+        return [v for i in range(len(evaluators)) for v in done[i]]
+
+    def shutdown(self) -> None:
+        with self._lock:
+            for pool in self._pools.values():
+                pool.shutdown()
+            self._pools.clear()
+
+
+def _timed_out(evaluator: str, judge: Any, deadline_s: float) -> Verdict:
+    name = str(getattr(judge, "name", "judge"))
+    return not_evaluated(
+        evaluator,
+        JUDGE_TIMEOUT,
+        f"judge {name} gave no verdict within the {deadline_s:g}s deadline (deadline_s); "
+        "the session's other verdicts were emitted without it",
+        judge=name,
+        error_type="judge_timeout",
+    )
