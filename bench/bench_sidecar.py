@@ -222,7 +222,7 @@ def core_inline(requests: list[bytes], sessions: int) -> float:
     for body in requests:
         records, _ = decode_request(ExportTraceServiceRequest.FromString(body))
         store.add_all(records)
-        for closed in store.due():
+        for closed in store.close():
             engine.evaluate(closed)
             evaluated += 1
     assert evaluated == sessions

@@ -5,13 +5,14 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from spanjudge.emit.summary import Summary
 from spanjudge.engine import Engine
 from spanjudge.errors import InputError
+from spanjudge.pipeline import Pipeline, is_own_span
 from spanjudge.sessions.store import SessionStore
 from spanjudge.spans.files import read_input
 from spanjudge.values import SessionResult
@@ -85,6 +86,24 @@ class Progress:
             sys.stderr.write("\n")
 
 
+class _ReportSink:
+    """The report as a pipeline sink: each evaluated session goes to the summary and the writer."""
+
+    def __init__(self, summary: Summary, writer: ReportWriter) -> None:
+        self.summary = summary
+        self.writer = writer
+
+    def emit(self, result: SessionResult) -> None:
+        self.summary.add(result)
+        self.writer.session(result)
+
+    def flush(self, timeout_s: float) -> bool:
+        return True
+
+    def shutdown(self) -> None:
+        """The writer is closed by `run_offline` (its `end`), with the input statistics."""
+
+
 def run_offline(
     paths: Sequence[str],
     engine: Engine,
@@ -95,25 +114,24 @@ def run_offline(
     on_skip: Callable[[str], None] | None = None,
     total_bytes: int | None = None,
 ) -> tuple[Summary, InputStats]:
-    """Stream every input through one session store; sessions are evaluated as soon as their
-    close policy fires on event time, the rest at end of input.
+    """Stream every input through the same `Pipeline` as the online front ends; sessions are
+    evaluated as soon as their close policy fires on event time, the rest at end of input.
 
     Raises `InputError` on the first bad line unless ``skip_invalid``."""
     clock = EventClock()
     # Memory bounded by open sessions: closed sessions keep only their revision number, so a
     # late span in the file re-opens its session as the next, partial (incomplete) revision.
     policy = dataclasses.replace(engine.config.policy, keep_closed_sessions=0)
-    store = SessionStore(policy, clock=clock)
     summary = Summary()
+    pipeline = Pipeline(
+        engine,
+        SessionStore(policy, clock=clock),
+        [_ReportSink(summary, writer)],
+        raise_errors=True,
+    )
     stats = InputStats()
     bar = Progress(progress, total_bytes)
     writer.begin()
-
-    def flush(closed: Iterable[Any]) -> None:
-        for session in closed:
-            result = engine.evaluate(session)
-            summary.add(result)
-            writer.session(result)
 
     def skip(error: InputError) -> None:
         stats.skipped += 1
@@ -132,13 +150,18 @@ def run_offline(
                     raise error
                 skip(error)
             for span in chunk.spans:
-                if span.end_unix_nano / 1e9 > clock.now:
+                # Event time is agent time: spanjudge's own evaluation spans (recorded after
+                # the session) must not move it.
+                if span.end_unix_nano / 1e9 > clock.now and not is_own_span(
+                    span.scope_name, span.name
+                ):
                     clock.now = span.end_unix_nano / 1e9
-                store.add(span)
+            pipeline.add(chunk.spans)
             stats.spans += len(chunk.spans)
-            flush(store.due())
+            pipeline.tick()
             bar.update(stats, summary.sessions)
-    flush(store.close_all("end_of_input"))
+    pipeline.close_all("end_of_input")
+    store = pipeline.store
     if store.duplicates:
         stats.duplicate_spans = store.duplicates
         stats.problems.append(

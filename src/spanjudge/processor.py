@@ -35,15 +35,12 @@ from spanjudge.emit.base import Sink
 from spanjudge.emit.metrics import MetricsSink, SelfTelemetry
 from spanjudge.emit.otel import OtelVerdictSink
 from spanjudge.engine import Engine
-from spanjudge.pipeline import Pipeline
+from spanjudge.pipeline import Pipeline, is_own_span
 from spanjudge.sessions.store import SessionStore
 from spanjudge.spans.record import SpanRecord
 from spanjudge.spans.sdk import span_from_sdk
 
 log = logging.getLogger("spanjudge")
-
-_OWN_SCOPE = semconv.SJ_SCOPE_NAME
-_OWN_SCOPE_PREFIX = semconv.SJ_SCOPE_NAME + "."
 
 
 @dataclass(slots=True)
@@ -152,7 +149,7 @@ class SpanJudgeProcessor(SpanProcessor):
             if self._shutdown:
                 # Ended after shutdown: nobody will evaluate it; say so rather than lose it quietly
                 # (our own evaluation spans, emitted while shutting down, are not agent spans).
-                if not _own_scope(span):
+                if not _own(span):
                     self.telemetry.spans_dropped(1, semconv.DROP_SHUTDOWN)
                 return
             queue = self._queue
@@ -250,11 +247,6 @@ class SpanJudgeProcessor(SpanProcessor):
         limits = self.config.limits
         while queue:
             span = queue.popleft()
-            scope = span.instrumentation_scope
-            if scope is not None and (
-                scope.name == _OWN_SCOPE or scope.name.startswith(_OWN_SCOPE_PREFIX)
-            ):
-                continue
             try:
                 records.append(span_from_sdk(span, limits))
             except Exception:
@@ -286,10 +278,9 @@ class SpanJudgeProcessor(SpanProcessor):
         return self._dropped
 
 
-def _own_scope(span: ReadableSpan) -> bool:
+def _own(span: ReadableSpan) -> bool:
     scope = span.instrumentation_scope
-    name = scope.name if scope is not None else ""
-    return name == _OWN_SCOPE or name.startswith(_OWN_SCOPE_PREFIX)
+    return is_own_span(scope.name if scope is not None else None, span.name)
 
 
 def _check_arguments(

@@ -19,7 +19,7 @@ def test_key_precedence_conversation_id_then_session_id_then_resource():
     store.add(span(1, trace=1, attrs={"gen_ai.conversation.id": "conv", "session.id": "sess"}))
     store.add(span(2, trace=2, attrs={"session.id": "sess"}))
     store.add(span(3, trace=3, resource={"session.id": "from-resource"}))
-    closed = {c.key: c for c in store.close_all("end_of_input")}
+    closed = {c.key: c for c in store.close("end_of_input")}
     assert closed["conv"].key_source == "gen_ai.conversation.id"
     assert closed["sess"].key_source == "session.id"
     assert closed["from-resource"].key_source == "session.id"
@@ -28,7 +28,7 @@ def test_key_precedence_conversation_id_then_session_id_then_resource():
 def test_configured_key_attribute_is_used_after_the_standard_ones():
     store = SessionStore(ClosePolicy(key_attributes=("app.thread",)))
     store.add(span(1, attrs={"app.thread": "t-9"}))
-    [closed] = store.close_all("end_of_input")
+    [closed] = store.close("end_of_input")
     assert (closed.key, closed.key_source) == ("t-9", "app.thread")
 
 
@@ -36,7 +36,7 @@ def test_keyless_trace_is_its_own_session_and_says_so():
     store = SessionStore()
     store.add(span(1, trace=7))
     store.add(span(2, trace=7, parent=1))
-    [closed] = store.close_all("end_of_input")
+    [closed] = store.close("end_of_input")
     assert closed.key == format(7, "032x") and closed.key_source == "trace_id"
     assert len(closed.spans) == 2
 
@@ -50,7 +50,7 @@ def test_turns_across_traces_and_child_before_parent():
     store.add(span(4, trace=2, parent=3, start=30))
     store.add(span(9, trace=3, start=31, attrs={"session.id": "other"}))
     store.add(span(3, trace=2, start=29, attrs={"session.id": "s"}))
-    closed = {c.key: c for c in store.close_all("end_of_input")}
+    closed = {c.key: c for c in store.close("end_of_input")}
     assert sorted(s.span_id[-1] for s in closed["s"].spans) == ["1", "2", "3", "4"]
     assert [s.span_id[-1] for s in closed["other"].spans] == ["9"]
 
@@ -60,7 +60,7 @@ def test_repeated_spans_are_kept_once():
     one = span(1, attrs={"session.id": "s"})
     store.add(one)
     store.add(one)
-    [closed] = store.close_all("end_of_input")
+    [closed] = store.close("end_of_input")
     assert len(closed.spans) == 1 and store.duplicates == 1
 
 
@@ -68,9 +68,9 @@ def test_explicit_end_marker_closes_after_grace():
     clock = Clock()
     store = SessionStore(ClosePolicy(end_grace_s=2), clock=clock)
     store.add(span(1, attrs={"session.id": "s", "spanjudge.session.end": True}))
-    assert store.due() == []
+    assert store.close() == []
     clock.now += 2
-    [closed] = store.due()
+    [closed] = store.close()
     assert closed.reason == "end_marker" and closed.complete
 
 
@@ -81,14 +81,14 @@ def test_idle_timeout_and_max_age():
     store.add(span(2, trace=2, attrs={"session.id": "busy"}))
     clock.now += 59
     store.add(span(3, trace=2, attrs={"session.id": "busy"}))
-    assert store.due() == []
+    assert store.close() == []
     clock.now += 1
-    [idle] = store.due()
+    [idle] = store.close()
     assert idle.key == "idle" and idle.reason == "idle" and idle.complete
     for _ in range(4):
         clock.now += 10
         store.add(span(10 + int(clock.now), trace=2, attrs={"session.id": "busy"}))
-    [old] = store.due()
+    [old] = store.close()
     assert old.key == "busy" and old.reason == "max_age" and not old.complete
 
 
@@ -97,10 +97,10 @@ def test_per_turn_mode_closes_when_the_root_span_ends():
     store = SessionStore(ClosePolicy(per_turn=True, turn_grace_s=1), clock=clock)
     store.add(span(2, parent=1, attrs={"session.id": "s"}))
     clock.now += 5
-    assert store.due() == []  # a child span does not end the turn
+    assert store.close() == []  # a child span does not end the turn
     store.add(span(1, attrs={"session.id": "s"}))
     clock.now += 1
-    [closed] = store.due()
+    [closed] = store.close()
     assert closed.reason == "turn" and len(closed.spans) == 2
 
 
@@ -109,10 +109,10 @@ def test_late_span_reopens_with_next_revision_and_earlier_spans():
     store = SessionStore(ClosePolicy(idle_timeout_s=10), clock=clock)
     store.add(span(1, attrs={"session.id": "s"}))
     clock.now += 10
-    [first] = store.due()
+    [first] = store.close()
     assert first.revision == 1
     store.add(span(2, attrs={"session.id": "s"}))
-    [second] = store.close_all("shutdown")
+    [second] = store.close("shutdown")
     assert second.revision == 2 and len(second.spans) == 2 and not second.complete
 
 
@@ -120,7 +120,7 @@ def test_memory_budget_evicts_oldest_as_incomplete():
     store = SessionStore(ClosePolicy(max_open_bytes=2000))
     for i in range(1, 6):
         store.add(span(i, trace=i, attrs={"session.id": f"s{i}", "blob": "x" * 300}))
-    evicted = store.due()
+    evicted = store.close()
     assert evicted and all(c.reason == "evicted" and not c.complete for c in evicted)
     assert evicted[0].key == "s1"
     assert store.open_bytes <= 2000
@@ -132,10 +132,10 @@ def test_late_span_after_spans_were_released_is_a_partial_incomplete_revision():
     store = SessionStore(ClosePolicy(idle_timeout_s=10, keep_closed_sessions=0), clock=clock)
     store.add(span(1, attrs={"session.id": "s"}))
     clock.now += 10
-    [first] = store.due()
+    [first] = store.close()
     assert first.complete
     store.add(span(2, attrs={"session.id": "s"}))
-    [second] = store.close_all("end_of_input")
+    [second] = store.close("end_of_input")
     assert second.revision == 2 and len(second.spans) == 1
     assert second.partial and not second.complete
 
@@ -143,13 +143,13 @@ def test_late_span_after_spans_were_released_is_a_partial_incomplete_revision():
 def test_sessions_opened_after_an_empty_scan_still_close():
     clock = Clock()
     store = SessionStore(ClosePolicy(idle_timeout_s=10, max_age_s=None), clock=clock)
-    assert store.due() == []  # nothing open: the next possible deadline is unknown
+    assert store.close() == []  # nothing open: the next possible deadline is unknown
     store.add(span(1, trace=1, attrs={"session.id": "a"}))
     store.add(span(2, trace=2))  # key-less trace, waiting for a key
     clock.now += 5
-    assert store.due() == []
+    assert store.close() == []
     store.add(span(3, trace=3, attrs={"session.id": "b", "spanjudge.session.end": True}))
     clock.now += 2
-    assert [c.key for c in store.due()] == ["b"]  # the marker's grace beats a's idle timeout
+    assert [c.key for c in store.close()] == ["b"]  # the marker's grace beats a's idle timeout
     clock.now += 3
-    assert sorted(c.key for c in store.due()) == sorted(["a", format(2, "032x")])
+    assert sorted(c.key for c in store.close()) == sorted(["a", format(2, "032x")])

@@ -6,7 +6,6 @@ import importlib
 import logging
 from collections.abc import Iterable, Sequence
 
-from spanjudge import semconv
 from spanjudge.recognition.base import Recogniser, SessionFinaliser
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import Step
@@ -20,16 +19,6 @@ BUILTIN_PRESETS: tuple[tuple[str, str], ...] = (
     ("spanjudge.recognition.openinference", "OpenInferenceRecogniser"),
     ("spanjudge.recognition.genai", "GenAIRecogniser"),
 )
-
-
-def is_own_span(span: SpanRecord) -> bool:
-    """Spans spanjudge (or its judges) emitted are never agent activity."""
-    scope = span.scope_name or ""
-    return (
-        scope == semconv.SJ_SCOPE_NAME
-        or scope.startswith(semconv.SJ_SCOPE_NAME + ".")
-        or span.name == semconv.SPAN_EVALUATE
-    )
 
 
 class RecogniserRegistry:
@@ -53,8 +42,7 @@ class RecogniserRegistry:
         return cls(presets)
 
     def recognise_span(self, span: SpanRecord) -> list[Step]:
-        if is_own_span(span):
-            return []
+        # spanjudge's own spans never get here: the pipeline skips them (`pipeline.is_own_span`).
         for recogniser in self.recognisers:
             try:
                 steps = recogniser.recognise(span)

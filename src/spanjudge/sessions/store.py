@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -200,8 +200,25 @@ class SessionStore:
 
     # --- closing ---
 
-    def due(self) -> list[ClosedSession]:
-        """Sessions whose close policy has fired, plus evictions over the memory budget."""
+    def close(self, reason: CloseReason | None = None) -> list[ClosedSession]:
+        """The one way sessions leave the store.
+
+        Without ``reason``: the sessions whose close policy fired, plus evictions over the memory
+        budget. With one (end of input, flush, shutdown): every open session and every key-less
+        trace; a session whose own close already fired (end marker, turn end) and only waits out
+        its grace period keeps that reason, so it stays complete.
+        """
+        if reason is None:
+            return self._due()
+        out = [
+            self._close(key, session.close_reason or reason)
+            for key, session in list(self.open.items())
+        ]
+        for trace_id in list(self._pending):
+            out.extend(self._close_pending(trace_id, reason))
+        return out
+
+    def _due(self) -> list[ClosedSession]:
         now = self.clock()
         if now < self._next_deadline:
             return self._evict_over_budget()
@@ -251,16 +268,6 @@ class SessionStore:
             self.evicted += 1
         return out
 
-    def close_all(self, reason: CloseReason) -> list[ClosedSession]:
-        """End of input or shutdown: every open session and every key-less trace."""
-        out = [self._close(key, reason) for key in list(self.open)]
-        for trace_id in list(self._pending):
-            out.extend(self._close_pending(trace_id, reason))
-        return out
-
-    def close_key(self, key: str, reason: CloseReason) -> ClosedSession | None:
-        return self._close(key, reason) if key in self.open else None
-
     def _close_pending(self, trace_id: str, reason: CloseReason) -> list[ClosedSession]:
         spans = self._pending.pop(trace_id, [])
         self._pending_since.pop(trace_id, None)
@@ -293,12 +300,3 @@ class SessionStore:
             spans=spans,
             partial=session.partial,
         )
-
-    @property
-    def open_span_count(self) -> int:
-        return sum(len(s.spans) for s in self.open.values()) + sum(
-            len(v) for v in self._pending.values()
-        )
-
-    def open_keys(self) -> Sequence[str]:
-        return list(self.open)

@@ -14,14 +14,13 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import cast
 
 from spanjudge.emit.base import Sink
 from spanjudge.emit.metrics import SelfTelemetry
 from spanjudge.engine import Engine
 from spanjudge.pipeline import Pipeline
-from spanjudge.sessions.store import ClosedSession, ClosePolicy, CloseReason, SessionStore
+from spanjudge.sessions.store import ClosePolicy, SessionStore
 from spanjudge.sidecar.config import InputConfig
 from spanjudge.sidecar.intake import BadRequest, decode_body
 from spanjudge.sidecar.spool import Completion, MemorySpool, Spool, StorageError, group_of
@@ -34,39 +33,6 @@ _STOP = object()
 
 class Overloaded(Exception):
     """A budget is full: the caller answers with a retryable status."""
-
-
-class _RevisedStore(SessionStore):
-    """A `SessionStore` whose closed sessions carry revisions that survive restarts.
-
-    The revision of a closed session is one above the last one the spool recorded as evaluated
-    (or one in flight), so a session re-opened after a restart never reuses a verdict id.
-    """
-
-    def __init__(
-        self, policy: ClosePolicy, spool: Spool | MemorySpool, clock: Callable[[], float]
-    ) -> None:
-        super().__init__(policy, clock)
-        self.spool = spool
-        self.in_flight: dict[str, int] = {}
-        self.closed_log: list[ClosedSession] = []
-
-    def _revise(self, closed: Sequence[ClosedSession]) -> list[ClosedSession]:
-        out = []
-        for session in closed:
-            floor = max(self.spool.revision(session.key), self.in_flight.get(session.key, 0))
-            if session.revision <= floor:
-                session = replace(session, revision=floor + 1)
-            self.in_flight[session.key] = session.revision
-            out.append(session)
-        self.closed_log.extend(out)
-        return out
-
-    def due(self) -> list[ClosedSession]:
-        return self._revise(super().due())
-
-    def close_all(self, reason: CloseReason) -> list[ClosedSession]:
-        return self._revise(super().close_all(reason))
 
 
 class Worker:
@@ -89,8 +55,10 @@ class Worker:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.spool = spool
-        self.store = _RevisedStore(policy, spool, clock)
-        self.pipeline = Pipeline(engine, self.store, sinks, telemetry=telemetry)
+        # The spool is the ledger: revisions continue above what it recorded as evaluated.
+        self.pipeline = Pipeline(
+            engine, SessionStore(policy, clock), sinks, telemetry=telemetry, ledger=spool
+        )
         self.telemetry = telemetry
         self.limits = limits
         self.checks = checks
@@ -222,8 +190,7 @@ class Worker:
         self._confirm()
 
     def _confirm(self) -> None:
-        closed, self.store.closed_log = self.store.closed_log, []
-        for session in closed:
+        for session in self.pipeline.take_evaluated():
             trace_groups = {"t:" + s.trace_id for s in session.spans}
             self._unconfirmed.append(
                 Completion(
@@ -253,8 +220,12 @@ class Worker:
                 self._storage_ok()
         self.evaluated_sessions += len(done)
         for item in done:
-            if self.store.in_flight.get(item.key) == item.revision:
-                del self.store.in_flight[item.key]
+            self.pipeline.confirmed(item.key, item.revision)
+
+    @property
+    def store(self) -> SessionStore:
+        """The pipeline's session store (read it only from the worker thread, or when idle)."""
+        return self.pipeline.store
 
     @property
     def unconfirmed_sessions(self) -> int:
