@@ -62,7 +62,8 @@ def exporter_targets(config: dict[str, Any], exporter_id: str) -> list[tuple[str
     resolver = body.get("resolver") or {}
     targets: list[tuple[str, int]] = []
     if "dns" in resolver:
-        targets.append((resolve_env(resolver["dns"]["hostname"]), int(resolver["dns"]["port"])))
+        dns = resolver["dns"]
+        targets.append((resolve_env(dns["hostname"]), int(resolve_env(str(dns["port"])))))
     if "k8s" in resolver:
         targets += [(resolver["k8s"]["service"], int(p)) for p in resolver["k8s"]["ports"]]
     if "static" in resolver:

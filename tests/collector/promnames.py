@@ -145,6 +145,7 @@ KNOWN_LABELS = {
     for a in (
         semconv.GEN_AI_EVALUATION_NAME,
         semconv.SJ_OUTCOME,
+        semconv.SJ_REASON,
         semconv.GEN_AI_AGENT_NAME,
         semconv.GEN_AI_SKILL_NAME,
         semconv.GEN_AI_TOKEN_TYPE,

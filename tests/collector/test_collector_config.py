@@ -23,6 +23,7 @@ from tests.collector.collector_graph import (
     port_of,
     reachable_exporters,
     receiver_endpoints,
+    resolve_env,
 )
 
 SPANJUDGE_PORTS = {port_of(DEFAULT_GRPC_ENDPOINT), port_of(DEFAULT_HTTP_ENDPOINT)}
@@ -90,8 +91,12 @@ def test_every_pipeline_limits_memory_first(config: dict[str, Any]) -> None:
 
 def test_sidecar_exporters_use_spanjudge_default_endpoints() -> None:
     exporters = load("sidecar.yaml")["exporters"]
-    assert exporters["otlp_grpc/spanjudge"]["endpoint"] == DEFAULT_GRPC_ENDPOINT
-    assert exporters["otlp_http/spanjudge"]["endpoint"] == f"http://{DEFAULT_HTTP_ENDPOINT}"
+    grpc = resolve_env(exporters["otlp_grpc/spanjudge"]["endpoint"])
+    assert grpc == DEFAULT_GRPC_ENDPOINT
+    assert (
+        resolve_env(exporters["otlp_http/spanjudge"]["endpoint"])
+        == f"http://{DEFAULT_HTTP_ENDPOINT}"
+    )
 
 
 def test_scale_out_balances_sessions_across_spanjudge_grpc_port() -> None:
@@ -99,7 +104,8 @@ def test_scale_out_balances_sessions_across_spanjudge_grpc_port() -> None:
     balancer = config["exporters"]["load_balancing/spanjudge"]
     assert balancer["routing_key"] == "attributes"
     assert balancer["routing_attributes"] == [semconv.SESSION_ID]
-    assert balancer["resolver"]["dns"]["port"] == str(port_of(DEFAULT_GRPC_ENDPOINT))
+    port = resolve_env(str(balancer["resolver"]["dns"]["port"]))
+    assert port == str(port_of(DEFAULT_GRPC_ENDPOINT))
     # The GenAI variant is documented next to it.
     text = (CONFIG_DIR / "scale-out.yaml").read_text(encoding="utf-8")
     assert f"routing_attributes: [{semconv.GEN_AI_CONVERSATION_ID}]" in text
@@ -112,7 +118,7 @@ def test_sidecar_collector_ports_do_not_collide_with_spanjudge() -> None:
     bound = [port_of(endpoint) for _, endpoint in receiver_endpoints(config)]
     bound.append(port_of(config["exporters"]["prometheus"]["endpoint"]))
     reader = config["service"]["telemetry"]["metrics"]["readers"][0]["pull"]["exporter"]
-    bound.append(int(reader["prometheus"]["port"]))
+    bound.append(int(resolve_env(str(reader["prometheus"]["port"]))))
     spanjudge = {*SPANJUDGE_PORTS, port_of(DEFAULT_METRICS_ENDPOINT)}
     assert len(bound) == len(set(bound)), f"a port is bound twice: {sorted(bound)}"
     assert not spanjudge & set(bound), f"Collector binds spanjudge's ports {spanjudge & set(bound)}"

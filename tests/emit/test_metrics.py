@@ -76,6 +76,7 @@ def test_verdict_and_session_metrics() -> None:
         {
             "gen_ai.evaluation.name": "skill_loaded",
             "spanjudge.outcome": "not_evaluated",
+            "spanjudge.reason": "no_expectation",  # why it was not judged, as a label
             **AGENT,
         }.items()
     )

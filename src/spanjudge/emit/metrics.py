@@ -146,6 +146,9 @@ class MetricsSink:
             }
             if verdict.target.skill:
                 attrs[semconv.GEN_AI_SKILL_NAME] = skill_label(verdict.target.skill)
+            if verdict.reason:
+                # bounded (reason codes): lets coverage leave out "nothing configured to judge"
+                attrs[semconv.SJ_REASON] = verdict.reason
             self.verdicts.add(1, attrs)
             if verdict.score is not None:
                 self.score.record(
