@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from spanjudge.expectations import (
     yaml_problem,
 )
 from spanjudge.judges.registry import parse_judges
+from spanjudge.recognition.declared import parse_conventions, session_keys
 from spanjudge.recognition.skills_dir import parse_skills
 from spanjudge.sessions.store import ClosePolicy
 from spanjudge.spans.limits import Limits
@@ -37,13 +38,18 @@ TOP_LEVEL = (
     "serve",
     "emit",
     "skills",
+    "conventions",
 )
 # parser(raw section or None, path, problems) -> the section's value; problems get every error.
 SectionParser = Callable[[Any, str, list[str]], Any]
 # Sections validated by the module that owns them, registered by that module: the core never
 # imports a front end, so `serve` is validated here only once `spanjudge.sidecar.config` is
 # imported (the sidecar does, before loading its configuration) and by the sidecar otherwise.
-SECTION_PARSERS: dict[str, SectionParser] = {"judges": parse_judges, "skills": parse_skills}
+SECTION_PARSERS: dict[str, SectionParser] = {
+    "judges": parse_judges,
+    "skills": parse_skills,
+    "conventions": parse_conventions,
+}
 
 
 def register_section(name: str, parser: SectionParser) -> None:
@@ -231,6 +237,10 @@ def parse_config(doc: Any, source: str | None = None) -> Config:
     sections: dict[str, Any] = {}
     for section, parser in SECTION_PARSERS.items():
         sections[section] = parser(doc.get(section), section, problems)
+    if declared_keys := session_keys(sections.get("conventions") or ()):
+        # a declared convention's session key joins the keys the session store looks for
+        keys = tuple(k for k in declared_keys if k not in policy.key_attributes)
+        policy = replace(policy, key_attributes=(*policy.key_attributes, *keys))
     for section in ("serve", "emit"):
         sections.setdefault(section, doc.get(section))
     config = Config(

@@ -62,7 +62,13 @@ class Engine:
         judge_for: JudgeLookup | None = None,
     ) -> None:
         self.config = config or Config()
-        self.recognisers = recognisers or RecogniserRegistry.default()
+        # conventions declared in the configuration are tried before the built-in presets
+        self.recognisers = recognisers or RecogniserRegistry(
+            [
+                *self.config.sections.get("conventions", ()),
+                *RecogniserRegistry.default().recognisers,
+            ]
+        )
         if evaluators is None:
             problems: list[str] = []
             evaluators = build_evaluators(self.config.evaluators, problems)
