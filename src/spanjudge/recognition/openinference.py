@@ -71,7 +71,7 @@ class OpenInferenceRecogniser:
         if kind == "LLM":
             return [self._model_call(span)]
         if kind in _TURN_KINDS and _is_turn_root(span, kind):
-            return [self._turn(span)]
+            return self._turn(span)
         return []
 
     def finalise(self, steps: list[Step], spans: Sequence[SpanRecord]) -> list[Step]:
@@ -82,7 +82,7 @@ class OpenInferenceRecogniser:
         )
         out.extend(_pinned_skill_loads(out, by_id))
         out.extend(_final_answers(out))
-        return out
+        return _without_answer_channel(out)
 
     # --- one span -> one step -------------------------------------------------------------
 
@@ -91,15 +91,22 @@ class OpenInferenceRecogniser:
             return span_fields(span, PRESET)
         return {"kind": kind, "name": name, **span_fields(span, PRESET)}
 
-    def _turn(self, span: SpanRecord) -> Step:
+    def _turn(self, span: SpanRecord) -> list[Step]:
         meta = _metadata(span)
         agent = span.attributes.get(semconv.OI_AGENT_NAME) or meta.get(semconv.LC_META_AGENT_NAME)
-        return Step(
+        turn = Step(
             **self._base(span, "agent_turn", span.name),
             text=user_request(span),
             agent_name=agent if isinstance(agent, str) and agent else None,
             error=span_error(span),
         )
+        # What the agent itself returned (smolagents, Claude Agent SDK: plain text) wins over
+        # raw model text; a graph's state (JSON) is no answer.
+        output = span.attributes.get(semconv.OI_OUTPUT_VALUE)
+        if not isinstance(output, str) or not output.strip() or parse_json(output) is not output:
+            return [turn]
+        answer = dataclasses.replace(turn, kind="final_answer", text=output.strip(), seq=1)
+        return [turn, answer]
 
     def _model_call(self, span: SpanRecord) -> Step:
         model = span.attributes.get(semconv.OI_LLM_MODEL_NAME)
@@ -139,7 +146,7 @@ class OpenInferenceRecogniser:
         tool_status = (message or {}).get("status")
         facts = ToolFacts(
             tool=span.str_attr(semconv.OI_TOOL_NAME) or span.name,
-            arguments=parse_json(span.attributes.get(semconv.OI_INPUT_VALUE)),
+            arguments=_call_arguments(parse_json(span.attributes.get(semconv.OI_INPUT_VALUE))),
             # a ToolMessage's own status says whether the tool failed; its content is the result
             result=payload if message is None else message.get("content"),
             result_text=result,
@@ -153,6 +160,18 @@ class OpenInferenceRecogniser:
 
 
 # --- span attribute readers ------------------------------------------------------------------
+
+
+_CALL_WRAPPER = frozenset({"args", "kwargs", "sanitize_inputs_outputs"})
+
+
+def _call_arguments(value: Any) -> Any:
+    """A Python call recorded as `{"args": [...], "kwargs": {...}}` (smolagents) is its
+    keyword arguments (or its positional ones when there are none)."""
+    if isinstance(value, Mapping) and "kwargs" in value and set(value) <= _CALL_WRAPPER:
+        kwargs, args = value.get("kwargs"), value.get("args")
+        return kwargs if kwargs or not args else args
+    return value
 
 
 def _tool_definitions(span: SpanRecord) -> str | None:
@@ -277,6 +296,33 @@ def _pinned_skill_loads(steps: Sequence[Step], by_id: Mapping[str, SpanRecord]) 
                 )
             )
     return loads
+
+
+def _without_answer_channel(steps: list[Step]) -> list[Step]:
+    """A tool the agent hands its answer to (smolagents' `final_answer`) is how the answer was
+    delivered, not a tool call: its argument and its result are the turn's recorded answer."""
+    answers = {
+        (s.trace_id, s.text) for s in steps if s.kind == "final_answer" and s.name != "final_answer"
+    }
+    if not answers:
+        return steps
+    return [
+        s
+        for s in steps
+        if not (
+            s.kind == "tool_call"
+            and s.result is not None
+            and (s.trace_id, s.result.strip()) in answers
+            and s.result.strip() in _argument_texts(s.arguments)
+        )
+    ]
+
+
+def _argument_texts(arguments: Any) -> list[str]:
+    values = arguments.values() if isinstance(arguments, Mapping) else arguments
+    if isinstance(values, str):
+        return [values.strip()]
+    return [v.strip() for v in values or () if isinstance(v, str)]
 
 
 def _final_answers(steps: Sequence[Step]) -> list[Step]:

@@ -122,7 +122,10 @@ def user_request(span: SpanRecord) -> str | None:
     value = parse_json(span.attributes.get(semconv.OI_INPUT_VALUE))
     if isinstance(value, str) and value.strip():
         return value.strip()
-    items: Any = value.get("messages", value.get("input")) if isinstance(value, Mapping) else value
+    items: Any = value
+    if isinstance(value, Mapping):
+        keys = ("messages", "input", "task", "query", "question", "prompt")
+        items = next((value[k] for k in keys if value.get(k)), None)
     if isinstance(items, str):
         return items.strip() or None
     if isinstance(items, list):
