@@ -50,7 +50,7 @@ class Say:
     system: str | None = None
 
 
-def _chat(tracer: Tracer, say: Say, request: str) -> None:
+def chat_span(tracer: Tracer, say: Say, request: str) -> None:
     parts: list[dict[str, Any]] = []
     if say.text is not None:
         parts.append({"type": "text", "content": say.text})
@@ -74,7 +74,7 @@ def _chat(tracer: Tracer, say: Say, request: str) -> None:
         pass
 
 
-def _tool(tracer: Tracer, call: Call) -> None:
+def tool_span(tracer: Tracer, call: Call) -> None:
     attrs: dict[str, Any] = {
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": call.tool,
@@ -103,9 +103,9 @@ def agent_run(
     with tracer.start_as_current_span("invoke_agent a", attributes=attrs) as agent:
         for action in actions:
             if isinstance(action, Say):
-                _chat(tracer, action, request)
+                chat_span(tracer, action, request)
             else:
-                _tool(tracer, action)
+                tool_span(tracer, action)
         if failed:
             agent.set_status(Status(StatusCode.ERROR, "MaxTurnsExceeded"))
 

@@ -172,3 +172,14 @@ def test_an_mcp_client_span_and_its_server_span_are_one_tool_call() -> None:
     trajectory = trajectory_of(_mcp_call)
     assert trajectory.stats.tool_calls == 1
     assert trajectory.tool_calls()[0].result == "sunny"
+
+
+def test_a_rejected_call_with_unparsable_arguments_still_names_the_catalogue_skill() -> None:
+    catalogue = "<available_skills><skill><name>csv-report</name></skill></available_skills>"
+    trajectory = _run(
+        Say(system=catalogue, asks=[("c1", "load_skill", '{"name": csv-report')]),
+        Say(asks=[("c2", "load_skill", {"name": "csv-report"})]),
+        Call("load_skill", {"name": "csv-report"}, {"instructions": "x"}, call_id="c2"),
+    )
+    assert loads(trajectory) == [("csv-report", "failed"), ("csv-report", "loaded")]  # type: ignore[arg-type]
+    assert trajectory.stats.retries == 1  # type: ignore[attr-defined]

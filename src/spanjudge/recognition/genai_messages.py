@@ -94,6 +94,17 @@ def last_user_text(span: SpanRecord) -> str | None:
     return None
 
 
+def continues_turn(span: SpanRecord) -> bool:
+    """The span's new input is only tool results or approval responses, no user text: a
+    round-trip inside the request before it (Agent Framework's approval flow), not a new one."""
+    inputs = messages(span, sc.GEN_AI_INPUT_MESSAGES)
+    if not inputs:
+        return False
+    last = inputs[-1]
+    kinds = [p.get("type") for p in last.get("parts") or () if isinstance(p, dict)]
+    return bool(kinds) and "text" not in kinds and last.get("role") in ("user", "tool")
+
+
 def output(span: SpanRecord) -> tuple[str | None, str | None, bool]:
     """(text, finish reason, asked for tools) of the span's model or agent output."""
     for message in reversed(messages(span, sc.GEN_AI_OUTPUT_MESSAGES)):

@@ -20,7 +20,7 @@ import dataclasses
 import re
 from collections.abc import Iterator, Mapping, Sequence
 
-from spanjudge.recognition.base import parse_json
+from spanjudge.recognition.base import as_text, parse_json
 from spanjudge.recognition.evidence import as_skill_load, body_of, skill_md_read, skill_of_call
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.skills import EMPTY_LIBRARY, SkillLibrary
@@ -41,8 +41,8 @@ def reconcile(
     spans_by_id = {s.span_id: s for s in spans}
     out = _merge_nested(list(steps), spans_by_id, "model_call")
     out = _merge_nested(out, spans_by_id, "tool")
-    out = _unexecuted_requests(out)
     names = {e.name for s in out for e in s.catalogue} | set(library.skills)
+    out = _unexecuted_requests(out, names)
     out = [_load_by_evidence(s, names, library) for s in out]
     out = _bodies_from_messages(out)
     out = _one_activation(out)
@@ -105,7 +105,7 @@ def _fill(keep: Step, other: Step) -> Step:
     return dataclasses.replace(keep, **changes) if changes else keep  # type: ignore[arg-type]
 
 
-def _unexecuted_requests(steps: list[Step]) -> list[Step]:
+def _unexecuted_requests(steps: list[Step], names: set[str]) -> list[Step]:
     executed = {s.tool_call_id for s in steps if s.kind in _TOOL_KINDS and s.tool_call_id}
     if not executed:
         return steps  # this instrumentation records no call ids on tool spans: nothing to match
@@ -144,6 +144,10 @@ def _unexecuted_requests(steps: list[Step]) -> list[Step]:
                 agent_name=step.agent_name,
             )
             skill = skill_of_call(request.name, request.arguments)
+            if skill is not None and skill not in names:
+                # arguments the framework could not parse may still name the skill meant
+                text = as_text(request.arguments) or ""
+                skill = next((n for n in sorted(names, key=len, reverse=True) if n in text), skill)
             added.append(
                 attempt if skill is None else as_skill_load(attempt, skill, None, has_result=True)
             )

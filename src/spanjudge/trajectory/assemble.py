@@ -31,7 +31,7 @@ class SessionMeta:
 
 def _root_turns(steps: Sequence[Step], spans_by_id: Mapping[str, SpanRecord]) -> list[Step]:
     turn_spans = {s.span_id for s in steps if s.kind == "agent_turn"}
-    roots = []
+    roots: list[Step] = []
     for step in steps:
         if step.kind != "agent_turn":
             continue
@@ -45,8 +45,18 @@ def _root_turns(steps: Sequence[Step], spans_by_id: Mapping[str, SpanRecord]) ->
             parent_span = spans_by_id.get(parent)
             parent = parent_span.parent_span_id if parent_span else None
             seen += 1
-        if not nested:
-            roots.append(step)
+        if nested:
+            continue
+        if roots and step.continuation:
+            continue  # only tool results or approvals as input: the turn before goes on
+        if roots and any(
+            r.trace_id == step.trace_id
+            and r.parent_span_id is not None
+            and r.parent_span_id == step.parent_span_id
+            for r in roots
+        ):
+            continue  # a sibling agent in the same request (handoff, agent as a tool)
+        roots.append(step)
     return roots
 
 

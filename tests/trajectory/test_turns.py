@@ -1,0 +1,71 @@
+"""A turn is one user request (issue 10, item 5): agents handing over or called as tools inside
+one request, and a run resumed with only an approval as input, are not extra turns."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from opentelemetry.trace import Tracer
+
+from tests.recognition.agent_spans import Call, Say, agent_run, chat_span, tool_span, trajectory_of
+
+AGENT = {"gen_ai.operation.name": "invoke_agent"}
+
+
+def _agent(tracer: Tracer, name: str, inputs: list[dict[str, Any]], answer: str) -> None:
+    attrs = {
+        **AGENT,
+        "gen_ai.agent.name": name,
+        "gen_ai.input.messages": json.dumps(inputs),
+        "gen_ai.output.messages": json.dumps(
+            [{"role": "assistant", "parts": [{"type": "text", "content": answer}]}]
+        ),
+    }
+    with tracer.start_as_current_span(f"invoke_agent {name}", attributes=attrs):
+        pass
+
+
+def _user(text: str) -> dict[str, Any]:
+    return {"role": "user", "parts": [{"type": "text", "content": text}]}
+
+
+def test_sibling_agents_in_one_request_are_one_turn_answered_by_the_last_to_finish() -> None:
+    def body(tracer: Tracer) -> None:
+        with tracer.start_as_current_span("workflow"):
+            orchestrator = {**AGENT, "gen_ai.agent.name": "orchestrator"}
+            with tracer.start_as_current_span("invoke_agent orchestrator", attributes=orchestrator):
+                pass
+            _agent(tracer, "translator", [_user("Translate 'hello' to Spanish.")], "hola")
+            _agent(tracer, "orchestrator", [_user("Say hello in Spanish.")], "In Spanish: hola.")
+
+    trajectory = trajectory_of(body)
+    assert trajectory.stats.turns == 1
+    assert trajectory.final_answer == "In Spanish: hola."
+
+
+def test_a_run_resumed_with_only_an_approval_continues_the_request() -> None:
+    approval = {
+        "role": "user",
+        "parts": [{"type": "function_approval_response", "id": "a1", "approved": True}],
+    }
+
+    def body(tracer: Tracer) -> None:
+        agent_run(
+            tracer,
+            "Delete out/old.txt.",
+            [Say(asks=[("c1", "delete_file", {"path": "out/old.txt"})])],
+        )
+        attrs = {
+            **AGENT,
+            "gen_ai.input.messages": json.dumps([_user("Delete out/old.txt."), approval]),
+        }
+        with tracer.start_as_current_span("invoke_agent a", attributes=attrs):
+            tool_span(tracer, Call("delete_file", {"path": "out/old.txt"}, "deleted", call_id="c1"))
+            chat_span(tracer, Say(text="Deleted."), "Delete out/old.txt.")
+
+    trajectory = trajectory_of(body)
+    assert trajectory.stats.turns == 1
+    assert trajectory.stats.tool_calls == 1 and trajectory.stats.errors == 0
+    assert trajectory.final_answer == "Deleted."
+    assert trajectory.turns[0].request == "Delete out/old.txt."
