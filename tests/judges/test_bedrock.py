@@ -60,7 +60,11 @@ def test_throttling_is_retried_and_validation_errors_are_not() -> None:
     with stubber:
         assert judge.judge(REQUEST).rating == "no"
         with pytest.raises(JudgeError) as info:
-            judge.judge(JudgeRequest(kind="outcome", request="other", final_answer="1"))
+            judge.judge(
+                JudgeRequest(
+                    kind="outcome", request="other", final_answer="1", reference_answer="1"
+                )
+            )
     assert sleeps == [0.01]
     assert info.value.error_type == "ValidationException"
 

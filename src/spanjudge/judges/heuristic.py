@@ -15,6 +15,7 @@ from typing import Any
 
 from spanjudge.errors import JudgeError
 from spanjudge.judges.base import BINARY, LEVELS, Judgement, JudgeRequest
+from spanjudge.judges.evidence import check_evidence
 from spanjudge.judges.heuristic_outcome import judge_outcome
 from spanjudge.judges.lexicon import related
 from spanjudge.judges.text import SkillStep, parse_skill, tokens
@@ -63,6 +64,7 @@ class HeuristicJudge:
     name = NAME
 
     def judge(self, request: JudgeRequest) -> Judgement:
+        check_evidence(request)
         if request.kind == "skill_selection":
             return self._selection(request)
         if request.kind == "skill_omission":

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import http.client
 import json
+import logging
 import os
+import re
 import socket
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -29,6 +32,14 @@ from spanjudge.judges.reliability import (
 )
 
 _RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+# Structured output, most to least precise; a server that refuses one is asked with the next.
+RESPONSE_FORMATS = ("json_schema", "json_object", "plain")
+# llama.cpp's server answers an unsupported json_schema with HTTP 500, others with 400 or 422.
+_FORMAT_REFUSAL_STATUS = frozenset({400, 415, 422, 500, 501})
+_FORMAT_REFUSAL = re.compile(
+    r"response_format|json_schema|json_object|schema|grammar|structured output", re.IGNORECASE
+)
+log = logging.getLogger("spanjudge")
 # The keys HTTP instrumentors check: the judge's own calls must never be traced back into the
 # sessions it judges. Private in the API, but stable and used across opentelemetry-python-contrib.
 _SUPPRESS_KEYS = (
@@ -48,9 +59,10 @@ def _retry_after(headers: Any) -> float | None:
 class OpenAIJudge:
     """`Judge` over ``POST {base_url}/chat/completions``.
 
-    With ``json_mode`` the request asks for structured output (``response_format`` with a JSON
-    schema); a server that rejects that with HTTP 400 is asked again without it, once, and the
-    reply goes through the same strict parser either way.
+    With ``json_mode`` the request asks for structured output: a JSON schema first, then plain
+    JSON mode, then none, moving down whenever the server answers that it does not support the
+    format (HTTP 400, 422 or 500 naming it; llama.cpp's server answers 500). The move is
+    remembered for this judge and logged once. Every reply goes through the same strict parser.
     """
 
     def __init__(
@@ -71,6 +83,9 @@ class OpenAIJudge:
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.api_key_env = api_key_env
         self.json_mode = json_mode
+        # What to ask for next; moves down RESPONSE_FORMATS when the server refuses one.
+        self.response_format = "json_schema" if json_mode else "plain"
+        self._lock = threading.Lock()
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.policy = policy or CallPolicy()
@@ -98,27 +113,45 @@ class OpenAIJudge:
         return headers
 
     def _send(self, messages: Messages, kind: JudgeKind) -> Reply:
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": messages,
-            "temperature": self.temperature,
-            "max_tokens": self.max_tokens,
-        }
-        if self.json_mode:
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {
-                    "name": "judgement",
-                    "strict": True,
-                    "schema": response_schema(kind),
-                },
+        while True:
+            mode = self.response_format
+            body: dict[str, Any] = {
+                "model": self.model,
+                "messages": messages,
+                "temperature": self.temperature,
+                "max_tokens": self.max_tokens,
             }
-        try:
-            return self._post(body)
-        except _Unsupported:
-            self.json_mode = False  # remembered: this server has no structured output
-            body.pop("response_format")
-            return self._post(body)
+            if mode == "json_schema":
+                body["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {
+                        "name": "judgement",
+                        "strict": True,
+                        "schema": response_schema(kind),
+                    },
+                }
+            elif mode == "json_object":
+                body["response_format"] = {"type": "json_object"}
+            try:
+                return self._post(body)
+            except _Unsupported as exc:
+                self._downgrade(mode, exc.detail)
+
+    def _downgrade(self, mode: str, detail: str) -> None:
+        """Remember that this server refuses ``mode``; say so once per judge."""
+        fallback = RESPONSE_FORMATS[RESPONSE_FORMATS.index(mode) + 1]
+        with self._lock:
+            if self.response_format != mode:
+                return  # another thread already moved on
+            self.response_format = fallback
+        log.warning(
+            "judge %s: %s refused response_format %s (%s); asking with %s from now on",
+            self.name,
+            self.url,
+            mode,
+            detail[:160] or "no detail",
+            fallback if fallback != "plain" else "no response_format",
+        )
 
     def _post(self, body: dict[str, Any]) -> Reply:
         data = json.dumps(body).encode()
@@ -133,8 +166,12 @@ class OpenAIJudge:
         except urllib.error.HTTPError as exc:
             detail = exc.read()[:300].decode("utf-8", "replace") if exc.fp else ""
             exc.close()
-            if exc.code == 400 and "response_format" in body and "response_format" in detail:
-                raise _Unsupported() from None
+            if (
+                "response_format" in body
+                and exc.code in _FORMAT_REFUSAL_STATUS
+                and _FORMAT_REFUSAL.search(detail)
+            ):
+                raise _Unsupported(f"HTTP {exc.code}: {detail.strip()}") from None
             message = f"HTTP {exc.code} from {self.url}: {detail.strip()[:200]}"
             if exc.code in _RETRYABLE_STATUS:
                 raise RetryableJudgeError(
@@ -167,6 +204,10 @@ class OpenAIJudge:
 
 class _Unsupported(Exception):
     """The server rejected ``response_format``."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
 
 
 def _reply(raw: bytes) -> Reply:

@@ -17,6 +17,9 @@ from opentelemetry import metrics
 from spanjudge import semconv
 from spanjudge.errors import JudgeError
 from spanjudge.judges.base import JudgeKind, Judgement, JudgeRequest
+from spanjudge.judges.evidence import check_evidence
+from spanjudge.judges.guard import cross_check
+from spanjudge.judges.heuristic import HEURISTIC
 from spanjudge.judges.prompts import build_messages, parse_reply
 
 Messages = list[dict[str, str]]
@@ -109,6 +112,7 @@ class CallCore:
         return hashlib.sha256(json.dumps([name, kind, messages]).encode()).hexdigest()
 
     def run(self, request: JudgeRequest) -> Judgement:
+        check_evidence(request)  # missing evidence: the heuristic's reason, and no call
         messages = build_messages(request)
         key = self.cache_key(self.name, request.kind, messages)
         with self._lock:
@@ -134,6 +138,7 @@ class CallCore:
         except JudgeError:
             self._count(semconv.JUDGE_OUTCOME_UNPARSEABLE)
             raise
+        judgement = cross_check(request, judgement, HEURISTIC)
         self._count(semconv.JUDGE_OUTCOME_OK)
         with self._lock:
             self._cache[key] = judgement
