@@ -1,13 +1,16 @@
 """A hand-instrumented agent (plain OpenTelemetry GenAI spans) judged in-process by spanjudge.
 
-No framework, no network: the "model" is a fixed script. What matters is the setup: the
-processor is added to the agent's TracerProvider before the exporter, verdicts come back as a
-`spanjudge.evaluate` span with `gen_ai.evaluation.result` events, as log records and as metrics.
+No framework, no network: the "model" is a fixed script. What matters is the setup, one call:
+`configure_opentelemetry` builds the providers from the standard `OTEL_*` variables and adds
+the processor before the exporter. Verdicts come back as a `spanjudge.evaluate` span with
+`gen_ai.evaluation.result` events, as log records and as metrics; this script also prints a
+short summary of them.
 
     python examples/plain_otel_agent.py
 
-Set ``OTEL_EXPORTER_OTLP_ENDPOINT`` to export spans, verdict logs and metrics over OTLP instead
-of printing them.
+With ``OTEL_EXPORTER_OTLP_ENDPOINT`` set, spans, verdict logs and metrics are exported over OTLP;
+without it nothing is exported (only the summary is printed). ``SPANJUDGE_CONFIG`` names the
+configuration (default: examples/spanjudge.yaml beside this file).
 """
 
 from __future__ import annotations
@@ -15,29 +18,15 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 
 from opentelemetry import trace
-from opentelemetry.sdk._logs import LoggerProvider
-from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, ConsoleLogRecordExporter
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, PeriodicExportingMetricReader
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
 
-from spanjudge.config import load_config
-from spanjudge.emit.metrics import score_views
-from spanjudge.processor import SpanJudgeProcessor
+from spanjudge.quickstart import configure_opentelemetry
 
-
-def exporters() -> tuple[object, object, object]:
-    if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
-        from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
-        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-
-        return OTLPSpanExporter(), OTLPLogExporter(), OTLPMetricExporter()
-    return ConsoleSpanExporter(), ConsoleLogRecordExporter(), ConsoleMetricExporter()
+HERE = Path(__file__).resolve().parent
 
 
 def main() -> int:
@@ -45,38 +34,43 @@ def main() -> int:
 
     argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
-        epilog="Environment: OTEL_EXPORTER_OTLP_ENDPOINT (export over OTLP instead of printing), "
+        epilog="Environment: OTEL_EXPORTER_OTLP_ENDPOINT (export over OTLP), "
         "SPANJUDGE_CONFIG (a spanjudge YAML configuration).",
     ).parse_args()
-    span_exporter, log_exporter, metric_exporter = exporters()
-    resource = Resource.create({"service.name": "plain-otel-agent"})
-    tracer_provider = TracerProvider(resource=resource)
-    logger_provider = LoggerProvider(resource=resource)
-    logger_provider.add_log_record_processor(BatchLogRecordProcessor(log_exporter))
-    meter_provider = MeterProvider(
-        resource=resource,
-        metric_readers=[PeriodicExportingMetricReader(metric_exporter)],
-        views=score_views(),  # spanjudge.score buckets 0, .25, .5, .75, 1
+    if not os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
+        for name in ("OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER", "OTEL_LOGS_EXPORTER"):
+            os.environ.setdefault(name, "none")  # no Collector to send to: summary only
+    otel = configure_opentelemetry(
+        os.environ.get("SPANJUDGE_CONFIG", str(HERE / "spanjudge.yaml")),
+        resource=Resource.create({"service.name": "plain-otel-agent"}),
     )
-    # spanjudge first: verdicts emitted while the provider shuts down still reach the exporter.
-    tracer_provider.add_span_processor(
-        SpanJudgeProcessor(
-            load_config(os.environ.get("SPANJUDGE_CONFIG")),
-            tracer_provider=tracer_provider,
-            logger_provider=logger_provider,
-            meter_provider=meter_provider,
-        )
-    )
-    tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))
-    trace.set_tracer_provider(tracer_provider)
+    verdicts = InMemoryLogRecordExporter()  # a copy of the verdict log records, to print
+    otel.logger_provider.add_log_record_processor(SimpleLogRecordProcessor(verdicts))
 
     answer = run_agent(trace.get_tracer("plain-otel-agent"))
-    print(f"agent: {answer}", file=sys.stderr)
-
-    tracer_provider.shutdown()  # evaluates what is still open, then exports
-    logger_provider.shutdown()
-    meter_provider.shutdown()
+    print(f"agent: {answer}")
+    otel.shutdown()  # evaluates what is still open, then exports
+    print_verdicts(verdicts)
     return 0
+
+
+def print_verdicts(exporter: InMemoryLogRecordExporter) -> None:
+    """One line per verdict: outcome, evaluator, skill, reason or explanation."""
+    records = [
+        r.log_record
+        for r in exporter.get_finished_logs()
+        if r.log_record.event_name == "gen_ai.evaluation.result"
+    ]
+    print(f"spanjudge: {len(records)} verdict(s)")
+    for record in records:
+        attrs = dict(record.attributes or {})
+        outcome = str(attrs.get("spanjudge.outcome", "?")).upper().replace("_", " ")
+        reason = f"[{attrs['spanjudge.reason']}] " if "spanjudge.reason" in attrs else ""
+        why = " ".join(f"{reason}{attrs.get('gen_ai.evaluation.explanation', '')}".split())
+        print(
+            f"  {outcome:<13} {attrs.get('gen_ai.evaluation.name', '?'):<22}"
+            f" {attrs.get('gen_ai.skill.name', ''):<10} {why[:90]}"
+        )
 
 
 def run_agent(tracer: trace.Tracer) -> str:

@@ -18,7 +18,13 @@ from spanjudge._version import __version__
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "spanjudge"
 FRONT_ENDS = frozenset(
-    {"spanjudge.processor", "spanjudge.sidecar", "spanjudge.cli", "spanjudge.demo"}
+    {
+        "spanjudge.processor",
+        "spanjudge.quickstart",  # configure_opentelemetry: the in-process front end, set up
+        "spanjudge.sidecar",
+        "spanjudge.cli",
+        "spanjudge.demo",
+    }
 )
 # A module path written as a string for importlib: "spanjudge.x.y:attr" anywhere, or "spanjudge.x.y"
 # in a module that calls importlib (elsewhere such a string is a name: metric `spanjudge.sessions`).

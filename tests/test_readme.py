@@ -29,6 +29,7 @@ def test_readme_yaml_is_valid(block: str, tmp_path: Path, monkeypatch: pytest.Mo
         (tmp_path / name).write_text("placeholder")
     (tmp_path / "expectations.yaml").write_text("sessions: {}\n")
     monkeypatch.setenv("SPANJUDGE_TOKEN", "t")
+    monkeypatch.setenv("OPENAI_API_KEY", "k")  # api_key_env must name a set variable
     doc = yaml.safe_load(block.replace("serve: {...}", ""))
     sessions = doc.get("sessions")
     if isinstance(sessions, dict) and any(isinstance(v, dict) for v in sessions.values()):

@@ -14,7 +14,6 @@ import shutil
 import stat
 import sys
 import tempfile
-import traceback
 from collections.abc import Sequence
 from typing import IO, Any, TextIO
 
@@ -330,6 +329,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         # Not the user's mistake and not a verdict: a distinct status, so a gate can tell.
         if args.verbose:
+            import traceback
+
             traceback.print_exc(file=sys.stderr)
         print(
             f"spanjudge: internal error: {type(exc).__name__}: {exc} (a bug in spanjudge;"

@@ -7,8 +7,6 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from spanjudge.config_values import durations
 from spanjudge.errors import ConfigError, did_you_mean
 from spanjudge.evaluators.base import build_evaluators
@@ -269,6 +267,8 @@ def load_config(path: str | None) -> Config:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read configuration file: {exc.strerror}", source=path) from None
+    import yaml  # only when a file is read: `load_config(None)` needs no parser
+
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:

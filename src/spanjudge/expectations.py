@@ -10,8 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from spanjudge.conditions import validate_rules
 from spanjudge.errors import ConfigError, did_you_mean
 from spanjudge.trajectory.model import Trajectory
@@ -114,6 +112,8 @@ def load_expectations_file(path: str) -> list[SessionEntry]:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read expectations file: {exc.strerror}", source=path) from None
+    import yaml  # only when a file is read (start-up cost)
+
     try:
         doc = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
     except ValueError as exc:
@@ -123,7 +123,7 @@ def load_expectations_file(path: str) -> list[SessionEntry]:
     return parse_entries(doc, path)
 
 
-def yaml_problem(exc: yaml.YAMLError) -> str:
+def yaml_problem(exc: Exception) -> str:
     """A YAML error as `line L, column C: problem` (PyYAML's text names '<unicode string>')."""
     mark = getattr(exc, "problem_mark", None)
     problem = getattr(exc, "problem", None) or str(exc)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from typing import Any, Protocol, runtime_checkable
 
+from spanjudge.entry_points import entry_points
 from spanjudge.errors import did_you_mean
 from spanjudge.errors import unknown_options as unknown_options  # re-exported for evaluators
 from spanjudge.trajectory.model import Trajectory
@@ -69,7 +69,7 @@ def _load(target: str) -> EvaluatorFactory:
 def available_factories() -> dict[str, EvaluatorFactory]:
     """Built-ins, then third-party evaluators from the `spanjudge.evaluators` entry-point group."""
     factories = {name: _load(target) for name, target in BUILTIN_EVALUATORS.items()}
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
+    for ep in entry_points(ENTRY_POINT_GROUP):
         if ep.name not in factories:
             factories[ep.name] = ep.load()
     return factories

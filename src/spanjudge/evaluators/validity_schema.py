@@ -8,18 +8,29 @@ and compiled validators are cached by the schema's canonical JSON.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-_jsonschema: Any
-try:  # imported by name: an optional dependency, typed loosely on purpose
-    _jsonschema = importlib.import_module("jsonschema")
-except ImportError:  # pragma: no cover - depends on the environment
-    _jsonschema = None
+# Found without importing it: jsonschema costs ~100 ms of start-up, and most runs check no schema.
+VALIDATOR = "jsonschema" if importlib.util.find_spec("jsonschema") is not None else "builtin"
 
-VALIDATOR = "jsonschema" if _jsonschema is not None else "builtin"
+
+_UNLOADED: Any = object()
+# The jsonschema module (imported by name: optional, typed loosely on purpose), None when it is
+# not installed; imported on first use.
+_jsonschema: Any = _UNLOADED
+
+
+def _module() -> Any:
+    global _jsonschema
+    if _jsonschema is _UNLOADED:
+        _jsonschema = importlib.import_module("jsonschema") if VALIDATOR == "jsonschema" else None
+    return _jsonschema
+
+
 _TYPES: dict[str, tuple[type, ...]] = {
     "object": (dict,),
     "array": (list, tuple),
@@ -55,7 +66,7 @@ def schema_error(schema: Any) -> str | None:
     if not isinstance(schema, (Mapping, bool)):
         return f"expected a JSON Schema object, got {type(schema).__name__}"
     key = _canonical(schema)
-    return _schema_error(key, _jsonschema is not None) if key is not None else _check(schema)
+    return _schema_error(key, _module() is not None) if key is not None else _check(schema)
 
 
 @lru_cache(maxsize=1024)
@@ -65,10 +76,11 @@ def _schema_error(key: str, with_jsonschema: bool) -> str | None:
 
 
 def _check(schema: Any) -> str | None:
-    if _jsonschema is not None:
+    jsonschema = _module()
+    if jsonschema is not None:
         try:
-            _jsonschema.validators.validator_for(schema).check_schema(schema)
-        except _jsonschema.SchemaError as exc:
+            jsonschema.validators.validator_for(schema).check_schema(schema)
+        except jsonschema.SchemaError as exc:
             where = "/".join(str(p) for p in exc.path) or "top level"
             return f"{exc.message} (at {where})"
         return None
@@ -83,7 +95,7 @@ def _check(schema: Any) -> str | None:
 
 def validate_schema(value: Any, schema: Any) -> list[str]:
     """Every way ``value`` breaks ``schema``, as readable messages."""
-    if _jsonschema is not None:
+    if _module() is not None:
         key = _canonical(schema)
         validator = _validator(key) if key is not None else _compile(schema)
         return [
@@ -99,7 +111,7 @@ def _validator(key: str) -> Any:
 
 
 def _compile(schema: Any) -> Any:
-    return _jsonschema.validators.validator_for(schema)(schema)
+    return _module().validators.validator_for(schema)(schema)
 
 
 def _is_type(value: Any, name: str) -> bool:

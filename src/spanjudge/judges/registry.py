@@ -38,6 +38,7 @@ The built-in judge ``heuristic`` (no network) is used by ``skill_selection``, ``
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -45,10 +46,7 @@ from typing import Any, Protocol
 from spanjudge import reasons
 from spanjudge.errors import ConfigError
 from spanjudge.judges.base import Judge
-from spanjudge.judges.bedrock import INSTALL_HINT, BedrockJudge, boto3_available
 from spanjudge.judges.heuristic import HEURISTIC
-from spanjudge.judges.openai import OpenAIJudge
-from spanjudge.judges.reliability import CallPolicy
 
 DEFAULT_JUDGE = "default"
 
@@ -162,19 +160,36 @@ def parse_judges(raw: Any, path: str, problems: list[str]) -> dict[str, JudgeSpe
         url = settings.get("base_url")
         if isinstance(url, str) and not url.startswith(("http://", "https://")):
             problems.append(f"{where}.base_url: expected an http:// or https:// URL, got {url!r}")
-        if kind == "bedrock" and not boto3_available():
-            problems.append(f"{where}: {INSTALL_HINT}")
+        if kind == "bedrock":
+            from spanjudge.judges.bedrock import INSTALL_HINT, boto3_available
+
+            if not boto3_available():
+                problems.append(f"{where}: {INSTALL_HINT}")
+        key_env = settings.get("api_key_env")
+        if isinstance(key_env, str) and key_env and not os.environ.get(key_env):
+            # Found now, not as judge_error verdicts on every session later.
+            problems.append(
+                f"{where}.api_key_env: environment variable {key_env} is unset; export it"
+                " (or drop api_key_env for a server that needs no key)"
+            )
         specs[str(name)] = JudgeSpec(name=str(name), type=kind, settings=settings)
     return specs
 
 
 def build_judge(spec: JudgeSpec) -> Judge:
     """Instantiate one judge; network clients are created lazily on first use."""
+    # The network judges' modules (HTTP, TLS, boto3) are imported only when one is configured.
+    from spanjudge.judges.reliability import CallPolicy
+
     settings = dict(spec.settings)
     policy = CallPolicy(**{k: settings.pop(k) for k in list(settings) if k in CallPolicy.__slots__})
     if spec.type == "openai":
+        from spanjudge.judges.openai import OpenAIJudge
+
         return OpenAIJudge(policy=policy, **settings)
     if spec.type == "bedrock":
+        from spanjudge.judges.bedrock import BedrockJudge
+
         return BedrockJudge(policy=policy, **settings)
     return HEURISTIC
 

@@ -10,10 +10,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
-
-from google.protobuf import json_format
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from typing import TYPE_CHECKING, Any
 
 from spanjudge.spans.ids import IdError, id_from_text, optional_parent_text
 from spanjudge.spans.limits import DEFAULT_LIMITS, Limits, cap_value
@@ -28,6 +25,11 @@ from spanjudge.spans.record import (
     SpanRecord,
     StatusCode,
 )
+
+if TYPE_CHECKING:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
 
 _KIND_NAMES = {f"SPAN_KIND_{k.upper()}": k for k in SPAN_KINDS}
 _STATUS_NAMES = {f"STATUS_CODE_{s.upper()}": s for s in STATUS_CODES}
@@ -272,6 +274,8 @@ def _hexify_ids(obj: Any) -> None:
 
 def request_to_json_line(request: ExportTraceServiceRequest) -> str:
     """One line in the Collector `file` exporter spelling (hex ids, integer enums)."""
+    from google.protobuf import json_format  # only this direction needs it (start-up cost)
+
     doc = json_format.MessageToDict(request, use_integers_for_enums=True)
     _hexify_ids(doc)
     return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
-from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from typing import TYPE_CHECKING
 
 from spanjudge.spans.ids import IdError, id_from_bytes, optional_parent
 from spanjudge.spans.limits import DEFAULT_LIMITS, Limits, cap_value
@@ -19,6 +16,13 @@ from spanjudge.spans.record import (
     SpanLink,
     SpanRecord,
 )
+
+if TYPE_CHECKING:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+    from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +162,11 @@ def decode_request(
 
 
 def parse_request(data: bytes) -> ExportTraceServiceRequest:
+    # The protobuf classes load on first use: `spanjudge eval` of JSON never needs them.
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
     """Parse serialized protobuf; raises `ValueError` with a readable message."""
     request = ExportTraceServiceRequest()
     try:

@@ -1,0 +1,59 @@
+"""`spanjudge eval` imports only what the run needs: a release gate pays start-up on every build
+(`bench/bench_startup.py` measures it). What an eval of OTLP JSON with no config must not load."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from tests.conftest import FIXTURES
+
+NOT_NEEDED = (
+    "jsonschema",  # only when a tool schema is checked
+    "google.protobuf.json_format",  # only protobuf -> JSON
+    "google.protobuf",  # only for .pb input
+    "yaml",  # only when a configuration or expectations file is read
+    "importlib.metadata",  # only when a distribution declares a spanjudge plugin group
+    "spanjudge.judges.openai",  # only when such a judge is configured
+    "spanjudge.judges.bedrock",
+    "spanjudge.sidecar",
+    "spanjudge.emit.report",  # the JSON writer; the table is the default
+    "opentelemetry.sdk.trace",  # the SDK is for the processor and the sidecar
+)
+
+
+def _modules_after(*argv: str, cwd: Path) -> set[str]:
+    script = textwrap.dedent(
+        f"""
+        import json, sys
+        from spanjudge.cli import main
+        code = main({list(argv)!r})
+        print(json.dumps(sorted(sys.modules)), file=sys.__stderr__)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=cwd, env=os.environ
+    )
+    assert done.returncode == 0, done.stderr
+    loaded: set[str] = set(json.loads(done.stderr.strip().splitlines()[-1]))
+    return loaded
+
+
+def test_eval_of_json_lines_loads_nothing_it_does_not_use(tmp_path: Path) -> None:
+    traces = FIXTURES / "claude_code" / "claude_code.jsonl"
+    loaded = _modules_after("eval", str(traces), "-q", "-o", str(tmp_path / "t.txt"), cwd=tmp_path)
+    assert sorted(m for m in NOT_NEEDED if m in loaded) == []
+
+
+def test_what_a_run_does_need_is_still_loaded_on_demand(tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("sessions: {idle_timeout: 15m}\n")
+    traces = FIXTURES / "claude_code" / "claude_code.jsonl"
+    argv = ("eval", str(traces), "--config", str(config), "--format", "json", "-o", "r.json")
+    loaded = _modules_after(*argv, cwd=tmp_path)
+    assert {"yaml", "spanjudge.emit.report"} <= loaded
+    assert json.loads((tmp_path / "r.json").read_text())["sessions"]
