@@ -219,3 +219,18 @@ def test_junit_under_strict_fails_what_was_not_evaluated(capsys, trace_file):  #
     assert code == 1
     assert all(c.find("failure") is not None for c in mine)
     assert "--strict is on" in (mine[0].find("failure").get("message") or "")  # type: ignore[union-attr]
+
+
+def test_an_unset_api_key_env_is_a_configuration_error(capsys, tmp_path, trace_file, monkeypatch):  # type: ignore[no-untyped-def]
+    monkeypatch.delenv("SPANJUDGE_TEST_NO_SUCH_KEY", raising=False)
+    config = tmp_path / "judges.yaml"
+    config.write_text(
+        "judges:\n  local: {type: openai, base_url: 'http://127.0.0.1:9/v1', model: m,"
+        " api_key_env: SPANJUDGE_TEST_NO_SUCH_KEY}\n"
+        "evaluators:\n  outcome: {judge: local}\n"
+    )
+    code, out, err = run(capsys, "eval", str(trace_file), "--config", str(config))
+    assert code == 2 and out == ""
+    assert (
+        "judges.local.api_key_env: environment variable SPANJUDGE_TEST_NO_SUCH_KEY is unset" in err
+    )

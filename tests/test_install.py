@@ -145,3 +145,31 @@ def test_demo_and_eval_run_from_the_plain_install(venv: Path, tmp_path: Path) ->
     assert "wrote json report to report.json" in done.stderr
     version = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60)
     assert version.returncode == 0 and version.stdout.startswith("spanjudge 0.")
+
+
+def test_the_shipped_serve_configuration_starts_as_shipped(venv: Path, tmp_path: Path) -> None:
+    busy = [port for port in DEFAULT_PORTS if not _free(port)]
+    if busy:
+        pytest.skip(f"port(s) {busy} of the shipped configuration in use on this machine")
+    shipped = ROOT / "collector-config" / "spanjudge-serve.yaml"
+    proc = subprocess.Popen(
+        [str(venv / "bin" / "spanjudge"), "serve", "--config", str(shipped)],
+        cwd=tmp_path,
+        env=_clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        first = proc.stderr.readline()
+        assert " INFO " in first and "verdicts to OTLP grpc http://127.0.0.1:14317" in first, first
+        assert f"spool {tmp_path / 'spanjudge-spool.db'}" in first
+        assert _get("http://127.0.0.1:4328/healthz")[0] == 200
+        proc.send_signal(signal.SIGTERM)
+        _, rest = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, rest

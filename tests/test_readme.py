@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -41,9 +42,10 @@ def test_readme_yaml_is_valid(block: str, tmp_path: Path, monkeypatch: pytest.Mo
 PYTHON = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
 
 
-def test_readme_in_process_snippet_runs_and_judges(tmp_path: Path) -> None:
-    """The README's setup, with in-memory exporters in place of OTLP ones and the demo agent."""
-    [snippet] = PYTHON
+def test_readme_in_process_full_form_runs_and_judges(tmp_path: Path) -> None:
+    """The README's setup by hand, with in-memory exporters in place of OTLP ones and the demo
+    agent."""
+    [_, snippet] = PYTHON
     swaps = {
         "OTLPLogExporter()": "LOGS",
         "OTLPMetricExporter()": "METRICS",
@@ -76,3 +78,50 @@ def test_readme_in_process_snippet_runs_and_judges(tmp_path: Path) -> None:
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["evaluate"] is True
     assert result["logs"] and set(result["logs"]) == {"gen_ai.evaluation.result"}
+
+
+def test_readme_short_form_exports_verdicts_over_real_otlp(tmp_path: Path) -> None:
+    """The README's first in-process block, as written but for the agent, with the shipped
+    examples/spanjudge.yaml, exporting over OTLP/gRPC to a real receiver (the standard env)."""
+    from tests.sidecar.helpers import VerdictServer
+
+    snippet = PYTHON[0]
+    assert len(snippet.strip().splitlines()) <= 5
+    swaps = {
+        '"spanjudge.yaml"': repr(str(ROOT / "examples" / "spanjudge.yaml")),
+        "# ... run the agent ...": "ScriptedAgent().run(SCENARIOS[1])",
+    }
+    for old, new in swaps.items():
+        assert old in snippet, old
+        snippet = snippet.replace(old, new)
+    script = tmp_path / "short.py"
+    script.write_text("from spanjudge.demo.agent import SCENARIOS, ScriptedAgent\n" + snippet)
+    server = VerdictServer()
+    try:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        env.update(OTEL_EXPORTER_OTLP_ENDPOINT=server.endpoint, OTEL_SERVICE_NAME="readme-agent")
+        done = subprocess.run(
+            [sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env
+        )
+        assert done.returncode == 0, done.stderr
+        received = server.received
+        assert [s["attrs"]["session.id"] for s in received.eval_spans] == ["demo-incident"]
+        names = {e["gen_ai.evaluation.name"] for e in received.eval_spans[0]["events"]}
+        assert {"skill_loaded", "outcome", "robustness"} <= names
+        failed = {
+            r["gen_ai.evaluation.name"]
+            for r in received.log_records
+            if r.get("spanjudge.outcome") == "fail"
+        }
+        assert "skill_loaded" in failed  # incident-triage was required and never loaded
+        assert any(name.startswith("spanjudge.") for name in received.metric_names)
+    finally:
+        server.stop()
+
+
+SERVE_EXAMPLE = ROOT / "collector-config" / "spanjudge-serve.yaml"
+
+
+def test_readme_serve_block_is_the_shipped_serve_configuration() -> None:
+    [block] = [b for b in BLOCKS if b.startswith("serve:")]
+    assert yaml.safe_load(block)["serve"] == yaml.safe_load(SERVE_EXAMPLE.read_text())["serve"]

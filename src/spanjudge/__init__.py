@@ -26,12 +26,15 @@ if TYPE_CHECKING:
     from spanjudge.evaluators.base import EvaluationContext, Evaluator
     from spanjudge.judges.base import Judge, Judgement, JudgeRequest
     from spanjudge.processor import SpanJudgeProcessor
+    from spanjudge.quickstart import Telemetry, configure_opentelemetry
     from spanjudge.recognition.base import Recogniser
     from spanjudge.values import Coverage, Expectation, SessionResult, Target, Verdict
 
 # public name -> the module that defines it
 _EXPORTS: dict[str, str] = {
     "SpanJudgeProcessor": "spanjudge.processor",
+    "configure_opentelemetry": "spanjudge.quickstart",
+    "Telemetry": "spanjudge.quickstart",
     "Config": "spanjudge.config",
     "load_config": "spanjudge.config",
     "parse_config": "spanjudge.config",
@@ -74,8 +77,10 @@ __all__ = [  # the same names as _EXPORTS (a test keeps them equal), spelled out
     "SpanJudgeError",
     "SpanJudgeProcessor",
     "Target",
+    "Telemetry",
     "Verdict",
     "__version__",
+    "configure_opentelemetry",
     "load_config",
     "parse_config",
     "score_views",

@@ -24,8 +24,8 @@ import time
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from opentelemetry import _logs, metrics, trace
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, Context, attach, detach, set_value
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
@@ -66,9 +66,9 @@ class SpanJudgeProcessor(SpanProcessor):
         self,
         config: Config | None = None,
         *,
-        tracer_provider: Any = None,
-        logger_provider: Any = None,
-        meter_provider: Any = None,
+        tracer_provider: trace.TracerProvider | None = None,
+        logger_provider: _logs.LoggerProvider | None = None,
+        meter_provider: metrics.MeterProvider | None = None,
         max_queue_size: int = 20_000,
         max_batch_size: int = 512,
         tick_interval_s: float = 0.5,

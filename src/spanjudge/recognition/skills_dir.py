@@ -15,8 +15,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from spanjudge.trajectory.skills import EMPTY_LIBRARY, Skill, SkillLibrary
 
 _FRONT_MATTER = re.compile(r"\A\ufeff?---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(.*)\Z", re.S)
@@ -27,6 +25,8 @@ def parse_skill_md(text: str, path: str) -> tuple[Skill | None, str | None]:
     match = _FRONT_MATTER.match(text)
     if match is None:
         return None, "no YAML front matter (expected '---' lines around name and description)"
+    import yaml  # only when a skills directory is configured (start-up cost)
+
     try:
         meta = yaml.safe_load(match.group(1))
     except yaml.YAMLError as exc:
