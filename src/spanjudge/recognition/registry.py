@@ -16,6 +16,7 @@ log = logging.getLogger("spanjudge")
 BUILTIN_PRESETS: tuple[tuple[str, str], ...] = (
     ("spanjudge.recognition.claude_code", "ClaudeCodeRecogniser"),
     ("spanjudge.recognition.haystack", "HaystackRecogniser"),
+    ("spanjudge.recognition.smolagents", "SmolagentsRecogniser"),
     ("spanjudge.recognition.openinference", "OpenInferenceRecogniser"),
     ("spanjudge.recognition.genai", "GenAIRecogniser"),
 )
