@@ -103,7 +103,7 @@ def test_dashboard_queries_use_only_spanjudge_metrics() -> None:
     dash = _dashboard()
     queries = _queries(dash)
     queries += [
-        (f"variable {v['name']}", v["definition"])
+        (f"variable {v['name']}", v["query"]["query"])
         for v in dash["templating"]["list"]
         if v["type"] == "query"
     ]
