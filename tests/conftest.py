@@ -107,3 +107,25 @@ def scenario_files() -> Iterator[Path]:
 @pytest.fixture
 def schema() -> dict[str, Any]:
     return load_schema()
+
+
+def fake_distribution(
+    site: Path,
+    name: str,
+    entry_points: dict[str, dict[str, str]],
+    modules: dict[str, str],
+) -> Path:
+    """Write an installed distribution into ``site`` (a ``*.dist-info`` with ``entry_points.txt``
+    and its modules), as pip would; put ``site`` on `sys.path` to install it."""
+    info = site / f"{name}-1.0.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        "".join(
+            f"[{group}]\n" + "".join(f"{ep} = {target}\n" for ep, target in eps.items())
+            for group, eps in entry_points.items()
+        )
+    )
+    for module, source in modules.items():
+        (site / f"{module}.py").write_text(source)
+    return site

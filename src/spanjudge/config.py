@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from spanjudge.config_values import durations
+from spanjudge.emit.plugins import parse_emit
 from spanjudge.errors import ConfigError, did_you_mean
 from spanjudge.evaluators.base import build_evaluators
 from spanjudge.expectations import (
@@ -47,6 +48,7 @@ SECTION_PARSERS: dict[str, SectionParser] = {
     "judges": parse_judges,
     "skills": parse_skills,
     "conventions": parse_conventions,
+    "emit": parse_emit,
 }
 
 
@@ -239,8 +241,7 @@ def parse_config(doc: Any, source: str | None = None) -> Config:
         # a declared convention's session key joins the keys the session store looks for
         keys = tuple(k for k in declared_keys if k not in policy.key_attributes)
         policy = replace(policy, key_attributes=(*policy.key_attributes, *keys))
-    for section in ("serve", "emit"):
-        sections.setdefault(section, doc.get(section))
+    sections.setdefault("serve", doc.get("serve"))
     config = Config(
         policy=policy,
         rules=tuple(rules),

@@ -19,7 +19,9 @@ from typing import Protocol
 from spanjudge import semconv
 from spanjudge.emit.base import Sink
 from spanjudge.emit.metrics import SelfTelemetry
+from spanjudge.emit.plugins import EmitSettings, configured_sinks
 from spanjudge.engine import Engine
+from spanjudge.errors import ConfigError
 from spanjudge.sessions.store import ClosedSession, CloseReason, SessionStore
 from spanjudge.spans.record import SpanRecord
 from spanjudge.values import SessionResult
@@ -44,6 +46,18 @@ def session_state(closed: ClosedSession) -> str:
     if closed.reason == "evicted":
         return semconv.SESSION_STATE_EVICTED
     return semconv.SESSION_STATE_EVALUATED if closed.complete else semconv.SESSION_STATE_INCOMPLETE
+
+
+def _plugin_sinks(engine: Engine) -> list[Sink]:
+    """The third-party sinks the configuration's ``emit.sinks`` names."""
+    settings = engine.config.sections.get("emit")
+    if not isinstance(settings, EmitSettings):
+        return []
+    problems: list[str] = []
+    built = configured_sinks(settings, problems)
+    if problems:
+        raise ConfigError(problems, source=engine.config.source)
+    return built
 
 
 class RevisionLedger(Protocol):
@@ -76,7 +90,7 @@ class Pipeline:
     ) -> None:
         self.engine = engine
         self.store = store
-        self.sinks = list(sinks)
+        self.sinks = [*sinks, *_plugin_sinks(engine)]
         self.telemetry = telemetry
         self.ledger = ledger
         self.raise_errors = raise_errors

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from spanjudge.entry_points import entry_points
+from spanjudge import reasons
 from spanjudge.errors import did_you_mean
 from spanjudge.errors import unknown_options as unknown_options  # re-exported for evaluators
+from spanjudge.registry import Registry
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.values import Expectation, Verdict
-
-ENTRY_POINT_GROUP = "spanjudge.evaluators"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -36,50 +34,42 @@ class Evaluator(Protocol):
     def evaluate(self, ctx: EvaluationContext) -> list[Verdict]: ...
 
 
-# from_options(options, config_path, problems) -> Evaluator; problems get every config error.
-EvaluatorFactory = Callable[[Mapping[str, Any], str, list[str]], Evaluator]
+class EvaluatorFactory(Protocol):
+    """Builds an evaluator from its options (``evaluators.<name>`` in the configuration, less
+    ``enabled`` and ``judge``); appends every configuration problem, with ``path``, to
+    ``problems`` instead of raising. Third-party factories register in the `spanjudge.evaluators`
+    entry-point group."""
+
+    def __call__(self, options: Mapping[str, Any], path: str, problems: list[str]) -> Evaluator: ...
+
 
 # Built-in evaluators in report order: name -> "module:factory".
-BUILTIN_EVALUATORS: dict[str, str] = {
-    "skill_loaded": "spanjudge.evaluators.skill_loaded:SkillLoaded.from_options",
-    "skill_selection": "spanjudge.evaluators.skill_selection:SkillSelection.from_options",
-    "skill_omission": "spanjudge.evaluators.skill_omission:SkillOmission.from_options",
-    "instruction_following": (
-        "spanjudge.evaluators.instruction_following:InstructionFollowing.from_options"
-    ),
-    "outcome": "spanjudge.evaluators.outcome:Outcome.from_options",
-    "trajectory_validity": (
-        "spanjudge.evaluators.trajectory_validity:TrajectoryValidity.from_options"
-    ),
-    "side_effects": "spanjudge.evaluators.side_effects:SideEffects.from_options",
-    "cost": "spanjudge.evaluators.cost:Cost.from_options",
-    "robustness": "spanjudge.evaluators.robustness:Robustness.from_options",
-}
-
-
-def _load(target: str) -> EvaluatorFactory:
-    module_name, _, attr = target.partition(":")
-    obj: Any = importlib.import_module(module_name)
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    factory: EvaluatorFactory = obj
-    return factory
-
-
-def available_factories() -> dict[str, EvaluatorFactory]:
-    """Built-ins, then third-party evaluators from the `spanjudge.evaluators` entry-point group."""
-    factories = {name: _load(target) for name, target in BUILTIN_EVALUATORS.items()}
-    for ep in entry_points(ENTRY_POINT_GROUP):
-        if ep.name not in factories:
-            factories[ep.name] = ep.load()
-    return factories
+EVALUATORS: Registry[EvaluatorFactory] = Registry(
+    "evaluator",
+    "spanjudge.evaluators",
+    {
+        reasons.SKILL_LOADED: "spanjudge.evaluators.skill_loaded:SkillLoaded.from_options",
+        reasons.SKILL_SELECTION: "spanjudge.evaluators.skill_selection:SkillSelection.from_options",
+        reasons.SKILL_OMISSION: "spanjudge.evaluators.skill_omission:SkillOmission.from_options",
+        reasons.INSTRUCTION_FOLLOWING: (
+            "spanjudge.evaluators.instruction_following:InstructionFollowing.from_options"
+        ),
+        reasons.OUTCOME: "spanjudge.evaluators.outcome:Outcome.from_options",
+        reasons.TRAJECTORY_VALIDITY: (
+            "spanjudge.evaluators.trajectory_validity:TrajectoryValidity.from_options"
+        ),
+        reasons.SIDE_EFFECTS: "spanjudge.evaluators.side_effects:SideEffects.from_options",
+        reasons.COST: "spanjudge.evaluators.cost:Cost.from_options",
+        reasons.ROBUSTNESS: "spanjudge.evaluators.robustness:Robustness.from_options",
+    },
+)
 
 
 def build_evaluators(
     options: Mapping[str, Any], problems: list[str], path: str = "evaluators"
 ) -> list[Evaluator]:
     """Every known evaluator unless disabled (`enabled: false`); options validated here."""
-    factories = available_factories()
+    factories = EVALUATORS.checked(problems)
     for name in options:
         if name not in factories:
             known = ", ".join(sorted(factories))
@@ -97,5 +87,13 @@ def build_evaluators(
         if enabled is False:
             continue
         clean = {k: v for k, v in opts.items() if k not in ("enabled", "judge")}
-        built.append(factory(clean, f"{path}.{name}", problems))
+        if name in EVALUATORS.builtins:
+            built.append(factory(clean, f"{path}.{name}", problems))
+            continue
+        try:  # third-party code: its failure is a configuration problem, not a traceback
+            built.append(factory(clean, f"{path}.{name}", problems))
+        except Exception as exc:
+            problems.append(
+                f"{path}.{name}: the plugin's factory raised {type(exc).__name__}: {exc}"
+            )
     return built

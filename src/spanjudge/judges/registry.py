@@ -41,14 +41,66 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from spanjudge import reasons
 from spanjudge.errors import ConfigError
 from spanjudge.judges.base import Judge
 from spanjudge.judges.heuristic import HEURISTIC
+from spanjudge.registry import Registry
+
+if TYPE_CHECKING:
+    from spanjudge.judges.reliability import CallPolicy
 
 DEFAULT_JUDGE = "default"
+
+
+class JudgeFactory(Protocol):
+    """Builds a judge of one ``type`` from its settings (``judges.<name>`` less ``type``);
+    appends every configuration problem, with ``path``, to ``problems``. Third-party judge types
+    register in the `spanjudge.judges` entry-point group; their settings reach them unchecked."""
+
+    def __call__(self, settings: Mapping[str, Any], path: str, problems: list[str]) -> Judge: ...
+
+
+def heuristic_judge(settings: Mapping[str, Any], path: str, problems: list[str]) -> Judge:
+    """The embedded judge (no settings)."""
+    return HEURISTIC
+
+
+def openai_judge(settings: Mapping[str, Any], path: str, problems: list[str]) -> Judge:
+    """Any OpenAI-compatible chat-completions endpoint; settings validated by `parse_judges`."""
+    from spanjudge.judges.openai import OpenAIJudge  # its HTTP client only when configured
+
+    rest, policy = _split_policy(settings)
+    return OpenAIJudge(policy=policy, **rest)
+
+
+def bedrock_judge(settings: Mapping[str, Any], path: str, problems: list[str]) -> Judge:
+    """Bedrock Converse (the `bedrock` extra); settings validated by `parse_judges`."""
+    from spanjudge.judges.bedrock import BedrockJudge
+
+    rest, policy = _split_policy(settings)
+    return BedrockJudge(policy=policy, **rest)
+
+
+def _split_policy(settings: Mapping[str, Any]) -> tuple[dict[str, Any], CallPolicy]:
+    from spanjudge.judges.reliability import CallPolicy  # with the network judges only
+
+    rest = dict(settings)
+    policy = CallPolicy(**{k: rest.pop(k) for k in list(rest) if k in CallPolicy.__slots__})
+    return rest, policy
+
+
+JUDGES: Registry[JudgeFactory] = Registry(
+    "judge type",
+    "spanjudge.judges",
+    {
+        "heuristic": "spanjudge.judges.registry:heuristic_judge",
+        "openai": "spanjudge.judges.registry:openai_judge",
+        "bedrock": "spanjudge.judges.registry:bedrock_judge",
+    },
+)
 
 
 class JudgeSettings(Protocol):
@@ -127,6 +179,7 @@ def parse_judges(raw: Any, path: str, problems: list[str]) -> dict[str, JudgeSpe
         problems.append(f"{path}: expected a mapping of judge name -> settings")
         return {}
     specs = {}
+    factories = JUDGES.checked(problems) if raw else {}
     for name, body in raw.items():
         where = f"{path}.{name}"
         if name == "heuristic":
@@ -136,8 +189,17 @@ def parse_judges(raw: Any, path: str, problems: list[str]) -> dict[str, JudgeSpe
             problems.append(f"{where}: expected a mapping with a 'type'")
             continue
         kind = body.get("type")
+        if kind not in _KEYS and isinstance(kind, str) and kind in factories:
+            plugin = {k: v for k, v in body.items() if k != "type"}
+            try:  # validated by building it once: third-party code reports its own problems
+                factories[kind](plugin, where, problems)
+            except Exception as exc:
+                problems.append(f"{where}: judge type {kind} raised {type(exc).__name__}: {exc}")
+            specs[str(name)] = JudgeSpec(name=str(name), type=kind, settings=plugin)
+            continue
         if kind not in _KEYS:
-            problems.append(f"{where}.type: expected one of {', '.join(_KEYS)}, got {kind!r}")
+            known = ", ".join(factories)
+            problems.append(f"{where}.type: expected one of {known}, got {kind!r}")
             continue
         allowed = _KEYS[kind]
         settings: dict[str, Any] = {}
@@ -176,22 +238,10 @@ def parse_judges(raw: Any, path: str, problems: list[str]) -> dict[str, JudgeSpe
     return specs
 
 
-def build_judge(spec: JudgeSpec) -> Judge:
-    """Instantiate one judge; network clients are created lazily on first use."""
-    # The network judges' modules (HTTP, TLS, boto3) are imported only when one is configured.
-    from spanjudge.judges.reliability import CallPolicy
-
-    settings = dict(spec.settings)
-    policy = CallPolicy(**{k: settings.pop(k) for k in list(settings) if k in CallPolicy.__slots__})
-    if spec.type == "openai":
-        from spanjudge.judges.openai import OpenAIJudge
-
-        return OpenAIJudge(policy=policy, **settings)
-    if spec.type == "bedrock":
-        from spanjudge.judges.bedrock import BedrockJudge
-
-        return BedrockJudge(policy=policy, **settings)
-    return HEURISTIC
+def build_judge(spec: JudgeSpec, problems: list[str] | None = None) -> Judge:
+    """Instantiate one judge of a validated spec; network clients are created on first use."""
+    factory = JUDGES.factories()[spec.type]
+    return factory(spec.settings, f"judges.{spec.name}", [] if problems is None else problems)
 
 
 def judge_lookup(config: JudgeSettings) -> Callable[[str], Judge | None]:
@@ -203,7 +253,7 @@ def judge_lookup(config: JudgeSettings) -> Callable[[str], Judge | None]:
     else:
         specs = parse_judges(config.judges, "judges", problems)
     judges: dict[str, Judge] = {"heuristic": HEURISTIC}
-    judges.update({name: build_judge(spec) for name, spec in specs.items()})
+    judges.update({name: build_judge(spec, problems) for name, spec in specs.items()})
     default = judges.get(DEFAULT_JUDGE, HEURISTIC)
     chosen: dict[str, Judge] = {name: default for name in reasons.JUDGED_EVALUATORS}
     for evaluator, options in config.evaluators.items():

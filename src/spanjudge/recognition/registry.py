@@ -2,23 +2,37 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Iterable, Sequence
+from typing import Protocol
 
 from spanjudge.recognition.base import Recogniser, SessionFinaliser
+from spanjudge.registry import Registry
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import Step
 
 log = logging.getLogger("spanjudge")
 
-# module name -> class name; tried in this order (most specific first).
-BUILTIN_PRESETS: tuple[tuple[str, str], ...] = (
-    ("spanjudge.recognition.claude_code", "ClaudeCodeRecogniser"),
-    ("spanjudge.recognition.haystack", "HaystackRecogniser"),
-    ("spanjudge.recognition.smolagents", "SmolagentsRecogniser"),
-    ("spanjudge.recognition.openinference", "OpenInferenceRecogniser"),
-    ("spanjudge.recognition.genai", "GenAIRecogniser"),
+
+class RecogniserFactory(Protocol):
+    """Builds a recogniser (a preset class is one). Third-party factories register in the
+    `spanjudge.recognisers` entry-point group and are tried before the built-ins: a plugin
+    exists to read what the built-in presets misread."""
+
+    def __call__(self) -> Recogniser: ...
+
+
+# name -> "module:class"; tried in this order (most specific first).
+RECOGNISERS: Registry[RecogniserFactory] = Registry(
+    "recogniser",
+    "spanjudge.recognisers",
+    {
+        "claude_code": "spanjudge.recognition.claude_code:ClaudeCodeRecogniser",
+        "haystack": "spanjudge.recognition.haystack:HaystackRecogniser",
+        "smolagents": "spanjudge.recognition.smolagents:SmolagentsRecogniser",
+        "openinference": "spanjudge.recognition.openinference:OpenInferenceRecogniser",
+        "genai": "spanjudge.recognition.genai:GenAIRecogniser",
+    },
 )
 
 
@@ -36,11 +50,11 @@ class RecogniserRegistry:
 
     @classmethod
     def default(cls) -> RecogniserRegistry:
-        presets = []
-        for module_name, class_name in BUILTIN_PRESETS:
-            module = importlib.import_module(module_name)
-            presets.append(getattr(module, class_name)())
-        return cls(presets)
+        """Plugins (entry-point group `spanjudge.recognisers`), then the built-in presets."""
+        factories = RECOGNISERS.factories()
+        plugins = RECOGNISERS.plugin_names()
+        order = [*plugins, *(n for n in factories if n not in plugins)]
+        return cls(factories[name]() for name in order)
 
     def recognise_span(self, span: SpanRecord) -> list[Step]:
         # spanjudge's own spans never get here: the pipeline skips them (`pipeline.is_own_span`).
