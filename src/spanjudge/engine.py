@@ -135,7 +135,9 @@ class Engine:
             if not produced:
                 raise RuntimeError("evaluator returned no verdict")
             return produced
-        except Exception as exc:  # an evaluator bug must not take the session down
+        except BaseException as exc:  # an evaluator bug must not take the session down
+            if isinstance(exc, KeyboardInterrupt):  # SystemExit from a plugin is a bug like any
+                raise
             if evaluator.name not in self._warned:
                 self._warned.add(evaluator.name)
                 log.exception("evaluator %s failed (logged once)", evaluator.name)

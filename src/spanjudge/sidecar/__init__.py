@@ -57,7 +57,7 @@ OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_PROTOCOL / OTEL_EXPORTER_OTLP_H
 Point it at a Collector receiver that does NOT route back into spanjudge (see collector-config/).
 
 exit status: 0 after a clean shutdown (SIGTERM/SIGINT), 2 for configuration problems,
-1 when the receivers cannot start for another reason.
+1 when the receivers cannot start for another reason or the evaluation worker died.
 """
 
 
@@ -149,7 +149,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.ready_file:
         _write_ready(args.ready_file, endpoints.to_json())
     while not stop.wait(0.5):
-        pass
+        if sidecar.worker.crashed is not None:
+            # A process that accepts spans nobody evaluates is worse than one that exits: the
+            # supervisor restarts it, and the spool replays what was acknowledged.
+            log.critical("stopping: the evaluation worker died (%s)", sidecar.worker.crashed)
+            sidecar.stop()
+            return 1
     log.info("shutting down (budget %.0fs)", serve.shutdown_timeout_s)
     sidecar.stop()
     return 0

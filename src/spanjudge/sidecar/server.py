@@ -27,8 +27,9 @@ from spanjudge.errors import ConfigError
 from spanjudge.sidecar.config import ServeConfig
 from spanjudge.sidecar.export import build_metric_readers, build_verdict_export
 from spanjudge.sidecar.grpc_receiver import GrpcReceiver
-from spanjudge.sidecar.handling import Handler, SidecarTelemetry
+from spanjudge.sidecar.handling import Handler, SidecarTelemetry, bearer_ok
 from spanjudge.sidecar.http_receiver import HttpReceiver
+from spanjudge.sidecar.metrics_server import MetricsServer
 from spanjudge.sidecar.recovery import open_spool
 from spanjudge.sidecar.spool import MemorySpool, Spool
 from spanjudge.sidecar.worker import Worker
@@ -58,13 +59,17 @@ def _host(endpoint: str) -> str:
     return endpoint.rpartition(":")[0]
 
 
-def _start_prometheus(endpoint: str) -> tuple[Any, Any, int]:
+def _start_prometheus(serve: ServeConfig) -> tuple[Any, MetricsServer, int]:
     from opentelemetry.exporter.prometheus import PrometheusMetricReader
-    from prometheus_client import start_http_server
 
-    host, _, port = endpoint.rpartition(":")
-    server, _thread = start_http_server(int(port), addr=host.strip("[]"))
-    return PrometheusMetricReader(), server, int(server.server_port)
+    assert serve.metrics_endpoint is not None
+    token = serve.auth.token()
+    server = MetricsServer(
+        serve.metrics_endpoint,
+        tls=serve.tls,
+        authorized=functools.partial(bearer_ok, token=token.encode() if token else None),
+    )
+    return PrometheusMetricReader(), server, server.port
 
 
 _BIND_FIXES = {
@@ -137,6 +142,7 @@ class Sidecar:
         self._prometheus_server: Any = None
         self._started = False
         self._stopped = False
+        self._stop_lock = threading.Lock()
         attributes = {"service.name": os.environ.get("OTEL_SERVICE_NAME", "spanjudge")}
         if "service.instance.id" not in os.environ.get("OTEL_RESOURCE_ATTRIBUTES", ""):
             # Replicas must not overwrite each other's series after remote write.
@@ -151,7 +157,7 @@ class Sidecar:
             endpoint = serve.metrics_endpoint
             try:
                 reader, self._prometheus_server, self._metrics_port = _bind(
-                    "metrics_endpoint", endpoint, config.source, lambda: _start_prometheus(endpoint)
+                    "metrics_endpoint", endpoint, config.source, lambda: _start_prometheus(serve)
                 )
             except ConfigError:
                 self.spool.close()
@@ -272,9 +278,13 @@ class Sidecar:
         Never raises: a component that cannot flush in time is logged in one line saying what
         stays in the spool. At the deadline the verdict exporters are aborted (their retries
         end, a call in flight is cancelled), so an unreachable endpoint cannot hold the exit."""
-        if self._stopped:
-            return
-        self._stopped = True
+        with self._stop_lock:  # a second caller waits for the first one's shutdown to end
+            if self._stopped:
+                return
+            self._stopped = True
+            self._stop()
+
+    def _stop(self) -> None:
         serve = self.serve
         # Keep a margin for the interpreter's own exit, and the end of the budget for the
         # metric readers, the servers and the spool.

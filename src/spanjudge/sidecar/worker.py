@@ -71,6 +71,7 @@ class Worker:
         # SQLite's message while the spool cannot write; /healthz is not ready meanwhile.
         self.storage_problem: str | None = None
         self.evaluated_sessions = 0
+        self.crashed: str | None = None  # why the worker thread ended by itself, if it did
         self.replayed_spans = 0
         self._key_attributes = policy.key_attributes
         self._submit_lock = threading.Lock()
@@ -79,6 +80,8 @@ class Worker:
         self._unconfirmed: list[Completion] = []
         self._thread: threading.Thread | None = None
         self._stopped = threading.Event()
+        # Set when a shutdown gave up waiting: the thread ends at its next step, spool untouched.
+        self._abandoned = False
 
     # --- receiver side (any thread) ---
 
@@ -91,6 +94,8 @@ class Worker:
         with self._submit_lock:
             if self._stopped.is_set():
                 raise Overloaded("shutting down")
+            if self.crashed is not None:
+                raise Overloaded(f"the evaluation worker died ({self.crashed}); restarting")
             if self.pending_spans + n > self.max_pending_spans and self.pending_spans > 0:
                 raise Overloaded(f"{self.pending_spans} spans waiting for the pipeline")
             if self.export_full():
@@ -148,9 +153,20 @@ class Worker:
         self._thread = threading.Thread(target=self._run, name="spanjudge-sidecar", daemon=True)
         self._thread.start()
 
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
     def _run(self) -> None:
+        try:
+            self._loop()
+        except BaseException as exc:  # a thread that ends must say so
+            self.crashed = f"{type(exc).__name__}: {exc}"
+            log.critical("the evaluation worker stopped: %s", self.crashed, exc_info=True)
+
+    def _loop(self) -> None:
         next_tick = time.monotonic() + self.tick_interval_s
-        while True:
+        while not self._abandoned:
             timeout = max(0.0, next_tick - time.monotonic())
             try:
                 item = self._queue.get(timeout=timeout)
@@ -166,10 +182,10 @@ class Worker:
                         item = self._queue.get_nowait()
                     except queue.Empty:
                         break
-                    if item is _STOP:
+                    if item is _STOP or self._abandoned:
                         return
                     self._add(item)
-            if time.monotonic() >= next_tick:
+            if time.monotonic() >= next_tick and not self._abandoned:
                 self._safe(self._tick)
                 next_tick = time.monotonic() + self.tick_interval_s
 
@@ -200,7 +216,7 @@ class Worker:
                     upto=self._last_added,
                 )
             )
-        if not self._unconfirmed:
+        if not self._unconfirmed or self._abandoned:
             return
         if not self.pipeline.flush(self.flush_timeout_s):
             if not self._stopped.is_set():  # at shutdown the sidecar reports what stays spooled
@@ -235,8 +251,11 @@ class Worker:
     def _safe(self, step: Callable[[], None]) -> None:
         try:
             step()
-        except Exception:  # the worker thread must survive anything one tick throws
+        except BaseException:  # the worker must survive anything a tick throws: SystemExit
+            # from a plugin included (in this thread it would end only the thread, silently)
             log.exception("sidecar tick failed")
+            if self.telemetry is not None:
+                self.telemetry.internal_error("sidecar_tick")
 
     # --- shutdown ---
 
@@ -248,6 +267,7 @@ class Worker:
         if self._thread is not None:
             self._thread.join(max(0.0, deadline - time.monotonic()))
             if self._thread.is_alive():
+                self._abandoned = True  # it ends after the step it is in, touching nothing
                 log.error("worker did not stop in time; open sessions stay in the spool")
                 return
         while True:  # whatever was queued after _STOP

@@ -1,0 +1,206 @@
+"""The evaluation worker under faults: an evaluator raising SystemExit, a session whose evaluation
+raises, a shutdown that times out, concurrent shutdown callers, and a session inside its end
+grace at a SIGTERM with `on_shutdown: evaluate` (emitted once, never again after the restart)."""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace.export import SpanExportResult
+
+from spanjudge.config import parse_config
+from spanjudge.engine import Engine
+from spanjudge.sidecar.config import parse_serve
+from spanjudge.sidecar.server import Sidecar
+from spanjudge.values import Verdict
+from tests.sidecar.helpers import SidecarProcess, VerdictServer, synthetic_session, wait_for
+
+pytestmark = pytest.mark.slow
+
+
+class _Raising:
+    """A third-party evaluator that raises what it is given for the sessions it names."""
+
+    def __init__(self, name: str, error: BaseException, sessions: set[str]) -> None:
+        self.name = name
+        self.error = error
+        self.sessions = sessions
+        self.calls = 0
+
+    def evaluate(self, ctx: Any) -> list[Verdict]:
+        self.calls += 1
+        if ctx.trajectory.session_id in self.sessions:
+            raise self.error
+        return [Verdict(evaluator=self.name, outcome="pass", score=1.0, label="ok")]
+
+
+def _sidecar(tmp: Path, engine_extra: Any, verdicts: VerdictServer, **serve: Any) -> Sidecar:
+    raw = {
+        "grpc_endpoint": "127.0.0.1:0",
+        "http_endpoint": "127.0.0.1:0",
+        "metrics_endpoint": None,
+        "tick_interval_s": 0.05,
+        "export": {"enabled": True, "endpoint": verdicts.endpoint, "insecure": True},
+        "spool": {"path": str(tmp / "spool.db")},
+        **serve,
+    }
+    problems: list[str] = []
+    serve_config = parse_serve(raw, "serve", problems)
+    assert not problems
+    config = parse_config({"sessions": {"idle_timeout_s": 60, "end_grace_s": 0.1}})
+    engine = Engine(config)
+    if engine_extra is not None:
+        engine.evaluators.append(engine_extra)
+    sidecar = Sidecar(config, serve_config, engine=engine)
+    sidecar.start()
+    return sidecar
+
+
+def _send(sidecar: Sidecar, *sessions: str) -> None:
+    assert sidecar.grpc is not None
+    exporter = OTLPSpanExporter(endpoint=f"127.0.0.1:{sidecar.grpc.port}", insecure=True)
+    for session in sessions:
+        assert exporter.export(synthetic_session(session)) == SpanExportResult.SUCCESS
+    exporter.shutdown()
+
+
+def _healthz(sidecar: Sidecar) -> int:
+    assert sidecar.http is not None
+    try:
+        url = f"http://127.0.0.1:{sidecar.http.port}/healthz"
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+@pytest.fixture
+def verdicts() -> Any:
+    server = VerdictServer()
+    yield server
+    server.stop()
+
+
+def test_system_exit_from_an_evaluator_is_an_error_verdict(
+    tmp_path: Path, verdicts: VerdictServer
+) -> None:
+    plugin = _Raising("exiting_plugin", SystemExit(3), {"exits"})
+    sidecar = _sidecar(tmp_path, plugin, verdicts)
+    try:
+        _send(sidecar, "exits", "after")
+        # the worker lived on: the next session was evaluated too
+        assert wait_for(lambda: {"exits", "after"} <= set(verdicts.received.sessions()), 20)
+        [event] = [
+            e
+            for e in verdicts.received.verdicts().values()
+            if e["session.id"] == "exits" and e["gen_ai.evaluation.name"] == "exiting_plugin"
+        ]
+        assert event["spanjudge.outcome"] == "not_evaluated"
+        assert event["error.type"] == "SystemExit"
+        assert _healthz(sidecar) == 200
+        assert wait_for(lambda: sidecar.spool.requests == 0)
+    finally:
+        sidecar.stop()
+
+
+def test_a_session_whose_evaluation_raises_stays_spooled(
+    tmp_path: Path, verdicts: VerdictServer
+) -> None:
+    sidecar = _sidecar(tmp_path, None, verdicts)
+    original = sidecar.engine.evaluate
+
+    def evaluate(closed: Any) -> Any:
+        if closed.key == "breaks":
+            raise RuntimeError("recognition bug")
+        return original(closed)
+
+    sidecar.engine.evaluate = evaluate  # type: ignore[method-assign]
+    try:
+        _send(sidecar, "breaks", "fine")
+        assert wait_for(lambda: "fine" in verdicts.received.sessions(), 20)
+        time.sleep(0.5)
+        assert "breaks" not in verdicts.received.sessions()
+        # not recorded as evaluated: its request is still in the spool for a retry
+        assert sidecar.spool.revision("breaks") == 0
+        assert sidecar.spool.requests == 1
+        assert sidecar.worker.pipeline.errors == 1  # counted (spanjudge.internal_errors)
+    finally:
+        sidecar.stop()
+    # the next start evaluates it (the fault gone), once
+    again = _sidecar(tmp_path, None, verdicts)
+    try:
+        assert wait_for(lambda: "breaks" in verdicts.received.sessions(), 20)
+        assert verdicts.received.sessions()["breaks"] == {1}
+    finally:
+        again.stop()
+
+
+def test_timed_out_shutdown_stops_the_worker_and_callers_wait(
+    tmp_path: Path, verdicts: VerdictServer
+) -> None:
+    release = threading.Event()
+
+    class Slow(_Raising):
+        def evaluate(self, ctx: Any) -> list[Verdict]:
+            release.wait(30)
+            return super().evaluate(ctx)
+
+    sidecar = _sidecar(
+        tmp_path, Slow("slow", RuntimeError(), set()), verdicts, shutdown_timeout_s=2
+    )
+    _send(sidecar, "slow-session")
+    assert wait_for(lambda: sidecar.worker.pending_spans == 0, 10)
+    time.sleep(0.3)  # the worker is inside the slow evaluation
+    finished: list[float] = []
+
+    def stop() -> None:
+        sidecar.stop()
+        finished.append(time.monotonic())
+
+    callers = [threading.Thread(target=stop) for _ in range(2)]
+    started = time.monotonic()
+    for caller in callers:
+        caller.start()
+    for caller in callers:
+        caller.join(20)
+    # both returned, and only once the shutdown had done its work (the same deadline)
+    assert len(finished) == 2
+    assert all(1.0 < t - started < 10 for t in finished), [t - started for t in finished]
+    release.set()
+    # the worker does not carry on behind the shutdown: it ends without touching the spool
+    assert wait_for(lambda: not sidecar.worker.running, 10)
+    assert "slow-session" not in verdicts.received.sessions()
+
+
+def test_session_in_its_end_grace_at_shutdown_is_emitted_once(
+    tmp_path: Path, verdicts: VerdictServer
+) -> None:
+    config = {
+        "sessions": {"idle_timeout_s": 600, "end_grace_s": 60},
+        "serve": {
+            "grpc_endpoint": "127.0.0.1:0",
+            "http_endpoint": None,
+            "metrics_endpoint": None,
+            "on_shutdown": "evaluate",
+            "shutdown_timeout_s": 10,
+            "spool": {"path": str(tmp_path / "spool.db")},
+        },
+    }
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": verdicts.endpoint, "OTEL_EXPORTER_OTLP_INSECURE": "true"}
+    sidecar = SidecarProcess(tmp_path, config, env).start()
+    exporter = OTLPSpanExporter(endpoint=sidecar.endpoints["grpc"], insecure=True)
+    assert exporter.export(synthetic_session("in-grace")) == SpanExportResult.SUCCESS
+    exporter.shutdown()
+    assert sidecar.terminate() == 0
+    assert len(verdicts.received.eval_spans) == 1  # evaluated at shutdown, complete
+    assert verdicts.received.eval_spans[0]["attrs"]["spanjudge.session.complete"] is True
+    again = SidecarProcess(tmp_path, config, env).start()
+    time.sleep(1.5)  # replay and a few ticks
+    assert again.terminate() == 0
+    assert len(verdicts.received.eval_spans) == 1  # not emitted a second time
