@@ -127,3 +127,91 @@ def test_plain_http_client_cannot_talk_to_tls_receiver(secure: Sidecar, certs: C
         conn.request("GET", "/healthz", headers=GOOD)
         conn.getresponse()
     conn.close()
+
+
+EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+
+
+def _grpc_code(sidecar: Sidecar, metadata: tuple[tuple[str, str], ...]) -> grpc.StatusCode:
+    assert sidecar.grpc is not None
+    with grpc.insecure_channel(f"127.0.0.1:{sidecar.grpc.port}") as channel:
+        try:
+            channel.unary_unary(EXPORT)(b"", timeout=5, metadata=metadata)
+        except grpc.RpcError as exc:
+            return exc.code()  # type: ignore[no-any-return]
+    return grpc.StatusCode.OK
+
+
+def _http_status(sidecar: Sidecar, authorization: list[str]) -> int:
+    assert sidecar.http is not None
+    conn = http.client.HTTPConnection("127.0.0.1", sidecar.http.port, timeout=5)
+    conn.putrequest("POST", "/v1/traces")
+    conn.putheader("Content-Type", "application/x-protobuf")
+    conn.putheader("Content-Length", "0")
+    for value in authorization:
+        conn.putheader("Authorization", value)
+    conn.endheaders()
+    status = conn.getresponse().status
+    conn.close()
+    return status
+
+
+@pytest.mark.parametrize("scheme", ["bearer", "BEARER", "Bearer"])
+def test_bearer_scheme_in_any_case_on_both_receivers(
+    make_sidecar: MakeSidecar, scheme: str
+) -> None:
+    sidecar = make_sidecar(auth={"bearer_token": TOKEN})
+    value = f"{scheme} {TOKEN}"
+    assert _grpc_code(sidecar, (("authorization", value),)) == grpc.StatusCode.OK
+    assert _http_status(sidecar, [value]) == 200
+
+
+@pytest.mark.parametrize("order", ["good_first", "good_last"])
+def test_duplicate_authorization_is_refused_on_both_receivers(
+    make_sidecar: MakeSidecar, order: str
+) -> None:
+    sidecar = make_sidecar(auth={"bearer_token": TOKEN})
+    values = [f"Bearer {TOKEN}", "Bearer nope"]
+    if order == "good_last":
+        values.reverse()
+    metadata = tuple(("authorization", v) for v in values)
+    assert _grpc_code(sidecar, metadata) == grpc.StatusCode.UNAUTHENTICATED
+    assert _http_status(sidecar, values) == 401
+
+
+def test_metrics_over_tls_behind_the_token(make_sidecar: MakeSidecar, certs: Certs) -> None:
+    sidecar = make_sidecar(
+        metrics_endpoint="127.0.0.1:0",
+        tls={"cert_file": str(certs.server_cert), "key_file": str(certs.server_key)},
+        auth={"bearer_token": TOKEN},
+    )
+    assert sidecar.endpoints is not None and sidecar.endpoints.metrics is not None
+    port = int(sidecar.endpoints.metrics.rpartition(":")[2])
+    context = ssl.create_default_context(cafile=str(certs.ca))
+
+    def scrape(headers: dict[str, str]) -> tuple[int, str]:
+        conn = http.client.HTTPSConnection("localhost", port, timeout=5, context=context)
+        conn.request("GET", "/metrics", headers=headers)
+        response = conn.getresponse()
+        body = response.read().decode()
+        conn.close()
+        return response.status, body
+
+    status, body = scrape({"Authorization": f"Bearer {TOKEN}"})
+    assert status == 200
+    assert "spanjudge_sidecar_pending_spans" in body
+    assert scrape({})[0] == 401
+    assert scrape({"Authorization": "Bearer nope"})[0] == 401
+    plain = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    with pytest.raises(
+        (ConnectionError, http.client.RemoteDisconnected, http.client.BadStatusLine)
+    ):
+        plain.request("GET", "/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+        plain.getresponse()
+    plain.close()
+    # /healthz stays open on the receiver (over its TLS), for probes without the token
+    assert sidecar.http is not None
+    conn = http.client.HTTPSConnection("localhost", sidecar.http.port, timeout=5, context=context)
+    conn.request("GET", "/healthz")
+    assert conn.getresponse().status == 200
+    conn.close()

@@ -85,8 +85,8 @@ class GrpcReceiver:
         return self.port
 
     def _export(self, request: bytes, context: Any) -> bytes:
-        metadata = dict(context.invocation_metadata() or ())
-        if not self.handler.authorized(metadata.get("authorization")):
+        metadata = context.invocation_metadata() or ()
+        if not self.handler.authorized([v for k, v in metadata if k == "authorization"]):
             self.handler.count("grpc", "unauthenticated")
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
         answer: Answer = self.handler.handle(request, FORMAT_PROTOBUF, "grpc")

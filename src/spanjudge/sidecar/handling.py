@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -36,6 +37,20 @@ class Answer:
     result: Result
     response: ExportTraceServiceResponse | None = None
     message: str = ""
+
+
+def bearer_ok(values: Sequence[str], token: bytes | None) -> bool:
+    """The one rule for `authorization` on every port: exactly one value (two are ambiguous,
+    whichever a proxy added), the `Bearer` scheme in any case (RFC 7235), the token compared
+    in constant time. No token configured: everything passes."""
+    if token is None:
+        return True
+    if len(values) != 1:
+        return False
+    scheme, _, credentials = values[0].strip().partition(" ")
+    if scheme.lower() != "bearer":
+        return False
+    return hmac.compare_digest(credentials.strip().encode(), token)
 
 
 class SidecarTelemetry:
@@ -94,20 +109,18 @@ class Handler:
         self.worker = worker
         self.limits = limits
         self.checks = checks
-        self._expected = f"Bearer {token}".encode() if token else None
+        self._token = token.encode() if token else None
         self.telemetry = telemetry
         self.counts: dict[str, int] = {}
 
-    def authorized(self, authorization: str | None) -> bool:
-        """Constant-time check of an `authorization` header against the configured token."""
-        if self._expected is None:
-            return True
-        if not authorization:
-            return False
-        return hmac.compare_digest(authorization.strip().encode(), self._expected)
+    def authorized(self, values: Sequence[str]) -> bool:
+        """Whether the `authorization` header values of one request carry the token."""
+        return bearer_ok(values, self._token)
 
     def not_ready(self) -> str | None:
         """Why requests are refused right now (for `/healthz`), or None when ready."""
+        if self.worker.crashed is not None:
+            return f"the evaluation worker died: {self.worker.crashed}"
         problem = self.worker.storage_problem
         return f"spool cannot write: {problem}" if problem is not None else None
 

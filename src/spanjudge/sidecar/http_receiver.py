@@ -167,7 +167,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
             )
             handler.count("http", "invalid")
             return
-        if not handler.authorized(self.headers.get("Authorization")):
+        if not handler.authorized(self.headers.get_all("Authorization") or []):
             self._discard_body()
             self._error(fmt, "unauthenticated", "missing or wrong bearer token")
             handler.count("http", "unauthenticated")
