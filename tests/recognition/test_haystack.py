@@ -58,3 +58,19 @@ def test_step_spans_are_claimed_without_steps_and_other_spans_are_left_alone() -
         attributes={"http.request.method": "GET"},
     )
     assert HaystackRecogniser().recognise(other) is None
+
+
+def test_the_catalogue_in_the_llm_input_repr_is_read_without_the_rest_of_the_repr() -> None:
+    # the skill never loaded: the catalogue exists only in load_skill's description inside the
+    # llm input, a Python repr (Tools do not serialise to JSON)
+    spans = _session("haystack-skill-never-loaded-fluent")
+    llm = next(s for s in spans if s.name == "haystack.agent.step.llm")
+    (step,) = HaystackRecogniser().recognise(llm) or []
+    assert {e.name: e.description for e in step.catalogue} == {
+        "csv-report": "Summarise a CSV file of sales figures into a markdown report with totals "
+        "per region.",
+        "incident-triage": "Triage a production incident from its alerts and logs and open a "
+        "ticket.",
+        "release-notes": "Draft release notes for a version from its merged pull requests, "
+        "grouped by label.",
+    }

@@ -16,7 +16,10 @@ Whether a tool call loaded a skill, and with what status, is the shared evidence
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import re
+from collections.abc import Iterator
 from typing import Any
 
 from spanjudge import semconv as sc
@@ -32,6 +35,8 @@ _KINDS = {
     sc.SPAN_HAYSTACK_LLM: "model",
     sc.SPAN_HAYSTACK_TOOL: "tool",
 }
+# a Python string literal in the llm input repr: a Tool's description, a message's text
+_LITERAL = re.compile(r"""(?:description|text)=("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')""")
 # reply meta usage keys: OpenAI-style generators, then Anthropic/Google-style ones
 _INPUT_TOKENS = ("prompt_tokens", "input_tokens")
 _OUTPUT_TOKENS = ("completion_tokens", "output_tokens")
@@ -110,7 +115,7 @@ class HaystackRecogniser:
             output_tokens=output_tokens,
             finish_reason=str(reason) if reason else None,
             text="\n".join(texts) or None,
-            catalogue=_catalogue(raw_input if isinstance(raw_input, str) else None),
+            catalogue=_input_catalogue(raw_input if isinstance(raw_input, str) else None),
             error=span_error(span),
             **span_fields(span, self.name),
         )
@@ -136,10 +141,43 @@ class HaystackRecogniser:
 
 
 def _catalogue(text: str | None) -> tuple[CatalogueEntry, ...]:
-    if not text:
+    return parse_catalogue(text) if text else ()
+
+
+def _input_catalogue(text: str | None) -> tuple[CatalogueEntry, ...]:
+    """Skills listed in the llm input's messages and tool descriptions. The input is JSON when
+    everything in it serialises, else a Python repr: there each `description=` / `text=`
+    literal is decoded on its own, so no other repr text joins an entry."""
+    if not text or "skill" not in text.lower():
         return ()
-    # the llm input repr escapes the newlines of the tool descriptions it holds
-    return parse_catalogue(text.replace("\\n", "\n") if "\\n" in text else text)
+    decoded = parse_json(text)
+    if decoded is not text:
+        strings = list(_strings(decoded))
+    else:
+        strings = []
+        for literal in _LITERAL.findall(text):
+            try:
+                value = ast.literal_eval(literal)
+            except (ValueError, SyntaxError):
+                continue
+            if isinstance(value, str):
+                strings.append(value)
+    entries: dict[str, CatalogueEntry] = {}
+    for string in strings:
+        for entry in parse_catalogue(string):
+            entries.setdefault(entry.name, entry)
+    return tuple(entries.values())
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item)
 
 
 def _dict(value: Any) -> dict[str, Any]:
