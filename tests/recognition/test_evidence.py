@@ -183,3 +183,26 @@ def test_a_rejected_call_with_unparsable_arguments_still_names_the_catalogue_ski
     )
     assert loads(trajectory) == [("csv-report", "failed"), ("csv-report", "loaded")]  # type: ignore[arg-type]
     assert trajectory.stats.retries == 1  # type: ignore[attr-defined]
+
+
+def test_a_body_handed_over_in_a_later_message_completes_the_call_that_asked_for_it() -> None:
+    def body(tracer: Tracer) -> None:
+        import json
+
+        from tests.recognition.agent_spans import tool_span
+
+        attrs = {"gen_ai.operation.name": "invoke_agent"}
+        with tracer.start_as_current_span("invoke_agent a", attributes=attrs):
+            tool_span(tracer, Call("load_capability", {"id": "csv-report"}, "ok", call_id="c1"))
+            history = [
+                {"role": "user", "parts": [{"type": "text", "content": REQUEST}]},
+                {"role": "user", "parts": [{"type": "text", "content": SKILL_MD}]},
+            ]
+            chat = {"gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps(history)}
+            with tracer.start_as_current_span("chat m", attributes=chat):
+                pass
+
+    trajectory = trajectory_of(body)
+    assert loads(trajectory) == [("csv-report", "loaded")]
+    assert trajectory.skill_loads[0].tool_name == "load_capability"
+    assert "Read the CSV" in (trajectory.skill_loads[0].body or "")

@@ -26,13 +26,14 @@ from spanjudge.recognition.base import (
     span_error,
     span_fields,
 )
-from spanjudge.recognition.evidence import ToolFacts, tool_step
+from spanjudge.recognition.evidence import ToolFacts, bodies_in, tool_step
 from spanjudge.recognition.genai_messages import (
     GEN_AI_PREFIX,
     STOP_REASONS,
     TOOL_PREFIX,
     catalogue,
     continues_turn,
+    input_texts,
     last_user_text,
     output,
     result_text,
@@ -127,6 +128,7 @@ class GenAIRecogniser:
             catalogue=catalogue(span),
             tool_schemas=tool_schemas(span),
             tool_requests=tool_requests(span),
+            bodies_seen=bodies_in(input_texts(span)),
             error=span_error(span),
             **self._base(span),
         )

@@ -94,6 +94,34 @@ def last_user_text(span: SpanRecord) -> str | None:
     return None
 
 
+def input_texts(span: SpanRecord) -> list[str]:
+    """Texts of the non-system messages a model call was given, only when one may hold a
+    SKILL.md document (front matter): parsing every history costs time on every call."""
+    raw = [v for v in values(span, sc.GEN_AI_INPUT_MESSAGES) if isinstance(v, str)]
+    raw += [
+        str(e.attributes.get("content"))
+        for e in span.events
+        if e.name in (sc.EV_GEN_AI_USER_MESSAGE, sc.EV_GEN_AI_TOOL_MESSAGE)
+    ]
+    if not any("---" in r and "name:" in r for r in raw):
+        return []
+    texts = [
+        t
+        for m in messages(span, sc.GEN_AI_INPUT_MESSAGES)
+        if m.get("role") != "system"
+        for p in m.get("parts") or ()
+        if isinstance(p, dict)
+        for t in (p.get("content"), as_text(p.get("response")))
+        if isinstance(t, str)
+    ]
+    for event in span.events:
+        if event.name in (sc.EV_GEN_AI_USER_MESSAGE, sc.EV_GEN_AI_TOOL_MESSAGE):
+            text = content_text(event.attributes.get("content"))
+            if text:
+                texts.append(text)
+    return texts
+
+
 def continues_turn(span: SpanRecord) -> bool:
     """The span's new input is only tool results or approval responses, no user text: a
     round-trip inside the request before it (Agent Framework's approval flow), not a new one."""
