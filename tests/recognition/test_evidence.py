@@ -206,3 +206,15 @@ def test_a_body_handed_over_in_a_later_message_completes_the_call_that_asked_for
     assert loads(trajectory) == [("csv-report", "loaded")]
     assert trajectory.skill_loads[0].tool_name == "load_capability"
     assert "Read the CSV" in (trajectory.skill_loads[0].body or "")
+
+
+def test_a_catalogue_name_under_any_argument_is_a_load_attempt_when_the_call_is_refused() -> None:
+    catalogue = "### Available skills\n- csv-report: Summarise a CSV file."
+    refused = Call(
+        "fetch_playbook", {"topic": "csv-report"}, "Playbook csv-report is not available."
+    )
+    trajectory = _run(Say(system=catalogue, text="."), refused)
+    assert loads(trajectory) == [("csv-report", "failed")]  # type: ignore[arg-type]
+    # an ordinary answer to a call that happens to mention the name is no load
+    plain = Call("search_logs", {"query": "csv-report"}, "3 lines")
+    assert loads(_run(Say(system=catalogue, text="."), plain)) == []  # type: ignore[arg-type]

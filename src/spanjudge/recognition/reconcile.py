@@ -21,7 +21,13 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 
 from spanjudge.recognition.base import as_text, parse_json
-from spanjudge.recognition.evidence import as_skill_load, body_of, skill_md_read, skill_of_call
+from spanjudge.recognition.evidence import (
+    as_skill_load,
+    body_of,
+    front_matter_name,
+    skill_md_read,
+    skill_of_call,
+)
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.skills import EMPTY_LIBRARY, SkillLibrary
 from spanjudge.trajectory.steps import Step
@@ -159,17 +165,27 @@ def _load_by_evidence(step: Step, names: set[str], library: SkillLibrary) -> Ste
     if step.kind != "tool_call":
         return step
     skill = None
+    named_by_key = False
     if names and isinstance(step.arguments, Mapping):
         for key, value in step.arguments.items():
-            if isinstance(value, str) and value.strip() in names and _NAME_KEY.search(str(key)):
+            if isinstance(value, str) and value.strip() in names:
                 skill = value.strip()
-                break
+                named_by_key = _NAME_KEY.search(str(key)) is not None
+                if named_by_key:
+                    break
     body = body_of(parse_json(step.result), step.result) if step.result else None
-    if skill is None and (known := library.skill_in(body)) is not None:
-        skill = known.name
+    if (known := library.skill_in(body)) is not None and skill in (None, known.name):
+        skill, named_by_key = known.name, True
     if skill is None:
         return step
-    return as_skill_load(step, skill, body, has_result=step.result is not None)
+    load = as_skill_load(step, skill, body, has_result=step.result is not None)
+    if named_by_key or load.skill_status == "failed":
+        # under any other argument a skill's exact name is a load attempt only when the call
+        # was refused or failed (`fetch_playbook(topic="csv-report")` -> "not available")
+        return load
+    if front_matter_name(body) == skill:
+        return load
+    return step
 
 
 def _bodies_from_messages(steps: list[Step]) -> list[Step]:
