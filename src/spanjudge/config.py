@@ -69,6 +69,10 @@ class Config:
     effects: EffectMap = field(default_factory=EffectMap)
     limits: Limits = field(default_factory=Limits)
     label_skills: tuple[str, ...] = ()
+    # Metric label values: listed names always pass; up to this many others per label (agent,
+    # skill) are admitted first come, the rest are reported as `other`.
+    label_agents: tuple[str, ...] = ()
+    max_label_values: int = 100
     sections: Mapping[str, Any] = field(default_factory=dict)
     source: str | None = None
 
@@ -179,6 +183,33 @@ def _limits(raw: Any, problems: list[str]) -> Limits:
     return limits
 
 
+_LABEL_KEYS = ("skills", "agents", "max_values")
+
+
+def _labels(raw: Any, problems: list[str]) -> tuple[tuple[str, ...], tuple[str, ...], int]:
+    """`labels: {skills: [...], agents: [...], max_values: N}` (every key optional)."""
+    if raw is None:
+        return (), (), 100
+    if not isinstance(raw, Mapping):
+        problems.append("labels: expected {skills: [...], agents: [...], max_values: N}")
+        return (), (), 100
+    for key in raw:
+        if key not in _LABEL_KEYS:
+            problems.append(f"labels.{key}: unknown setting (allowed: {', '.join(_LABEL_KEYS)})")
+    names: dict[str, tuple[str, ...]] = {}
+    for key in ("skills", "agents"):
+        value = raw.get(key) or []
+        if not isinstance(value, list):
+            problems.append(f"labels.{key}: expected a list of names allowed as label values")
+            value = []
+        names[key] = tuple(str(v) for v in value)
+    cap = raw.get("max_values", 100)
+    if isinstance(cap, bool) or not isinstance(cap, int) or cap < 0:
+        problems.append(f"labels.max_values: expected a whole number >= 0, got {cap!r}")
+        cap = 100
+    return names["skills"], names["agents"], cap
+
+
 def parse_config(doc: Any, source: str | None = None) -> Config:
     """Validate a parsed document; raises `ConfigError` listing every problem."""
     problems: list[str] = []
@@ -228,12 +259,7 @@ def parse_config(doc: Any, source: str | None = None) -> Config:
     if not isinstance(judges, Mapping):
         problems.append("judges: expected a mapping of judge name -> settings")
         judges = {}
-    labels = doc.get("labels") or {}
-    label_skills: tuple[str, ...] = ()
-    if isinstance(labels, Mapping) and isinstance(labels.get("skills"), list):
-        label_skills = tuple(str(s) for s in labels["skills"])
-    elif labels:
-        problems.append("labels: expected {skills: [names allowed as metric label values]}")
+    label_skills, label_agents, max_label_values = _labels(doc.get("labels"), problems)
     sections: dict[str, Any] = {}
     for section, parser in SECTION_PARSERS.items():
         sections[section] = parser(doc.get(section), section, problems)
@@ -251,6 +277,8 @@ def parse_config(doc: Any, source: str | None = None) -> Config:
         effects=_effects(doc.get("effects"), problems),
         limits=_limits(doc.get("limits"), problems),
         label_skills=label_skills,
+        label_agents=label_agents,
+        max_label_values=max_label_values,
         sections=sections,
         source=source,
     )

@@ -86,7 +86,12 @@ class SpanJudgeProcessor(SpanProcessor):
         if sinks is None:
             sinks = [
                 OtelVerdictSink(tracer_provider=tracer_provider, logger_provider=logger_provider),
-                MetricsSink(meter_provider=meter_provider, label_skills=self.config.label_skills),
+                MetricsSink(
+                    meter_provider=meter_provider,
+                    label_skills=self.config.label_skills,
+                    label_agents=self.config.label_agents,
+                    max_label_values=self.config.max_label_values,
+                ),
             ]
         self.pipeline = Pipeline(
             self.engine, SessionStore(self.config.policy), sinks, telemetry=self.telemetry

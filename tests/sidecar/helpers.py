@@ -74,20 +74,30 @@ def to_sdk(records: Iterable[SpanRecord]) -> list[ReadableSpan]:
     return out
 
 
-def synthetic_session(session_id: str, *, tools: int = 2, end: bool = True) -> list[ReadableSpan]:
-    """One agent turn with tool calls, ended with `spanjudge.session.end` when ``end``."""
+def synthetic_session(
+    session_id: str,
+    *,
+    tools: int = 2,
+    end: bool = True,
+    agent: str = "bench-agent",
+    expected_skills: tuple[str, ...] = (),
+) -> list[ReadableSpan]:
+    """One agent turn with tool calls, ended with `spanjudge.session.end` when ``end``; the
+    agent may name skills it is expected to load (`spanjudge.expected_skills`)."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider(resource=Resource({"service.name": "agent"}))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer("agent-test")
     attrs: dict[str, Any] = {
         "gen_ai.operation.name": "invoke_agent",
-        "gen_ai.agent.name": "bench-agent",
+        "gen_ai.agent.name": agent,
         "session.id": session_id,
     }
+    if expected_skills:
+        attrs["spanjudge.expected_skills"] = list(expected_skills)
     if end:
         attrs["spanjudge.session.end"] = True
-    with tracer.start_as_current_span("invoke_agent bench-agent", attributes=attrs):
+    with tracer.start_as_current_span(f"invoke_agent {agent}", attributes=attrs):
         for i in range(tools):
             with tracer.start_as_current_span(
                 "execute_tool read_file",

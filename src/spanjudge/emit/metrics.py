@@ -7,11 +7,13 @@ Add `score_views()` to your `MeterProvider` so that `spanjudge.score` uses the b
     MeterProvider(metric_readers=[reader], views=score_views())
 
 Label values are bounded: a skill name outside the session's catalogue, its expectations and the
-configured `labels.skills` is reported as `other`.
+configured `labels.skills` is reported as `other`, and so is any agent or skill name past the
+`labels.max_values` distinct ones (names listed in `labels.agents` / `labels.skills` always pass).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -24,6 +26,7 @@ from spanjudge import semconv
 from spanjudge._version import __version__
 from spanjudge.values import SessionResult
 
+log = logging.getLogger("spanjudge")
 OTHER = "other"
 UNKNOWN_AGENT = "unknown"
 _TOOL_CALL_BUCKETS = (0.0, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0)
@@ -52,21 +55,62 @@ def _norm(name: str) -> str:
     return name.strip().lower()
 
 
-class SkillLabels:
-    """Bounds `gen_ai.skill.name` label values: known names pass, anything else is `other`."""
+class LabelBudget:
+    """Bounds one label's values: configured names always pass (in the configured spelling);
+    up to ``cap`` other names are admitted, first come, for the life of the process; anything
+    after that is `other`. A name sent by an agent must not be able to mint a new series."""
 
-    def __init__(self, configured: Iterable[str] = ()) -> None:
+    def __init__(self, label: str, configured: Iterable[str] = (), cap: int = 100) -> None:
+        self.label = label
         self.configured = {_norm(s): s.strip() for s in configured if s.strip()}
+        self.cap = cap
+        self._admitted: dict[str, str] = {}
+        self.overflowed = 0
+
+    def __call__(self, value: str, spelling: str | None = None) -> str:
+        key = _norm(value)
+        found = self.configured.get(key) or self._admitted.get(key)
+        if found is not None:
+            return found
+        if len(self._admitted) < self.cap:
+            self._admitted[key] = (spelling or value).strip()
+            return self._admitted[key]
+        if not self.overflowed:
+            log.warning(
+                "metric label %s has %d distinct values, its cap: further ones are reported as"
+                " %r (list the names that matter under labels.%s, or raise labels.max_values)",
+                self.label,
+                self.cap,
+                OTHER,
+                "agents" if self.label == semconv.GEN_AI_AGENT_NAME else "skills",
+            )
+        self.overflowed += 1
+        return OTHER
+
+
+class SkillLabels:
+    """Bounds `gen_ai.skill.name` label values: a skill outside the configured `labels.skills`,
+    the session's expectations and its catalogue is `other`; the ones the session itself names
+    (its catalogue, `spanjudge.expected_skills`: both sent by the agent) share a cap."""
+
+    def __init__(self, configured: Iterable[str] = (), cap: int = 100) -> None:
+        self.budget = LabelBudget(semconv.GEN_AI_SKILL_NAME, configured, cap)
 
     def for_session(self, result: SessionResult) -> Callable[[str], str]:
         # Matched case-insensitively, emitted in the spelling the configuration, expectation or
         # catalogue uses (the same as on the span events and log records).
-        allowed = dict(self.configured)
+        named: dict[str, str] = {}
         for name in (*result.expectation.skills, *(e.name for e in result.trajectory.catalogue)):
-            allowed.setdefault(_norm(name), name.strip())
+            named.setdefault(_norm(name), name.strip())
+        budget = self.budget
 
         def label(skill: str) -> str:
-            return allowed.get(_norm(skill), OTHER) if skill.strip() else OTHER
+            key = _norm(skill)
+            if not key:
+                return OTHER
+            if key in budget.configured:
+                return budget.configured[key]
+            return budget(skill, named[key]) if key in named else OTHER
 
         return label
 
@@ -84,10 +128,18 @@ class MetricsSink:
     including sessions whose evaluation failed.
     """
 
-    def __init__(self, meter_provider: Any = None, label_skills: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        meter_provider: Any = None,
+        label_skills: Sequence[str] = (),
+        *,
+        label_agents: Sequence[str] = (),
+        max_label_values: int = 100,
+    ) -> None:
         meter = _meter(meter_provider)
         self._seen_agents: set[str] = set()
-        self._labels = SkillLabels(label_skills)
+        self._labels = SkillLabels(label_skills, max_label_values)
+        self._agents = LabelBudget(semconv.GEN_AI_AGENT_NAME, label_agents, max_label_values)
         self.verdicts = meter.create_counter(
             semconv.M_VERDICTS, unit="1", description="Verdicts by evaluator and outcome"
         )
@@ -135,7 +187,7 @@ class MetricsSink:
 
     def emit(self, result: SessionResult) -> None:
         trajectory = result.trajectory
-        agent = trajectory.agent_name or UNKNOWN_AGENT
+        agent = self._agents(trajectory.agent_name) if trajectory.agent_name else UNKNOWN_AGENT
         skill_label = self._labels.for_session(result)
         agent_attrs = {semconv.GEN_AI_AGENT_NAME: agent}
         for verdict in result.verdicts:

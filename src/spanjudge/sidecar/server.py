@@ -175,7 +175,14 @@ class Sidecar:
             _adopt_as_global(self.meter_provider)
         self.engine = engine or Engine(config)
         self.export = build_verdict_export(serve.export, resource)
-        sinks: list[Sink] = [MetricsSink(self.meter_provider, label_skills=config.label_skills)]
+        sinks: list[Sink] = [
+            MetricsSink(
+                self.meter_provider,
+                label_skills=config.label_skills,
+                label_agents=config.label_agents,
+                max_label_values=config.max_label_values,
+            )
+        ]
         if serve.export.enabled:
             # Building evaluation spans and log records costs as much as evaluating; only
             # worth it when they go somewhere.

@@ -1,0 +1,74 @@
+"""Agents that send a new agent name or expected skill with every session cannot mint a series
+each: past `labels.max_values` names per label they are `other`; listed names always pass."""
+
+from __future__ import annotations
+
+import re
+import urllib.request
+from pathlib import Path
+
+import pytest
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace.export import SpanExportResult
+
+from spanjudge.config import parse_config
+from spanjudge.errors import ConfigError
+from tests.sidecar.helpers import SidecarProcess, synthetic_session, wait_for
+
+pytestmark = pytest.mark.slow
+SESSIONS = 12
+
+
+def _values(text: str, label: str) -> set[str]:
+    # "" is the exporter's filler on series that do not carry the label
+    return set(re.findall(label + r'="([^"]*)"', text)) - {""}
+
+
+def test_agent_and_skill_labels_are_capped(tmp_path: Path) -> None:
+    config = {
+        "sessions": {"idle_timeout_s": 60, "end_grace_s": 0.1},
+        "labels": {"max_values": 3, "agents": ["vip-agent"], "skills": ["vip-skill"]},
+        "serve": {
+            "grpc_endpoint": "127.0.0.1:0",
+            "http_endpoint": None,
+            "metrics_endpoint": "127.0.0.1:0",
+            "tick_interval_s": 0.05,
+            "spool": {"path": str(tmp_path / "spool.db")},
+        },
+    }
+    sidecar = SidecarProcess(tmp_path, config).start()
+    try:
+        exporter = OTLPSpanExporter(endpoint=sidecar.endpoints["grpc"], insecure=True)
+        for i in range(SESSIONS):
+            spans = synthetic_session(
+                f"card-{i}", agent=f"agent-{i}", expected_skills=(f"skill-{i}",)
+            )
+            assert exporter.export(spans) == SpanExportResult.SUCCESS
+        # the listed names come last, after the caps are long full
+        vip = synthetic_session("card-vip", agent="vip-agent", expected_skills=("vip-skill",))
+        assert exporter.export(vip) == SpanExportResult.SUCCESS
+        exporter.shutdown()
+        url = f"http://{sidecar.endpoints['metrics']}/metrics"
+
+        def scrape() -> str:
+            with urllib.request.urlopen(url, timeout=10) as response:
+                return str(response.read().decode())
+
+        assert wait_for(lambda: "vip-agent" in scrape(), 20)
+        text = scrape()
+        agents = _values(text, "gen_ai_agent_name")
+        assert agents == {"agent-0", "agent-1", "agent-2", "other", "vip-agent"}
+        skills = _values(text, "gen_ai_skill_name")
+        assert skills == {"skill-0", "skill-1", "skill-2", "other", "vip-skill"}
+        assert "reported as 'other'" in sidecar.log.read_text()
+    finally:
+        assert sidecar.terminate() == 0
+
+
+def test_labels_section_problems_name_the_setting() -> None:
+    with pytest.raises(ConfigError) as raised:
+        parse_config({"labels": {"max_values": -1, "agents": "one", "color": 1}})
+    problems = raised.value.problems
+    assert any(p.startswith("labels.max_values: expected a whole number") for p in problems)
+    assert any(p.startswith("labels.agents: expected a list") for p in problems)
+    assert any(p.startswith("labels.color: unknown setting") for p in problems)
