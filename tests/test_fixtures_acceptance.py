@@ -164,3 +164,42 @@ def test_a_recogniser_that_raises_costs_one_span_not_the_session(caplog) -> None
     assert steps and not any(s.kind in ("tool_call", "skill_load") for s in steps)
     assert registry.errors == sum(1 for s in spans if s.name.startswith("execute_tool")) > 0
     assert sum("recognition preset broken failed" in r.getMessage() for r in caplog.records) == 1
+
+
+def _skill_text(name: str) -> str | None:
+    path = FIXTURES / "skills" / name / "SKILL.md"
+    if not path.exists():
+        return None
+    return " ".join(path.read_text(encoding="utf-8").split("---", 2)[-1].split())
+
+
+class _Loads:
+    """A writer that keeps each session's skill loads, bodies included."""
+
+    def __init__(self) -> None:
+        self.loads: list[tuple[str, Any]] = []
+
+    def begin(self) -> None: ...
+
+    def session(self, result: Any) -> None:
+        self.loads.extend((result.trajectory.session_id, x) for x in result.trajectory.skill_loads)
+
+    def end(self, summary: Any, input_report: Any) -> None: ...
+
+
+@pytest.mark.parametrize("directory", sorted({d for d, _ in RECORDS}))
+def test_skill_bodies_say_where_they_came_from_and_are_the_skills_own_text(directory: str) -> None:
+    """A loaded skill's body recorded in the trace is reported as from the trace and is that
+    skill's SKILL.md text; a load without a body has no source. The SKILL.md files are the
+    ground truth, and these fixtures configure no skills directory."""
+    writer = _Loads()
+    run_offline(sorted(str(p) for p in Path(directory).glob("*.jsonl")), Engine(), writer)
+    for session_id, load in writer.loads:
+        if load.status != "loaded" or not load.body:
+            assert load.body_source is None, (session_id, load.skill)
+            continue
+        assert load.body_source == "trace", (session_id, load.skill)
+        truth = _skill_text(load.skill)
+        if truth is not None:
+            assert truth[:60] in " ".join(load.body.split()), (session_id, load.skill)
+    assert all(load.body_source != "directory" for _, load in writer.loads)

@@ -218,3 +218,10 @@ def test_a_catalogue_name_under_any_argument_is_a_load_attempt_when_the_call_is_
     # an ordinary answer to a call that happens to mention the name is no load
     plain = Call("search_logs", {"query": "csv-report"}, "3 lines")
     assert loads(_run(Say(system=catalogue, text="."), plain)) == []  # type: ignore[arg-type]
+
+
+def test_error_type_on_a_span_left_ok_fails_the_load() -> None:
+    call = Call("load_skill", {"name": "csv-report"}, SKILL_MD, attrs={"error.type": "tool_error"})
+    trajectory = _run(call)
+    assert loads(trajectory) == [("csv-report", "failed")]  # type: ignore[arg-type]
+    assert trajectory.skill_loads[0].body is None  # type: ignore[attr-defined]

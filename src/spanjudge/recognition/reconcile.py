@@ -106,8 +106,8 @@ def _fill(keep: Step, other: Step) -> Step:
         changes["arguments"] = other.arguments
     if keep.error is None and other.error is not None:
         changes["error"] = other.error
-        if keep.kind == "skill_load":
-            changes["skill_status"] = "failed"
+        if keep.kind == "skill_load":  # a joined span says it failed: no body was loaded
+            changes.update(skill_status="failed", skill_body=None, skill_body_source=None)
     return dataclasses.replace(keep, **changes) if changes else keep  # type: ignore[arg-type]
 
 
