@@ -11,7 +11,9 @@ request, then an assistant answer in text, then the current request), earlier tu
 and their spans are not here. Model inputs are read in every convention spanjudge reads: the
 GenAI `gen_ai.input.messages` attribute and details event, the v1.36 per-message events, and
 OpenInference's `llm.input_messages.N.*`. Sessions recorded without message content give no
-such evidence and are taken as whole.
+such evidence and are taken as whole. A session whose first agent run only continues a request
+(its input is tool results or approvals: Agent Framework's approval round-trip) lacks the run
+that took that request.
 
 A session found incomplete gets ``complete=False`` (so every evaluator applies its own
 "cut short" rules), and the verdicts that rest on what the missing turns did become
@@ -114,6 +116,14 @@ def replayed_requests(messages: Sequence[_Message]) -> int:
 
 def missing_prior_turns(trajectory: Trajectory, spans: Iterable[SpanRecord]) -> str | None:
     """Evidence that earlier turns of this session were never received, or None when whole."""
+    opening = next((s for s in trajectory.steps if s.kind == "agent_turn"), None)
+    if opening is not None and opening.continuation:
+        # its input is only tool results or approvals: the run that took the request is elsewhere
+        return (
+            f"the first agent run held (span {opening.span_id}) continues 1 earlier user "
+            f"request (its input holds only tool results or approvals); the spans that took "
+            f"that request never arrived here"
+        )
     first = next((s for s in trajectory.steps if s.kind == "model_call"), None)
     if first is None:
         return None
