@@ -42,6 +42,9 @@ def coverage_of(
         expected_skills_loaded=sum(1 for s in expected if s in loaded),
         skill_invocations=len(trajectory.skill_loads),
         invocations_with_body=sum(1 for load in trajectory.skill_loads if load.body_recorded),
+        bodies_from_directory=sum(
+            1 for load in trajectory.skill_loads if load.body_source == "directory"
+        ),
         not_evaluated=skipped,
     )
 

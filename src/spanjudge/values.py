@@ -140,6 +140,8 @@ class Coverage:
     expected_skills_loaded: int
     skill_invocations: int
     invocations_with_body: int
+    # of those, bodies the trace did not record, taken from a configured skills directory
+    bodies_from_directory: int = 0
     not_evaluated: Mapping[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -148,6 +150,7 @@ class Coverage:
             "expected_skills_loaded": self.expected_skills_loaded,
             "skill_invocations": self.skill_invocations,
             "invocations_with_body": self.invocations_with_body,
+            "bodies_from_directory": self.bodies_from_directory,
             "not_evaluated": dict(self.not_evaluated),
         }
 

@@ -63,3 +63,27 @@ def test_every_problem_of_the_skills_section_is_reported_at_once(tmp_path: Path)
     assert any("broken/SKILL.md: no YAML front matter" in p for p in problems)
     assert any("nameless/SKILL.md: front matter has no `name`" in p for p in problems)
     assert len(problems) == 5, problems
+
+
+def test_a_directory_body_lets_instruction_following_be_judged_and_coverage_says_so() -> None:
+    from spanjudge.engine import Engine
+    from spanjudge.sessions.store import ClosedSession
+    from spanjudge.spans.sdk import span_from_sdk
+    from tests.conftest import recorded
+
+    lazy = Call("load_skill", {"skill_name": "csv-report"}, {"status": "loaded"})
+    read = Call("read_csv", {"path": "data/sales.csv"}, "region,amount\nnorth,1")
+
+    def body(tracer):  # type: ignore[no-untyped-def]
+        agent_run(tracer, "Report.", [lazy, read])
+
+    spans = tuple(span_from_sdk(s) for s in recorded(body))
+    closed = ClosedSession(key="s", key_source="t", revision=1, reason="end_of_input", spans=spans)
+    config = parse_config({**SKILLS, "expectations": [{"when": {"request_matches": "."}, "skills": ["csv-report"]}]})
+    results = {}
+    for name, engine in (("directory", Engine(config)), ("none", Engine())):
+        result = engine.evaluate(closed)
+        verdicts = [v for v in result.verdicts if v.evaluator == "instruction_following"]
+        results[name] = (result.coverage.bodies_from_directory, [v.reason for v in verdicts])
+    assert results["directory"][0] == 1 and "body_not_recorded" not in results["directory"][1]
+    assert results["none"] == (0, ["body_not_recorded"])
