@@ -79,7 +79,9 @@ def test_a_directory_body_lets_instruction_following_be_judged_and_coverage_says
 
     spans = tuple(span_from_sdk(s) for s in recorded(body))
     closed = ClosedSession(key="s", key_source="t", revision=1, reason="end_of_input", spans=spans)
-    config = parse_config({**SKILLS, "expectations": [{"when": {"request_matches": "."}, "skills": ["csv-report"]}]})
+    config = parse_config(
+        {**SKILLS, "expectations": [{"when": {"request_matches": "."}, "skills": ["csv-report"]}]}
+    )
     results = {}
     for name, engine in (("directory", Engine(config)), ("none", Engine())):
         result = engine.evaluate(closed)
