@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 
 from spanjudge.cli import main
-from tests.conftest import load_schema, recorded, write_jsonl
+from tests.conftest import FIXTURES, load_schema, recorded, write_jsonl
 
 
 def _session(tracer, session_id: str) -> None:  # type: ignore[no-untyped-def]
@@ -234,3 +234,13 @@ def test_an_unset_api_key_env_is_a_configuration_error(capsys, tmp_path, trace_f
     assert (
         "judges.local.api_key_env: environment variable SPANJUDGE_TEST_NO_SUCH_KEY is unset" in err
     )
+
+
+def test_an_otlp_logs_file_is_named_as_such(capsys, tmp_path):  # type: ignore[no-untyped-def]
+    logs = FIXTURES / "claude_code" / "claude_code.logs.ndjson"  # the real Claude Code's logs
+    code, out, err = run(capsys, "eval", str(logs))
+    assert code == 2 and out == ""
+    assert (
+        f"{logs}:1: resourceLogs: this is OTLP logs (resourceLogs); spanjudge reads traces" in err
+    )
+    assert "--skip-invalid" not in err and err.count("\n") == 1

@@ -173,3 +173,29 @@ def test_the_shipped_serve_configuration_starts_as_shipped(venv: Path, tmp_path:
             proc.kill()
             proc.communicate()
     assert proc.returncode == 0, rest
+
+
+def test_every_package_data_entry_names_files_that_exist() -> None:
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    for package, patterns in project["tool"]["setuptools"]["package-data"].items():
+        base = ROOT / "src" / package.replace(".", "/")
+        for pattern in patterns:
+            assert list(base.glob(pattern)), f"package-data {package}: {pattern} matches nothing"
+
+
+def test_the_installed_package_carries_its_data(venv: Path) -> None:
+    found = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "import importlib.resources as r; p = r.files('spanjudge');"
+            " print((p / 'py.typed').is_file(), (p / 'schemas' / 'report.schema.json').is_file())",
+        ],
+        capture_output=True,
+        text=True,
+        env=_clean_env(),
+        timeout=60,
+    )
+    assert found.stdout.split() == ["True", "True"], found.stderr

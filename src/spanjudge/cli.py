@@ -317,7 +317,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_demo(args)
     except (ConfigError, InputError, OutputError) as exc:
         hint = ""
-        if isinstance(exc, InputError) and not isinstance(exc, OutputError) and exc.line:
+        wrong_signal = "spanjudge reads traces" in str(exc)  # skipping would skip it all
+        if (
+            isinstance(exc, InputError)
+            and not isinstance(exc, OutputError)
+            and exc.line
+            and not wrong_signal
+        ):
             hint = " (--skip-invalid skips bad lines and spans, counting them)"
         print(f"spanjudge: error: {exc}{hint}", file=sys.stderr)
         return EXIT_USAGE

@@ -10,6 +10,7 @@ from __future__ import annotations
 GEN_AI_OPERATION_NAME = "gen_ai.operation.name"
 GEN_AI_CONVERSATION_ID = "gen_ai.conversation.id"
 GEN_AI_AGENT_NAME = "gen_ai.agent.name"
+SERVICE_NAME = "service.name"  # resource attribute: the agent label when no agent name
 GEN_AI_AGENT_ID = "gen_ai.agent.id"
 GEN_AI_TOOL_NAME = "gen_ai.tool.name"
 GEN_AI_TOOL_CALL_ID = "gen_ai.tool.call.id"

@@ -73,7 +73,7 @@ def test_agent_content_is_escaped_and_nothing_external_is_loaded():
     page = render([hostile_result()])
     assert "<script>document.title" not in page and "<img" not in page
     assert "&lt;script&gt;" in page and "onerror=&quot;" in page
-    assert page.count("<script>") == 1  # only the page's own smoke-test script
+    assert "<script" not in page  # the page ships no script, the agent's text none either
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)
     assert "NOT EVALUATED" in page and "o-ne" in page and "[no_thresholds]" in page
 
@@ -121,8 +121,9 @@ def test_fixture_report_renders_every_session_and_task_in_headless_chromium(tmp_
     for path, count in ((page, len(sessions)), (hostile, 1)):
         done = chromium(path.as_uri(), "--dump-dom", tmp=tmp_path)
         assert done.returncode == 0, done.stderr[-2000:]
-        # The page's own script sets the title only if every session and task section rendered.
-        assert f"<title>ok {count} sessions</title>" in done.stdout, done.stdout[:500]
+        # The DOM the browser built: every session section parsed (no markup from the trace
+        # broke the page), nothing injected.
+        assert done.stdout.count('<section class="session card"') == count, done.stdout[:500]
         assert "data-pwned" not in done.stdout
     dom = chromium(page.as_uri(), "--dump-dom", tmp=tmp_path).stdout
     assert dom.count('class="task card"') == 1

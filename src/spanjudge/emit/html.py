@@ -8,9 +8,8 @@ profiles (each component of the trajectory vector drawn as a distribution across
 its reason, never like a pass or a fail.
 
 Everything that came from the agent (names, arguments, results, answers, ids) is untrusted and
-goes through `html.escape`; element ids are generated, never taken from the trace. The only
-script is a few lines at the end that count what rendered and set `document.title` to
-"ok N sessions" (a smoke test for headless browsers).
+goes through `html.escape`; element ids are generated, never taken from the trace. The page
+carries no script at all.
 """
 
 from __future__ import annotations
@@ -58,15 +57,6 @@ details pre{white-space:pre-wrap;word-break:break-all;max-height:240px;overflow:
 background:#f6f8fa;padding:6px;margin:2px 0}
 .expl{max-width:640px}
 """
-
-SCRIPT = """
-(function(){var b=document.getElementById('expected');
-var n=document.querySelectorAll('section.session').length,
-t=document.querySelectorAll('section.task').length;
-var ok=b&&n===+b.dataset.sessions&&t===+b.dataset.tasks;
-document.title=ok?('ok '+n+' sessions'):('error: rendered '+n+' sessions, '+t+' tasks');})();
-"""
-
 
 def _e(value: Any) -> str:
     return escape("" if value is None else str(value), quote=True)
@@ -121,11 +111,7 @@ class HtmlWriter:
             self.out.write("<h2>Tasks: distributions across repeated runs</h2>")
         for i, task in enumerate(tasks, 1):
             self.out.write(task_html(task, i))
-        self.out.write("</div>")
-        self.out.write(
-            f'<div id="expected" hidden data-sessions="{self.count}" data-tasks="{len(tasks)}">'
-            f"</div></main><script>{SCRIPT}</script></body></html>\n"
-        )
+        self.out.write("</div></main></body></html>\n")
 
 
 def summary_html(summary: Summary, input_report: dict[str, Any]) -> str:

@@ -150,7 +150,8 @@ def open_spool(serve: ServeConfig, source: str | None) -> Spool | MemorySpool:
             spool.bytes,
         )
     elif not state.existed:
-        log.info("spool %s: none was there, starting a new one", config.path)
+        # A first start: the start-up line names the spool already; one line is the promise.
+        log.debug("spool %s: none was there, starting a new one", config.path)
     return spool
 
 

@@ -203,6 +203,16 @@ def span_from_json(
     )
 
 
+# Other OTLP signals, recognised so that a logs or metrics file gets a message that says so.
+_OTHER_SIGNALS = {
+    "resourceLogs": "logs",
+    "resource_logs": "logs",
+    "resourceMetrics": "metrics",
+    "resource_metrics": "metrics",
+    "resourceProfiles": "profiles",
+}
+
+
 def decode_json_document(
     doc: Any, limits: Limits = DEFAULT_LIMITS
 ) -> tuple[list[SpanRecord], list[SpanProblem]]:
@@ -210,6 +220,16 @@ def decode_json_document(
     if not isinstance(doc, Mapping):
         return [], [SpanProblem("", "expected a JSON object with 'resourceSpans'")]
     resource_spans = doc.get("resourceSpans", doc.get("resource_spans"))
+    if resource_spans is None:
+        for key, signal in _OTHER_SIGNALS.items():
+            if key in doc:
+                return [], [
+                    SpanProblem(
+                        key,
+                        f"this is OTLP {signal} ({key}); spanjudge reads traces (resourceSpans):"
+                        " give it the file of a traces pipeline",
+                    )
+                ]
     if not isinstance(resource_spans, list):
         return [], [SpanProblem("resourceSpans", "missing or not a list")]
     records: list[SpanRecord] = []

@@ -98,6 +98,16 @@ def _str_list(value: Any) -> tuple[str, ...]:
     return ()
 
 
+def _service_name(spans: Sequence[SpanRecord]) -> str | None:
+    """The resource's `service.name`, the agent's label when no span names the agent; not the
+    SDK's `unknown_service...` placeholder."""
+    for span in spans:
+        name = _opt_str(span.resource.get(semconv.SERVICE_NAME))
+        if name and not name.startswith("unknown_service"):
+            return name
+    return None
+
+
 def _terminal_state(spans: Sequence[SpanRecord]) -> Mapping[str, Any] | None:
     state = None
     for span in spans:
@@ -230,6 +240,8 @@ def assemble(
         agent_name = agent_name or _opt_str(span.attributes.get(semconv.GEN_AI_AGENT_NAME))
     if turns and turns[0].agent_name:
         agent_name = turns[0].agent_name
+    if agent_name is None:
+        agent_name = _service_name(spans)
     return Trajectory(
         session_id=meta.session_id,
         session_key_source=meta.key_source,
