@@ -37,6 +37,8 @@ HAYSTACK = {
             "text": LLM_OUT + "#replies[*].content[*].text",
             "tool_calls": LLM_OUT + "#replies[*].content[*].tool_call",
             "finish_reason": LLM_OUT + "#replies[-1].meta.finish_reason",
+            # a custom loader's catalogue is in the system prompt (JSON when no Tool is in it)
+            "catalogue": "haystack.agent.step.llm.input#messages[role=system][0].content[*].text",
         },
         "tool_call": {
             "span_name": "haystack.agent.step.tool",
