@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from typing import IO, Any, TextIO
 
 from spanjudge._version import __version__
+from spanjudge.calibrate import add_parser as add_calibrate_parser
+from spanjudge.calibrate import cmd_calibrate
 from spanjudge.errors import ConfigError, InputError, OutputError, SpanJudgeError
 from spanjudge.gate import EXIT_FAIL, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
 
@@ -294,7 +296,9 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
         "SpanJudgeProcessor on the embedded defaults and prints the verdict table.",
     )
     _verbose(demo)
-    return parser, {"eval": ev, "serve": sv, "demo": demo}
+    calibrate = add_calibrate_parser(sub)
+    _verbose(calibrate)
+    return parser, {"eval": ev, "serve": sv, "demo": demo, "calibrate": calibrate}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -314,6 +318,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_eval(args)
         if args.command == "serve":
             return cmd_serve(args, rest)
+        if args.command == "calibrate":
+            return cmd_calibrate(args)
         return cmd_demo(args)
     except (ConfigError, InputError, OutputError) as exc:
         hint = ""

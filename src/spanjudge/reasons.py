@@ -17,6 +17,9 @@ TRAJECTORY_VALIDITY = "trajectory_validity"
 SIDE_EFFECTS = "side_effects"
 COST = "cost"
 ROBUSTNESS = "robustness"
+# Opt-in (one verdict per tool call): built only when named in `evaluators`.
+TOOL_SELECTION = "tool_selection"
+TOOL_PARAMETERS = "tool_parameters"
 
 BUILTIN_EVALUATORS: tuple[str, ...] = (
     SKILL_LOADED,
@@ -28,13 +31,18 @@ BUILTIN_EVALUATORS: tuple[str, ...] = (
     SIDE_EFFECTS,
     COST,
     ROBUSTNESS,
+    TOOL_SELECTION,
+    TOOL_PARAMETERS,
 )
+OPT_IN_EVALUATORS: tuple[str, ...] = (TOOL_SELECTION, TOOL_PARAMETERS)
 # The evaluators that ask a judge (the heuristic one unless configured otherwise).
 JUDGED_EVALUATORS: tuple[str, ...] = (
     SKILL_SELECTION,
     SKILL_OMISSION,
     INSTRUCTION_FOLLOWING,
     OUTCOME,
+    TOOL_SELECTION,
+    TOOL_PARAMETERS,
 )
 
 # --- Reason codes of `not_evaluated` verdicts ---
@@ -64,3 +72,5 @@ NOT_MEASURED = "not_measured"
 PRIOR_TURNS_MISSING = "prior_turns_missing"
 # A judged evaluator's judge gave no verdict within its deadline (judges.<name>.deadline_s).
 JUDGE_TIMEOUT = "judge_timeout"
+# tool_parameters: the tool call's arguments are not in the spans (content capture off).
+ARGUMENTS_NOT_RECORDED = "arguments_not_recorded"

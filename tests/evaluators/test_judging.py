@@ -15,7 +15,7 @@ from spanjudge.evaluators.judging import JudgePool
 from spanjudge.judges.base import Judgement, JudgeRequest
 from spanjudge.judges.reliability import CallPolicy
 from spanjudge.offline import run_offline
-from spanjudge.reasons import JUDGED_EVALUATORS
+from spanjudge.reasons import JUDGED_EVALUATORS, OPT_IN_EVALUATORS
 from spanjudge.values import Verdict
 from tests.conftest import FIXTURES
 
@@ -83,6 +83,8 @@ def test_a_judge_past_its_deadline_costs_only_its_verdicts() -> None:
             assert by_name.get(name), (result.trajectory.session_id, name)
             assert all(v.reason != "judge_timeout" for v in by_name[name])
         for name in JUDGED_EVALUATORS:
+            if name in OPT_IN_EVALUATORS:
+                continue  # not built unless configured
             verdicts = by_name[name]
             assert all(v.outcome != "pass" or v.judge != stuck.name for v in verdicts)
             late = [v for v in verdicts if v.reason == "judge_timeout"]

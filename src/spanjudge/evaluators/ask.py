@@ -5,10 +5,19 @@ from __future__ import annotations
 from spanjudge.errors import JudgeError
 from spanjudge.judges.base import Judge, Judgement, JudgeRequest
 from spanjudge.judges.heuristic import HEURISTIC
-from spanjudge.reasons import JUDGE_ERROR, NO_CATALOGUE, NO_OBSERVABLE_STEPS, NO_REQUEST
+from spanjudge.reasons import (
+    ARGUMENTS_NOT_RECORDED,
+    JUDGE_ERROR,
+    NO_CATALOGUE,
+    NO_OBSERVABLE_STEPS,
+    NO_REQUEST,
+    NO_TOOL_CALLS,
+)
 from spanjudge.values import Target, Verdict, not_evaluated
 
-_MISSING_EVIDENCE = frozenset({NO_CATALOGUE, NO_REQUEST, NO_OBSERVABLE_STEPS})
+_MISSING_EVIDENCE = frozenset(
+    {NO_CATALOGUE, NO_REQUEST, NO_OBSERVABLE_STEPS, ARGUMENTS_NOT_RECORDED, NO_TOOL_CALLS}
+)
 
 
 def judge_of(candidate: object) -> Judge:

@@ -61,6 +61,10 @@ EVALUATORS: Registry[EvaluatorFactory] = Registry(
         reasons.SIDE_EFFECTS: "spanjudge.evaluators.side_effects:SideEffects.from_options",
         reasons.COST: "spanjudge.evaluators.cost:Cost.from_options",
         reasons.ROBUSTNESS: "spanjudge.evaluators.robustness:Robustness.from_options",
+        reasons.TOOL_SELECTION: "spanjudge.evaluators.tool_selection:ToolSelection.from_options",
+        reasons.TOOL_PARAMETERS: (
+            "spanjudge.evaluators.tool_parameters:ToolParameters.from_options"
+        ),
     },
 )
 
@@ -68,7 +72,10 @@ EVALUATORS: Registry[EvaluatorFactory] = Registry(
 def build_evaluators(
     options: Mapping[str, Any], problems: list[str], path: str = "evaluators"
 ) -> list[Evaluator]:
-    """Every known evaluator unless disabled (`enabled: false`); options validated here."""
+    """Every known evaluator unless disabled (`enabled: false`); options validated here.
+
+    The opt-in ones (`reasons.OPT_IN_EVALUATORS`: one verdict per tool call, which multiplies
+    what is emitted) are built only when named in ``options``."""
     factories = EVALUATORS.checked(problems)
     for name in options:
         if name not in factories:
@@ -77,6 +84,8 @@ def build_evaluators(
             problems.append(f"{path}.{name}: unknown evaluator{hint} (known: {known})")
     built = []
     for name, factory in factories.items():
+        if name in reasons.OPT_IN_EVALUATORS and name not in options:
+            continue
         opts = options.get(name) or {}
         if not isinstance(opts, Mapping):
             problems.append(f"{path}.{name}: expected a mapping of options")

@@ -7,6 +7,8 @@ Four questions are asked of a judge (``JudgeRequest.kind``):
 - ``instruction_following``: how closely did the session follow the SKILL.md body?
   ``fully`` | ``mostly`` | ``partially`` | ``minimally`` | ``not_followed``
 - ``outcome``: does the final answer meet the reference answer / task? ``yes`` | ``no``
+- ``tool_selection``: was ``tool_call`` the right tool for the request and context? ``yes`` | ``no``
+- ``tool_parameters``: were ``tool_call``'s arguments right and grounded? ``yes`` | ``no``
 
 A judge that cannot answer raises `JudgeError`; it never guesses a rating.
 """
@@ -21,12 +23,21 @@ from spanjudge.errors import JudgeError
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.trajectory.steps import CatalogueEntry, Step
 
-JudgeKind = Literal["skill_selection", "skill_omission", "instruction_following", "outcome"]
+JudgeKind = Literal[
+    "skill_selection",
+    "skill_omission",
+    "instruction_following",
+    "outcome",
+    "tool_selection",
+    "tool_parameters",
+]
 JUDGE_KINDS: tuple[JudgeKind, ...] = (
     "skill_selection",
     "skill_omission",
     "instruction_following",
     "outcome",
+    "tool_selection",
+    "tool_parameters",
 )
 
 # Instruction-following levels and their scores (ARCHITECTURE.md section 5, Contract).
@@ -65,6 +76,10 @@ class JudgeRequest:
     final_answer: str | None = None
     reference_answer: str | None = None
     task: str | None = None
+    # tool_selection / tool_parameters: the call judged (also the last of ``steps``) and the
+    # parameter schemas of the tools the agent was offered, when recorded
+    tool_call: Step | None = None
+    tool_schemas: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

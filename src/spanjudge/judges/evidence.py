@@ -31,3 +31,13 @@ def check_evidence(request: JudgeRequest) -> None:
         raise JudgeError("the SKILL.md body was not recorded", error_type="body_not_recorded")
     if kind == "outcome" and not (request.reference_answer and request.final_answer):
         raise JudgeError("needs a final answer and a reference answer", error_type="no_reference")
+    if kind in ("tool_selection", "tool_parameters"):
+        if request.tool_call is None:
+            raise JudgeError("no tool call to judge", error_type="no_tool_calls")
+        if not request.request:
+            raise JudgeError("no user request recorded", error_type="no_request")
+    if kind == "tool_parameters" and request.tool_call and request.tool_call.arguments is None:
+        raise JudgeError(
+            f"the arguments of {request.tool_call.name!r} were not recorded",
+            error_type="arguments_not_recorded",
+        )

@@ -11,14 +11,16 @@ import json
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from spanjudge.errors import JudgeError
 from spanjudge.judges.base import BINARY, LEVELS, Judgement, JudgeRequest
 from spanjudge.judges.evidence import check_evidence
 from spanjudge.judges.heuristic_outcome import judge_outcome
+from spanjudge.judges.heuristic_tools import judge_tool_parameters, judge_tool_selection
 from spanjudge.judges.lexicon import related
-from spanjudge.judges.text import SkillStep, parse_skill, tokens
+from spanjudge.judges.text import SkillStep, align, parse_skill, tokens
 from spanjudge.reasons import BODY_NOT_RECORDED, NO_CATALOGUE, NO_OBSERVABLE_STEPS, NO_REQUEST
 from spanjudge.trajectory.steps import CatalogueEntry, Step
 
@@ -71,7 +73,20 @@ class HeuristicJudge:
             return self._omission(request)
         if request.kind == "instruction_following":
             return self._following(request)
+        if request.kind == "tool_selection":
+            return judge_tool_selection(request, lambda load: self._fits(request, load))
+        if request.kind == "tool_parameters":
+            return judge_tool_parameters(request)
         return judge_outcome(request)
+
+    def _fits(self, request: JudgeRequest, load: Step) -> bool | None:
+        """Whether skill ``load`` suits the request, or None when that cannot be judged."""
+        question = replace(request, kind="skill_selection", skill=load.skill, tool_call=None)
+        question = replace(question, skill_body=load.skill_body, skill_span_id=load.span_id)
+        try:
+            return self.judge(question).rating == "yes"
+        except JudgeError:
+            return None
 
     # --- selection and omission -------------------------------------------------------------
 
@@ -269,7 +284,7 @@ class HeuristicJudge:
         def matches(st: SkillStep, ev: Step) -> bool:
             return self._matches(st, ev, known)
 
-        pairs = _align(observable, events, matches)
+        pairs = align(observable, events, matches)
         in_order = {st.index: ev for st, ev in pairs}
         out_of_order = {
             st.index: next(e for e in events if matches(st, e))
@@ -350,32 +365,6 @@ def _asks_about(entry: CatalogueEntry, words: set[str]) -> bool:
         return False
     topics = tokens(found.group(1))
     return any(related(word) & topics for word in words)
-
-
-def _align(
-    steps: Sequence[SkillStep], events: Sequence[Step], match: Any
-) -> list[tuple[SkillStep, Step]]:
-    """Longest in-order alignment of skill steps with events (LCS), one event per step."""
-    n, m = len(steps), len(events)
-    table = [[0] * (m + 1) for _ in range(n + 1)]
-    for i in range(n - 1, -1, -1):
-        for j in range(m - 1, -1, -1):
-            if match(steps[i], events[j]):
-                table[i][j] = 1 + table[i + 1][j + 1]
-            else:
-                table[i][j] = max(table[i + 1][j], table[i][j + 1])
-    pairs = []
-    i = j = 0
-    while i < n and j < m:
-        if match(steps[i], events[j]) and table[i][j] == 1 + table[i + 1][j + 1]:
-            pairs.append((steps[i], events[j]))
-            i += 1
-            j += 1
-        elif table[i + 1][j] >= table[i][j + 1]:
-            i += 1
-        else:
-            j += 1
-    return pairs
 
 
 def _short(text: str, limit: int = 48) -> str:

@@ -27,6 +27,7 @@ _GROUPS: tuple[str, ...] = (
     "flight hotel trip travel itinerary",
     "expense invoice receipt reimbursement",
     "pdf document docx",
+    "delete remove clean cleanup erase purge",
 )
 
 

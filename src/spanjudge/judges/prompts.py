@@ -48,6 +48,18 @@ _QUESTIONS: dict[JudgeKind, str] = {
         "Compare the agent's final answer (FINAL_ANSWER) with the reference answer. "
         'Answer "yes" if it gives the same result as the reference, "no" if it does not.'
     ),
+    "tool_selection": (
+        "The agent made the tool call in TOOL_CALL; what happened before it is in TRAJECTORY. "
+        'Answer "yes" if this tool was a right one to call for the user\'s request (REQUEST) at '
+        'that point, "no" if it does not serve the request or repeats what was already done.'
+    ),
+    "tool_parameters": (
+        "The agent made the tool call in TOOL_CALL; what happened before it is in TRAJECTORY and "
+        "the tool's parameters are in TOOL_SCHEMA when known. "
+        'Answer "yes" if its arguments are right for the request (REQUEST) and come from the '
+        'request or from earlier tool outputs, "no" if an argument is wrong, invented or outside '
+        "what the user asked for."
+    ),
 }
 
 _SYSTEM = """You are a careful evaluator of recorded AI agent sessions. You answer exactly one \
@@ -127,6 +139,13 @@ def _data_blocks(request: JudgeRequest) -> list[tuple[str, str]]:
         blocks.append(("TRAJECTORY", json.dumps(compact_steps(request.steps), ensure_ascii=False)))
     if request.kind == "outcome":
         blocks.append(("FINAL_ANSWER", request.final_answer or "(no final answer)"))
+    call = request.tool_call
+    if call is not None:
+        shown = {"name": call.name, "arguments": call.arguments, "status": call.status}
+        blocks.append(("TOOL_CALL", json.dumps(shown, ensure_ascii=False, default=str)))
+        schema = request.tool_schemas.get(call.name)
+        if schema:
+            blocks.append(("TOOL_SCHEMA", json.dumps(schema, ensure_ascii=False, default=str)))
     return blocks
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
@@ -238,3 +240,29 @@ def parse_skill(body: str) -> SkillDoc:
             )
         )
     return SkillDoc(name=meta.get("name"), description=meta.get("description"), steps=tuple(steps))
+
+
+def align(
+    steps: Sequence[SkillStep], events: Sequence[Any], match: Callable[[SkillStep, Any], bool]
+) -> list[tuple[SkillStep, Any]]:
+    """Longest in-order alignment of skill steps with events (LCS), one event per step."""
+    n, m = len(steps), len(events)
+    table = [[0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n - 1, -1, -1):
+        for j in range(m - 1, -1, -1):
+            if match(steps[i], events[j]):
+                table[i][j] = 1 + table[i + 1][j + 1]
+            else:
+                table[i][j] = max(table[i + 1][j], table[i][j + 1])
+    pairs = []
+    i = j = 0
+    while i < n and j < m:
+        if match(steps[i], events[j]) and table[i][j] == 1 + table[i + 1][j + 1]:
+            pairs.append((steps[i], events[j]))
+            i += 1
+            j += 1
+        elif table[i + 1][j] >= table[i][j + 1]:
+            i += 1
+        else:
+            j += 1
+    return pairs
