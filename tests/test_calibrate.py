@@ -1,4 +1,4 @@
-"""`spanjudge calibrate` against hand-labelled fixture sessions (fixtures/labels/tool_calls.yaml)."""
+"""`spanjudge calibrate` against hand-labelled fixture sessions (fixtures/labels)."""
 
 from __future__ import annotations
 
