@@ -125,3 +125,22 @@ SERVE_EXAMPLE = ROOT / "collector-config" / "spanjudge-serve.yaml"
 def test_readme_serve_block_is_the_shipped_serve_configuration() -> None:
     [block] = [b for b in BLOCKS if b.startswith("serve:")]
     assert yaml.safe_load(block)["serve"] == yaml.safe_load(SERVE_EXAMPLE.read_text())["serve"]
+
+
+def test_every_file_the_readme_links_or_names_exists() -> None:
+    text = (ROOT / "README.md").read_text()
+    links = re.findall(r"\]\(([^)#:]+)\)", text)
+    named = re.findall(r"`((?:examples|collector-config|bench)/[\w./-]+\.(?:py|yaml))`", text)
+    assert {"ARCHITECTURE.md", "CONTRIBUTING.md", "CHANGELOG.md", "LICENSE"} <= set(links)
+    missing = [p for p in [*links, *named] if not (ROOT / p).exists()]
+    assert missing == []
+
+
+def test_the_license_is_the_one_pyproject_declares() -> None:
+    import tomllib
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["license"]
+    text = (ROOT / "LICENSE").read_text()
+    assert declared == {"text": "Apache-2.0"}
+    assert "Apache License" in text and "Version 2.0, January 2004" in text
+    assert "END OF TERMS AND CONDITIONS" in text
