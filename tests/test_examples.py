@@ -12,6 +12,7 @@ import yaml
 
 from spanjudge.config import load_config
 from spanjudge.sidecar import serve_config
+from tests.collector.collector_graph import resolve_env
 from tests.conftest import ROOT
 
 EXAMPLES = ROOT / "examples"
@@ -29,9 +30,13 @@ def test_the_serve_example_pairs_with_the_collector_configuration() -> None:
     serve = serve_config(load_config(str(COLLECTOR / "spanjudge-serve.yaml")))
     collector = yaml.safe_load((COLLECTOR / "sidecar.yaml").read_text())
     # The Collector exports agent traces where serve listens ...
-    assert collector["exporters"]["otlp_grpc/spanjudge"]["endpoint"] == serve.grpc_endpoint
+    # (addresses are `${env:NAME:-default}`: the defaults are what pairs)
+    spanjudge = collector["exporters"]["otlp_grpc/spanjudge"]["endpoint"]
+    assert resolve_env(spanjudge) == serve.grpc_endpoint
     # ... and serve sends verdicts to the Collector's separate verdict receiver.
-    verdicts = collector["receivers"]["otlp/spanjudge_verdicts"]["protocols"]["grpc"]["endpoint"]
+    verdicts = resolve_env(
+        collector["receivers"]["otlp/spanjudge_verdicts"]["protocols"]["grpc"]["endpoint"]
+    )
     assert serve.export.enabled and serve.export.endpoint == f"http://{verdicts}"
     assert serve.export.protocol == "grpc" and serve.export.insecure is True
     assert (serve.export.timeout_s, serve.shutdown_timeout_s) == (10.0, 20.0)
