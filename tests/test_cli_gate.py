@@ -251,3 +251,24 @@ def test_progress_shows_a_percentage_when_the_size_is_known(tmp_path, traces):  
     shown = b"".join(chunks).decode()
     assert done.returncode == 0, shown
     assert "100% 2 spans" in shown
+
+
+def test_the_table_legend_defines_coverage_as_the_report_computes_it(capsys):  # type: ignore[no-untyped-def]
+    import json
+
+    from tests.conftest import FIXTURES
+
+    traces = FIXTURES / "claude_code" / "claude_code.jsonl"
+    expect = FIXTURES / "claude_code" / "expectations.yaml"
+    main(["eval", str(traces), "--expect", str(expect)])
+    table = capsys.readouterr().out
+    assert "coverage = (pass + fail) / applicable verdicts" in table
+    assert "all but the not_applicable ones" in table and "judged / all" not in table
+    main(["eval", str(traces), "--expect", str(expect), "--format", "json"])
+    by_evaluator = json.loads(capsys.readouterr().out)["summary"]["by_evaluator"]
+    assert any(c["not_applicable"] for c in by_evaluator.values())  # the rule is exercised
+    for counts in by_evaluator.values():
+        applicable = counts["pass"] + counts["fail"] + counts["not_evaluated"]
+        applicable -= counts["not_applicable"]
+        judged = counts["pass"] + counts["fail"]
+        assert counts["coverage"] == (judged / applicable if applicable else None)
