@@ -223,3 +223,9 @@ HAYSTACK_TOOL_DESCRIPTION = "haystack.tool.description"
 HAYSTACK_TOOL_INPUT = "haystack.agent.step.tool.input"
 HAYSTACK_TOOL_OUTPUT = "haystack.agent.step.tool.output"
 HAYSTACK_TOOL_ERROR = "haystack.tool.error"
+
+# --- Google ADK 1.x gcp.vertex.agent.* (read) [fixb helper] ---
+GCP_VERTEX_AGENT_LLM_REQUEST = "gcp.vertex.agent.llm_request"  # JSON LlmRequest on call_llm
+GCP_VERTEX_AGENT_LLM_RESPONSE = "gcp.vertex.agent.llm_response"  # JSON LlmResponse on call_llm
+GCP_VERTEX_AGENT_TOOL_CALL_ARGS = "gcp.vertex.agent.tool_call_args"
+GCP_VERTEX_AGENT_TOOL_RESPONSE = "gcp.vertex.agent.tool_response"

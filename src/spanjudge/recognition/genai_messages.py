@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from spanjudge import semconv as sc
+from spanjudge.recognition import vertex_agent
 from spanjudge.recognition.base import (
     as_text,
     parse_json,
@@ -91,7 +92,7 @@ def last_user_text(span: SpanRecord) -> str | None:
             text = content_text(event.attributes.get("content"))
             if text:
                 return text
-    return None
+    return vertex_agent.request_text(span)
 
 
 def input_texts(span: SpanRecord) -> list[str]:
@@ -150,7 +151,7 @@ def output(span: SpanRecord) -> tuple[str | None, str | None, bool]:
                 for b in decoded
             )
             return content_text(message), str(reason) if reason else None, calls
-    return None, None, False
+    return vertex_agent.output(span)
 
 
 def tool_requests(span: SpanRecord) -> tuple[ToolRequest, ...]:
@@ -179,7 +180,7 @@ def tool_requests(span: SpanRecord) -> tuple[ToolRequest, ...]:
                 for u in uses
                 if isinstance(u, dict)
             )
-    return ()
+    return vertex_agent.tool_requests(span)
 
 
 def system_text(span: SpanRecord) -> str | None:
@@ -190,7 +191,7 @@ def system_text(span: SpanRecord) -> str | None:
         if e.name == sc.EV_GEN_AI_SYSTEM_MESSAGE
     ]
     joined = "\n".join(t for t in texts if t)
-    return joined or None
+    return joined or vertex_agent.system_text(span)
 
 
 def catalogue(span: SpanRecord) -> tuple[CatalogueEntry, ...]:
@@ -245,6 +246,8 @@ def tool_io(span: SpanRecord) -> tuple[Any, Any, bool]:
             arguments = parse_json(event.attributes.get("content"))
         elif event.name == sc.EV_GEN_AI_CHOICE and not has_result:
             result, has_result = parse_json(event.attributes.get("message")), True
+    if arguments is None and not has_result:
+        return vertex_agent.tool_io(span)
     return arguments, result, has_result
 
 
