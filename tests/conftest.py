@@ -17,13 +17,26 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.trace import Tracer
 
+from spanjudge.guard import RAISE_ENV, contained
 from spanjudge.spans.otlp_json import request_to_json_line, sdk_spans_to_request
 from spanjudge.spans.record import SpanRecord
 
 ROOT = Path(__file__).resolve().parent.parent
+# Internal-error guards re-raise under the test suite (spanjudge/guard.py), in this process and in
+# the spanjudge processes tests start; a test that makes something fail on purpose uses the
+# `contained_errors` fixture (or `guard.contained()`, or drops the variable for a subprocess).
+os.environ[RAISE_ENV] = "1"
 # CI sets this (comma list: prometheus,promtool,chromium,strands...) so that a tool it installed
 # but that went missing fails the run instead of quietly skipping its tests.
 REQUIRED = {t.strip() for t in os.environ.get("SPANJUDGE_REQUIRE", "").split(",") if t.strip()}
+
+
+@pytest.fixture
+def contained_errors() -> Iterator[None]:
+    """For a test that makes an evaluator, recogniser, sink or engine fail on purpose: the
+    guards contain it as in production instead of re-raising."""
+    with contained():
+        yield
 
 
 def unavailable(name: str, reason: str) -> None:

@@ -150,6 +150,7 @@ def test_steps_match_the_generators_call_log(directory: str, record: dict[str, A
             assert isinstance(args, dict) and args.get(key) == value, (name, key, args)
 
 
+@pytest.mark.usefixtures("contained_errors")  # fails on purpose
 def test_a_recogniser_that_raises_costs_one_span_not_the_session(caplog) -> None:  # type: ignore[no-untyped-def]
     from spanjudge.recognition.registry import RecogniserRegistry
     from spanjudge.spans.files import read_input

@@ -91,6 +91,7 @@ class _Failing(Engine):
         return super().evaluate(closed)
 
 
+@pytest.mark.usefixtures("contained_errors")  # fails on purpose
 def test_a_session_whose_evaluation_raised_stays_spooled(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -180,6 +180,7 @@ class Raising:
         raise ZeroDivisionError("boom")
 
 
+@pytest.mark.usefixtures("contained_errors")  # fails on purpose
 def test_evaluator_that_raises_becomes_an_error_verdict() -> None:
     r = rig(engine=Engine(evaluators=[Raising()]))
     answer = r.agent.run(CSV, end_session=True)
@@ -206,6 +207,7 @@ class BrokenSink:
         raise RuntimeError("sink down")
 
 
+@pytest.mark.usefixtures("contained_errors")  # fails on purpose
 def test_broken_sink_and_bad_span_are_contained(caplog: pytest.LogCaptureFixture) -> None:
     r = rig(sinks=[BrokenSink()])
     r.processor.on_end(ReadableSpan(name="no context"))  # cannot be converted

@@ -12,6 +12,7 @@ from spanjudge.errors import ConfigError
 from spanjudge.evaluators.base import EvaluationContext, Evaluator, build_evaluators
 from spanjudge.evaluators.judging import Judging
 from spanjudge.expectations import ExpectationResolver
+from spanjudge.guard import Guard
 from spanjudge.judges.registry import judge_lookup
 from spanjudge.reasons import EVALUATOR_ERROR, NOT_APPLICABLE
 from spanjudge.recognition import continuity
@@ -80,7 +81,9 @@ class Engine:
         self.evaluators = list(evaluators)
         self.resolver = ExpectationResolver(self.config.entries, self.config.rules)
         self.judge_for = judge_for or judge_lookup(self.config)
-        self._warned: set[str] = set()
+        # An evaluator exception is an `evaluator_error` verdict (contract); the guard logs it
+        # once per evaluator and, under the test suite, re-raises it.
+        self.guard = Guard(log, "evaluator")
         self.judging = Judging()
 
     def add_expectations(self, resolver: ExpectationResolver) -> None:
@@ -141,9 +144,7 @@ class Engine:
         except BaseException as exc:  # an evaluator bug must not take the session down
             if isinstance(exc, KeyboardInterrupt):  # SystemExit from a plugin is a bug like any
                 raise
-            if evaluator.name not in self._warned:
-                self._warned.add(evaluator.name)
-                log.exception("evaluator %s failed (logged once)", evaluator.name)
+            self.guard.failed(evaluator.name)
             return [
                 not_evaluated(
                     evaluator.name,

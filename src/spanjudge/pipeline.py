@@ -22,6 +22,7 @@ from spanjudge.emit.metrics import SelfTelemetry
 from spanjudge.emit.plugins import EmitSettings, configured_sinks
 from spanjudge.engine import Engine
 from spanjudge.errors import ConfigError
+from spanjudge.guard import Guard
 from spanjudge.sessions.store import ClosedSession, CloseReason, SessionStore
 from spanjudge.spans.record import SpanRecord
 from spanjudge.values import SessionResult
@@ -95,8 +96,9 @@ class Pipeline:
         self.ledger = ledger
         self.raise_errors = raise_errors
         self.own_spans_skipped = 0
-        self.errors = 0
-        self._warned: set[str] = set()
+        self.guard = Guard(
+            log, "spanjudge", on_error=telemetry.internal_error if telemetry is not None else None
+        )
         self._in_flight: dict[str, int] = {}  # key -> revision evaluated, not yet confirmed
         self._evaluated: list[ClosedSession] = []
         if telemetry is not None:
@@ -188,14 +190,12 @@ class Pipeline:
             results.append(result)
         return results
 
+    @property
+    def errors(self) -> int:
+        """Engine and sink failures contained so far (also `spanjudge.internal_errors`)."""
+        return self.guard.errors
+
     def _failed(self, where: str) -> None:
         if self.raise_errors:
             raise
-        self.errors += 1
-        if self.telemetry is not None:
-            self.telemetry.internal_error(where)
-        if where not in self._warned:
-            self._warned.add(where)
-            log.exception(
-                "spanjudge %s failed (logged once, counted in %s)", where, semconv.M_INTERNAL_ERRORS
-            )
+        self.guard.failed(where)

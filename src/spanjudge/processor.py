@@ -35,6 +35,7 @@ from spanjudge.emit.base import Sink
 from spanjudge.emit.metrics import MetricsSink, SelfTelemetry
 from spanjudge.emit.otel import OtelVerdictSink
 from spanjudge.engine import Engine
+from spanjudge.guard import Guard
 from spanjudge.pipeline import Pipeline, is_own_span
 from spanjudge.sessions.store import SessionStore
 from spanjudge.spans.record import SpanRecord
@@ -101,7 +102,7 @@ class SpanJudgeProcessor(SpanProcessor):
         self._tick_interval_s = tick_interval_s
         self._shutdown_timeout_s = shutdown_timeout_s
         self._shutdown = False
-        self._warned: set[str] = set()
+        self.guard = Guard(log, "spanjudge processor", on_error=self.telemetry.internal_error)
         self._start()
         if hasattr(os, "register_at_fork"):
             weak_reinit = weakref.WeakMethod(self._at_fork_reinit)
@@ -268,14 +269,8 @@ class SpanJudgeProcessor(SpanProcessor):
             self._dropped_reported = dropped
 
     def _internal_error(self, where: str) -> None:
-        # Never raise into the agent; say it once and count every occurrence.
-        try:
-            self.telemetry.internal_error(where)
-            if where not in self._warned:
-                self._warned.add(where)
-                log.exception("spanjudge internal error in %s (logged once)", where)
-        except Exception:  # logging itself failed; nothing safe is left to do
-            pass
+        # Never raise into the agent (except under the test suite); say it once, count each.
+        self.guard.failed(where)
 
     @property
     def dropped_spans(self) -> int:

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from spanjudge.config import parse_config
 from spanjudge.engine import Engine
 from spanjudge.evaluators.base import EvaluationContext
@@ -152,6 +154,7 @@ def test_concurrency_4_puts_four_judgments_in_flight_at_once(tmp_path: Path) -> 
     assert all(name.startswith("spanjudge-judge-") for name, _ in meeting.threads)
 
 
+@pytest.mark.usefixtures("contained_errors")  # fails on purpose
 def test_concurrency_1_runs_judgments_one_at_a_time() -> None:
     meeting = Meeting(parties=2, concurrency=1)
     meeting.barrier = threading.Barrier(2, timeout=0.2)

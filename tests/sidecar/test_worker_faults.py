@@ -87,6 +87,7 @@ def verdicts() -> Any:
     server.stop()
 
 
+@pytest.mark.usefixtures("contained_errors")  # fails on purpose
 def test_system_exit_from_an_evaluator_is_an_error_verdict(
     tmp_path: Path, verdicts: VerdictServer
 ) -> None:
@@ -109,6 +110,7 @@ def test_system_exit_from_an_evaluator_is_an_error_verdict(
         sidecar.stop()
 
 
+@pytest.mark.usefixtures("contained_errors")  # fails on purpose
 def test_a_session_whose_evaluation_raises_stays_spooled(
     tmp_path: Path, verdicts: VerdictServer
 ) -> None:

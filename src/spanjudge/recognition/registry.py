@@ -6,6 +6,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
+from spanjudge.guard import Guard
 from spanjudge.recognition.base import Recogniser, SessionFinaliser
 from spanjudge.registry import Registry
 from spanjudge.spans.record import SpanRecord
@@ -45,8 +46,7 @@ class RecogniserRegistry:
         self.finalisers: list[SessionFinaliser] = [
             r for r in self.recognisers if isinstance(r, SessionFinaliser)
         ]
-        self.errors = 0
-        self._warned: set[str] = set()
+        self.guard = Guard(log, "recognition preset")
 
     @classmethod
     def default(cls) -> RecogniserRegistry:
@@ -80,8 +80,10 @@ class RecogniserRegistry:
                 self._failed(getattr(finaliser, "name", "finaliser"), "finalise")
         return steps
 
+    @property
+    def errors(self) -> int:
+        """Preset failures contained so far (each costs one span, or the finalising pass)."""
+        return self.guard.errors
+
     def _failed(self, preset: str, what: str) -> None:
-        self.errors += 1
-        if preset not in self._warned:
-            self._warned.add(preset)
-            log.exception("recognition preset %s failed on %s (logged once, counted)", preset, what)
+        self.guard.failed(preset, what)

@@ -19,6 +19,7 @@ from typing import cast
 from spanjudge.emit.base import Sink
 from spanjudge.emit.metrics import SelfTelemetry
 from spanjudge.engine import Engine
+from spanjudge.guard import Guard
 from spanjudge.pipeline import Pipeline
 from spanjudge.sessions.store import ClosePolicy, SessionStore
 from spanjudge.sidecar.config import InputConfig
@@ -55,6 +56,9 @@ class Worker:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.spool = spool
+        self.guard = Guard(
+            log, "sidecar", on_error=telemetry.internal_error if telemetry is not None else None
+        )
         # The spool is the ledger: revisions continue above what it recorded as evaluated.
         self.pipeline = Pipeline(
             engine, SessionStore(policy, clock), sinks, telemetry=telemetry, ledger=spool
@@ -194,7 +198,7 @@ class Worker:
         try:
             self.pipeline.add(records)
         except Exception:  # the pipeline contains its own errors; this is a last guard
-            log.exception("adding spans failed")
+            self.guard.failed("add")
         self._last_added = request_id
         with self._submit_lock:
             self.pending_spans -= len(records)
@@ -253,9 +257,7 @@ class Worker:
             step()
         except BaseException:  # the worker must survive anything a tick throws: SystemExit
             # from a plugin included (in this thread it would end only the thread, silently)
-            log.exception("sidecar tick failed")
-            if self.telemetry is not None:
-                self.telemetry.internal_error("sidecar_tick")
+            self.guard.failed("sidecar_tick")
 
     # --- shutdown ---
 
