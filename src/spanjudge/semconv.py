@@ -229,3 +229,11 @@ GCP_VERTEX_AGENT_LLM_REQUEST = "gcp.vertex.agent.llm_request"  # JSON LlmRequest
 GCP_VERTEX_AGENT_LLM_RESPONSE = "gcp.vertex.agent.llm_response"  # JSON LlmResponse on call_llm
 GCP_VERTEX_AGENT_TOOL_CALL_ARGS = "gcp.vertex.agent.tool_call_args"
 GCP_VERTEX_AGENT_TOOL_RESPONSE = "gcp.vertex.agent.tool_response"
+
+# --- OpenLLMetry legacy indexed attributes and traceloop decorators (read) [fixb helper] ---
+GEN_AI_LEGACY_PROMPT = "gen_ai.prompt"  # gen_ai.prompt.N.role / .content / .tool_calls.M.*
+GEN_AI_LEGACY_COMPLETION = "gen_ai.completion"  # gen_ai.completion.N.*
+TRACELOOP_SPAN_KIND = "traceloop.span.kind"  # workflow | agent | task | tool
+TRACELOOP_ENTITY_NAME = "traceloop.entity.name"
+TRACELOOP_ENTITY_INPUT = "traceloop.entity.input"  # JSON {"args": [...], "kwargs": {...}}
+TRACELOOP_ENTITY_OUTPUT = "traceloop.entity.output"  # JSON of the return value

@@ -23,7 +23,7 @@ from spanjudge.spans.record import SpanRecord
 from tests.conftest import FIXTURES
 
 # Conventions whose fixtures record model input messages (Claude Code's spans do not).
-WITH_MESSAGES = ("adk", "agent_framework", "deepagents", "genai_manual", "strands")
+WITH_MESSAGES = ("adk", "agent_framework", "openllmetry", "deepagents", "genai_manual", "strands")
 
 
 def _sessions(path: Path) -> dict[str, list[SpanRecord]]:

@@ -12,6 +12,7 @@ from spanjudge.recognition.base import (
     parse_json,
 )
 from spanjudge.recognition.catalogue import parse_catalogue, tool_catalogue
+from spanjudge.recognition.indexed_messages import has_indexed_messages, indexed_messages
 from spanjudge.spans.record import AttrValue, SpanRecord
 from spanjudge.trajectory.steps import CatalogueEntry, ToolRequest
 
@@ -45,6 +46,8 @@ def messages(span: SpanRecord, key: str) -> list[dict[str, Any]]:
             decoded = [decoded]
         if isinstance(decoded, (list, tuple)):
             out.extend(m for m in decoded if isinstance(m, dict))
+    if not out and has_indexed_messages(span):
+        return indexed_messages(span, key)
     return out
 
 
@@ -191,6 +194,12 @@ def system_text(span: SpanRecord) -> str | None:
         if e.name == sc.EV_GEN_AI_SYSTEM_MESSAGE
     ]
     joined = "\n".join(t for t in texts if t)
+    if not joined:  # legacy conventions: the system prompt is an input message
+        joined = "\n".join(
+            t
+            for m in messages(span, sc.GEN_AI_INPUT_MESSAGES)
+            if m.get("role") == "system" and (t := content_text(parts(m, "text")))
+        )
     return joined or vertex_agent.system_text(span)
 
 

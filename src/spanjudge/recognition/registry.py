@@ -32,6 +32,7 @@ RECOGNISERS: Registry[RecogniserFactory] = Registry(
         "haystack": "spanjudge.recognition.haystack:HaystackRecogniser",
         "smolagents": "spanjudge.recognition.smolagents:SmolagentsRecogniser",
         "openinference": "spanjudge.recognition.openinference:OpenInferenceRecogniser",
+        "traceloop": "spanjudge.recognition.traceloop:TraceloopRecogniser",
         "genai": "spanjudge.recognition.genai:GenAIRecogniser",
     },
 )

@@ -1,0 +1,80 @@
+"""OpenLLMetry's legacy indexed message attributes, turned into GenAI message dicts.
+
+Before `gen_ai.input.messages`, OpenLLMetry (traceloop's instrumentations, e.g.
+opentelemetry-instrumentation-openai <= 0.52) flattened every message into attributes:
+`gen_ai.prompt.N.role` / `.content` / `.tool_call_id` / `.tool_calls.M.{id,name,arguments}`
+for the input and `gen_ai.completion.N.role` / `.content` / `.finish_reason` /
+`.tool_calls.M.*` for the output. The GenAI readers (genai_messages.py) fall back to these
+when a span has no `gen_ai.input.messages` / `gen_ai.output.messages`: the result has the
+same shape (`role`, `parts` of `text`, `tool_call`, `tool_call_response`, `finish_reason`), so
+every rule that reads messages reads these too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spanjudge import semconv as sc
+from spanjudge.spans.record import SpanRecord
+
+_MAX_MESSAGES = 1000  # a bound on the index walk, far above any real conversation
+_MAX_CALLS = 128
+
+
+def _message(span: SpanRecord, prefix: str) -> dict[str, Any] | None:
+    attrs = span.attributes
+    role = attrs.get(f"{prefix}.role")
+    content = attrs.get(f"{prefix}.content")
+    calls = []
+    for m in range(_MAX_CALLS):
+        name = attrs.get(f"{prefix}.tool_calls.{m}.name")
+        if name is None:
+            break
+        calls.append(
+            {
+                "type": "tool_call",
+                "id": attrs.get(f"{prefix}.tool_calls.{m}.id"),
+                "name": name,
+                "arguments": attrs.get(f"{prefix}.tool_calls.{m}.arguments"),
+            }
+        )
+    if role is None and content is None and not calls:
+        return None
+    parts: list[dict[str, Any]] = []
+    call_id = attrs.get(f"{prefix}.tool_call_id")
+    if role == "tool" or call_id is not None:
+        parts.append({"type": "tool_call_response", "id": call_id, "response": content})
+    elif isinstance(content, str) and content:
+        parts.append({"type": "text", "content": content})
+    parts.extend(calls)
+    message: dict[str, Any] = {"role": role or "assistant", "parts": parts}
+    reason = attrs.get(f"{prefix}.finish_reason")
+    if reason is not None:
+        message["finish_reason"] = reason
+    return message
+
+
+def indexed_messages(span: SpanRecord, key: str) -> list[dict[str, Any]]:
+    """The span's legacy indexed messages for `gen_ai.input.messages` (prompts) or
+    `gen_ai.output.messages` (completions); empty when it has none."""
+    base = (
+        sc.GEN_AI_LEGACY_PROMPT if key == sc.GEN_AI_INPUT_MESSAGES else sc.GEN_AI_LEGACY_COMPLETION
+    )
+    if key not in (sc.GEN_AI_INPUT_MESSAGES, sc.GEN_AI_OUTPUT_MESSAGES):
+        return []
+    out = []
+    for n in range(_MAX_MESSAGES):
+        message = _message(span, f"{base}.{n}")
+        if message is None:
+            break
+        out.append(message)
+    return out
+
+
+def has_indexed_messages(span: SpanRecord) -> bool:
+    attrs = span.attributes
+    return any(
+        f"{base}.0.{field}" in attrs
+        for base in (sc.GEN_AI_LEGACY_PROMPT, sc.GEN_AI_LEGACY_COMPLETION)
+        for field in ("role", "content")
+    )
