@@ -13,23 +13,12 @@ import pytest
 
 from spanjudge.cli import main
 from tests.conftest import FIXTURES, load_schema, recorded, write_jsonl
-
-
-def _session(tracer, session_id: str) -> None:  # type: ignore[no-untyped-def]
-    with tracer.start_as_current_span(
-        "invoke_agent shop",
-        attributes={
-            "session.id": session_id,
-            "gen_ai.operation.name": "invoke_agent",
-            "gen_ai.agent.name": "shop",
-        },
-    ):
-        pass
+from tests.support.sessions import agent_turn
 
 
 @pytest.fixture
 def trace_file(tmp_path: Path) -> Path:
-    spans = recorded(lambda t: (_session(t, "s-required"), _session(t, "s-free")))
+    spans = recorded(lambda t: (agent_turn(t, "s-required"), agent_turn(t, "s-free")))
     return write_jsonl(tmp_path / "traces.jsonl", spans)
 
 

@@ -16,14 +16,14 @@ import pytest
 
 from spanjudge.cli import main
 from tests.conftest import recorded, write_jsonl
-from tests.test_cli import _session
+from tests.support.sessions import agent_turn
 
 CLI = [sys.executable, "-m", "spanjudge.cli"]
 
 
 @pytest.fixture
 def traces(tmp_path: Path) -> Path:
-    spans = recorded(lambda t: (_session(t, "s-required"), _session(t, "s-free")))
+    spans = recorded(lambda t: (agent_turn(t, "s-required"), agent_turn(t, "s-free")))
     return write_jsonl(tmp_path / "traces.jsonl", spans)
 
 

@@ -6,59 +6,23 @@ The fixtures were emitted by real framework instrumentation driven by scripted m
 
 from __future__ import annotations
 
-import io
-import json
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
 
-from spanjudge.config import parse_config
-from spanjudge.emit.report import JsonReportWriter
 from spanjudge.engine import Engine
-from spanjudge.expectations import ExpectationResolver, load_expectations_file
 from spanjudge.offline import run_offline
-from tests.conftest import FIXTURES, load_schema, scenario_files
-
-
-def _records() -> list[tuple[str, dict[str, Any]]]:
-    out = []
-    for path in scenario_files():
-        for record in json.loads(path.read_text())["sessions"]:
-            out.append((str(path.parent), record))
-    return out
-
-
-@cache
-def _report(directory: str) -> dict[str, Any]:
-    folder = Path(directory)
-    engine = Engine(parse_config({}))
-    expectations = folder / "expectations.yaml"
-    if expectations.exists():
-        engine.add_expectations(ExpectationResolver(load_expectations_file(str(expectations))))
-    buf = io.StringIO()
-    inputs = sorted(str(p) for p in folder.glob("*.jsonl"))
-    run_offline(inputs, engine, JsonReportWriter(buf))
-    report: dict[str, Any] = json.loads(buf.getvalue())
-    return report
-
-
-def _session(directory: str, session_id: str) -> dict[str, Any]:
-    sessions = {s["session_id"]: s for s in _report(directory)["sessions"]}
-    assert session_id in sessions, f"session {session_id} missing; have {sorted(sessions)[:10]}..."
-    return sessions[session_id]
-
-
-RECORDS = _records()
+from tests.conftest import FIXTURES, load_schema
+from tests.support.fixture_reports import RECORDS, report, session_report
 
 
 @pytest.mark.parametrize(
     ("directory", "record"), RECORDS, ids=[r["session_id"] for _, r in RECORDS]
 )
 def test_session_matches_scenario_record(directory: str, record: dict[str, Any]) -> None:
-    got = _session(directory, record["session_id"])
+    got = session_report(directory, record["session_id"])
     # Some telemetry modes cannot show everything (Claude Code's default mode records no
     # content); there the report must not claim more than happened.
     hidden = set(record.get("unobservable", ()))
@@ -96,7 +60,7 @@ def test_session_matches_scenario_record(directory: str, record: dict[str, Any])
     ("directory", "record"), RECORDS, ids=[r["session_id"] for _, r in RECORDS]
 )
 def test_skill_loaded_verdicts_are_honest(directory: str, record: dict[str, Any]) -> None:
-    got = _session(directory, record["session_id"])
+    got = session_report(directory, record["session_id"])
     verdicts = [v for v in got["verdicts"] if v["evaluator"] == "skill_loaded"]
     loaded = {x["skill"] for x in record["skill_loads"] if x["status"] == "loaded"}
     if not record["expected_skills"]:
@@ -114,7 +78,7 @@ def test_skill_loaded_verdicts_are_honest(directory: str, record: dict[str, Any]
 
 @pytest.mark.parametrize("directory", sorted({d for d, _ in RECORDS}))
 def test_fixture_reports_are_valid_against_schema(directory: str) -> None:
-    jsonschema.validate(_report(directory), load_schema())
+    jsonschema.validate(report(directory), load_schema())
 
 
 def _call_log(record: dict[str, Any]) -> list[tuple[str, Any]] | None:
@@ -131,7 +95,7 @@ LOGGED = [(d, r) for d, r in RECORDS if _call_log(r) is not None]
 
 @pytest.mark.parametrize(("directory", "record"), LOGGED, ids=[r["session_id"] for _, r in LOGGED])
 def test_steps_match_the_generators_call_log(directory: str, record: dict[str, Any]) -> None:
-    got = _session(directory, record["session_id"])
+    got = session_report(directory, record["session_id"])
     steps = [
         (s["name"], s.get("arguments"))
         for s in got["steps"]

@@ -32,22 +32,7 @@ from spanjudge.sidecar.worker import Worker
 from spanjudge.spans.otlp_json import sdk_spans_to_request
 from spanjudge.values import SessionResult
 from tests.conftest import write_jsonl
-
-
-class Collected:
-    """An offline report writer that keeps the results."""
-
-    def __init__(self) -> None:
-        self.results: list[SessionResult] = []
-
-    def begin(self) -> None:
-        """Nothing to open."""
-
-    def session(self, result: SessionResult) -> None:
-        self.results.append(result)
-
-    def end(self, summary: Summary, input_report: dict[str, Any]) -> None:
-        """Nothing to close."""
+from tests.support.reports import Collect
 
 
 def _processor_run() -> tuple[list[SessionResult], list[ReadableSpan]]:
@@ -91,7 +76,7 @@ def _sidecar_run(spans: list[ReadableSpan], spool_path: Path) -> list[SessionRes
 
 
 def _offline_run(path: Path) -> list[SessionResult]:
-    writer = Collected()
+    writer = Collect()
     run_offline([str(path)], Engine(Config()), writer)
     return writer.results
 

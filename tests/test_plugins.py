@@ -16,8 +16,8 @@ from spanjudge.config import parse_config
 from spanjudge.engine import Engine
 from spanjudge.errors import ConfigError
 from spanjudge.offline import run_offline
-from spanjudge.values import SessionResult
 from tests.conftest import fake_distribution, recorded, write_jsonl
+from tests.support.reports import Collect
 
 PLUGIN_SOURCE = textwrap.dedent(
     """
@@ -118,20 +118,6 @@ def _session_file(tmp_path: Path) -> Path:
     return write_jsonl(tmp_path / "plug.jsonl", recorded(body))
 
 
-class _Writer:
-    def __init__(self) -> None:
-        self.results: list[SessionResult] = []
-
-    def begin(self) -> None:
-        """Nothing to open."""
-
-    def session(self, result: SessionResult) -> None:
-        self.results.append(result)
-
-    def end(self, summary: Any, input_report: dict[str, Any]) -> None:
-        """Nothing to close."""
-
-
 def test_every_group_works_end_to_end(plugin: Any, tmp_path: Path) -> None:
     config = parse_config(
         {
@@ -140,7 +126,7 @@ def test_every_group_works_end_to_end(plugin: Any, tmp_path: Path) -> None:
             "emit": {"sinks": {"keeper": {"label": "kept"}}},
         }
     )
-    writer = _Writer()
+    writer = Collect()
     run_offline([str(_session_file(tmp_path))], Engine(config), writer)
     [result] = writer.results
     # recogniser: the hand-rolled tool spans are tool calls, which the evaluator counts

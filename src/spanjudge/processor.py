@@ -7,10 +7,10 @@ while the provider shuts down still reach the exporter:
     provider.add_span_processor(SpanJudgeProcessor(tracer_provider=provider))
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
 
-`on_end` only appends the span to a bounded deque (as cheap as `BatchSpanProcessor.on_end`);
-a daemon worker thread converts, recognises, assembles and evaluates. Nothing here blocks the
-agent or raises into it: a full queue drops the span and counts it, an internal error is logged
-once and counted.
+`on_end` only appends the span to a deque that it keeps within ``max_queue_size`` (as cheap as
+`BatchSpanProcessor.on_end`); a daemon worker thread converts, recognises, assembles and
+evaluates. Nothing here blocks the agent or raises into it: a full queue drops the span and
+counts it, an internal error is logged once and counted.
 """
 
 from __future__ import annotations

@@ -11,7 +11,6 @@ GEN_AI_OPERATION_NAME = "gen_ai.operation.name"
 GEN_AI_CONVERSATION_ID = "gen_ai.conversation.id"
 GEN_AI_AGENT_NAME = "gen_ai.agent.name"
 SERVICE_NAME = "service.name"  # resource attribute: the agent label when no agent name
-GEN_AI_AGENT_ID = "gen_ai.agent.id"
 GEN_AI_TOOL_NAME = "gen_ai.tool.name"
 GEN_AI_TOOL_CALL_ID = "gen_ai.tool.call.id"
 GEN_AI_TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
@@ -63,11 +62,7 @@ OI_LLM_MODEL_NAME = "llm.model_name"
 OI_LLM_FINISH_REASON = "llm.finish_reason"
 OI_LLM_TOKEN_PROMPT = "llm.token_count.prompt"
 OI_LLM_TOKEN_COMPLETION = "llm.token_count.completion"
-OI_LLM_INPUT_MESSAGES = "llm.input_messages"
-OI_LLM_OUTPUT_MESSAGES = "llm.output_messages"
-OI_LLM_TOOLS = "llm.tools"
 OI_AGENT_NAME = "agent.name"
-OI_GRAPH_NODE_NAME = "graph.node.name"
 OI_METADATA = "metadata"
 
 # --- spanjudge's own attributes (read and written) ---
@@ -118,28 +113,17 @@ SCORE_BUCKETS = (0.0, 0.25, 0.5, 0.75, 1.0)
 CC_INTERACTION = "claude_code.interaction"
 CC_TOOL = "claude_code.tool"
 CC_TOOL_NAME = "tool_name"
-CC_SKILL_ACTIVATED = "claude_code.skill_activated"
 
 # --- OpenInference, more (read) [openinference helper] ---
 OI_TOOL_CALL_ID = "tool_call.id"
-OI_LLM_TOKEN_TOTAL = "llm.token_count.total"
-OI_EXCEPTION_EVENT = "exception"
-OI_EXCEPTION_TYPE = "exception.type"
-OI_EXCEPTION_MESSAGE = "exception.message"
 # LangChain run metadata keys inside the OpenInference `metadata` JSON attribute
 LC_META_GRAPH_NODE = "langgraph_node"
 LC_META_THREAD_ID = "thread_id"
 LC_META_AGENT_NAME = "lc_agent_name"
 
 # --- GenAI / Strands, more (read) [strands helper] ---
-GEN_AI_SYSTEM = "gen_ai.system"
-GEN_AI_PROVIDER_NAME = "gen_ai.provider.name"
-GEN_AI_USAGE_TOTAL_TOKENS = "gen_ai.usage.total_tokens"
-GEN_AI_SKILL_DESCRIPTION = "gen_ai.skill.description"
 GEN_AI_SKILL_RESOURCE_NAME = "gen_ai.skill.resource.name"  # ADK: resource reads and skill scripts
-GEN_AI_SKILL_SOURCE_URI = "gen_ai.skill.source.uri"
 GEN_AI_WORKFLOW_NAME = "gen_ai.workflow.name"
-OP_EXECUTE_EVENT_LOOP_CYCLE = "execute_event_loop_cycle"  # Strands: claimed, no steps
 EV_EXCEPTION = "exception"
 EXCEPTION_MESSAGE = "exception.message"
 EXCEPTION_TYPE = "exception.type"

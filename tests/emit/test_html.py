@@ -16,8 +16,8 @@ from spanjudge.emit.summary import Summary
 from spanjudge.trajectory.assemble import SessionMeta, assemble
 from spanjudge.values import Coverage, Expectation, SessionResult, Verdict
 from tests.conftest import ROOT, unavailable
-from tests.evaluators.test_side_effects import STRANDS, records
-from tests.trajectory.test_stats import spans_for, tool, turn
+from tests.support.reports import STRANDS, records
+from tests.support.steps import spans_for, tool, turn
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = [

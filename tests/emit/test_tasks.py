@@ -6,7 +6,7 @@ import pytest
 
 from spanjudge.cli import main
 from spanjudge.emit.summary import Summary
-from tests.evaluators.test_side_effects import STRANDS, evaluate_fixture, records
+from tests.support.reports import STRANDS, evaluate_fixture, records
 
 RUNS = sorted(
     (r for r in records("strands_trajectory.jsonl") if r.get("task_id") == "csv-summary"),

@@ -6,7 +6,7 @@ import pytest
 
 from spanjudge.config import parse_config
 from spanjudge.errors import ConfigError
-from tests.evaluators.test_side_effects import STRANDS, TRAJECTORY, evaluate_fixture, verdict_of
+from tests.support.reports import STRANDS, TRAJECTORY, evaluate_fixture, verdict_of
 
 REFERENCE = {"tool_calls": 3, "input_tokens": 1400}  # the correct run of the csv-summary task
 

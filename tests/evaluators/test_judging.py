@@ -6,7 +6,6 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -20,24 +19,9 @@ from spanjudge.offline import run_offline
 from spanjudge.reasons import JUDGED_EVALUATORS, OPT_IN_EVALUATORS
 from spanjudge.values import Verdict
 from tests.conftest import FIXTURES
+from tests.support.reports import Collect
 
 FIXTURE = FIXTURES / "genai_manual" / "genai_manual.jsonl"
-
-
-class Keep:
-    """A report writer that keeps each session's result."""
-
-    def __init__(self) -> None:
-        self.results: list[Any] = []
-
-    def begin(self) -> None:
-        pass
-
-    def session(self, result: Any) -> None:
-        self.results.append(result)
-
-    def end(self, summary: Any, input_report: Any) -> None:
-        pass
 
 
 class StuckJudge:
@@ -66,7 +50,7 @@ def test_a_judge_past_its_deadline_costs_only_its_verdicts() -> None:
     engine = Engine(
         parse_config({}), judge_for=lambda name: stuck if name in JUDGED_EVALUATORS else None
     )
-    keep = Keep()
+    keep = Collect()
     try:
         run_offline([str(FIXTURE)], engine, keep)
         # Every session was emitted while the judge still held every judgment it was given.
@@ -144,7 +128,7 @@ def test_concurrency_4_puts_four_judgments_in_flight_at_once(tmp_path: Path) -> 
         evaluators=[Asks(name=n) for n in names],
         judge_for=lambda name: meeting,
     )
-    keep = Keep()
+    keep = Collect()
     run_offline([str(FIXTURE)], engine, keep)
     first = keep.results[0]
     assert [v.evaluator for v in first.verdicts] == names  # report order kept
@@ -163,7 +147,7 @@ def test_concurrency_1_runs_judgments_one_at_a_time() -> None:
         evaluators=[Asks(name="a"), Asks(name="b")],
         judge_for=lambda name: meeting,
     )
-    keep = Keep()
+    keep = Collect()
     run_offline([str(FIXTURE)], engine, keep)
     # One worker: the second judgment never meets the first, each barrier wait breaks.
     verdicts = keep.results[0].verdicts

@@ -6,7 +6,7 @@ import pytest
 
 from spanjudge.config import parse_config
 from spanjudge.errors import ConfigError
-from tests.evaluators.test_side_effects import STRANDS, evaluate_fixture, records, verdict_of
+from tests.support.reports import STRANDS, evaluate_fixture, records, verdict_of
 
 DEFAULT = [r for r in records("strands_default.jsonl")]
 

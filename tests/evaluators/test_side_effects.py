@@ -2,61 +2,19 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from spanjudge.config import parse_config
-from spanjudge.engine import Engine
 from spanjudge.errors import ConfigError
 from spanjudge.evaluators.base import EvaluationContext
 from spanjudge.evaluators.side_effects import SideEffects
-from spanjudge.offline import run_offline
 from spanjudge.trajectory.assemble import SessionMeta, assemble
 from spanjudge.trajectory.steps import Step
 from spanjudge.values import Expectation, SessionResult
-from tests.conftest import FIXTURES
-from tests.trajectory.test_stats import spans_for, tool, turn
-
-STRANDS = FIXTURES / "strands"
-
-
-class Collect:
-    """A report writer that keeps the results."""
-
-    def __init__(self) -> None:
-        self.results: list[SessionResult] = []
-
-    def begin(self) -> None:
-        pass
-
-    def session(self, result: SessionResult) -> None:
-        self.results.append(result)
-
-    def end(self, summary: Any, input_report: Any) -> None:
-        pass
-
-
-def evaluate_fixture(path: Path, config: dict[str, Any]) -> dict[str, SessionResult]:
-    """Every session of a fixture file, evaluated with ``config`` (parsed like a config file)."""
-    writer = Collect()
-    run_offline([str(path)], Engine(parse_config(config)), writer)
-    return {r.trajectory.session_id: r for r in writer.results}
-
-
-def records(file: str | None = None) -> list[dict[str, Any]]:
-    doc = json.loads((STRANDS / "scenarios.json").read_text())
-    return [s for s in doc["sessions"] if file is None or s["file"] == file]
-
-
-def verdict_of(result: SessionResult, evaluator: str) -> Any:
-    [verdict] = [v for v in result.verdicts if v.evaluator == evaluator]
-    return verdict
-
-
-TRAJECTORY = [s for s in records("strands_trajectory.jsonl")]
+from tests.support.reports import STRANDS, TRAJECTORY, evaluate_fixture, verdict_of
+from tests.support.steps import spans_for, tool, turn
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ from spanjudge.evaluators.skill_loaded import SkillLoaded
 from spanjudge.trajectory.assemble import SessionMeta, assemble
 from spanjudge.trajectory.steps import Step
 from spanjudge.values import Expectation
-from tests.trajectory.test_stats import spans_for, turn
+from tests.support.steps import spans_for, turn
 
 
 def load(n: int, skill: str, status: str, error: str | None = None) -> Step:

@@ -16,8 +16,8 @@ from spanjudge.evaluators.validity_rules import glob_to_regex
 from spanjudge.trajectory.assemble import SessionMeta, assemble
 from spanjudge.trajectory.steps import Step
 from spanjudge.values import Expectation
-from tests.evaluators.test_side_effects import STRANDS, TRAJECTORY, evaluate_fixture, verdict_of
-from tests.trajectory.test_stats import spans_for, tool, turn
+from tests.support.reports import STRANDS, TRAJECTORY, evaluate_fixture, verdict_of
+from tests.support.steps import spans_for, tool, turn
 
 
 def check(steps: list[Step], options: dict[str, Any], complete: bool = True, **extra: Any) -> Any:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_fixtures_acceptance import RECORDS, _session
+from tests.support.fixture_reports import RECORDS, session_report
 
 FRAMEWORKS = sorted({d for d, _ in RECORDS})
 
@@ -19,7 +19,7 @@ def _by_scenario(directory: str) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for d, record in RECORDS:
         if d == directory and record["scenario"] not in out:
-            out[record["scenario"]] = _session(d, record["session_id"])
+            out[record["scenario"]] = session_report(d, record["session_id"])
     return out
 
 

@@ -2,62 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from spanjudge.trajectory.assemble import SessionMeta, assemble
 from spanjudge.trajectory.steps import Step
-from tests.conftest import span
+from tests.support.steps import spans_for, tool, turn
 
 META = SessionMeta(session_id="s", key_source="session.id", complete=True)
-
-
-def tool(
-    n: int,
-    name: str,
-    *,
-    parent: int = 1,
-    args: Any = None,
-    error: str | None = None,
-    trace: int = 1,
-) -> Step:
-    return Step(
-        kind="tool_call",
-        name=name,
-        span_id=format(n, "016x"),
-        trace_id=format(trace, "032x"),
-        parent_span_id=format(parent, "016x"),
-        start_unix_nano=n * 10,
-        end_unix_nano=n * 10 + 5,
-        status="error" if error else "ok",
-        arguments=args,
-        error=error,
-    )
-
-
-def turn(n: int, request: str, trace: int = 1) -> Step:
-    return Step(
-        kind="agent_turn",
-        name="agent",
-        span_id=format(n, "016x"),
-        trace_id=format(trace, "032x"),
-        start_unix_nano=n * 10,
-        end_unix_nano=n * 10 + 1000,
-        text=request,
-        agent_name="shop",
-    )
-
-
-def spans_for(steps: list[Step]) -> list[Any]:
-    return [
-        span(
-            int(s.span_id, 16),
-            trace=int(s.trace_id, 16),
-            parent=int(s.parent_span_id, 16) if s.parent_span_id else None,
-            start=s.start_unix_nano,
-            end=s.end_unix_nano,
-        )
-        for s in steps
-    ]
 
 
 def test_retry_is_counted_only_after_a_failure_of_the_same_tool():

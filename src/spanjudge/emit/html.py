@@ -58,6 +58,7 @@ background:#f6f8fa;padding:6px;margin:2px 0}
 .expl{max-width:640px}
 """
 
+
 def _e(value: Any) -> str:
     return escape("" if value is None else str(value), quote=True)
 

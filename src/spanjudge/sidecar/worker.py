@@ -76,7 +76,6 @@ class Worker:
         self.storage_problem: str | None = None
         self.evaluated_sessions = 0
         self.crashed: str | None = None  # why the worker thread ended by itself, if it did
-        self.replayed_spans = 0
         self._key_attributes = policy.key_attributes
         self._submit_lock = threading.Lock()
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
@@ -150,7 +149,6 @@ class Worker:
             self.pending_spans += len(records)
             self._queue.put((stored.request_id, records))
             count += len(records)
-        self.replayed_spans = count
         return count
 
     def start(self) -> None:
