@@ -55,6 +55,8 @@ defaults (override in the `serve:` section of --config):
 verdicts go out over OTLP to the endpoint in `serve.export` or, when unset, to the standard
 OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_PROTOCOL / OTEL_EXPORTER_OTLP_HEADERS variables.
 Point it at a Collector receiver that does NOT route back into spanjudge (see collector-config/).
+Once it listens, serve logs one line saying where; `spanjudge -v serve` (or `serve ... -v`) is
+--log-level DEBUG. A sample: collector-config/spanjudge-serve.yaml.
 
 exit status: 0 after a clean shutdown (SIGTERM/SIGINT), 2 for configuration problems,
 1 when the receivers cannot start for another reason or the evaluation worker died.
