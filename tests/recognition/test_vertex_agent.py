@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from spanjudge.recognition.genai import GenAIRecogniser
-from spanjudge.recognition.vertex_agent import output, request_text, tool_io
+from spanjudge.recognition.genai_messages import last_user_text, output, tool_requests
+from spanjudge.recognition.vertex_agent import tool_io
 from spanjudge.spans.files import read_input
 from spanjudge.spans.record import SpanRecord
 from tests.conftest import FIXTURES
@@ -29,12 +30,13 @@ def test_a_load_whose_arguments_are_only_in_gcp_vertex_agent_attributes_is_read(
 def test_request_and_answer_come_from_the_call_llm_json() -> None:
     calls = [s for s in _session("adk-legacy-skill-never-loaded-fluent") if s.name == "call_llm"]
     (call,) = calls
-    assert request_text(call) == (
+    assert last_user_text(call) == (
         "Please summarise data/sales.csv into a report with the totals per region."
     )
     text, reason, asked = output(call)
     assert text is not None and text.startswith("The grand total is 310")
     assert (reason, asked) == ("stop", False)
+    assert tool_requests(call) == ()
 
 
 def test_a_placeholder_response_says_nothing() -> None:

@@ -48,6 +48,8 @@ def messages(span: SpanRecord, key: str) -> list[dict[str, Any]]:
             out.extend(m for m in decoded if isinstance(m, dict))
     if not out and has_indexed_messages(span):
         return indexed_messages(span, key)
+    if not out and vertex_agent.has_vertex_messages(span):
+        return vertex_agent.vertex_messages(span, key)
     return out
 
 
@@ -95,7 +97,7 @@ def last_user_text(span: SpanRecord) -> str | None:
             text = content_text(event.attributes.get("content"))
             if text:
                 return text
-    return vertex_agent.request_text(span)
+    return None
 
 
 def input_texts(span: SpanRecord) -> list[str]:
@@ -154,7 +156,7 @@ def output(span: SpanRecord) -> tuple[str | None, str | None, bool]:
                 for b in decoded
             )
             return content_text(message), str(reason) if reason else None, calls
-    return vertex_agent.output(span)
+    return None, None, False
 
 
 def tool_requests(span: SpanRecord) -> tuple[ToolRequest, ...]:
@@ -183,7 +185,7 @@ def tool_requests(span: SpanRecord) -> tuple[ToolRequest, ...]:
                 for u in uses
                 if isinstance(u, dict)
             )
-    return vertex_agent.tool_requests(span)
+    return ()
 
 
 def system_text(span: SpanRecord) -> str | None:

@@ -7,7 +7,9 @@ ADK 1.x records the model request and response only as JSON in `gcp.vertex.agent
 `gcp.vertex.agent.tool_response` on `execute_tool` spans. Contents are google-genai `Content`
 dicts: `parts` of `text`, `function_call` (`id`, `name`, `args`) and `function_response`.
 With content capture off ADK writes `{}` placeholders; those say nothing and are read as absent.
-The GenAI readers (genai_messages.py) fall back to these functions.
+The GenAI readers (genai_messages.py) fall back to these: contents become GenAI message dicts
+(`role`, `parts` of `text`, `tool_call`, `tool_call_response`), so every rule that reads
+messages (requests, answers, tool requests, replayed turns) reads these too.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from typing import Any
 from spanjudge import semconv as sc
 from spanjudge.recognition.base import parse_json
 from spanjudge.spans.record import SpanRecord
-from spanjudge.trajectory.steps import ToolRequest
 
 # ADK's stand-in when a tool call produced no function response event
 _NOT_SPECIFIED = "<not specified>"
@@ -43,15 +44,57 @@ def _text(parts: list[dict[str, Any]]) -> str | None:
     return "\n".join(texts) or None
 
 
-def request_text(span: SpanRecord) -> str | None:
-    """The last user text of the request's contents (function responses are `user` too)."""
-    request = _payload(span, sc.GCP_VERTEX_AGENT_LLM_REQUEST)
-    contents = request.get("contents") if request else None
-    for content in reversed(contents if isinstance(contents, list) else []):
-        text = _text(_parts(content)) if isinstance(content, dict) else None
-        if text and content.get("role") == "user":
-            return text
-    return None
+def _message(content: Any, finish_reason: Any = None) -> dict[str, Any] | None:
+    """A google-genai `Content` dict as a GenAI message dict (role, parts)."""
+    if not isinstance(content, dict):
+        return None
+    parts: list[dict[str, Any]] = []
+    for part in _parts(content):
+        call, response = part.get("function_call"), part.get("function_response")
+        if isinstance(part.get("text"), str) and not part.get("thought"):
+            parts.append({"type": "text", "content": part["text"]})
+        elif isinstance(call, dict):
+            parts.append(
+                {
+                    "type": "tool_call",
+                    "id": call.get("id"),
+                    "name": call.get("name"),
+                    "arguments": call.get("args"),
+                }
+            )
+        elif isinstance(response, dict):
+            parts.append(
+                {
+                    "type": "tool_call_response",
+                    "id": response.get("id"),
+                    "response": response.get("response"),
+                }
+            )
+    message: dict[str, Any] = {"role": str(content.get("role") or "model"), "parts": parts}
+    if finish_reason:
+        message["finish_reason"] = str(finish_reason).lower()
+    return message
+
+
+def vertex_messages(span: SpanRecord, key: str) -> list[dict[str, Any]]:
+    """The request's contents (`gen_ai.input.messages`) or the response's content
+    (`gen_ai.output.messages`) as GenAI message dicts; empty when the span has none."""
+    if key == sc.GEN_AI_INPUT_MESSAGES:
+        request = _payload(span, sc.GCP_VERTEX_AGENT_LLM_REQUEST)
+        contents = request.get("contents") if request else None
+        found = [_message(c) for c in contents] if isinstance(contents, list) else []
+        return [m for m in found if m is not None]
+    if key == sc.GEN_AI_OUTPUT_MESSAGES:
+        response = _payload(span, sc.GCP_VERTEX_AGENT_LLM_RESPONSE)
+        message = (
+            _message(response.get("content"), response.get("finish_reason")) if response else None
+        )
+        return [message] if message is not None else []
+    return []
+
+
+def has_vertex_messages(span: SpanRecord) -> bool:
+    return sc.GCP_VERTEX_AGENT_LLM_REQUEST in span.attributes
 
 
 def system_text(span: SpanRecord) -> str | None:
@@ -61,34 +104,6 @@ def system_text(span: SpanRecord) -> str | None:
     if isinstance(instruction, str):
         return instruction or None
     return _text(_parts(instruction))
-
-
-def output(span: SpanRecord) -> tuple[str | None, str | None, bool]:
-    """(text, finish reason, asked for tools) of the model response."""
-    response = _payload(span, sc.GCP_VERTEX_AGENT_LLM_RESPONSE)
-    if response is None:
-        return None, None, False
-    parts = _parts(response.get("content"))
-    reason = response.get("finish_reason")
-    asked = any(isinstance(p.get("function_call"), dict) for p in parts)
-    return _text(parts), str(reason).lower() if reason else None, asked
-
-
-def tool_requests(span: SpanRecord) -> tuple[ToolRequest, ...]:
-    response = _payload(span, sc.GCP_VERTEX_AGENT_LLM_RESPONSE)
-    calls = [
-        p["function_call"]
-        for p in _parts(response.get("content") if response else None)
-        if isinstance(p.get("function_call"), dict)
-    ]
-    return tuple(
-        ToolRequest(
-            name=str(c.get("name") or ""),
-            call_id=str(c["id"]) if c.get("id") else None,
-            arguments=c.get("args"),
-        )
-        for c in calls
-    )
 
 
 def tool_io(span: SpanRecord) -> tuple[Any, Any, bool]:
