@@ -85,10 +85,10 @@ def test_a_session_in_its_end_grace_at_shutdown_is_emitted_once(tmp_path: Path) 
 
 
 class _Failing(Engine):
-    def evaluate(self, closed: ClosedSession) -> SessionResult:
+    def evaluate(self, closed: ClosedSession, trajectory: Any = None) -> SessionResult:
         if closed.key == "broken":
             raise RuntimeError("an engine bug")
-        return super().evaluate(closed)
+        return super().evaluate(closed, trajectory)
 
 
 @pytest.mark.usefixtures("contained_errors")  # fails on purpose

@@ -111,9 +111,12 @@ class Engine:
         )
         return continuity.check(trajectory, closed.spans)
 
-    def evaluate(self, closed: ClosedSession) -> SessionResult:
+    def evaluate(
+        self, closed: ClosedSession, trajectory: Trajectory | None = None
+    ) -> SessionResult:
+        """Evaluate ``closed`` (its ``trajectory`` when the caller already assembled it)."""
         started = time.perf_counter()
-        trajectory = self.trajectory(closed)
+        trajectory = trajectory or self.trajectory(closed)
         expectation = self.resolver.resolve(trajectory)
         contexts = [
             EvaluationContext(

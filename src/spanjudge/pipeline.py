@@ -25,6 +25,7 @@ from spanjudge.errors import ConfigError
 from spanjudge.guard import Guard
 from spanjudge.sessions.store import ClosedSession, CloseReason, SessionStore
 from spanjudge.spans.record import SpanRecord
+from spanjudge.trajectory.model import Trajectory
 from spanjudge.values import SessionResult
 
 log = logging.getLogger("spanjudge")
@@ -40,6 +41,12 @@ def is_own_span(scope_name: str | None, span_name: str) -> bool:
         or scope.startswith(_OWN_SCOPE_PREFIX)
         or span_name == semconv.SPAN_EVALUATE
     )
+
+
+def has_agent_activity(trajectory: Trajectory) -> bool:
+    """Whether recognition found anything an agent did: a step or a turn. (The agent name is
+    no evidence: it falls back to `service.name`, which every trace has.)"""
+    return bool(trajectory.steps or trajectory.turns)
 
 
 def session_state(closed: ClosedSession) -> str:
@@ -99,6 +106,7 @@ class Pipeline:
         self.guard = Guard(
             log, "spanjudge", on_error=telemetry.internal_error if telemetry is not None else None
         )
+        self.non_agent_traces = 0
         self._in_flight: dict[str, int] = {}  # key -> revision evaluated, not yet confirmed
         self._evaluated: list[ClosedSession] = []
         if telemetry is not None:
@@ -169,10 +177,14 @@ class Pipeline:
         for session in closed:
             if self.ledger is not None:
                 session = self._revise(session)
-            if self.telemetry is not None:
-                self.telemetry.session_closed(session_state(session))
             try:
-                result = self.engine.evaluate(session)
+                trajectory = self.engine.trajectory(session)
+                if not has_agent_activity(trajectory):
+                    self._not_agent(session)
+                    continue
+                if self.telemetry is not None:
+                    self.telemetry.session_closed(session_state(session))
+                result = self.engine.evaluate(session, trajectory)
             except Exception:
                 self._failed("evaluate")
                 continue  # not recorded as evaluated: the ledger keeps its spans
@@ -194,6 +206,15 @@ class Pipeline:
     def errors(self) -> int:
         """Engine and sink failures contained so far (also `spanjudge.internal_errors`)."""
         return self.guard.errors
+
+    def _not_agent(self, session: ClosedSession) -> None:
+        """A health check or plain HTTP trace: counted apart, never judged, so it never lowers
+        coverage; the ledger records it as done (nothing to emit, nothing left to keep)."""
+        self.non_agent_traces += 1
+        if self.telemetry is not None:
+            self.telemetry.non_agent_trace()
+        if self.ledger is not None:
+            self._evaluated.append(session)
 
     def _failed(self, where: str) -> None:
         if self.raise_errors:

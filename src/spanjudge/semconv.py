@@ -153,6 +153,8 @@ CC_SKILL_BODY_MARKER = "Base directory for this skill:"
 
 # --- processor (helper: processor) ---
 M_INTERNAL_ERRORS = "spanjudge.internal_errors"
+# closed groups of spans with no agent activity (a health check trace): counted, never judged
+M_NON_AGENT_TRACES = "spanjudge.non_agent_traces"
 DROP_QUEUE_FULL = "queue_full"
 DROP_INVALID = "invalid_span"
 DROP_SHUTDOWN = "after_shutdown"

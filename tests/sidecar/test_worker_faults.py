@@ -117,10 +117,10 @@ def test_a_session_whose_evaluation_raises_stays_spooled(
     sidecar = _sidecar(tmp_path, None, verdicts)
     original = sidecar.engine.evaluate
 
-    def evaluate(closed: Any) -> Any:
+    def evaluate(closed: Any, trajectory: Any = None) -> Any:
         if closed.key == "breaks":
             raise RuntimeError("recognition bug")
-        return original(closed)
+        return original(closed, trajectory)
 
     sidecar.engine.evaluate = evaluate  # type: ignore[method-assign]
     try:

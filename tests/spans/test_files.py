@@ -17,7 +17,13 @@ from tests.conftest import recorded
 
 def _line() -> str:
     def body(tracer):  # type: ignore[no-untyped-def]
-        with tracer.start_as_current_span("invoke_agent a"), tracer.start_as_current_span("chat"):
+        # an agent turn by its attributes (a trace without agent activity is no session)
+        agent = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a"}
+        chat = {"gen_ai.operation.name": "chat"}
+        with (
+            tracer.start_as_current_span("invoke_agent a", attributes=agent),
+            tracer.start_as_current_span("chat", attributes=chat),
+        ):
             pass
 
     return request_to_json_line(sdk_spans_to_request(recorded(body)))

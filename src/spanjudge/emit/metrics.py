@@ -279,6 +279,11 @@ class SelfTelemetry:
             description="Time to evaluate one session",
             explicit_bucket_boundaries_advisory=list(_EVAL_DURATION_BUCKETS),
         )
+        self._non_agent = meter.create_counter(
+            semconv.M_NON_AGENT_TRACES,
+            unit="{trace}",
+            description="Closed span groups without agent activity (not judged, not sessions)",
+        )
         self._internal = meter.create_counter(
             semconv.M_INTERNAL_ERRORS, unit="1", description="Internal errors caught by spanjudge"
         )
@@ -311,6 +316,9 @@ class SelfTelemetry:
     def session_closed(self, state: str) -> None:
         """`state`: evaluated, incomplete or evicted (`spanjudge.session.state`)."""
         self._sessions.add(1, {semconv.SJ_SESSION_STATE: state})
+
+    def non_agent_trace(self) -> None:
+        self._non_agent.add(1)
 
     def internal_error(self, where: str) -> None:
         self._internal.add(1, {"where": where})
