@@ -69,6 +69,9 @@ _EXEC_HEADER = re.compile(
     r"[^\n]*\n){1,8}Output:\r?\n"
 )
 _HEAD_CHARS = 500
+# words one of which every shell failure above contains (checked before the regular expressions)
+_SHELL_WORDS = ("exit", "returncode", "no such file", "cannot open", "not found", "denied")
+_VALIDATION_HINT = re.compile(r"valid|missing|required|unexpected", re.I)
 _CHANGES = frozenset({"create", "modify", "delete"})
 _DECODER = json.JSONDecoder()
 _OK_STATUSES = frozenset({"success", "ok", "completed", "succeeded", "loaded"})
@@ -115,19 +118,26 @@ def tool_step(facts: ToolFacts, base: Mapping[str, Any]) -> Step:
         **base,
     )
     skill = facts.declared_skill or skill_of_call(facts.tool, facts.arguments)
+    if skill is None and not _may_hold_skill_md(text):
+        return step
     body = body_of(facts.result, text)
-    if skill is None and body is not None:
+    if skill is None:
         skill = front_matter_name(body)  # a loader nobody named: the body says what it loaded
     if skill is None:
         return step
     return as_skill_load(step, skill, body, has_result=facts.has_result or error is not None)
 
 
+def _may_hold_skill_md(text: str | None) -> bool:
+    """Cheap test before any parsing: SKILL.md front matter opens with `---` and has `name:`."""
+    return bool(text) and "---" in (text or "")[:600] and "name:" in (text or "")[:4000]
+
+
 def as_skill_load(step: Step, skill: str, body: str | None, *, has_result: bool) -> Step:
     """Re-read a tool step as a load of ``skill``; its status comes from the evidence."""
     from dataclasses import replace
 
-    status, reason = load_status(step, skill, has_result=has_result)
+    status, reason = load_status(step, skill, has_result=has_result, body=body)
     return replace(
         step,
         kind="skill_load",
@@ -139,7 +149,9 @@ def as_skill_load(step: Step, skill: str, body: str | None, *, has_result: bool)
     )
 
 
-def load_status(step: Step, skill: str, *, has_result: bool) -> tuple[SkillStatus, str | None]:
+def load_status(
+    step: Step, skill: str, *, has_result: bool, body: str | None = None
+) -> tuple[SkillStatus, str | None]:
     """`loaded` only with a result, a usable skill name and no error evidence of any kind."""
     if step.status == "error":
         return "failed", step.error or "span status is error"
@@ -150,7 +162,9 @@ def load_status(step: Step, skill: str, *, has_result: bool) -> tuple[SkillStatu
     if not has_result:
         return "unresolved", None
     text = step.result or ""
-    if front_matter_name(body_of(None, text)) is not None:
+    if body is None and _may_hold_skill_md(text):
+        body = body_of(None, text)
+    if front_matter_name(body) is not None:
         return "loaded", None  # the SKILL.md itself came back: its text may say anything
     # Refusals, shell failures and validation errors lead the result; a body quoting such
     # words further down is not one.
@@ -159,7 +173,7 @@ def load_status(step: Step, skill: str, *, has_result: bool) -> tuple[SkillStatu
         return "failed", f"refusal in result: {text.strip()[:200]}"
     if (shell := shell_failure(head)) is not None:
         return "failed", shell
-    if _VALIDATION.search(head):
+    if _VALIDATION_HINT.search(head) and _VALIDATION.search(head):
         return "failed", f"argument validation error: {text.strip()[:200]}"
     return "loaded", None
 
@@ -182,6 +196,9 @@ def payload_error(result: Any, text: str | None) -> str | None:
 
 def shell_failure(text: str) -> str | None:
     """A shell command's failure in its output: a non-zero exit code or a missing file."""
+    lowered = text.lower()
+    if not any(word in lowered for word in _SHELL_WORDS):
+        return None
     code = _EXIT_CODE.search(text)
     if code is not None and code.group(1) != "0":
         return f"exit code {code.group(1)}"
@@ -198,10 +215,9 @@ def skill_of_call(tool: str, arguments: Any) -> str | None:
 
     "" means a load attempt without a usable name (a known loader called with no skill).
     """
-    if DEFAULT_EFFECT_MAP.effect(tool) not in _CHANGES:  # writing a SKILL.md loads nothing
-        path = skill_md_read(arguments)
-        if path is not None:
-            return path
+    path = skill_md_read(arguments)
+    if path is not None and DEFAULT_EFFECT_MAP.effect(tool) not in _CHANGES:
+        return path  # (writing or deleting a SKILL.md loads nothing)
     args = arguments if isinstance(arguments, Mapping) else {}
     for key in SKILL_ARGS:
         value = args.get(key)
@@ -221,9 +237,10 @@ def skill_of_call(tool: str, arguments: Any) -> str | None:
 
 def skill_md_read(arguments: Any) -> str | None:
     """The skill whose SKILL.md a call reads: a path argument, or a reading shell command."""
-    if isinstance(arguments, Mapping) and _WRITE_ARGS.intersection(arguments):
+    candidates = [v for v in _strings(arguments) if ".md" in v or ".MD" in v]
+    if not candidates or (isinstance(arguments, Mapping) and _WRITE_ARGS.intersection(arguments)):
         return None
-    for value in _strings(arguments):
+    for value in candidates:
         if "skill.md" not in value.lower():
             continue
         stripped = value.strip()

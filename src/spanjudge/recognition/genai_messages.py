@@ -3,6 +3,7 @@ experimental `gen_ai.*.messages` attributes and events, and Strands' variants.""
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from spanjudge import semconv as sc
@@ -41,16 +42,32 @@ def messages(span: SpanRecord, key: str) -> list[dict[str, Any]]:
     """Decoded `gen_ai.input.messages` / `gen_ai.output.messages` (latest conventions)."""
     out: list[dict[str, Any]] = []
     for value in values(span, key):
-        decoded = parse_json(value)
-        if isinstance(decoded, dict):
-            decoded = [decoded]
-        if isinstance(decoded, (list, tuple)):
-            out.extend(m for m in decoded if isinstance(m, dict))
+        out.extend(_decoded(value) if isinstance(value, str) else _message_list(value))
     if not out and has_indexed_messages(span):
         return indexed_messages(span, key)
     if not out and vertex_agent.has_vertex_messages(span):
         return vertex_agent.vertex_messages(span, key)
     return out
+
+
+@lru_cache(maxsize=1024)
+def read_json(value: str) -> Any:
+    """`parse_json` for message payloads, decoded once: a span's output is read for its text,
+    its tool requests and its finish reason. Callers never change what it returns."""
+    return parse_json(value)
+
+
+@lru_cache(maxsize=256)  # the same span's messages are read for its text, tools and turn shape
+def _decoded(value: str) -> tuple[dict[str, Any], ...]:
+    return _message_list(read_json(value))
+
+
+def _message_list(decoded: Any) -> tuple[dict[str, Any], ...]:
+    if isinstance(decoded, dict):
+        decoded = [decoded]
+    if isinstance(decoded, (list, tuple)):
+        return tuple(m for m in decoded if isinstance(m, dict))
+    return ()
 
 
 def block_text(block: Any) -> str | None:
@@ -70,7 +87,7 @@ def block_text(block: Any) -> str | None:
 
 def content_text(content: Any) -> str | None:
     """Join the text of a message's content (a string, a block list, or a JSON string of them)."""
-    content = parse_json(content) if isinstance(content, str) else content
+    content = read_json(content) if isinstance(content, str) else content
     if isinstance(content, dict):
         if "parts" in content:  # an OTel message
             return content_text(content["parts"])
@@ -101,31 +118,30 @@ def last_user_text(span: SpanRecord) -> str | None:
 
 
 def input_texts(span: SpanRecord) -> list[str]:
-    """Texts of the non-system messages a model call was given, only when one may hold a
-    SKILL.md document (front matter): parsing every history costs time on every call."""
-    raw = [v for v in values(span, sc.GEN_AI_INPUT_MESSAGES) if isinstance(v, str)]
-    raw += [
-        str(e.attributes.get("content"))
-        for e in span.events
-        if e.name in (sc.EV_GEN_AI_USER_MESSAGE, sc.EV_GEN_AI_TOOL_MESSAGE)
-    ]
-    if not any("---" in r and "name:" in r for r in raw):
-        return []
-    texts = [
-        t
-        for m in messages(span, sc.GEN_AI_INPUT_MESSAGES)
-        if m.get("role") != "system"
-        for p in m.get("parts") or ()
-        if isinstance(p, dict)
-        for t in (p.get("content"), as_text(p.get("response")))
-        if isinstance(t, str)
-    ]
-    for event in span.events:
+    """Texts that may be SKILL.md documents among the messages new in a model call's input
+    (those after the model last spoke: older ones were seen by an earlier call)."""
+    texts: list[str] = []
+    for message in reversed(messages(span, sc.GEN_AI_INPUT_MESSAGES)):
+        if message.get("role") in ("assistant", "model", "system"):
+            break
+        for part in message.get("parts") or ():
+            if isinstance(part, dict):
+                found = (part.get("content"), as_text(part.get("response")))
+                texts += [str(t) for t in found if _maybe_md(t)]
+    for event in reversed(span.events):
+        if event.name in (sc.EV_GEN_AI_ASSISTANT_MESSAGE, sc.EV_GEN_AI_CHOICE):
+            break
         if event.name in (sc.EV_GEN_AI_USER_MESSAGE, sc.EV_GEN_AI_TOOL_MESSAGE):
-            text = content_text(event.attributes.get("content"))
-            if text:
-                texts.append(text)
+            content = event.attributes.get("content")
+            if isinstance(content, str) and "name:" in content:
+                text = content_text(content)
+                if _maybe_md(text):
+                    texts.append(str(text))
     return texts
+
+
+def _maybe_md(text: Any) -> bool:
+    return isinstance(text, str) and "---" in text[:600] and "name:" in text
 
 
 def continues_turn(span: SpanRecord) -> bool:
@@ -150,7 +166,7 @@ def output(span: SpanRecord) -> tuple[str | None, str | None, bool]:
         if event.name == sc.EV_GEN_AI_CHOICE:
             message = event.attributes.get("message")
             reason = event.attributes.get("finish_reason")
-            decoded = parse_json(message) if isinstance(message, str) else message
+            decoded = read_json(message) if isinstance(message, str) else message
             calls = isinstance(decoded, (list, tuple)) and any(
                 isinstance(b, dict) and ("toolUse" in b or b.get("type") == "tool_call")
                 for b in decoded
@@ -173,7 +189,8 @@ def tool_requests(span: SpanRecord) -> tuple[ToolRequest, ...]:
             )
     for event in reversed(span.events):
         if event.name == sc.EV_GEN_AI_CHOICE:
-            decoded = parse_json(event.attributes.get("message"))
+            message = event.attributes.get("message")
+            decoded = read_json(message) if isinstance(message, str) else message
             blocks = decoded if isinstance(decoded, (list, tuple)) else ()
             uses = [b["toolUse"] for b in blocks if isinstance(b, dict) and "toolUse" in b]
             return tuple(

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from spanjudge.recognition.base import as_text, parse_json
 from spanjudge.recognition.evidence import (
@@ -55,15 +55,6 @@ def reconcile(
     return [_with_body_source(s, library) for s in out]
 
 
-def _ancestors(span_id: str | None, spans_by_id: Mapping[str, SpanRecord]) -> Iterator[str]:
-    seen = 0
-    span = spans_by_id.get(span_id) if span_id else None
-    while span is not None and span.parent_span_id is not None and seen < 256:
-        yield span.parent_span_id
-        span = spans_by_id.get(span.parent_span_id)
-        seen += 1
-
-
 def _merge_nested(
     steps: list[Step], spans_by_id: Mapping[str, SpanRecord], kind: str
 ) -> list[Step]:
@@ -72,18 +63,36 @@ def _merge_nested(
     index = {s.span_id: i for i, s in enumerate(steps) if s.kind in kinds}
     if len(index) < 2:
         return steps
+    above: dict[str, int | None] = {}  # span id -> the nearest step of `kinds` above it
+
+    def nearest(span_id: str | None) -> int | None:
+        chain: list[str] = []
+        found: int | None = None
+        while span_id is not None and len(chain) < 256:  # bounded: cyclic parents
+            if span_id in above:
+                found = above[span_id]
+                break
+            chain.append(span_id)
+            span = spans_by_id.get(span_id)
+            parent = span.parent_span_id if span is not None else None
+            if parent is not None and parent in index:
+                found = index[parent]
+                break
+            span_id = parent
+        for seen in chain:  # siblings share their ancestors: each walked once
+            above[seen] = found
+        return found
+
     merged: dict[int, int] = {}  # dropped step -> the step that absorbs it
     for i, step in enumerate(steps):
         if step.kind not in kinds:
             continue
-        for parent in _ancestors(step.span_id, spans_by_id):
-            outer = index.get(parent)
-            if outer is None or outer == i:
-                continue
-            if kind == "tool" and steps[outer].name != step.name:
-                break  # a different tool around it: a sub-agent's call, not the same call
-            merged[outer if kind == "model_call" else i] = i if kind == "model_call" else outer
-            break
+        outer = nearest(step.span_id)
+        if outer is None or outer == i:
+            continue
+        if kind == "tool" and steps[outer].name != step.name:
+            continue  # a different tool around it: a sub-agent's call, not the same call
+        merged[outer if kind == "model_call" else i] = i if kind == "model_call" else outer
     if not merged:
         return steps
     out = list(steps)
@@ -162,7 +171,7 @@ def _unexecuted_requests(steps: list[Step], names: set[str]) -> list[Step]:
 
 def _load_by_evidence(step: Step, names: set[str], library: SkillLibrary) -> Step:
     """A plain tool call that names a known skill in its arguments, or returns its body."""
-    if step.kind != "tool_call":
+    if step.kind != "tool_call" or not (names or library.skills):
         return step
     skill = None
     named_by_key = False
@@ -173,6 +182,8 @@ def _load_by_evidence(step: Step, names: set[str], library: SkillLibrary) -> Ste
                 named_by_key = _NAME_KEY.search(str(key)) is not None
                 if named_by_key:
                     break
+    if skill is None and not library.skills:
+        return step
     body = body_of(parse_json(step.result), step.result) if step.result else None
     if (known := library.skill_in(body)) is not None and skill in (None, known.name):
         skill, named_by_key = known.name, True
@@ -249,13 +260,14 @@ def _one_activation(steps: list[Step]) -> list[Step]:
     """A skill read again in the same trace after it was loaded (the lazy loader's SKILL.md
     read, a second window of the same file) is one activation: the first load counts it; a
     lazy load without a body takes the read's outcome and body."""
+    loads = [i for i, s in enumerate(steps) if s.kind == "skill_load" and s.skill]
+    if len(loads) < 2:
+        return steps
     first: dict[tuple[str, str], int] = {}
     out = list(steps)
-    for i in sorted(range(len(out)), key=lambda j: (out[j].start_unix_nano, out[j].seq)):
+    for i in sorted(loads, key=lambda j: (out[j].start_unix_nano, out[j].seq)):
         step = out[i]
-        if step.kind != "skill_load" or not step.skill:
-            continue
-        key = (step.trace_id, step.skill)
+        key = (step.trace_id, step.skill or "")
         keeper_at = first.get(key)
         if keeper_at is None or skill_md_read(step.arguments) is None:
             if step.skill_status == "loaded":
