@@ -23,6 +23,7 @@ NOT_NEEDED = (
     "spanjudge.sidecar",
     "spanjudge.emit.report",  # the JSON writer; the table is the default
     "opentelemetry.sdk.trace",  # the SDK is for the processor and the sidecar
+    "opentelemetry.sdk.metrics",
 )
 
 

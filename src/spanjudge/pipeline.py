@@ -14,11 +14,10 @@ import logging
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from spanjudge import semconv
 from spanjudge.emit.base import Sink
-from spanjudge.emit.metrics import SelfTelemetry
 from spanjudge.emit.plugins import EmitSettings, configured_sinks
 from spanjudge.engine import Engine
 from spanjudge.errors import ConfigError
@@ -27,6 +26,9 @@ from spanjudge.sessions.store import ClosedSession, CloseReason, SessionStore
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.values import SessionResult
+
+if TYPE_CHECKING:  # offline runs record no telemetry: the metrics API is not imported for it
+    from spanjudge.emit.metrics import SelfTelemetry
 
 log = logging.getLogger("spanjudge")
 _OWN_SCOPE_PREFIX = semconv.SJ_SCOPE_NAME + "."

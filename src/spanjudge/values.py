@@ -6,7 +6,6 @@ third-party code import this module without pulling in the engine (ARCHITECTURE.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -73,6 +72,8 @@ class Verdict:
                 "" if self.target.turn is None else str(self.target.turn),
             ]
         )
+        import hashlib  # only emitters need ids; a table report never does (start-up cost)
+
         return hashlib.sha256(key.encode()).hexdigest()[:32]
 
     def to_json(self) -> dict[str, Any]:

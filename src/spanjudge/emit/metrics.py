@@ -16,15 +16,17 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Observation
-from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
 
 from spanjudge import semconv
 from spanjudge._version import __version__
 from spanjudge.values import SessionResult
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.metrics.view import View
 
 log = logging.getLogger("spanjudge")
 OTHER = "other"
@@ -37,6 +39,10 @@ _EVAL_DURATION_BUCKETS = (0.0, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.
 
 def score_views() -> list[View]:
     """Views to add to a `MeterProvider`: `spanjudge.score` buckets 0, .25, .5, .75, 1."""
+    # The SDK only here: `spanjudge eval` records to the API's no-op meter and must not pay
+    # for importing the SDK's metrics machinery at start-up.
+    from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
+
     return [
         View(
             instrument_name=semconv.M_SCORE,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from math import comb
@@ -39,6 +38,8 @@ def pass_hat_k(passes: int, runs: int, k: int) -> float | None:
 def distribution(values: Sequence[float]) -> dict[str, float | int | None]:
     if not values:
         return {"n": 0, "min": None, "median": None, "max": None, "spread": None}
+    import statistics  # with fractions and decimal: only for runs grouped by task
+
     return {
         "n": len(values),
         "min": min(values),
