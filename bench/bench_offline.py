@@ -12,6 +12,10 @@ Reported, all measured in this run on this machine:
   /dev/null) and the same for the floor: reading the lines and `json.loads` only; the ratio.
 - peak RSS of each, in a fresh subprocess, for the full file and for a quarter of it: memory that
   does not grow with file size is bounded by open sessions.
+- sessions/s of Strands Evals' best route on the same file (`strands_evals_route.py`: json.loads,
+  ReadableSpan per span, its Strands mapper and the deterministic `SkillInvoked` check), run with
+  ``--strands-evals PYTHON`` (default: /work/venvs/strands-evals/bin/python when it exists), and
+  spanjudge's per-session speed against it.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+STRANDS_EVALS_PYTHON = Path("/work/venvs/strands-evals/bin/python")
 SOURCES = [ROOT / "fixtures" / "strands" / "strands_default.jsonl"]
 _ID = re.compile(r'"(traceId|spanId|parentSpanId)":"([0-9a-f]{8})')
 _TIME = re.compile(r'"(startTimeUnixNano|endTimeUnixNano|timeUnixNano)":"(\d+)"')
@@ -107,6 +112,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=int, default=200, help="size of the generated file (MB)")
     parser.add_argument("--child", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--strands-evals",
+        metavar="PYTHON",
+        default=str(STRANDS_EVALS_PYTHON) if STRANDS_EVALS_PYTHON.exists() else None,
+        help="a Python with strands-agents-evals installed (skipped when absent)",
+    )
     args = parser.parse_args()
     if args.child:
         mode, path = args.child
@@ -136,6 +147,27 @@ def main() -> None:
             f"peak RSS at 1/4 the file:  {quarter['max_rss_mb']:.0f} MB "
             f"(full / quarter = {full['max_rss_mb'] / quarter['max_rss_mb']:.2f}x for 4x the input)"
         )
+        if args.strands_evals:
+            peer = _strands_evals(args.strands_evals, str(big))
+            ours = full["sessions"] / full["seconds"]
+            theirs = peer["sessions"] / peer["seconds"]
+            print(
+                f"Strands Evals route:       {theirs:12,.1f} sessions/s"
+                f"   ({peer['sessions']:,} sessions, SkillInvoked passed {peer['skill_passed']:,})"
+            )
+            print(
+                f"spanjudge eval:            {ours:12,.1f} sessions/s   (every default evaluator)"
+            )
+            print(f"ratio spanjudge / Strands Evals per session: {ours / theirs:.2f}x")
+
+
+def _strands_evals(python: str, path: str) -> dict[str, float]:
+    route = Path(__file__).with_name("strands_evals_route.py")
+    out = subprocess.run(
+        [python, str(route), path, "csv-report"], capture_output=True, text=True, check=True
+    )
+    result: dict[str, float] = json.loads(out.stdout)
+    return result
 
 
 if __name__ == "__main__":
