@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, unavailable
 
 pytestmark = pytest.mark.slow
 
@@ -43,6 +43,13 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
         text=True,
         timeout=600,
     )
+    offline = (
+        "NewConnectionError",
+        "Temporary failure in name resolution",
+        "Network is unreachable",
+    )
+    if done.returncode != 0 and any(word in done.stderr for word in offline):
+        unavailable("pypi", f"no package index reachable for pip install .: {done.stderr[-300:]}")
     assert done.returncode == 0, f"pip install . failed:\n{done.stdout}\n{done.stderr}"
     return env_dir
 
