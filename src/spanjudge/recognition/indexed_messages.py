@@ -71,10 +71,13 @@ def indexed_messages(span: SpanRecord, key: str) -> list[dict[str, Any]]:
     return out
 
 
+_MARKERS = tuple(
+    f"{base}.0.{field}"
+    for base in (sc.GEN_AI_LEGACY_PROMPT, sc.GEN_AI_LEGACY_COMPLETION)
+    for field in ("role", "content")
+)
+
+
 def has_indexed_messages(span: SpanRecord) -> bool:
     attrs = span.attributes
-    return any(
-        f"{base}.0.{field}" in attrs
-        for base in (sc.GEN_AI_LEGACY_PROMPT, sc.GEN_AI_LEGACY_COMPLETION)
-        for field in ("role", "content")
-    )
+    return any(marker in attrs for marker in _MARKERS)
