@@ -69,3 +69,27 @@ def test_a_run_resumed_with_only_an_approval_continues_the_request() -> None:
     assert trajectory.stats.tool_calls == 1 and trajectory.stats.errors == 0
     assert trajectory.final_answer == "Deleted."
     assert trajectory.turns[0].request == "Delete out/old.txt."
+
+
+def test_a_call_interrupted_for_approval_and_run_on_resuming_is_one_call_in_one_turn() -> None:
+    delete = {"path": "out/tmp.txt"}
+
+    def body(tracer: Tracer) -> None:
+        # first trace: the model asks, the call stops for approval (its span has no result)
+        agent_run(
+            tracer,
+            "Delete out/tmp.txt.",
+            [Say(asks=[("c1", "delete_file", delete)]), Call("delete_file", delete)],
+        )
+        # second trace: the resumed run executes the approved call, then answers
+        agent_run(
+            tracer,
+            "Delete out/tmp.txt.",
+            [Call("delete_file", delete, "deleted out/tmp.txt"), Say(text="Deleted out/tmp.txt.")],
+        )
+
+    trajectory = trajectory_of(body)
+    assert (trajectory.stats.turns, trajectory.stats.tool_calls) == (1, 1)
+    assert trajectory.tool_calls()[0].result == "deleted out/tmp.txt"
+    assert trajectory.final_answer == "Deleted out/tmp.txt."
+    assert len(trajectory.trace_ids) == 2

@@ -4,6 +4,8 @@
   `call_llm` around `generate_content`) is merged into the call it wraps, tokens counted once;
 - one tool call per call: a tool span nested in a tool span of the same tool (an MCP client
   span and the server span it propagated to) is one call;
+- a call interrupted for approval (no result) and the same call run on resuming are one, and
+  the resumed run continues the request before it;
 - a tool call the model asked for that never ran (rejected before execution, aborted) is a
   failed attempt, so the corrected call after it counts as a retry;
 - a tool call whose arguments name a catalogue or library skill is a load of that skill;
@@ -47,6 +49,7 @@ def reconcile(
     spans_by_id = {s.span_id: s for s in spans}
     out = _merge_nested(list(steps), spans_by_id, "model_call")
     out = _merge_nested(out, spans_by_id, "tool")
+    out = _resumed_calls(out)
     names = {e.name for s in out for e in s.catalogue} | set(library.skills)
     out = _unexecuted_requests(out, names)
     out = [_load_by_evidence(s, names, library) for s in out]
@@ -92,15 +95,51 @@ def _merge_nested(
             continue
         if kind == "tool" and steps[outer].name != step.name:
             continue  # a different tool around it: a sub-agent's call, not the same call
-        merged[outer if kind == "model_call" else i] = i if kind == "model_call" else outer
+        merged[i] = outer
     if not merged:
         return steps
     out = list(steps)
     for dropped, keeper in merged.items():
-        # the real model call (inner) keeps its tokens; the tool call as the agent saw it
-        # (outer, the client) keeps its name and arguments; each fills what the other lacks
-        out[keeper] = _fill(out[keeper], steps[dropped])
+        # the call as the agent saw it (the outer span: ADK's call_llm with the conversation,
+        # the MCP client) keeps its identity; the real model call inside supplies the tokens;
+        # each fills what the other lacks
+        inner = steps[dropped]
+        if kind == "model_call" and inner.input_tokens is not None:
+            out[keeper] = dataclasses.replace(
+                out[keeper], input_tokens=inner.input_tokens, output_tokens=inner.output_tokens
+            )
+        out[keeper] = _fill(out[keeper], inner)
     return [s for i, s in enumerate(out) if i not in merged]
+
+
+def _resumed_calls(steps: list[Step]) -> list[Step]:
+    """A call interrupted before it ran (waiting for approval: the span has no result) and the
+    same call, same arguments, run when the agent resumed are one call; a trace that opens
+    by finishing such a call continues the request before it, not a new one."""
+    pending: dict[tuple[str, str | None], int] = {}
+    dropped: set[int] = set()
+    resumed: set[str] = set()
+    calls = [i for i, s in enumerate(steps) if s.kind in _TOOL_KINDS]
+    for i in sorted(calls, key=lambda j: steps[j].start_unix_nano):
+        step = steps[i]
+        key = (step.name, as_text(step.arguments))
+        if step.result is None and not step.failed:
+            pending[key] = i
+            continue
+        earlier = pending.pop(key, None)
+        if earlier is not None:
+            dropped.add(earlier)
+            if steps[earlier].trace_id != step.trace_id:
+                resumed.add(step.trace_id)
+    if not dropped:
+        return steps
+    return [
+        dataclasses.replace(s, continuation=True)
+        if s.kind == "agent_turn" and s.trace_id in resumed
+        else s
+        for i, s in enumerate(steps)
+        if i not in dropped
+    ]
 
 
 def _fill(keep: Step, other: Step) -> Step:
