@@ -19,6 +19,7 @@ the provider shuts down still reach the exporter. For anything else, build the p
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +39,8 @@ from spanjudge.errors import ConfigError
 from spanjudge.processor import SpanJudgeProcessor
 
 __all__ = ["Telemetry", "configure_opentelemetry"]
+
+log = logging.getLogger("spanjudge")
 
 _KINDS = ("otlp", "console", "none")
 _PROTOCOLS = ("grpc", "http/protobuf")
@@ -122,6 +125,24 @@ def _exporter(signal: str) -> Any:
     return OTLPLogExporter()
 
 
+def _warn_default_endpoint() -> None:
+    """Say where OTLP goes when nothing says so: silence here means verdicts lost unseen."""
+    unset = [
+        signal
+        for signal in ("traces", "metrics", "logs")
+        if _kind(signal) == "otlp"
+        and not os.environ.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT")
+        and not os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    ]
+    if unset:
+        log.warning(
+            "no OTEL_EXPORTER_OTLP_ENDPOINT: %s go to the OTLP default (localhost:4317 for"
+            " grpc, :4318 for http/protobuf); set it, or OTEL_%s_EXPORTER=none to export nothing",
+            ", ".join(unset),
+            unset[0].upper(),
+        )
+
+
 def configure_opentelemetry(
     config: Config | str | os.PathLike[str] | None = None,
     *,
@@ -137,6 +158,7 @@ def configure_opentelemetry(
     if not isinstance(config, Config):
         config = load_config(None if config is None else os.fspath(config))
     exporters = {signal: _exporter(signal) for signal in ("traces", "metrics", "logs")}
+    _warn_default_endpoint()
     resource = resource or Resource.create()
     logger_provider = LoggerProvider(resource=resource)
     if exporters["logs"] is not None:
