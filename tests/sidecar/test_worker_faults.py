@@ -37,7 +37,9 @@ class _Raising:
         self.calls += 1
         if ctx.trajectory.session_id in self.sessions:
             raise self.error
-        return [Verdict(evaluator=self.name, outcome="pass", score=1.0, label="ok")]
+        return [
+            Verdict(evaluator=self.name, outcome="pass", score=1.0, label="ok", explanation="ok")
+        ]
 
 
 def _sidecar(tmp: Path, engine_extra: Any, verdicts: VerdictServer, **serve: Any) -> Sidecar:
@@ -206,3 +208,36 @@ def test_session_in_its_end_grace_at_shutdown_is_emitted_once(
     time.sleep(1.5)  # replay and a few ticks
     assert again.terminate() == 0
     assert len(verdicts.received.eval_spans) == 1  # not emitted a second time
+
+
+def test_evaluation_falling_behind_refuses_by_age(tmp_path: Path, verdicts: VerdictServer) -> None:
+    release = threading.Event()
+
+    class Slow(_Raising):
+        def evaluate(self, ctx: Any) -> list[Verdict]:
+            release.wait(30)
+            return super().evaluate(ctx)
+
+    sidecar = _sidecar(tmp_path, Slow("slow", RuntimeError(), set()), verdicts, max_pending_age_s=1)
+    try:
+        assert sidecar.grpc is not None
+        exporter = OTLPSpanExporter(
+            endpoint=f"127.0.0.1:{sidecar.grpc.port}", insecure=True, timeout=2
+        )
+        assert exporter.export(synthetic_session("first")) == SpanExportResult.SUCCESS
+        assert wait_for(lambda: sidecar.worker.pending_spans == 0, 10)
+        time.sleep(0.3)  # the worker is stuck evaluating "first"
+        assert exporter.export(synthetic_session("queued")) == SpanExportResult.SUCCESS
+        time.sleep(1.5)
+        # few spans are waiting, but the oldest has waited past the bound: retryable refusal
+        assert exporter.export(synthetic_session("refused")) == SpanExportResult.FAILURE
+        assert sidecar.handler.counts.get("unavailable", 0) >= 1
+        release.set()
+        assert wait_for(lambda: sidecar.worker.pending_spans == 0, 10)
+        assert exporter.export(synthetic_session("refused")) == SpanExportResult.SUCCESS
+        sessions = {"first", "queued", "refused"}
+        assert wait_for(lambda: sessions <= set(verdicts.received.sessions()), 20)
+        exporter.shutdown()
+    finally:
+        release.set()
+        sidecar.stop()

@@ -108,6 +108,9 @@ class ServeConfig:
     export: ExportConfig = field(default_factory=ExportConfig)
     input: InputConfig = field(default_factory=InputConfig)
     max_pending_spans: int = 200_000
+    # Refuse (retryable) while the oldest accepted request has waited this long for the worker:
+    # evaluation is behind, whatever the span count.
+    max_pending_age_s: float = 30.0
     retry_after_s: int = 2
     tick_interval_s: float = 0.25
     flush_timeout_s: float = 10.0

@@ -198,6 +198,7 @@ class Sidecar:
             checks=serve.input,
             telemetry=SelfTelemetry(self.meter_provider),
             max_pending_spans=serve.max_pending_spans,
+            max_pending_age_s=serve.max_pending_age_s,
             tick_interval_s=serve.tick_interval_s,
             flush_timeout_s=serve.flush_timeout_s,
             export_full=lambda: self.export.full,

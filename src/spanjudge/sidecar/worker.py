@@ -9,6 +9,7 @@ between re-evaluates those sessions on restart with the same revision, hence the
 
 from __future__ import annotations
 
+import collections
 import logging
 import queue
 import threading
@@ -50,6 +51,7 @@ class Worker:
         checks: InputConfig,
         telemetry: SelfTelemetry | None = None,
         max_pending_spans: int = 200_000,
+        max_pending_age_s: float = 30.0,
         tick_interval_s: float = 0.25,
         flush_timeout_s: float = 10.0,
         export_full: Callable[[], bool] = lambda: False,
@@ -67,6 +69,9 @@ class Worker:
         self.limits = limits
         self.checks = checks
         self.max_pending_spans = max_pending_spans
+        self.max_pending_age_s = max_pending_age_s
+        # when each queued request was accepted, oldest first (the queue is FIFO)
+        self._queued_at: collections.deque[float] = collections.deque()
         self.tick_interval_s = tick_interval_s
         self.flush_timeout_s = flush_timeout_s
         self.export_full = export_full
@@ -99,6 +104,9 @@ class Worker:
                 raise Overloaded("shutting down")
             if self.crashed is not None:
                 raise Overloaded(f"the evaluation worker died ({self.crashed}); restarting")
+            if self._queued_at and time.monotonic() - self._queued_at[0] > self.max_pending_age_s:
+                behind = time.monotonic() - self._queued_at[0]
+                raise Overloaded(f"evaluation is {behind:.0f}s behind the accepted requests")
             if self.pending_spans + n > self.max_pending_spans and self.pending_spans > 0:
                 raise Overloaded(f"{self.pending_spans} spans waiting for the pipeline")
             if self.export_full():
@@ -117,6 +125,7 @@ class Worker:
             self._storage_ok()
             self.pending_spans += n
             self._queue.put((request_id, records))
+            self._queued_at.append(time.monotonic())
 
     def _storage_failed(self, exc: StorageError) -> None:
         if self.storage_problem is None:  # the cause once, not once a request
@@ -148,6 +157,7 @@ class Worker:
             ]
             self.pending_spans += len(records)
             self._queue.put((stored.request_id, records))
+            self._queued_at.append(time.monotonic())
             count += len(records)
         return count
 
@@ -200,6 +210,8 @@ class Worker:
         self._last_added = request_id
         with self._submit_lock:
             self.pending_spans -= len(records)
+            if self._queued_at:
+                self._queued_at.popleft()
 
     def _tick(self) -> None:
         # A full export backlog pauses evaluation: spans pile up, then receivers push back.
