@@ -102,6 +102,8 @@ class SpanJudgeProcessor(SpanProcessor):
         self._tick_interval_s = tick_interval_s
         self._shutdown_timeout_s = shutdown_timeout_s
         self._shutdown = False
+        self._shutdown_done = threading.Event()  # later shutdown() callers wait on the first
+        self._abandoned = False  # the shutdown gave up waiting: the worker stops after its step
         self.guard = Guard(log, "spanjudge processor", on_error=self.telemetry.internal_error)
         self._start()
         if hasattr(os, "register_at_fork"):
@@ -188,6 +190,8 @@ class SpanJudgeProcessor(SpanProcessor):
         ``shutdown_timeout_s``."""
         try:
             if self._shutdown:
+                if threading.current_thread() is not self._worker:
+                    self._shutdown_done.wait(self._shutdown_timeout_s)
                 return
             self._shutdown = True
             if threading.current_thread() is self._worker:
@@ -196,8 +200,14 @@ class SpanJudgeProcessor(SpanProcessor):
             self._ask("shutdown", self._shutdown_timeout_s)
             left = self._shutdown_timeout_s - (time.monotonic() - started)
             self._worker.join(max(0.0, left))
+            if self._worker.is_alive():
+                # Stuck in an evaluation: it must not carry on behind a returned shutdown.
+                self._abandoned = True
+                log.warning("spanjudge: shutdown timed out; open sessions are not evaluated")
         except Exception:
             self._internal_error("shutdown")
+        finally:
+            self._shutdown_done.set()
 
     def _ask(self, kind: str, timeout_s: float) -> bool:
         if not self._worker.is_alive():
@@ -214,16 +224,16 @@ class SpanJudgeProcessor(SpanProcessor):
         # as agent activity.
         token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
         try:
-            while True:
+            while not self._abandoned:
                 self._wake.wait(self._tick_interval_s)
                 self._wake.clear()
                 try:
                     self._drain()
                     self.pipeline.tick()
-                except Exception:
+                except BaseException:  # SystemExit from a plugin would end the thread silently
                     self._internal_error("worker")
                 stop = False
-                while self._requests:
+                while self._requests and not self._abandoned:
                     request = self._requests.popleft()
                     stop = self._serve(request) or stop
                 if stop:
