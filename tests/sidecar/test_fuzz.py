@@ -15,7 +15,7 @@ from spanjudge.sidecar.config import InputConfig
 from spanjudge.sidecar.intake import BadRequest, decode_body
 from spanjudge.spans.limits import Limits
 from tests.sidecar.conftest import MakeSidecar
-from tests.sidecar.test_bad_input import MIXED, healthy, post
+from tests.sidecar.raw_requests import MIXED, healthy, post
 
 LIMITS = Limits()
 CHECKS = InputConfig(max_request_bytes=256 * 1024)
