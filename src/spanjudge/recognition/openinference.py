@@ -82,7 +82,7 @@ class OpenInferenceRecogniser:
         )
         out.extend(_pinned_skill_loads(out, by_id))
         out.extend(_final_answers(out))
-        return _without_answer_channel(out)
+        return _without_handoffs(_without_answer_channel(out), by_id)
 
     # --- one span -> one step -------------------------------------------------------------
 
@@ -316,6 +316,28 @@ def _without_answer_channel(steps: list[Step]) -> list[Step]:
             and s.result.strip() in _argument_texts(s.arguments)
         )
     ]
+
+
+def _without_handoffs(steps: list[Step], by_id: Mapping[str, SpanRecord]) -> list[Step]:
+    """A TOOL span that names no tool and whose output is an agent that runs after it in the
+    trace (OpenAI Agents' `handoff to <agent>`) moved the conversation; it ran no tool."""
+    agents = [
+        (s.trace_id, s.agent_name, s.start_unix_nano)
+        for s in steps
+        if s.kind == "agent_turn" and s.agent_name
+    ]
+
+    def handoff(step: Step) -> bool:
+        span = by_id.get(step.span_id)
+        if step.kind != "tool_call" or span is None or semconv.OI_TOOL_NAME in span.attributes:
+            return False
+        target = as_text(span.attributes.get(semconv.OI_OUTPUT_VALUE))
+        return any(
+            t == step.trace_id and name == target and start >= step.start_unix_nano
+            for t, name, start in agents
+        )
+
+    return [s for s in steps if not handoff(s)]
 
 
 def _argument_texts(arguments: Any) -> list[str]:
