@@ -141,3 +141,57 @@ def test_skill_labels_are_bounded() -> None:
     m = _collect(Config(label_skills=("zz-private-7f3a",)), scenarios=[private])
     observed = _by_attrs(m["spanjudge.skill.observed"])
     assert [dict(k)["gen_ai.skill.name"] for k in observed] == ["zz-private-7f3a"]
+
+
+class _Keep:
+    def __init__(self) -> None:
+        self.results: list[Any] = []
+
+    def emit(self, result: Any) -> None:
+        self.results.append(result)
+
+    def flush(self, timeout_s: float) -> bool:
+        return True
+
+    def shutdown(self) -> None:
+        pass
+
+
+def _verdict_points(reader: InMemoryMetricReader) -> dict[Any, Any]:
+    data = reader.get_metrics_data()
+    return {
+        frozenset(dict(p.attributes).items()): p.value
+        for rm in (data.resource_metrics if data else ())
+        for sm in rm.scope_metrics
+        for metric in sm.metrics
+        if metric.name == "spanjudge.verdicts"
+        for p in metric.data.data_points
+    }
+
+
+def test_batched_counters_match_unbatched_once_flushed() -> None:
+    from spanjudge.emit.metrics import MetricsSink
+
+    keep = _Keep()
+    tracer_provider = TracerProvider()
+    processor = SpanJudgeProcessor(tracer_provider=tracer_provider, sinks=[keep])
+    tracer_provider.add_span_processor(processor)
+    agent = ScriptedAgent(tracer_provider)
+    for scenario in SCENARIOS:
+        agent.run(scenario, end_session=True)
+    assert processor.force_flush(10_000)
+    processor.shutdown()
+    readers = {batch: InMemoryMetricReader() for batch in (False, True)}
+    sinks = {
+        batch: MetricsSink(MeterProvider(metric_readers=[reader]), batch_counters=batch)
+        for batch, reader in readers.items()
+    }
+    for _ in range(3):  # the same series again and again: batching sums them
+        for result in keep.results:
+            for sink in sinks.values():
+                sink.emit(result)
+    plain = _verdict_points(readers[False])
+    assert sum(plain.values()) == 3 * sum(len(r.verdicts) for r in keep.results)
+    assert _verdict_points(readers[True]) == {}  # held until the owner flushes
+    assert sinks[True].flush(1.0)
+    assert _verdict_points(readers[True]) == plain

@@ -181,6 +181,8 @@ class Sidecar:
                 label_skills=config.label_skills,
                 label_agents=config.label_agents,
                 max_label_values=config.max_label_values,
+                # the worker flushes the sinks after every tick that emitted
+                batch_counters=True,
             )
         ]
         if serve.export.enabled:
