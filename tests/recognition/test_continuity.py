@@ -22,8 +22,20 @@ from spanjudge.spans.files import read_input
 from spanjudge.spans.record import SpanRecord
 from tests.conftest import FIXTURES
 
-# Conventions whose fixtures record model input messages (Claude Code's spans do not).
-WITH_MESSAGES = ("adk", "agent_framework", "openllmetry", "deepagents", "genai_manual", "strands")
+# Conventions whose fixtures record model input messages (Claude Code's spans do not; the
+# MCP and custom-loader sets hold no multi-turn session).
+WITH_MESSAGES = (
+    "adk",
+    "adk_legacy",
+    "agent_framework",
+    "deepagents",
+    "genai_manual",
+    "haystack",
+    "openai_agents",
+    "openllmetry",
+    "smolagents",
+    "strands",
+)
 
 
 def _sessions(path: Path) -> dict[str, list[SpanRecord]]:

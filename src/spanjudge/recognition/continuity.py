@@ -9,8 +9,11 @@ The evidence is what agents send anyway: a model call's input replays the conver
 If the earliest model call this session holds already carries a finished exchange (a user
 request, then an assistant answer in text, then the current request), earlier turns happened
 and their spans are not here. Model inputs are read in every convention spanjudge reads: the
-GenAI `gen_ai.input.messages` attribute and details event, the v1.36 per-message events, and
-OpenInference's `llm.input_messages.N.*`. Sessions recorded without message content give no
+GenAI `gen_ai.input.messages` attribute and details event, the v1.36 per-message events,
+OpenInference's `llm.input_messages.N.*` and ADK 1.x's `gcp.vertex.agent.llm_request` contents;
+where the first model call's own input is unreadable, the span it was merged from (ADK 1.x's
+`call_llm`) and then the first agent run's input (Haystack's `haystack.agent.input`, JSON where
+the model call's input is a Python repr). Sessions recorded without message content give no
 such evidence and are taken as whole. A session whose first agent run only continues a request
 (its input is tool results or approvals: Agent Framework's approval round-trip) lacks the run
 that took that request.
@@ -29,6 +32,7 @@ from typing import Any
 from spanjudge import reasons
 from spanjudge import semconv as sc
 from spanjudge.recognition import genai_messages, openinference_messages
+from spanjudge.recognition.base import parse_json
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.values import Outcome, Verdict, not_evaluated
@@ -82,15 +86,41 @@ def _genai_messages(span: SpanRecord) -> list[_Message]:
     ]
 
 
+def _has_text(parts: Any, key: str) -> bool:
+    """Whether a list of content parts holds a non-empty text (a model's thoughts are no answer)."""
+    return isinstance(parts, list) and any(
+        isinstance(p, dict) and isinstance(p.get(key), str) and p[key].strip()
+        and not p.get("thought")
+        for p in parts
+    )  # fmt: skip
+
+
+def _json_messages(span: SpanRecord, key: str, field: str, parts: str) -> list[_Message]:
+    """Messages ``{"role", <parts>: [{"text": ...}, ...]}`` under ``field`` of a JSON attribute:
+    ADK 1.x's `contents` / `parts`, Haystack's `messages` / `content`."""
+    decoded = parse_json(span.attributes.get(key))
+    found = decoded.get(field) if isinstance(decoded, dict) else None
+    return [
+        _Message(role=str(m.get("role") or "").lower(), has_text=_has_text(m.get(parts), "text"))
+        for m in (found if isinstance(found, list) else ())
+        if isinstance(m, dict)
+    ]
+
+
 def input_messages(span: SpanRecord) -> list[_Message]:
     """The model input of ``span`` as (role, carries text) in order, in any convention."""
     found = _genai_messages(span)
     if found:
         return found
-    return [
+    found = [
         _Message(role=m.role, has_text=bool(m.text))
         for m in openinference_messages.messages(span, "input")
     ]
+    return (
+        found
+        or _json_messages(span, sc.GCP_VERTEX_AGENT_LLM_REQUEST, "contents", "parts")
+        or _json_messages(span, sc.HAYSTACK_AGENT_INPUT, "messages", "content")
+    )
 
 
 def replayed_requests(messages: Sequence[_Message]) -> int:
@@ -124,19 +154,28 @@ def missing_prior_turns(trajectory: Trajectory, spans: Iterable[SpanRecord]) -> 
             f"request (its input holds only tool results or approvals); the spans that took "
             f"that request never arrived here"
         )
+    by_id = {s.span_id: s for s in spans}
     first = next((s for s in trajectory.steps if s.kind == "model_call"), None)
-    if first is None:
-        return None
-    span = next((s for s in spans if s.span_id == first.span_id), None)
-    if span is None:
-        return None
-    replayed = replayed_requests(input_messages(span))
-    if not replayed:
-        return None
-    return (
-        f"the first model call held (span {first.span_id}) replays {replayed} earlier user "
-        f"request(s) with their answers; the spans of those turns never arrived here"
-    )
+    # Where the earliest model input is readable: the first model call, the span it was merged
+    # from, the first agent run's own input.
+    candidates = []
+    if first is not None:
+        candidates += [("model call", first.span_id), ("model call", first.parent_span_id)]
+    if opening is not None:
+        candidates.append(("agent run", opening.span_id))
+    for what, span_id in candidates:
+        span = by_id.get(span_id) if span_id else None
+        messages = input_messages(span) if span is not None else []
+        if not messages:
+            continue
+        replayed = replayed_requests(messages)
+        if not replayed:
+            return None
+        return (
+            f"the first {what} held (span {span_id}) replays {replayed} earlier user "
+            f"request(s) with their answers; the spans of those turns never arrived here"
+        )
+    return None
 
 
 def check(trajectory: Trajectory, spans: Sequence[SpanRecord]) -> Trajectory:
