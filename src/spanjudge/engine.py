@@ -22,7 +22,14 @@ from spanjudge.sessions.store import ClosedSession
 from spanjudge.trajectory.assemble import SessionMeta, assemble
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.trajectory.skills import EMPTY_LIBRARY
-from spanjudge.values import Coverage, Expectation, SessionResult, Verdict, not_evaluated
+from spanjudge.values import (
+    Coverage,
+    Expectation,
+    SessionResult,
+    Verdict,
+    not_evaluated,
+    skill_key,
+)
 
 log = logging.getLogger("spanjudge")
 
@@ -30,10 +37,8 @@ log = logging.getLogger("spanjudge")
 def coverage_of(
     trajectory: Trajectory, expectation: Expectation, verdicts: Sequence[Verdict]
 ) -> Coverage:
-    loaded = {
-        load.skill.strip().lower() for load in trajectory.skill_loads if load.status == "loaded"
-    }
-    expected = [s.strip().lower() for s in expectation.skills]
+    loaded = {skill_key(load.skill) for load in trajectory.skill_loads if load.status == "loaded"}
+    expected = [skill_key(s) for s in expectation.skills]
     skipped: dict[str, int] = {}
     for verdict in verdicts:
         if verdict.outcome == "not_evaluated" and verdict.reason != NOT_APPLICABLE:

@@ -16,6 +16,12 @@ Outcome = Literal["pass", "fail", "not_evaluated"]
 OUTCOMES: tuple[Outcome, ...] = ("pass", "fail", "not_evaluated")
 
 
+def skill_key(name: str) -> str:
+    """How skill names compare everywhere (expectations, loads, catalogues, metric labels):
+    surrounding space and case ignored. Reports keep each name as the trace spelled it."""
+    return name.strip().lower()
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Target:
     skill: str | None = None

@@ -23,7 +23,7 @@ from opentelemetry.metrics import CallbackOptions, Observation
 
 from spanjudge import semconv
 from spanjudge._version import __version__
-from spanjudge.values import SessionResult
+from spanjudge.values import SessionResult, skill_key
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.metrics.view import View
@@ -57,10 +57,6 @@ def _meter(meter_provider: Any) -> metrics.Meter:
     return meter
 
 
-def _norm(name: str) -> str:
-    return name.strip().lower()
-
-
 class LabelBudget:
     """Bounds one label's values: configured names always pass (in the configured spelling);
     up to ``cap`` other names are admitted, first come, for the life of the process; anything
@@ -68,13 +64,13 @@ class LabelBudget:
 
     def __init__(self, label: str, configured: Iterable[str] = (), cap: int = 100) -> None:
         self.label = label
-        self.configured = {_norm(s): s.strip() for s in configured if s.strip()}
+        self.configured = {skill_key(s): s.strip() for s in configured if s.strip()}
         self.cap = cap
         self._admitted: dict[str, str] = {}
         self.overflowed = 0
 
     def __call__(self, value: str, spelling: str | None = None) -> str:
-        key = _norm(value)
+        key = skill_key(value)
         found = self.configured.get(key) or self._admitted.get(key)
         if found is not None:
             return found
@@ -107,11 +103,11 @@ class SkillLabels:
         # catalogue uses (the same as on the span events and log records).
         named: dict[str, str] = {}
         for name in (*result.expectation.skills, *(e.name for e in result.trajectory.catalogue)):
-            named.setdefault(_norm(name), name.strip())
+            named.setdefault(skill_key(name), name.strip())
         budget = self.budget
 
         def label(skill: str) -> str:
-            key = _norm(skill)
+            key = skill_key(skill)
             if not key:
                 return OTHER
             if key in budget.configured:
@@ -220,14 +216,14 @@ class MetricsSink:
                     verdict.score,
                     {semconv.GEN_AI_EVALUATION_NAME: verdict.evaluator, **agent_attrs},
                 )
-        for skill in dict.fromkeys(_norm(s) for s in result.expectation.skills):
+        for skill in dict.fromkeys(skill_key(s) for s in result.expectation.skills):
             self._add(
                 self.skill_expected,
                 1,
                 {**agent_attrs, semconv.GEN_AI_SKILL_NAME: skill_label(skill)},
             )
         loaded = dict.fromkeys(
-            _norm(load.skill) for load in trajectory.skill_loads if load.status == "loaded"
+            skill_key(load.skill) for load in trajectory.skill_loads if load.status == "loaded"
         )
         for skill in loaded:
             self._add(

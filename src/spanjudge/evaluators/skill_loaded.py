@@ -10,13 +10,9 @@ from spanjudge import reasons
 from spanjudge.evaluators.base import EvaluationContext, unknown_options
 from spanjudge.reasons import NO_EXPECTATION, SESSION_INCOMPLETE
 from spanjudge.trajectory.model import SkillLoad
-from spanjudge.values import Target, Verdict, not_evaluated
+from spanjudge.values import Target, Verdict, not_evaluated, skill_key
 
 NAME = reasons.SKILL_LOADED
-
-
-def _norm(name: str) -> str:
-    return name.strip().lower()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,7 +41,7 @@ class SkillLoaded:
         return [self._one(skill, trajectory.skill_loads, ctx) for skill in expected]
 
     def _one(self, skill: str, loads: tuple[SkillLoad, ...], ctx: EvaluationContext) -> Verdict:
-        mine = [load for load in loads if _norm(load.skill) == _norm(skill)]
+        mine = [load for load in loads if skill_key(load.skill) == skill_key(skill)]
         loaded = [load for load in mine if load.status == "loaded"]
         evidence = tuple(load.span_id for load in mine)
         if loaded:

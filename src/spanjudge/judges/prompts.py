@@ -16,6 +16,7 @@ from typing import Any
 from spanjudge.errors import JudgeError
 from spanjudge.judges.base import JudgeKind, Judgement, JudgeRequest, judgement_from, ratings_for
 from spanjudge.trajectory.steps import Step
+from spanjudge.values import skill_key
 
 MAX_FIELD_CHARS = 600
 MAX_STEPS = 120
@@ -80,8 +81,8 @@ def _notes(request: JudgeRequest) -> list[str]:
     """Clauses that apply to this request only."""
     notes = []
     if request.kind == "skill_selection" and request.skill is not None and request.catalogue:
-        offered = {e.name.strip().lower() for e in request.catalogue}
-        if request.skill.strip().lower() not in offered:
+        offered = {skill_key(e.name) for e in request.catalogue}
+        if skill_key(request.skill) not in offered:
             notes.append(
                 f"NOTE: {request.skill!r} is not a name in the catalogue. If it is clearly a "
                 "misspelling of one catalogue entry, judge it as that entry."
