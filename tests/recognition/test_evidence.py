@@ -225,3 +225,9 @@ def test_error_type_on_a_span_left_ok_fails_the_load() -> None:
     trajectory = _run(call)
     assert loads(trajectory) == [("csv-report", "failed")]  # type: ignore[arg-type]
     assert trajectory.skill_loads[0].body is None  # type: ignore[attr-defined]
+
+
+def test_front_matter_without_a_description_is_no_skill() -> None:
+    page = "---\nname: Home\nlayout: page\n---\n# Welcome\n"
+    trajectory = _run(Call("read_page", {"slug": "home"}, page))
+    assert loads(trajectory) == []  # type: ignore[arg-type]

@@ -93,3 +93,24 @@ def test_a_call_interrupted_for_approval_and_run_on_resuming_is_one_call_in_one_
     assert trajectory.tool_calls()[0].result == "deleted out/tmp.txt"
     assert trajectory.final_answer == "Deleted out/tmp.txt."
     assert len(trajectory.trace_ids) == 2
+
+
+def test_a_lone_create_agent_span_is_not_a_session(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import io
+
+    from spanjudge.emit.report import JsonReportWriter
+    from spanjudge.engine import Engine
+    from spanjudge.offline import run_offline
+    from tests.conftest import recorded, write_jsonl
+
+    def body(tracer: Tracer) -> None:
+        attrs = {"gen_ai.operation.name": "create_agent", "gen_ai.agent.name": "a"}
+        with tracer.start_as_current_span("create_agent a", attributes=attrs):
+            pass
+        agent_run(tracer, "Hi.", [Say(text="Hello.")])
+
+    path = write_jsonl(tmp_path / "t.jsonl", recorded(body))
+    buf = io.StringIO()
+    run_offline([str(path)], Engine(), JsonReportWriter(buf))
+    sessions = json.loads(buf.getvalue())["sessions"]
+    assert [(s["turns"], s["final_answer"]) for s in sessions] == [(1, "Hello.")]

@@ -57,6 +57,7 @@ _PAYLOAD_ERROR = re.compile(
 _ERROR_DETAIL = re.compile(r"""["'](?:error|message|detail)["']\s*:\s*["']([^"'\n]{1,300})""")
 # A SKILL.md document: YAML front matter that names the skill.
 _FRONT_MATTER = re.compile(r"(?:\A|\n)---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
+_FM_DESCRIPTION = re.compile(r"^description:", re.M)
 _FM_NAME = re.compile(r"^name:\s*['\"]?([^'\"\n]+?)['\"]?\s*$", re.M)
 # What harnesses wrap around a file's text: Deep Agents' window header, Strands' metadata tail,
 # Codex-style exec output headers.
@@ -295,11 +296,14 @@ def _unwrap(text: str) -> str:
 
 
 def front_matter_name(text: str | None) -> str | None:
-    """The `name:` of a SKILL.md document's YAML front matter found at the start of ``text``."""
+    """The `name:` of a SKILL.md document's YAML front matter found at the start of ``text``.
+
+    The Agent Skills format requires `name` and `description`: front matter without a
+    description (a blog post, a Jekyll page) is not a skill's."""
     if not text or "---" not in text[:400]:
         return None
     match = _FRONT_MATTER.search(text[:4000])
-    if match is None or match.start() > 400:
+    if match is None or match.start() > 400 or not _FM_DESCRIPTION.search(match.group(1)):
         return None
     name = _FM_NAME.search(match.group(1))
     return name.group(1).strip() if name else None
