@@ -131,3 +131,24 @@ def test_a_malformed_declaration_gives_one_clear_error_per_problem() -> None:
     for text in expected:
         assert sum(p.startswith(text) for p in problems) == 1, (text, problems)
     assert len(problems) == len(expected), problems
+
+
+def test_odd_values_in_declared_fields_cost_nothing() -> None:
+    from spanjudge.spans.record import SpanRecord
+
+    config = parse_config({"conventions": HAYSTACK})
+    declared = config.sections["conventions"][0]
+    usage = '{"prompt_tokens": NaN, "completion_tokens": "x"}'
+    odd = {LLM_OUT: '{"replies": [{"meta": {"usage": ' + usage + "}}]}"}
+    span = SpanRecord(
+        trace_id="1" * 32,
+        span_id="2" * 16,
+        parent_span_id=None,
+        name="haystack.agent.step.llm",
+        start_unix_nano=0,
+        end_unix_nano=1,
+        attributes=odd,
+    )
+    steps = declared.recognise(span)
+    assert steps is not None and steps[0].kind == "model_call"
+    assert (steps[0].input_tokens, steps[0].output_tokens) == (None, None)

@@ -30,6 +30,7 @@ rules, as for every built-in preset.
 from __future__ import annotations
 
 import fnmatch
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -152,7 +153,9 @@ class Role:
 def _is_number(value: Any) -> bool:
     if isinstance(value, bool):
         return False
-    return isinstance(value, (int, float)) or (isinstance(value, str) and value.isdigit())
+    if isinstance(value, float):
+        return math.isfinite(value)  # NaN or infinity is no token count
+    return isinstance(value, int) or (isinstance(value, str) and value.isdigit())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
