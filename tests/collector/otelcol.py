@@ -45,7 +45,11 @@ def _find_binary() -> tuple[str | None, str]:
     lines = found.stdout.strip().splitlines()
     if found.returncode == 0 and lines and os.access(lines[-1], os.X_OK):
         return lines[-1], ""
-    return None, f"the Collector is not built (run scripts/build-otelcol, or set {BINARY_ENV})"
+    said = found.stderr.strip().splitlines()
+    detail = f": {said[-1]}" if said else ""  # e.g. "'go' is not on PATH": no hash, no cache
+    return None, (
+        f"the Collector is not built (run scripts/build-otelcol, or set {BINARY_ENV}){detail}"
+    )
 
 
 def otelcol_binary() -> str:
