@@ -231,3 +231,10 @@ def test_front_matter_without_a_description_is_no_skill() -> None:
     page = "---\nname: Home\nlayout: page\n---\n# Welcome\n"
     trajectory = _run(Call("read_page", {"slug": "home"}, page))
     assert loads(trajectory) == []  # type: ignore[arg-type]
+
+
+def test_a_nan_token_count_is_no_count_and_costs_nothing_else() -> None:
+    trajectory = _run(Say(text="Done.", tokens=(float("nan"), 5)))  # type: ignore[arg-type]
+    assert trajectory.stats.model_calls == 1  # type: ignore[attr-defined]
+    assert trajectory.stats.input_tokens is None  # type: ignore[attr-defined]
+    assert trajectory.final_answer == "Done."  # type: ignore[attr-defined]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -121,8 +122,10 @@ def int_attr(span: SpanRecord, *keys: str) -> int | None:
     value = first_attr(span, *keys)
     if isinstance(value, bool):
         return None
-    if isinstance(value, (int, float)):
-        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value) if math.isfinite(value) else None  # NaN is no count
     if isinstance(value, str) and value.isdigit():
         return int(value)
     return None
