@@ -124,8 +124,10 @@ def test_three_replicas_equal_one_and_a_killed_replica_loses_nothing(
     tmp_path: Path, started: list[Any]
 ) -> None:
     fixture = traffic.sessions()
-    runs = [{f"{sid}-r{run}": traffic.copy(spans, run) for sid, spans in fixture.items()}
-            for run in (1, 2)]  # fmt: skip
+    # Before the kill: one run of the fixture's sessions; while the victim is down: two more
+    # (32 sessions, so the victim owns some of them but for a (2/3)**32 chance).
+    runs = [{f"{sid}-r{run}": traffic.copy(spans, run) for sid, spans in fixture.items()
+             for run in group} for group in ((1,), (2, 3))]  # fmt: skip
     everything = runs[0] | runs[1]
 
     single = Replica(tmp_path / "single").start()
