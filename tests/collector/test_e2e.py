@@ -207,6 +207,14 @@ def test_verdict_spans_and_log_records_reach_the_file_exporter(run: Run) -> None
     assert {r["traceId"] for r in results if r.get("traceId")} <= agent_traces
 
 
+def test_the_rejected_span_is_dropped_once_not_retried(run: Run) -> None:
+    # spanjudge refused the span with the impossible clock (INVALID_ARGUMENT, or a partial
+    # success inside a bigger batch): a permanent answer, which the Collector's exporter must
+    # not retry. A retried refusal would count again on every attempt.
+    dropped = 'spanjudge_spans_dropped_total{reason="rejected"}'
+    assert run.prometheus.total(dropped) == 1, run.prometheus.query("spanjudge_spans_dropped_total")
+
+
 # --- the dashboard ---
 
 
