@@ -41,9 +41,12 @@ def test_writing_or_listing_a_skill_md_is_no_load() -> None:
     trajectory = _run(
         Call("write_file", {"path": "skills/x/SKILL.md", "content": SKILL_MD}, "ok"),
         Call("exec_command", {"cmd": "ls .agents/*/SKILL.md && grep -l csv x/SKILL.md"}, "a"),
+        Call("bash", {"command": "cat > skills/new/SKILL.md <<EOF\nhi\nEOF"}, ""),
+        Call("bash", {"command": "sed -i 's/a/b/' skills/x/SKILL.md"}, ""),
+        Call("bash", {"command": "cat skills/*/SKILL.md | wc -l"}, "40"),
     )
     assert loads(trajectory) == []  # type: ignore[arg-type]
-    assert trajectory.stats.tool_calls == 2  # type: ignore[attr-defined]
+    assert trajectory.stats.tool_calls == 5  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(

@@ -34,6 +34,7 @@ _READERS = frozenset(
     {"cat", "sed", "head", "tail", "less", "more", "type", "bat", "awk", "nl", "view", "batcat"}
     | {"get-content", "gc", "open", "source", "."}
 )
+_GLOB = re.compile(r"[*?\[\]{}$]")
 _SEGMENT = re.compile(r"\|\||&&|[;|\n]")
 _REDACTED = re.compile(r"^\s*(?:<?redacted>?|\*+|\[redacted\]|<REDACTED[^>]*>|null|none)\s*$", re.I)
 # Error evidence in free text (shell output, tool errors rendered as text).
@@ -247,7 +248,7 @@ def skill_md_read(arguments: Any) -> str | None:
         stripped = value.strip()
         if not any(c.isspace() for c in stripped):
             match = _SKILL_MD.fullmatch(stripped)
-            if match is not None:
+            if match is not None and not _GLOB.search(match.group(2)):
                 return match.group(2)
             continue
         for segment in _SEGMENT.split(stripped.replace('"', " ").replace("'", " ")):
@@ -256,10 +257,19 @@ def skill_md_read(arguments: Any) -> str | None:
                 words[0].rsplit("/", 1)[-1] in _SHELLS or words[0][:1] == "-" or "=" in words[0]
             ):
                 words = words[1:]
-            if words and words[0].rsplit("/", 1)[-1].lower() in _READERS:
-                match = _SKILL_MD.search(" ".join(words[1:]))
-                if match is not None:
-                    return match.group(2)
+            if not words or words[0].rsplit("/", 1)[-1].lower() not in _READERS:
+                continue
+            if any(w == "-i" or w.startswith(("-i.", "--in-place")) for w in words[1:]):
+                continue  # sed -i edits the file in place
+            rest = " ".join(words[1:])
+            match = _SKILL_MD.search(rest)
+            # `cat > x/SKILL.md` writes it; `cat x/*/SKILL.md` reads no one skill
+            if (
+                match is not None
+                and not rest[: match.start()].rstrip().endswith(">")
+                and not _GLOB.search(match.group(2))
+            ):
+                return match.group(2)
     return None
 
 
