@@ -7,7 +7,9 @@ a loader tool's description:
 - Deep Agents: "- **name**: description" lines under "**Available Skills:**";
 - markdown lists under any heading that says "available skills" (OpenAI Agents / Codex:
   "### Available skills" then "- name: description (file: .../SKILL.md)"), or a line ending
-  "available skills:" in a tool description (Haystack's `load_skill`).
+  "available skills:" in a tool description (Haystack's `load_skill`);
+- a list after a line saying its items "can be loaded" (pydantic-ai-harness: "The following
+  capabilities are deferred and can be loaded using the `load_capability` tool").
 """
 
 from __future__ import annotations
@@ -26,10 +28,12 @@ _SKILL_BLOCK = re.compile(
 # "- name: description" lists, as several harnesses render their catalogue.
 _SKILL_LINE = re.compile(r"^\s*[-*]\s*\**`?([A-Za-z0-9_.:-]+)`?\**\s*[:\u2014-]\s+(.+?)\s*$", re.M)
 # A heading or lead-in line that announces the list: "### Available skills", "**Available
-# Skills:**", "Available skills:", "The following skills are available:".
+# Skills:**", "Available skills:", "The following skills are available:", "... capabilities
+# ... can be loaded ...".
 _HEADING = re.compile(
     r"^[ \t]*(?:#{1,6}[ \t]*|\*\*)?[^\n]{0,60}?"
-    r"\b(?:available[ \t]+skills|skills[ \t]+(?:are[ \t]+)?available)\b[^\n]{0,40}$",
+    r"\b(?:available[ \t]+skills|skills[ \t]+(?:are[ \t]+)?available)\b[^\n]{0,40}$"
+    r"|^[^\n]{0,80}\b(?:skills|capabilities)\b[^\n]{0,40}\bcan[ \t]+be[ \t]+loaded\b[^\n]{0,120}$",
     re.I | re.M,
 )
 _ITEM = re.compile(
@@ -42,7 +46,7 @@ _FILE_SUFFIX = re.compile(r"\s*\((?:file|path|location):\s*[^)]*\)\s*$", re.I)
 @lru_cache(maxsize=512)  # system prompts and tool descriptions repeat on every model call
 def parse_catalogue(text: str | None) -> tuple[CatalogueEntry, ...]:
     """Skills offered in a prompt or tool description, in any of the shapes above."""
-    if not text or "skill" not in text.lower():
+    if not text or ("skill" not in text.lower() and "capabilit" not in text.lower()):
         return ()
     entries: dict[str, CatalogueEntry] = {}
     for block in _AVAILABLE_SKILLS.findall(text):

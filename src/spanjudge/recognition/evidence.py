@@ -60,6 +60,11 @@ _ERROR_DETAIL = re.compile(r"""["'](?:error|message|detail)["']\s*:\s*["']([^"'\
 _FRONT_MATTER = re.compile(r"(?:\A|\n)---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
 _FM_DESCRIPTION = re.compile(r"^description:", re.M)
 _FM_NAME = re.compile(r"^name:\s*['\"]?([^'\"\n]+?)['\"]?\s*$", re.M)
+# A skill handed over as a titled document (pydantic-ai-harness: "# Skill: csv-report"), the
+# title on one of the first lines, after any wrapper tags.
+_SKILL_TITLE = re.compile(
+    r"\A(?:[ \t]*<[^>\n]{1,80}>[ \t]*\n?){0,3}[ \t]*#{1,3}[ \t]*Skill:[ \t]*(\S+)[ \t]*$", re.M
+)
 # What harnesses wrap around a file's text: Deep Agents' window header, Strands' metadata tail,
 # Codex-style exec output headers.
 _READ_WINDOW = re.compile(r"\A@@ lines \d+-\d+ of \d+ @@\r?\n")
@@ -326,6 +331,8 @@ def bodies_in(texts: Iterable[str | None]) -> tuple[tuple[str, str], ...]:
     for text in texts:
         if text and "name:" in text and (name := front_matter_name(text)) is not None:
             found.append((name, text))
+        elif text and "Skill:" in text and (title := _SKILL_TITLE.match(text)) is not None:
+            found.append((title.group(1), text))
     return tuple(found)
 
 

@@ -141,7 +141,10 @@ def input_texts(span: SpanRecord) -> list[str]:
 
 
 def _maybe_md(text: Any) -> bool:
-    return isinstance(text, str) and "---" in text[:600] and "name:" in text
+    """Cheap pre-check for `evidence.bodies_in`: front matter, or a "# Skill: name" title."""
+    if not isinstance(text, str):
+        return False
+    return ("---" in text[:600] and "name:" in text) or "Skill:" in text[:300]
 
 
 def continues_turn(span: SpanRecord) -> bool:

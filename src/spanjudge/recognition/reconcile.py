@@ -37,6 +37,8 @@ from spanjudge.trajectory.steps import Step
 _TOOL_KINDS = ("tool_call", "skill_load")
 # Argument names that may carry a skill's name for a loader nobody listed.
 _NAME_KEY = re.compile(r"skill|name|capabilit|^id$", re.I)
+# A schema's description of the argument that names what a loader loads.
+_LOADS = re.compile(r"\b(?:skill|capability)\b[^.]{0,40}\bto (?:load|activate)\b", re.I)
 UNEXECUTED = "requested by the model but never executed (rejected before execution or aborted)"
 
 
@@ -53,6 +55,7 @@ def reconcile(
     names = {e.name for s in out for e in s.catalogue} | set(library.skills)
     out = _unexecuted_requests(out, names)
     out = [_load_by_evidence(s, names, library) for s in out]
+    out = _failed_loads_by_schema(out)
     out = _bodies_from_messages(out)
     out = _one_activation(out)
     return [_with_body_source(s, library) for s in out]
@@ -236,6 +239,40 @@ def _load_by_evidence(step: Step, names: set[str], library: SkillLibrary) -> Ste
     if front_matter_name(body) == skill:
         return load
     return step
+
+
+def _failed_loads_by_schema(steps: list[Step]) -> list[Step]:
+    """A failed call whose argument the tool's own schema (as the model was given it) describes
+    as naming what to load ("The id of the capability to load.") tried to load that value, even
+    when no catalogue has it (a misspelt name)."""
+    schemas: dict[str, object] = {}
+    for step in steps:
+        if step.kind == "model_call":
+            schemas.update(step.tool_schemas)
+    out = []
+    for step in steps:
+        if step.kind == "tool_call" and step.error and isinstance(step.arguments, Mapping):
+            key = _loading_argument(schemas.get(step.name))
+            value = step.arguments.get(key) if key else None
+            if isinstance(value, str) and value.strip():
+                step = as_skill_load(step, value.strip(), None, has_result=True)
+        out.append(step)
+    return out
+
+
+def _loading_argument(schema: object) -> str | None:
+    """The one argument a tool schema describes as the skill or capability to load."""
+    if isinstance(schema, str):
+        schema = parse_json(schema)
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    if not isinstance(properties, Mapping):
+        return None
+    found = [
+        str(key)
+        for key, spec in properties.items()
+        if isinstance(spec, Mapping) and _LOADS.search(str(spec.get("description") or ""))
+    ]
+    return found[0] if len(found) == 1 else None
 
 
 def _bodies_from_messages(steps: list[Step]) -> list[Step]:
