@@ -241,3 +241,16 @@ def test_a_nan_token_count_is_no_count_and_costs_nothing_else() -> None:
     assert trajectory.stats.model_calls == 1  # type: ignore[attr-defined]
     assert trajectory.stats.input_tokens is None  # type: ignore[attr-defined]
     assert trajectory.final_answer == "Done."  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        {"type": "text", "text": "Error executing tool load_skill"},
+        "Error: Argument parsing failed.",
+        "Traceback (most recent call last):\n  File ...\nKeyError: 'csv-report'",
+    ],
+)
+def test_a_result_that_opens_with_an_error_is_a_failed_load(result: object) -> None:
+    trajectory = _run(Call("load_skill", {"name": "csv-report"}, result))
+    assert loads(trajectory) == [("csv-report", "failed")]  # type: ignore[arg-type]

@@ -34,6 +34,7 @@ _READERS = frozenset(
     {"cat", "sed", "head", "tail", "less", "more", "type", "bat", "awk", "nl", "view", "batcat"}
     | {"get-content", "gc", "open", "source", "."}
 )
+_ERROR_LEAD = re.compile(r"(?:error|exception|traceback)\b", re.I)
 _GLOB = re.compile(r"[*?\[\]{}$]")
 _SEGMENT = re.compile(r"\|\||&&|[;|\n]")
 _REDACTED = re.compile(r"^\s*(?:<?redacted>?|\*+|\[redacted\]|<REDACTED[^>]*>|null|none)\s*$", re.I)
@@ -176,6 +177,9 @@ def load_status(
     # Refusals, shell failures and validation errors lead the result; a body quoting such
     # words further down is not one.
     head = text.lstrip()[:_HEAD_CHARS]
+    lead = (body or text).lstrip()
+    if _ERROR_LEAD.match(lead):  # "Error: ...", "Error executing tool load_skill"
+        return "failed", f"error in result: {lead[:200]}"
     if is_refusal(head):
         return "failed", f"refusal in result: {text.strip()[:200]}"
     if (shell := shell_failure(head)) is not None:
