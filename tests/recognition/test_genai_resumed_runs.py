@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from spanjudge.recognition.reconcile import reconcile
 from spanjudge.recognition.registry import RecogniserRegistry
 from spanjudge.spans.files import read_input
 from spanjudge.spans.record import SpanRecord
@@ -33,7 +34,7 @@ def test_the_resumed_run_continues_the_request_and_its_call_counts_once() -> Non
     assert len({s.trace_id for s in spans}) == 2  # the resumed run is a trace of its own
     tool_spans = [s for s in spans if s.name == "delete_file.tool"]
     assert [("gen_ai.tool.call.result" in s.attributes) for s in tool_spans] == [False, True]
-    steps = RecogniserRegistry.default().recognise_session(spans)
+    steps = reconcile(RecogniserRegistry.default().recognise_session(spans), spans)
     turns = [s for s in steps if s.kind == "agent_turn"]
     assert [t.continuation for t in sorted(turns, key=lambda t: t.start_unix_nano)] == [
         False,

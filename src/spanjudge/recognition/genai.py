@@ -179,13 +179,8 @@ class GenAIRecogniser:
                 first = models.get(step.trace_id, [])
                 span = by_id.get(first[0].span_id) if first else None
                 if span is not None and (request := last_user_text(span)):
-                    # a first model input that ends in tool results (a run resumed after an
-                    # approval, OpenAI Agents under OpenLLMetry) goes on with the turn before
-                    step = dataclasses.replace(
-                        step, text=request, continuation=continues_turn(span)
-                    )
+                    step = dataclasses.replace(step, text=request)
             out.append(step)
-        out = _without_calls_run_later(out)
         for trace_id, calls in models.items():
             if trace_id in answered or not any(
                 s.kind == "agent_turn" and s.trace_id == trace_id for s in steps
@@ -212,27 +207,3 @@ class GenAIRecogniser:
                         )
                     break
         return out
-
-
-def _without_calls_run_later(steps: list[Step]) -> list[Step]:
-    """A call recorded without result or error, then again with its result in a turn that
-    continues the request (it waited for approval in one run and ran in the resumed one), is
-    one call: the later record."""
-    resumed = {s.trace_id for s in steps if s.kind == "agent_turn" and s.continuation}
-    ran = [s for s in steps if s.kind == "tool_call" and s.trace_id in resumed and s.result]
-
-    def waited(step: Step) -> bool:
-        return (
-            step.kind == "tool_call"
-            and step.trace_id not in resumed
-            and step.result is None
-            and step.error is None
-            and any(
-                r.name == step.name
-                and r.arguments == step.arguments
-                and r.start_unix_nano > step.start_unix_nano
-                for r in ran
-            )
-        )
-
-    return [s for s in steps if not waited(s)]
