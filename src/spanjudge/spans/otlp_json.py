@@ -94,6 +94,39 @@ def attrs_json(items: Any, field: str, limits: Limits) -> tuple[dict[str, AttrVa
         return {}, 0
     if type(items) is not list:
         raise FieldError(field, f"expected a list of key/value objects, got {type(items).__name__}")
+    if len(items) > limits.max_attrs_per_span:
+        return _attrs_general(items, field, limits)
+    # One pass for the common case (string keys, string or scalar values); anything odd (a
+    # malformed item, a value to cut) is decoded again by the general path, which says why.
+    out: dict[str, AttrValue] = {}
+    cuts = 0
+    cap = limits.max_attr_chars
+    for i, kv in enumerate(items):
+        if type(kv) is not dict:
+            return _attrs_general(items, field, limits)
+        value = kv.get("value")
+        key = kv.get("key")
+        if type(value) is not dict or type(key) is not str:
+            return _attrs_general(items, field, limits)
+        text = value.get("stringValue")
+        if type(text) is str:
+            if len(text) > cap:
+                return _attrs_general(items, field, limits)
+            out[key] = text
+            continue
+        decoded = any_value_json(value, f"{field}[{i}].value")
+        if type(decoded) is tuple:
+            decoded, n = cap_value(decoded, limits)
+            cuts += n
+        elif type(decoded) is str and len(decoded) > cap:
+            return _attrs_general(items, field, limits)
+        out[key] = decoded
+    return out, cuts
+
+
+def _attrs_general(
+    items: list[Any], field: str, limits: Limits
+) -> tuple[dict[str, AttrValue], int]:
     out: dict[str, AttrValue] = {}
     cuts = 0
     cap = limits.max_attr_chars
@@ -104,7 +137,12 @@ def attrs_json(items: Any, field: str, limits: Limits) -> tuple[dict[str, AttrVa
         if len(out) >= max_attrs:
             cuts += 1
             continue
-        value = any_value_json(kv.get("value", {}), f"{field}[{i}].value")
+        raw = kv.get("value", {})
+        text = raw.get("stringValue") if type(raw) is dict else None
+        if type(text) is str:
+            value: AttrValue = text
+        else:
+            value = any_value_json(raw, f"{field}[{i}].value")
         if type(value) is str:
             if len(value) > cap:
                 value, n = cap_value(value, limits)
