@@ -29,7 +29,6 @@ from tests.collector import traffic
 from tests.collector.otelcol import (
     CONFIG_DIR,
     Collector,
-    free_port,
     loopback_env,
     otelcol_binary,
     wait_for,
@@ -41,23 +40,30 @@ pytestmark = pytest.mark.slow
 
 
 class Replica:
-    """`spanjudge serve` on a fixed port (the static resolver names it) with its own spool."""
+    """`spanjudge serve` with its own spool, restarted on the port its first start got (the
+    static resolver names it)."""
 
     def __init__(self, directory: Path, idle_timeout_s: float = 3.0) -> None:
         directory.mkdir(parents=True)
         self.server = VerdictServer()
-        self.endpoint = f"127.0.0.1:{free_port()}"
-        config = traffic.serve_config(
-            directory, grpc_endpoint=self.endpoint, idle_timeout_s=idle_timeout_s
+        # Port 0 on the first start (no race for a port picked in advance); known after it.
+        self.endpoint = ""
+        self.config = traffic.serve_config(
+            directory, grpc_endpoint="127.0.0.1:0", idle_timeout_s=idle_timeout_s
         )
         env = {
             "OTEL_EXPORTER_OTLP_ENDPOINT": self.server.endpoint,
             "OTEL_EXPORTER_OTLP_INSECURE": "true",
         }
-        self.sidecar = SidecarProcess(directory, config, env=env)
+        self.sidecar = SidecarProcess(directory, self.config, env=env)
 
     def start(self) -> Replica:
         self.sidecar.start()
+        if not self.endpoint:
+            # The port the static resolver names: a restart must come back on it.
+            self.endpoint = str(self.sidecar.endpoints["grpc"])
+            self.config["serve"]["grpc_endpoint"] = self.endpoint
+            self.sidecar.config_path.write_text(yaml.safe_dump(self.config), encoding="utf-8")
         return self
 
     def metric(self, name: str) -> float:
