@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -248,7 +248,7 @@ def skill_of_call(tool: str, arguments: Any) -> str | None:
 
 def skill_md_read(arguments: Any) -> str | None:
     """The skill whose SKILL.md a call reads: a path argument, or a reading shell command."""
-    candidates = [v for v in _strings(arguments) if ".md" in v or ".MD" in v]
+    candidates = _md_strings(arguments)
     if not candidates or (isinstance(arguments, Mapping) and _WRITE_ARGS.intersection(arguments)):
         return None
     for value in candidates:
@@ -282,15 +282,20 @@ def skill_md_read(arguments: Any) -> str | None:
     return None
 
 
-def _strings(value: Any, depth: int = 0) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif depth < 4 and isinstance(value, Mapping):
-        for item in value.values():
-            yield from _strings(item, depth + 1)
-    elif depth < 4 and isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _strings(item, depth + 1)
+def _md_strings(value: Any) -> list[str]:
+    """Every string in ``value`` (nested up to 4 deep) that may name a `.md` file."""
+    found: list[str] = []
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            if ".md" in item or ".MD" in item:
+                found.append(item)
+        elif depth < 4 and isinstance(item, Mapping):
+            stack.extend((v, depth + 1) for v in reversed(list(item.values())))
+        elif depth < 4 and isinstance(item, (list, tuple)):
+            stack.extend((v, depth + 1) for v in reversed(item))
+    return found  # in the order the arguments hold them
 
 
 # --------------------------------------------------------------------------- skill bodies
