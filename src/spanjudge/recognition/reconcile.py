@@ -234,7 +234,7 @@ def _load_by_evidence(step: Step, names: set[str], library: SkillLibrary) -> Ste
     load = as_skill_load(step, skill, body, has_result=step.result is not None)
     if named_by_key or load.skill_status == "failed":
         # under any other argument a skill's exact name is a load attempt only when the call
-        # was refused or failed (`fetch_playbook(topic="csv-report")` -> "not available")
+        # was refused or failed (`topic="csv-report"` answered "not available right now")
         return load
     if front_matter_name(body) == skill:
         return load
