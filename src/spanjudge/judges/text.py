@@ -126,10 +126,26 @@ def stem(word: str) -> str:
     return word
 
 
+# Texts up to this size have their tokens cached: catalogue entries, requests and skill steps
+# recur in every session of a deployment (at most 4096 * 2 KB of keys held).
+_CACHED_TOKENS_MAX_CHARS = 2048
+
+
 def tokens(text: str | None) -> set[str]:
     """Lower-cased, stemmed content words; identifiers such as read_csv split into parts."""
     if not text:
         return set()
+    if len(text) <= _CACHED_TOKENS_MAX_CHARS:
+        return set(_cached_tokens(text))
+    return _tokens(text)
+
+
+@lru_cache(maxsize=4096)
+def _cached_tokens(text: str) -> frozenset[str]:
+    return frozenset(_tokens(text))
+
+
+def _tokens(text: str) -> set[str]:
     words = _WORD.findall(text.lower().replace("_", " ").replace("-", " "))
     return {stem(w) for w in words if w not in _STOP and len(w) > 1}
 
@@ -220,6 +236,7 @@ def _insists_on(tool: str, text: str) -> bool:
     return False
 
 
+@lru_cache(maxsize=128)  # the same few skills are loaded in every session; SkillDoc is frozen
 def parse_skill(body: str) -> SkillDoc:
     """Split a SKILL.md body into front matter and ordered steps."""
     meta, text = _front_matter(body)

@@ -181,10 +181,9 @@ class GenAIRecogniser:
                 if span is not None and (request := last_user_text(span)):
                     step = dataclasses.replace(step, text=request)
             out.append(step)
+        turn_traces = {s.trace_id for s in steps if s.kind == "agent_turn"}
         for trace_id, calls in models.items():
-            if trace_id in answered or not any(
-                s.kind == "agent_turn" and s.trace_id == trace_id for s in steps
-            ):
+            if trace_id in answered or trace_id not in turn_traces:
                 continue
             for call in sorted(calls, key=lambda s: s.end_unix_nano, reverse=True):
                 span = by_id.get(call.span_id)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -70,21 +70,14 @@ class ClosedSession:
 
 
 def estimate_size(span: SpanRecord) -> int:
-    """A cheap upper-bound-ish estimate of a span's retained bytes (for the memory budget):
-    400 per span, 120 per event, 64 per attribute plus its key and its value (16 unless text)."""
-    return (
-        400
-        + _attrs_size(span.attributes)
-        + sum(120 + _attrs_size(event.attributes) for event in span.events)
-    )
-
-
-def _attrs_size(attributes: Mapping[str, object]) -> int:
-    size = 80 * len(attributes)
-    for key, value in attributes.items():
-        size += len(key)
-        if isinstance(value, str):
-            size += len(value) - 16
+    """A cheap upper-bound-ish estimate of a span's retained bytes (for the memory budget)."""
+    size = 400
+    for key, value in span.attributes.items():
+        size += 64 + len(key) + (len(value) if isinstance(value, str) else 16)
+    for event in span.events:
+        size += 120
+        for key, value in event.attributes.items():
+            size += 64 + len(key) + (len(value) if isinstance(value, str) else 16)
     return size
 
 

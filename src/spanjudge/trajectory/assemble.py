@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -32,6 +33,7 @@ class SessionMeta:
 def _root_turns(steps: Sequence[Step], spans_by_id: Mapping[str, SpanRecord]) -> list[Step]:
     turn_spans = {s.span_id for s in steps if s.kind == "agent_turn"}
     roots: list[Step] = []
+    parents: set[tuple[str, str]] = set()  # (trace, parent span) of the roots that have one
     for step in steps:
         if step.kind != "agent_turn":
             continue
@@ -49,21 +51,18 @@ def _root_turns(steps: Sequence[Step], spans_by_id: Mapping[str, SpanRecord]) ->
             continue
         if roots and step.continuation:
             continue  # only tool results or approvals as input: the turn before goes on
-        if roots and any(
-            r.trace_id == step.trace_id
-            and r.parent_span_id is not None
-            and r.parent_span_id == step.parent_span_id
-            for r in roots
-        ):
+        if (step.trace_id, step.parent_span_id) in parents:
             continue  # a sibling agent in the same request (handoff, agent as a tool)
         roots.append(step)
+        if step.parent_span_id is not None:
+            parents.add((step.trace_id, step.parent_span_id))
     return roots
 
 
 def _turn_of(
     step: Step,
     root_ids: Mapping[str, int],
-    roots: Sequence[Step],
+    root_starts: Sequence[int],
     spans_by_id: Mapping[str, SpanRecord],
 ) -> int:
     span_id: str | None = step.span_id
@@ -74,12 +73,9 @@ def _turn_of(
         span = spans_by_id.get(span_id)
         span_id = span.parent_span_id if span else None
         seen += 1
-    # Outside every turn span: the last turn that started before it.
-    index = 0
-    for i, root in enumerate(roots):
-        if root.start_unix_nano <= step.start_unix_nano:
-            index = i
-    return index
+    # Outside every turn span: the last turn that started before it (roots are in start order,
+    # so a bisection finds it; a linear scan made sessions of many orphaned spans quadratic).
+    return max(0, bisect_right(root_starts, step.start_unix_nano) - 1)
 
 
 def _str_list(value: Any) -> tuple[str, ...]:
@@ -173,9 +169,10 @@ def assemble(
     ordered = sorted(steps, key=position)
     roots = _root_turns(ordered, spans_by_id)
     root_ids = {r.span_id: i for i, r in enumerate(roots)}
+    root_starts = [r.start_unix_nano for r in roots]  # sorted: roots come in `position` order
     numbered = []
     for step in ordered:
-        turn = _turn_of(step, root_ids, roots, spans_by_id)
+        turn = _turn_of(step, root_ids, root_starts, spans_by_id)
         # replace() costs ~10 us on a Step: only pay it when the turn differs.
         numbered.append(step if step.turn == turn else dataclasses.replace(step, turn=turn))
     numbered = _derive_final_answers(numbered)
