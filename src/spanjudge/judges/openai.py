@@ -131,7 +131,9 @@ class OpenAIJudge:
                     },
                 }
             elif mode == "json_object":
-                body["response_format"] = {"type": "json_object"}
+                # The schema beside JSON mode: llama.cpp's server turns it into a grammar, so
+                # the reply has the judgement's keys and allowed ratings; others ignore it.
+                body["response_format"] = {"type": "json_object", "schema": response_schema(kind)}
             try:
                 return self._post(body)
             except _Unsupported as exc:
