@@ -32,6 +32,7 @@ import argparse
 import dataclasses
 import json
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -61,6 +62,8 @@ class Timed:
     def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.name = inner.name
+        # the judge's pool and deadline settings (evaluators/judging.py reads them)
+        self.policy = getattr(inner, "policy", None)
         self.latencies_s: list[float] = []
         self.failures: Counter[str] = Counter()
 
@@ -151,6 +154,16 @@ def compare(record: dict[str, Any], result: SessionResult | None) -> list[tuple[
     return rows
 
 
+def _only_sessions(path: str, records: list[dict[str, Any]], tmp: Path) -> str:
+    """A copy of ``path`` with only the lines that carry the given sessions (a slow judge is
+    asked about those only)."""
+    ids = [f'"{r["session_id"]}"' for r in records]
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    out = tmp / Path(path).name
+    out.write_text("\n".join(x for x in lines if any(i in x for i in ids)) + "\n")
+    return str(out)
+
+
 def _part(rows: list[tuple[str, Any, Any, str]]) -> dict[str, Any]:
     report: dict[str, Any] = {}
     for evaluator in EVALUATORS:
@@ -171,7 +184,10 @@ def _part(rows: list[tuple[str, Any, Any, str]]) -> dict[str, Any]:
 
 
 def run_setup(
-    config_doc: dict[str, Any], fixtures: Path, limit: int | None = None
+    config_doc: dict[str, Any],
+    fixtures: Path,
+    limit: int | None = None,
+    only: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Agreement per part (tuned, held out, all) and, for the judges used, latency and failures."""
     rows: dict[str, list[tuple[str, Any, Any, str]]] = {part: [] for part in PARTS}
@@ -187,6 +203,8 @@ def run_setup(
 
     for scenarios in sorted(fixtures.glob("*/scenarios.json")):
         folder = scenarios.parent
+        if only and folder.name not in only:
+            continue
         records = json.loads(scenarios.read_text())["sessions"]
         if limit is not None:
             records = records[:limit]
@@ -194,9 +212,11 @@ def run_setup(
         engine.add_expectations(ExpectationResolver(_entries(folder, records)))
         collect = Collect()
         wanted = {r["file"] for r in records}
-        run_offline(
-            sorted(str(p) for p in folder.glob("*.jsonl") if p.name in wanted), engine, collect
-        )
+        inputs = sorted(str(p) for p in folder.glob("*.jsonl") if p.name in wanted)
+        with tempfile.TemporaryDirectory() as tmp:
+            if limit is not None:
+                inputs = [_only_sessions(p, records, Path(tmp)) for p in inputs]
+            run_offline(inputs, engine, collect)
         part = "held_out" if folder.name in HELD_OUT else "tuned"
         for record in records:
             result = collect.results.get(record["session_id"])
@@ -237,6 +257,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--limit", type=int, help="judge only the first N sessions of each fixture folder"
     )
     parser.add_argument("--fixtures", default=str(ROOT / "fixtures"))
+    parser.add_argument(
+        "--only", action="append", default=[], metavar="FOLDER", help="only this fixture folder"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--verbose", action="store_true", help="list disagreements")
     args = parser.parse_args(argv)
@@ -248,6 +271,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "model": args.model,
             "timeout_s": args.timeout_s,
             "concurrency": args.concurrency,
+            "deadline_s": 3600,  # measure every judgment, however slow
             "max_retries": 1,
         }
         setups[f"llm:{args.model}"] = {"judges": {"default": spec}}
@@ -256,7 +280,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, spec in (doc.get("judges") or {}).items():
             setups[name] = {"judges": {"default": spec}}
     results = {
-        name: run_setup(doc, Path(args.fixtures), args.limit) for name, doc in setups.items()
+        name: run_setup(doc, Path(args.fixtures), args.limit, args.only)
+        for name, doc in setups.items()
     }
     if args.json:
         json.dump(results, sys.stdout, indent=1, default=str)
