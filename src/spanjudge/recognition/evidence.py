@@ -57,6 +57,14 @@ _PAYLOAD_ERROR = re.compile(
     re.I,
 )
 _ERROR_DETAIL = re.compile(r"""["'](?:error|message|detail)["']\s*:\s*["']([^"'\n]{1,300})""")
+# A result whose first line denies the request ("403 Forbidden", "Access denied.", "I'm sorry,
+# ...", "Skill x is disabled"); a heading line is a body's title, not a denial.
+_DENIAL = re.compile(
+    r"\A(?!#)[^\n]{0,80}?(?:\b(?:not permitted|not allowed|access(?: is)? denied|forbidden"
+    r"|unauthori[sz]ed|disabled|timed out|unable to|I(?:'m| am) sorry|sorry"
+    r"|I (?:cannot|can't|won't))\b)",
+    re.I,
+)
 # A SKILL.md document: YAML front matter that names the skill.
 _FRONT_MATTER = re.compile(r"(?:\A|\n)---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
 _FM_DESCRIPTION = re.compile(r"^description:", re.M)
@@ -178,10 +186,15 @@ def load_status(
     # words further down is not one.
     head = text.lstrip()[:_HEAD_CHARS]
     lead = (body or text).lstrip()
+    if not lead and skill_md_read(step.arguments) is not None:
+        return "failed", "the read of its SKILL.md returned nothing"
     if _ERROR_LEAD.match(lead):  # "Error: ...", "Error executing tool load_skill"
         return "failed", f"error in result: {lead[:200]}"
-    if is_refusal(head):
+    if is_refusal(head) or _DENIAL.match(lead):
         return "failed", f"refusal in result: {text.strip()[:200]}"
+    if (payload := _PAYLOAD_ERROR.search(head)) is not None:  # with text around it
+        detail = _ERROR_DETAIL.search(head, payload.start())
+        return "failed", f"error in result: {detail.group(1) if detail else payload.group(0)}"
     if (shell := shell_failure(head)) is not None:
         return "failed", shell
     if _VALIDATION_HINT.search(head) and _VALIDATION.search(head):
