@@ -53,6 +53,23 @@ def test_a_closed_stdout_pipe_keeps_the_fail_exit_code(traces, expect):  # type:
     assert "Traceback" not in err and "Exception ignored" not in err
 
 
+def test_a_closed_pipe_behind_output_dev_stdout_keeps_the_fail_exit_code(traces, expect):  # type: ignore[no-untyped-def]
+    # `spanjudge eval ... -o /dev/stdout | head`: the report is written through the path, and
+    # the reader leaving is no more an input error (2) there than on plain stdout.
+    proc = subprocess.Popen(
+        [*CLI, "eval", str(traces), "--expect", str(expect), "-o", "/dev/stdout"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(),
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    with proc.stderr:
+        err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 1, err
+    assert "error" not in err and "Traceback" not in err and "Exception ignored" not in err
+
+
 def test_an_internal_error_exits_3_with_one_line(capsys, monkeypatch, traces):  # type: ignore[no-untyped-def]
     import spanjudge.offline
 

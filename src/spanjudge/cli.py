@@ -174,8 +174,11 @@ def write_report(path: str, buf: IO[str]) -> None:
     through_special = target.startswith(("/proc/", "/dev/"))
     try:
         if (info is not None and not stat.S_ISREG(info.st_mode)) or through_special:
-            with open(path, "w", encoding="utf-8") as handle:
-                shutil.copyfileobj(buf, handle)
+            try:
+                with open(path, "w", encoding="utf-8") as handle:
+                    shutil.copyfileobj(buf, handle)
+            except BrokenPipeError:
+                pass  # `-o /dev/stdout | head`, a FIFO's reader gone: the verdicts stand
             return
         _replace_atomically(target, buf, mode=None if info is None else info.st_mode)
     except OSError as exc:
