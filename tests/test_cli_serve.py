@@ -177,6 +177,32 @@ def test_failed_start_leaves_no_spool_behind(tmp_path):  # type: ignore[no-untyp
     assert sorted(p.name for p in tmp_path.iterdir()) == ["serve.yaml"]
 
 
+@pytest.mark.parametrize(
+    "tls",
+    [{"ca_file": "ca.pem"}, {"cert_file": "client.pem", "key_file": "client.key"}],
+    ids=["ca_file", "client_cert"],
+)
+def test_a_missing_export_tls_file_is_a_configuration_error_that_leaves_nothing(tmp_path, tls):  # type: ignore[no-untyped-def]
+    # The Collector-style `tls:` block of serve.export, naming a file that is not there.
+    config = tmp_path / "serve.yaml"
+    export = {"endpoint": "https://127.0.0.1:14317", "tls": tls}
+    serve = {f"{n}_endpoint": "127.0.0.1:0" for n in ("grpc", "http", "metrics")}
+    config.write_text(yaml.safe_dump({"serve": {**serve, "export": export}}))
+    done = subprocess.run(
+        [*CLI, "serve", "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env=_env(),
+    )
+    assert done.returncode == 2, done.stderr
+    for key, file in tls.items():
+        assert f"serve.export.tls.{key}: no such file {file!r}" in done.stderr, done.stderr
+    assert "Errno" not in done.stderr and "Traceback" not in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["serve.yaml"]
+
+
 def test_unknown_serve_flag_shows_serves_usage(tmp_path):  # type: ignore[no-untyped-def]
     done = subprocess.run(
         [*CLI, "serve", "--no-such-flag"], capture_output=True, text=True, timeout=60

@@ -298,6 +298,16 @@ def parse_serve(raw: Any, path: str, problems: list[str]) -> ServeConfig:
             f"{path}.export.endpoint: expected http(s)://host:port or host:port, "
             f"got {export.endpoint!r}"
         )
+    # Read when the exporters are built, after the spool exists: a missing one must stop the
+    # start here, named, not as an OSError that leaves a new spool behind.
+    for key, name in (
+        ("ca_file", "certificate_file"),
+        ("cert_file", "client_certificate_file"),
+        ("key_file", "client_key_file"),
+    ):
+        file = getattr(export, name)
+        if file and not os.path.isfile(file):
+            problems.append(f"{path}.export.tls.{key}: no such file {file!r}")
     protocol = export.protocol or _env_protocol(problems) or "grpc"
     enabled = export.enabled
     if enabled is None:
