@@ -204,7 +204,7 @@ class HeuristicJudge:
                 or (bool(name_terms) and name_terms <= current)
                 or (bool(direct) and hits >= _OMISSION_MIN_TERMS)
                 or (hits >= 2 and half)
-                or (half and _asks_about(entry, current))
+                or _asks_about(entry, current)
             )
             rank = (fits, score + _RELATED_WEIGHT * len(near))
             if best is None or rank > best[0]:
@@ -364,7 +364,7 @@ def _asks_about(entry: CatalogueEntry, words: set[str]) -> bool:
     if not found:
         return False
     topics = tokens(found.group(1))
-    return any(related(word) & topics for word in words)
+    return any(related(word, strong=True) & topics for word in words)
 
 
 def _short(text: str, limit: int = 48) -> str:

@@ -14,9 +14,11 @@ from spanjudge.judges.text import stem
 
 # One group per line: the words of a group ask for the same kind of help.
 _GROUPS: tuple[str, ...] = (
-    "weather forecast temperature rain rainy snow sunny wind windy storm humid humidity climate",
+    "weather forecast temperature rain rainy snow sunny wind windy storm humid humidity climate "
+    "cold warm hot chilly freezing degrees celsius fahrenheit",
     "wear jacket coat umbrella clothes clothing outfit dress sweater boot layer",
-    "forecast tomorrow tonight weekend upcoming outlook predict",
+    # "weak:" time words relate, but alone are no evidence (a meeting "tomorrow" is no forecast).
+    "weak: forecast tomorrow tonight weekend upcoming outlook predict",
     "schedule meeting meet calendar appointment invite availability available slot reschedule",
     "email mail inbox",
     "report summary summarise summarize overview digest",
@@ -31,16 +33,20 @@ _GROUPS: tuple[str, ...] = (
 )
 
 
-@lru_cache(maxsize=1)
-def _index() -> dict[str, frozenset[str]]:
+@lru_cache(maxsize=2)
+def _index(strong: bool) -> dict[str, frozenset[str]]:
     index: dict[str, set[str]] = {}
     for group in _GROUPS:
-        stems = {stem(word) for word in group.split()}
+        weak = group.startswith("weak:")
+        if strong and weak:
+            continue
+        stems = {stem(word) for word in group.removeprefix("weak:").split()}
         for word in stems:
-            index.setdefault(word, set()).update(stems)
+            index.setdefault(word, {word}).update(stems)
     return {word: frozenset(related) for word, related in index.items()}
 
 
-def related(term: str) -> frozenset[str]:
-    """``term`` (a stemmed token) and the words grouped with it."""
-    return _index().get(term, frozenset((term,)))
+def related(term: str, *, strong: bool = False) -> frozenset[str]:
+    """``term`` (a stemmed token) and the words grouped with it; ``strong``: leave out the weak
+    groups (time words)."""
+    return _index(strong).get(term, frozenset((term,)))
