@@ -60,3 +60,12 @@ def test_a_denied_erring_or_empty_load_is_failed(
 def test_a_body_or_a_lazy_ok_stays_loaded(call: tuple[str, dict[str, str]], result: object) -> None:
     tool, args = call
     assert _loads(Call(tool, args, result)) == [("csv-report", "loaded")]
+
+
+@pytest.mark.parametrize("result", ["__REDACTED__", "<redacted>", "[REDACTED]"])
+@pytest.mark.parametrize("call", [READ, LOADER])
+def test_a_redacted_result_is_unresolved_never_loaded(
+    call: tuple[str, dict[str, str]], result: str
+) -> None:
+    tool, args = call
+    assert _loads(Call(tool, args, result)) == [("csv-report", "unresolved")]

@@ -37,7 +37,10 @@ _READERS = frozenset(
 _ERROR_LEAD = re.compile(r"(?:error|exception|traceback)\b", re.I)
 _GLOB = re.compile(r"[*?\[\]{}$]")
 _SEGMENT = re.compile(r"\|\||&&|[;|\n]")
-_REDACTED = re.compile(r"^\s*(?:<?redacted>?|\*+|\[redacted\]|<REDACTED[^>]*>|null|none)\s*$", re.I)
+# What instrumentation writes for a value it hides (OpenInference's hide_outputs: __REDACTED__).
+_REDACTED = re.compile(
+    r"^\s*(?:<?redacted>?|_+redacted_+|\*+|\[redacted\]|<REDACTED[^>]*>|null|none)\s*$", re.I
+)
 # Error evidence in free text (shell output, tool errors rendered as text).
 _EXIT_CODE = re.compile(
     r"(?:exit(?:ed)?(?: with)?(?: status| code)?|exit_code|returncode)[\"']?\s*[:=]?\s*(-?\d+)",
@@ -186,6 +189,8 @@ def load_status(
     # words further down is not one.
     head = text.lstrip()[:_HEAD_CHARS]
     lead = (body or text).lstrip()
+    if _REDACTED.match(lead):
+        return "unresolved", None  # the result was hidden: no evidence either way
     if not lead and skill_md_read(step.arguments) is not None:
         return "failed", "the read of its SKILL.md returned nothing"
     if _ERROR_LEAD.match(lead):  # "Error: ...", "Error executing tool load_skill"
