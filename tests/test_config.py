@@ -98,3 +98,19 @@ def test_export_endpoint_must_be_a_url_or_host_port(endpoint: str) -> None:
     assert info.value.problems == [
         f"serve.export.endpoint: expected http(s)://host:port or host:port, got {endpoint!r}"
     ]
+
+
+def test_a_missing_expectations_file_is_named_where_it_was_looked_for(tmp_path, capsys):  # type: ignore[no-untyped-def]
+    # examples/spanjudge.yaml copied without its expectations.yaml: the path is relative to the
+    # config file, so the message must say which file was looked for.
+    from spanjudge.cli import main
+
+    config = tmp_path / "conf" / "spanjudge.yaml"
+    config.parent.mkdir()
+    config.write_text("expectations_files: [expectations.yaml]\n")
+    traces = tmp_path / "t.jsonl"
+    traces.write_text("")
+    assert main(["eval", str(traces), "--config", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert str(tmp_path / "conf" / "expectations.yaml") in err, err
+    assert "No such file or directory" in err

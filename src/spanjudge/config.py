@@ -250,7 +250,7 @@ def parse_config(doc: Any, source: str | None = None) -> Config:
         try:
             entries.extend(load_expectations_file(path))
         except ConfigError as exc:
-            problems.extend(f"expectations_files[{i}]: {p}" for p in exc.problems)
+            problems.extend(f"expectations_files[{i}] {path}: {p}" for p in exc.problems)
     evaluators = doc.get("evaluators") or {}
     if not isinstance(evaluators, Mapping):
         problems.append("evaluators: expected a mapping of evaluator name -> options")
