@@ -159,6 +159,16 @@ def test_strict_names_the_not_evaluated_verdicts_that_failed_it(capsys, traces, 
     assert "failing on" in line and "skill_loaded [no_expectation] x1 (e.g. session s-free)" in line
 
 
+def test_strict_help_says_what_strict_does(capsys):  # type: ignore[no-untyped-def]
+    # --strict leaves not_applicable verdicts out (the question did not arise) and fails an
+    # input with no spans: the help must not promise "any not_evaluated verdict".
+    with pytest.raises(SystemExit):
+        main(["eval", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    strict = out.split("--strict ", 1)[1].split(" --fail-on-error ", 1)[0]
+    assert "not_applicable" in strict and "no spans" in strict, strict
+
+
 def test_unknown_flag_after_eval_shows_evals_usage(capsys, traces):  # type: ignore[no-untyped-def]
     with pytest.raises(SystemExit) as exit_:
         main(["eval", str(traces), "--bogus"])

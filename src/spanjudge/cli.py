@@ -269,7 +269,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
     ev.add_argument(
         "--strict",
         action="store_true",
-        help="exit 1 on any not_evaluated verdict too (stderr names them)",
+        help="exit 1 also on a not_evaluated verdict that could have been judged (any reason"
+        " but not_applicable) and on an input with no spans; stderr names them",
     )
     ev.add_argument(
         "--fail-on-error",
