@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from spanjudge.errors import JudgeError
@@ -317,3 +319,13 @@ def test_outcome_no_when_the_answer_claims_a_path_the_reference_does_not() -> No
     reference = "Removed out/tmp.txt."
     assert _outcome("Removed out/tmp.txt.", reference) == "yes"
     assert _outcome("Removed out/tmp.txt and /etc/app.conf.", reference) == "no"
+
+
+def test_a_check_tool_is_required_by_its_name_alone() -> None:
+    plain = MEETING_BODY.replace(
+        "Check every attendee's calendar with `check_availability` before proposing a time.",
+        "Find a time that suits everyone with `check_availability`.",
+    )
+    skipped = HEURISTIC.judge(replace(_meeting("find_contacts", "create_event"), skill_body=plain))
+    assert skipped.rating == "partially", skipped.rationale
+    assert "required step 2 skipped" in skipped.rationale

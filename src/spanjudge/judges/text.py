@@ -225,6 +225,7 @@ def _tool_refs(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(refs))
 
 
+_GUARD_TOOL = re.compile(r"(?:^|[_.-])(?:check|verify|validate|confirm)(?:[_.-]|$)", re.I)
 _ANSWER_WORDS = frozenset({"answer", "reply", "respond", "return", "tell", "back", "summarise"})
 
 
@@ -245,7 +246,12 @@ def parse_skill(body: str) -> SkillDoc:
         tools = _tool_refs(item)
         plain = item.lower().lstrip("*_ ")
         answer = not tools and plain.startswith(_ANSWER_VERBS)
-        insisted = bool(_REQUIRED.search(item)) or any(_insists_on(t, text) for t in tools)
+        insisted = (
+            bool(_REQUIRED.search(item))
+            or any(_insists_on(t, text) for t in tools)
+            # a guard by its very name (check_availability, validate_order)
+            or any(_GUARD_TOOL.search(t) for t in tools)
+        )
         steps.append(
             SkillStep(
                 index=i + 1,
