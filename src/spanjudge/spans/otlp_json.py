@@ -41,6 +41,7 @@ class FieldError(ValueError):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")
         self.field = field
+        self.message = message
 
 
 def _int(value: Any, field: str) -> int:
@@ -200,15 +201,14 @@ def span_from_json(
     events = []
     raw_events = span.get("events") or []
     for i, ev in enumerate(raw_events[: limits.max_events_per_span]):
-        ev_attrs, n = attrs_json(ev.get("attributes"), f"events[{i}].attributes", limits)
+        try:
+            ev_attrs, n = attrs_json(ev.get("attributes"), "attributes", limits)
+            name = str(ev.get("name", ""))
+            when = _int(ev.get("timeUnixNano", 0), "timeUnixNano")
+        except FieldError as exc:  # the event's path only now: most spans have many events
+            raise FieldError(f"events[{i}].{exc.field}", exc.message) from None
         cuts += n
-        events.append(
-            SpanEvent(
-                name=str(ev.get("name", "")),
-                time_unix_nano=_int(ev.get("timeUnixNano", 0), f"events[{i}].timeUnixNano"),
-                attributes=ev_attrs,
-            )
-        )
+        events.append(SpanEvent(name=name, time_unix_nano=when, attributes=ev_attrs))
     cuts += max(0, len(raw_events) - limits.max_events_per_span)
     links = []
     for i, link in enumerate(span.get("links") or []):
