@@ -53,3 +53,13 @@ def test_the_console_script_runs_the_demo() -> None:
     assert done.returncode == 0, done.stderr
     assert "PASS" in done.stdout and "FAIL" in done.stdout and "NOT EVALUATED" in done.stdout
     assert "required skill 'incident-triage' was never loaded" in done.stdout
+
+
+def test_demo_written_to_a_file_or_pipe_keeps_explanations_whole(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # `spanjudge demo > out.txt`: nothing to fit, so no explanation is cut with an ellipsis.
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    assert "…" not in out, out
+    assert max(len(line) for line in out.splitlines()) > 140  # whole explanations, uncut

@@ -22,7 +22,7 @@ from spanjudge import semconv
 from spanjudge.demo.agent import SCENARIOS, ScriptedAgent
 from spanjudge.emit.metrics import MetricsSink, score_views
 from spanjudge.emit.otel import OtelVerdictSink
-from spanjudge.emit.table import render_table
+from spanjudge.emit.table import EXPLANATION_WIDTH, render_table
 from spanjudge.processor import SpanJudgeProcessor
 from spanjudge.values import SessionResult
 
@@ -100,7 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     for scenario in SCENARIOS:
         out.write(f"  {scenario.session_id:<18} {scenario.title}\n")
     out.write("\n")
-    out.write(render_table(results, colour=args.color))
+    # As `spanjudge eval`: a terminal line is cut to fit, a file or a pipe gets it whole.
+    width = EXPLANATION_WIDTH if out.isatty() else None
+    out.write(render_table(results, colour=args.color, width=width))
     out.write(
         f"\nemitted: {counts['evaluation_spans']} {semconv.SPAN_EVALUATE} span(s), "
         f"{counts['log_records']} {semconv.EV_EVALUATION_RESULT} log record(s), "

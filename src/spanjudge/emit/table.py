@@ -169,13 +169,16 @@ def task_lines(task: dict[str, Any]) -> list[str]:
     return lines
 
 
-def render_table(results: Sequence[SessionResult], colour: bool = False) -> str:
-    """The whole table for a list of results (the demo and small runs)."""
+def render_table(
+    results: Sequence[SessionResult], colour: bool = False, width: int | None = EXPLANATION_WIDTH
+) -> str:
+    """The whole table for a list of results (the demo and small runs); ``width`` as in
+    `session_lines`."""
     summary = Summary()
     lines: list[str] = []
     for result in results:
         summary.add(result)
-        lines.extend(session_lines(result, colour))
+        lines.extend(session_lines(result, colour, width))
         lines.append("")
     lines.extend(summary_lines(summary))
     return "\n".join(lines) + "\n"
