@@ -11,6 +11,7 @@ import textwrap
 from dataclasses import replace
 from typing import Any
 
+import pytest
 from opentelemetry.sdk._logs import LoggerProvider
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -209,3 +210,24 @@ def test_verdict_spans_that_go_nowhere_are_warned_about_once(caplog) -> None:  #
             sink.emit(result)
     warnings = [r for r in caplog.records if "was not recorded" in r.getMessage()]
     assert len(warnings) == 1
+
+
+@pytest.mark.parametrize("sdk_logs", [True, False], ids=["sdk_logs", "no_logs"])
+def test_the_no_tracer_warning_says_whether_log_records_still_carry_the_verdicts(  # type: ignore[no-untyped-def]
+    caplog, sdk_logs
+):
+    # SpanJudgeProcessor(config) alone, before any provider is set: the warning must not promise
+    # log records that the API's no-op LoggerProvider drops.
+    from opentelemetry._logs import NoOpLoggerProvider
+    from opentelemetry.trace import NoOpTracerProvider
+
+    from spanjudge.demo import run_demo
+
+    results, _ = run_demo()
+    logs = LoggerProvider() if sdk_logs else NoOpLoggerProvider()
+    sink = OtelVerdictSink(tracer_provider=NoOpTracerProvider(), logger_provider=logs)
+    with caplog.at_level("WARNING", logger="spanjudge"):
+        sink.emit(results[0])
+    [warning] = [r.getMessage() for r in caplog.records if "was not recorded" in r.getMessage()]
+    assert ("the log records still carry the verdicts" in warning) == sdk_logs, warning
+    assert ("reach no exporter" in warning) != sdk_logs, warning

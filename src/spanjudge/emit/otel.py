@@ -160,10 +160,20 @@ class OtelVerdictSink:
         if not span.is_recording() and not self._warned_no_provider:
             # Verdicts that go nowhere, silently, would look like an agent with no problems.
             self._warned_no_provider = True
+            # Only an SDK LoggerProvider (not the API's no-op or an unset proxy) sends records.
+            logs = self._logger_provider or _logs.get_logger_provider()
+            fallback = (
+                "the log records still carry the verdicts"
+                if hasattr(logs, "add_log_record_processor")
+                else "there is no SDK LoggerProvider either (pass logger_provider= or set a "
+                "global one), so the verdicts reach no exporter: only metrics, if a "
+                "MeterProvider is set, count them"
+            )
             log.warning(
                 "spanjudge: an evaluation span was not recorded (no SDK tracer provider, or its "
                 "sampler dropped it): pass tracer_provider= to SpanJudgeProcessor or set a "
-                "global SDK TracerProvider; log records and metrics still carry the verdicts"
+                "global SDK TracerProvider; %s",
+                fallback,
             )
         if len(result.verdicts) > _SPAN_EVENT_LIMIT and not self._warned_event_limit:
             self._warned_event_limit = True
