@@ -52,6 +52,7 @@ def reconcile(
     out = _merge_nested(list(steps), spans_by_id, "model_call")
     out = _merge_nested(out, spans_by_id, "tool")
     out = _resumed_calls(out)
+    out = _requested_arguments(out)
     names = {e.name for s in out for e in s.catalogue} | set(library.skills)
     out = _unexecuted_requests(out, names)
     out = [_load_by_evidence(s, names, library) for s in out]
@@ -160,6 +161,24 @@ def _fill(keep: Step, other: Step) -> Step:
         if keep.kind == "skill_load":  # a joined span says it failed: no body was loaded
             changes.update(skill_status="failed", skill_body=None, skill_body_source=None)
     return dataclasses.replace(keep, **changes) if changes else keep  # type: ignore[arg-type]
+
+
+def _requested_arguments(steps: list[Step]) -> list[Step]:
+    """A tool span that kept only a bare string (LangChain's input of a one-argument tool)
+    takes the arguments the model requested, matched by call id, else by name (a tool that
+    raised has no recorded id), when that string is one of them."""
+    requests = [r for s in steps for r in s.tool_requests if isinstance(r.arguments, Mapping)]
+    out = []
+    for s in steps:
+        if s.kind in _TOOL_KINDS and isinstance(s.arguments, str):
+            same = [r for r in requests if r.call_id and r.call_id == s.tool_call_id]
+            same = same or [r for r in requests if not s.tool_call_id and r.name == s.name]
+            match = next((r for r in same if s.arguments in r.arguments.values()), None)
+            if match is not None:
+                requests.remove(match)
+                s = dataclasses.replace(s, arguments=dict(match.arguments))
+        out.append(s)
+    return out
 
 
 def _unexecuted_requests(steps: list[Step], names: set[str]) -> list[Step]:
