@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import pytest
 
+from spanjudge.evaluators.base import EvaluationContext
+from spanjudge.evaluators.skill_loaded import SkillLoaded
+from spanjudge.values import Expectation
 from tests.recognition.agent_spans import SKILL_MD, Call, Say, agent_run, loads, trajectory_of
 
 CATALOGUE = "### Available skills\n- csv-report: Summarise a CSV file. (file: skills/csv-report)"
@@ -69,3 +72,14 @@ def test_a_redacted_result_is_unresolved_never_loaded(
 ) -> None:
     tool, args = call
     assert _loads(Call(tool, args, result)) == [("csv-report", "unresolved")]
+
+
+def test_a_required_skill_whose_every_load_result_was_hidden_is_not_evaluated() -> None:
+    """Loaded or refused, a hidden result cannot tell: skill_loaded says so instead of guessing
+    (OpenInference's hide_outputs; before, such a load passed even when it had been refused)."""
+    actions = [Call(*READ, "__REDACTED__"), Say(text="__REDACTED__")]
+    trajectory = trajectory_of(lambda t: agent_run(t, "Build the sales report.", actions))
+    ctx = EvaluationContext(trajectory=trajectory, expectation=Expectation(skills=("csv-report",)))
+    verdicts = SkillLoaded().evaluate(ctx)
+    assert [(v.outcome, v.reason) for v in verdicts] == [("not_evaluated", "load_unresolved")]
+    assert "hidden" in verdicts[0].explanation

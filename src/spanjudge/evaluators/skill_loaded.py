@@ -59,6 +59,15 @@ class SkillLoaded:
         others = sorted({load.skill for load in loads if load.status == "loaded"})
         instead = f"; loaded instead: {', '.join(others)}" if others else ""
         answered = " although the agent gave a final answer" if ctx.trajectory.final_answer else ""
+        if mine and all(x.status == "unresolved" and x.error for x in mine):
+            # every attempt's result was hidden (OpenInference's hide_outputs): loaded or not,
+            # the trace cannot tell, and a verdict either way could be wrong
+            return not_evaluated(
+                NAME,
+                reasons.LOAD_UNRESOLVED,
+                f"required skill {skill!r}: {mine[-1].error}; whether it loaded is unknown",
+                target=Target(skill=skill, span_id=mine[-1].span_id, turn=mine[-1].turn),
+            )
         if mine:
             last = mine[-1]
             if last.status == "failed":

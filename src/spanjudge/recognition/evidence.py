@@ -38,6 +38,7 @@ _ERROR_LEAD = re.compile(r"(?:error|exception|traceback)\b", re.I)
 _GLOB = re.compile(r"[*?\[\]{}$]")
 _SEGMENT = re.compile(r"\|\||&&|[;|\n]")
 # What instrumentation writes for a value it hides (OpenInference's hide_outputs: __REDACTED__).
+_HIDDEN_RESULT = "the result was hidden by the instrumentation"
 _REDACTED = re.compile(
     r"^\s*(?:<?redacted>?|_+redacted_+|\*+|\[redacted\]|<REDACTED[^>]*>|null|none)\s*$", re.I
 )
@@ -164,7 +165,7 @@ def as_skill_load(step: Step, skill: str, body: str | None, *, has_result: bool)
         skill_status=status,
         skill_body=body if status == "loaded" else None,
         skill_body_source="trace" if status == "loaded" and body else None,
-        error=step.error or (reason if status == "failed" else None),
+        error=step.error or reason,  # an unresolved load may say why (a hidden result)
     )
 
 
@@ -189,8 +190,8 @@ def load_status(
     # words further down is not one.
     head = text.lstrip()[:_HEAD_CHARS]
     lead = (body or text).lstrip()
-    if _REDACTED.match(lead):
-        return "unresolved", None  # the result was hidden: no evidence either way
+    if _REDACTED.match(lead):  # no evidence either way
+        return "unresolved", f"{_HIDDEN_RESULT}: {lead.strip()[:40]}"
     if not lead and skill_md_read(step.arguments) is not None:
         return "failed", "the read of its SKILL.md returned nothing"
     if _ERROR_LEAD.match(lead):  # "Error: ...", "Error executing tool load_skill"
