@@ -83,3 +83,32 @@ def test_a_required_skill_whose_every_load_result_was_hidden_is_not_evaluated() 
     verdicts = SkillLoaded().evaluate(ctx)
     assert [(v.outcome, v.reason) for v in verdicts] == [("not_evaluated", "load_unresolved")]
     assert "hidden" in verdicts[0].explanation
+
+
+@pytest.mark.parametrize(
+    ("call", "result"),
+    [
+        (("stat", {"path": "skills/csv-report/SKILL.md"}), {"size": 412, "mtime": 1700000000}),
+        (("file_exists", {"path": "skills/csv-report/SKILL.md"}), True),
+        (("file_size", {"path": "skills/csv-report/SKILL.md"}), 412),
+    ],
+)
+def test_metadata_about_a_skill_md_path_is_no_load(
+    call: tuple[str, dict[str, str]], result: object
+) -> None:
+    # Found on LangGraph (review of issue 10): `file_exists(path=.../SKILL.md)` answering `true`
+    # was a loaded skill, so skill_loaded passed a session that never read the skill.
+    tool, args = call
+    assert _loads(Call(tool, args, result)) == []
+
+
+def test_a_required_skill_only_checked_for_existence_fails_skill_loaded() -> None:
+    actions = [
+        Say(system=CATALOGUE),
+        Call("file_exists", {"path": "skills/csv-report/SKILL.md"}, True),
+        Say(text="The total is 3."),
+    ]
+    trajectory = trajectory_of(lambda t: agent_run(t, "Build the sales report.", actions))
+    ctx = EvaluationContext(trajectory=trajectory, expectation=Expectation(skills=("csv-report",)))
+    (verdict,) = SkillLoaded().evaluate(ctx)
+    assert verdict.outcome == "fail"

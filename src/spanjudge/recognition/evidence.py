@@ -96,6 +96,7 @@ _CHANGES = frozenset({"create", "modify", "delete"})
 _DECODER = json.JSONDecoder()
 _OK_STATUSES = frozenset({"success", "ok", "completed", "succeeded", "loaded"})
 _BODY_KEYS = ("instructions", "body", "content", "text", "output", "stdout")
+_SCALAR = re.compile(r"true|false|-?\d+(\.\d+)?")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -141,11 +142,27 @@ def tool_step(facts: ToolFacts, base: Mapping[str, Any]) -> Step:
     if skill is None and not _may_hold_skill_md(text):
         return step
     body = body_of(facts.result, text)
+    if error is None and facts.declared_skill is None and _metadata_only(facts, body, text):
+        return step  # stat/exists on a SKILL.md path: the agent never saw the text
     if skill is None:
         skill = front_matter_name(body)  # a loader nobody named: the body says what it loaded
     if skill is None:
         return step
     return as_skill_load(step, skill, body, has_result=facts.has_result or error is not None)
+
+
+def _metadata_only(facts: ToolFacts, body: str | None, text: str | None) -> bool:
+    """Named by its SKILL.md path alone, answered with no text: `true`, `412`, `{"size": 412}`."""
+    if skill_md_read(facts.arguments) is None or front_matter_name(body) is not None:
+        return False
+    if _SCALAR.fullmatch((text or "").strip()) or isinstance(facts.result, bool | int | float):
+        return True
+    keys = facts.result if isinstance(facts.result, Mapping) else ("status",)
+    return (
+        "status" not in keys
+        and not any(k in keys for k in _BODY_KEYS)
+        and not shell_failure(text or "")
+    )
 
 
 def _may_hold_skill_md(text: str | None) -> bool:
@@ -362,29 +379,3 @@ def bodies_in(texts: Iterable[str | None]) -> tuple[tuple[str, str], ...]:
         elif text and "Skill:" in text and (title := _SKILL_TITLE.match(text)) is not None:
             found.append((title.group(1), text))
     return tuple(found)
-
-
-# --------------------------------------------------------------------------- final answers
-
-
-def may_answer(step: Step, stop_reasons: frozenset[str], *, default_reason: str = "stop") -> bool:
-    """A model output can be the final answer: text, a stop finish reason, and no tool asked
-    for (instrumentations write `stop` on tool-calling outputs too, so the reason alone is no
-    evidence)."""
-    return (
-        step.kind == "model_call"
-        and bool(step.text and step.text.strip())
-        and not step.tool_requests
-        and (step.finish_reason or default_reason).lower() in stop_reasons
-    )
-
-
-def aborted_after(step: Step, turns: Iterable[Step]) -> bool:
-    """The run failed after ``step``: an agent span of its trace ended later with error status
-    (an aborted run has no final answer, whatever the model said on the way)."""
-    return any(
-        t.status == "error"
-        and t.trace_id == step.trace_id
-        and t.end_unix_nano >= step.end_unix_nano
-        for t in turns
-    )

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from spanjudge import semconv
+from spanjudge.recognition.answers import aborted_after, may_answer
 from spanjudge.recognition.base import (
     as_text,
     int_attr,
@@ -31,13 +32,7 @@ from spanjudge.recognition.base import (
     span_fields,
 )
 from spanjudge.recognition.catalogue import parse_catalogue, tool_catalogue
-from spanjudge.recognition.evidence import (
-    ToolFacts,
-    aborted_after,
-    bodies_in,
-    may_answer,
-    tool_step,
-)
+from spanjudge.recognition.evidence import ToolFacts, bodies_in, tool_step
 from spanjudge.recognition.openinference_messages import (
     USER_ROLES,
     deepagents_catalogue,
