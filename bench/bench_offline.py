@@ -14,14 +14,15 @@ Reported, all measured in this run on this machine:
   does not grow with file size is bounded by open sessions.
 - sessions/s of Strands Evals' best route on the same file (`strands_evals_route.py`: json.loads,
   ReadableSpan per span, its Strands mapper and the deterministic `SkillInvoked` check), run with
-  ``--strands-evals PYTHON`` (default: /work/venvs/strands-evals/bin/python when it exists), and
-  spanjudge's per-session speed against it.
+  ``--strands-evals PYTHON`` (default: the venv `scripts/setup-strands-evals` makes, when it
+  exists), and spanjudge's per-session speed against it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import resource
 import subprocess
@@ -31,7 +32,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-STRANDS_EVALS_PYTHON = Path("/work/venvs/strands-evals/bin/python")
+# scripts/setup-strands-evals makes this venv (and prints its python)
+STRANDS_EVALS_PYTHON = Path(
+    os.environ.get("SPANJUDGE_CACHE", "/root/.cache/spanjudge"), "strands-evals-venv/bin/python"
+)
 SOURCES = [ROOT / "fixtures" / "strands" / "strands_default.jsonl"]
 _ID = re.compile(r'"(traceId|spanId|parentSpanId)":"([0-9a-f]{8})')
 _TIME = re.compile(r'"(startTimeUnixNano|endTimeUnixNano|timeUnixNano)":"(\d+)"')
@@ -116,7 +120,10 @@ def main() -> None:
         "--strands-evals",
         metavar="PYTHON",
         default=str(STRANDS_EVALS_PYTHON) if STRANDS_EVALS_PYTHON.exists() else None,
-        help="a Python with strands-agents-evals installed (skipped when absent)",
+        help=(
+            "a Python with strands-agents-evals (default: the venv scripts/setup-strands-evals"
+            " makes; skipped, saying so, when absent)"
+        ),
     )
     args = parser.parse_args()
     if args.child:
@@ -159,6 +166,10 @@ def main() -> None:
                 f"spanjudge eval:            {ours:12,.1f} sessions/s   (every default evaluator)"
             )
             print(f"ratio spanjudge / Strands Evals per session: {ours / theirs:.2f}x")
+        else:
+            print(
+                "Strands Evals route: skipped (run scripts/setup-strands-evals, or --strands-evals)"
+            )
 
 
 def _strands_evals(python: str, path: str) -> dict[str, float]:

@@ -1,7 +1,7 @@
 """Strands Evals' best route over an OTLP JSON lines file, timed; run by `bench_offline.py` in
 the Strands Evals venv (it is not a spanjudge dependency)::
 
-    /work/venvs/strands-evals/bin/python bench/strands_evals_route.py FILE SKILL
+    "$(scripts/setup-strands-evals)" bench/strands_evals_route.py FILE SKILL
 
 Strands Evals reads SDK `ReadableSpan`s, not files, so the route is the cheapest one a user can
 write: `json.loads` each line, build a `ReadableSpan` per span directly from the dicts (no
