@@ -144,8 +144,10 @@ def tool_step(facts: ToolFacts, base: Mapping[str, Any]) -> Step:
     body = body_of(facts.result, text)
     if error is None and facts.declared_skill is None and _metadata_only(facts, body, text):
         return step  # stat/exists on a SKILL.md path: the agent never saw the text
-    if skill is None:
-        skill = front_matter_name(body)  # a loader nobody named: the body says what it loaded
+    # the body says what was loaded: over a loader nobody named, and over a path's folder name
+    named = front_matter_name(body)
+    if named and not facts.declared_skill and skill in (None, skill_md_read(facts.arguments)):
+        skill = named
     if skill is None:
         return step
     return as_skill_load(step, skill, body, has_result=facts.has_result or error is not None)

@@ -1,0 +1,81 @@
+"""What a SKILL.md read loaded is what its documents say (issue 10 review, LangGraph).
+
+- a result that prints two SKILL.md documents (`cat skills/*/SKILL.md`, one `cat` of two paths)
+  loaded both skills, so a required second skill is not reported missing;
+- a SKILL.md whose front matter names another skill than its folder loaded the skill its own
+  `name:` says (the body says what was loaded).
+
+Spans come from a real SDK tracer (GenAI semconv `invoke_agent` > `chat` / `execute_tool`).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from spanjudge.evaluators.base import EvaluationContext
+from spanjudge.evaluators.skill_loaded import SkillLoaded
+from spanjudge.values import Expectation
+from tests.recognition.agent_spans import SKILL_MD, Call, Say, agent_run, loads, trajectory_of
+
+CATALOGUE = (
+    "### Available skills\n- csv-report: Summarise a CSV file. (file: skills/csv-report)\n"
+    "- release-notes: Write release notes. (file: skills/release-notes)"
+)
+RELEASE_MD = (
+    "---\nname: release-notes\ndescription: Write release notes.\n---\n"
+    "# Release notes\n\n---\n\n1. List the merged changes.\n2. Group them by area.\n"
+)
+# a skill that shows front matter as an example (skill-creator style) is still one document
+TEMPLATE_MD = (
+    "---\nname: skill-maker\ndescription: Write new skills.\n---\n# Skill maker\n\n"
+    "Start every SKILL.md like this:\n\n```\n---\nname: my-skill\ndescription: What it does.\n"
+    "---\n```\n"
+)
+
+
+def _run(call: Call) -> list[Say | Call]:
+    return [Say(system=CATALOGUE), call, Say(text="Done.")]
+
+
+def _verdicts(call: Call, required: tuple[str, ...]) -> list[tuple[str, str]]:
+    trajectory = trajectory_of(lambda t: agent_run(t, "Report and notes, please.", _run(call)))
+    ctx = EvaluationContext(trajectory=trajectory, expectation=Expectation(skills=required))
+    return [(v.target.skill or "", v.outcome) for v in SkillLoaded().evaluate(ctx)]
+
+
+def test_one_document_quoting_front_matter_is_one_load() -> None:
+    call = Call("exec_command", {"cmd": "cat skills/skill-maker/SKILL.md"}, TEMPLATE_MD)
+    trajectory = trajectory_of(lambda t: agent_run(t, "Make a skill.", _run(call)))
+    assert loads(trajectory) == [("skill-maker", "loaded")]
+    assert trajectory.stats.skill_loads == 1
+
+
+def test_the_same_document_printed_twice_is_one_load() -> None:
+    call = Call("exec_command", {"cmd": "cat a/SKILL.md a/SKILL.md"}, SKILL_MD + SKILL_MD)
+    trajectory = trajectory_of(lambda t: agent_run(t, "Report.", _run(call)))
+    assert loads(trajectory) == [("csv-report", "loaded")]
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("read_file", {"path": "skills/csv-report/SKILL.md"}),
+        ("exec_command", {"cmd": "cat skills/csv-report/SKILL.md"}),
+    ],
+)
+def test_the_front_matter_name_wins_over_the_folder_name(tool: str, args: dict[str, str]) -> None:
+    call = Call(tool, args, RELEASE_MD)
+    trajectory = trajectory_of(lambda t: agent_run(t, "Report and notes, please.", _run(call)))
+    assert loads(trajectory) == [("release-notes", "loaded")]
+    assert _verdicts(call, ("release-notes",)) == [("release-notes", "pass")]
+    assert _verdicts(call, ("csv-report",)) == [("csv-report", "fail")]
+
+
+def test_a_failed_read_keeps_the_folder_name() -> None:
+    call = Call(
+        "exec_command",
+        {"cmd": "cat skills/csv-report/SKILL.md"},
+        "cat: skills/csv-report/SKILL.md: No such file or directory",
+    )
+    trajectory = trajectory_of(lambda t: agent_run(t, "Report.", _run(call)))
+    assert loads(trajectory) == [("csv-report", "failed")]
