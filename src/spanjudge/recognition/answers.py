@@ -3,9 +3,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Iterable
 
+from spanjudge.trajectory.model import Trajectory
 from spanjudge.trajectory.steps import Step
+
+# What instrumentation writes for an output it hides (OpenInference's TraceConfig(hide_outputs=
+# True): `__REDACTED__`; others `<redacted>`, `[REDACTED]`), once or once per copy.
+_HIDDEN = re.compile(r"(?:\s*(?:_+redacted_+|<redacted[^>\n]*>|\[redacted\]))+\s*", re.I)
 
 
 def may_answer(step: Step, stop_reasons: frozenset[str], *, default_reason: str = "stop") -> bool:
@@ -28,4 +35,26 @@ def aborted_after(step: Step, turns: Iterable[Step]) -> bool:
         and t.trace_id == step.trace_id
         and t.end_unix_nano >= step.end_unix_nano
         for t in turns
+    )
+
+
+def hidden(text: str | None) -> bool:
+    """``text`` is only the placeholder an instrumentation writes for a value it hid."""
+    return bool(text) and _HIDDEN.fullmatch(text or "") is not None
+
+
+def without_hidden_answers(trajectory: Trajectory) -> Trajectory:
+    """A hidden answer is no answer text: the turn and the session report none (so outcome says
+    it cannot judge), and no earlier model text stands in for it."""
+    if not any(hidden(t.final_answer) for t in trajectory.turns) and not hidden(
+        trajectory.final_answer
+    ):
+        return trajectory
+    return dataclasses.replace(
+        trajectory,
+        turns=tuple(
+            dataclasses.replace(t, final_answer=None) if hidden(t.final_answer) else t
+            for t in trajectory.turns
+        ),
+        final_answer=None if hidden(trajectory.final_answer) else trajectory.final_answer,
     )
