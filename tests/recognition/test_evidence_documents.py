@@ -43,6 +43,38 @@ def _verdicts(call: Call, required: tuple[str, ...]) -> list[tuple[str, str]]:
     return [(v.target.skill or "", v.outcome) for v in SkillLoaded().evaluate(ctx)]
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"cmd": "cat skills/*/SKILL.md"},
+        {"cmd": "cat skills/csv-report/SKILL.md skills/release-notes/SKILL.md"},
+    ],
+)
+def test_every_skill_md_document_in_one_result_is_a_load(args: dict[str, str]) -> None:
+    call = Call("exec_command", args, SKILL_MD + RELEASE_MD)
+    trajectory = trajectory_of(lambda t: agent_run(t, "Report and notes, please.", _run(call)))
+    assert loads(trajectory) == [("csv-report", "loaded"), ("release-notes", "loaded")]
+    bodies = {x.skill: x.body for x in trajectory.skill_loads}
+    assert bodies == {"csv-report": SKILL_MD, "release-notes": RELEASE_MD}
+    assert trajectory.stats.skill_loads == 2
+    assert _verdicts(call, ("release-notes",)) == [("release-notes", "pass")]
+    assert _verdicts(call, ("csv-report", "release-notes")) == [
+        ("csv-report", "pass"),
+        ("release-notes", "pass"),
+    ]
+
+
+def test_a_rule_line_in_the_first_document_does_not_hide_the_second() -> None:
+    # RELEASE_MD's body has a `---` rule: with SKILL_MD after it, the two `---` lines around
+    # its last paragraph look like a block, but one without a skill's front matter
+    args = {"cmd": "cat skills/release-notes/SKILL.md skills/csv-report/SKILL.md"}
+    call = Call("exec_command", args, RELEASE_MD + SKILL_MD)
+    trajectory = trajectory_of(lambda t: agent_run(t, "Report and notes, please.", _run(call)))
+    assert loads(trajectory) == [("release-notes", "loaded"), ("csv-report", "loaded")]
+    assert {x.skill: x.body for x in trajectory.skill_loads}["csv-report"] == SKILL_MD
+    assert _verdicts(call, ("csv-report",)) == [("csv-report", "pass")]
+
+
 def test_one_document_quoting_front_matter_is_one_load() -> None:
     call = Call("exec_command", {"cmd": "cat skills/skill-maker/SKILL.md"}, TEMPLATE_MD)
     trajectory = trajectory_of(lambda t: agent_run(t, "Make a skill.", _run(call)))

@@ -23,6 +23,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from spanjudge.recognition.base import as_text, parse_json
+from spanjudge.recognition.documents import each_document
 from spanjudge.recognition.evidence import (
     as_skill_load,
     body_of,
@@ -58,7 +59,7 @@ def reconcile(
     out = [_load_by_evidence(s, names, library) for s in out]
     out = _failed_loads_by_schema(out)
     out = _bodies_from_messages(out)
-    out = _one_activation(out)
+    out = each_document(_one_activation(out))
     return [_with_body_source(s, library) for s in out]
 
 

@@ -196,11 +196,11 @@ def assemble(
     )
     skill_loads = tuple(
         SkillLoad(
-            skill=s.skill or "",
+            skill=skill,
             status=s.skill_status or "unresolved",
             span_id=s.span_id,
             tool_name=s.name,
-            body=s.skill_body,
+            body=body,
             body_source=s.skill_body_source,
             error=s.error,
             turn=s.turn,
@@ -208,6 +208,7 @@ def assemble(
         )
         for s in numbered
         if s.kind == "skill_load" and s.activation_of is None
+        for skill, body in ((s.skill or "", s.skill_body), *s.also_loaded)
     )
     catalogue: dict[str, CatalogueEntry] = {}
     schemas: dict[str, Any] = {}

@@ -63,7 +63,11 @@ def compute_stats(
     stats = Stats(
         turns=turns,
         tool_calls=len(tool_calls),
-        skill_loads=sum(1 for s in steps if s.kind == "skill_load" and s.activation_of is None),
+        skill_loads=sum(
+            1 + len(s.also_loaded)
+            for s in steps
+            if s.kind == "skill_load" and s.activation_of is None
+        ),
         model_calls=len(model_calls),
         input_tokens=_sum([s.input_tokens for s in model_calls]),
         output_tokens=_sum([s.output_tokens for s in model_calls]),

@@ -68,6 +68,9 @@ class Step:
     # span id of the load this step completes (a lazy loader's SKILL.md read): one activation,
     # counted once, by that load
     activation_of: str | None = None
+    # (name, body) of each further SKILL.md document the same result printed (`cat */SKILL.md`):
+    # one more load each (recognition/documents.py)
+    also_loaded: tuple[tuple[str, str], ...] = ()
     # model_call
     model: str | None = None
     input_tokens: int | None = None
