@@ -10,7 +10,10 @@ Spans come from a real SDK tracer (GenAI semconv `invoke_agent` > `chat` / `exec
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from opentelemetry.trace import Tracer
 
 from spanjudge.evaluators.base import EvaluationContext
 from spanjudge.evaluators.skill_loaded import SkillLoaded
@@ -111,3 +114,44 @@ def test_a_failed_read_keeps_the_folder_name() -> None:
     )
     trajectory = trajectory_of(lambda t: agent_run(t, "Report.", _run(call)))
     assert loads(trajectory) == [("csv-report", "failed")]
+
+
+def test_head_of_several_files_with_its_headers_loads_each() -> None:
+    output = (
+        "==> skills/csv-report/SKILL.md <==\n" + SKILL_MD + "\n"
+        "==> skills/release-notes/SKILL.md <==\n" + RELEASE_MD
+    )
+    call = Call("exec_command", {"cmd": "head -n 20 skills/*/SKILL.md"}, output)
+    trajectory = trajectory_of(lambda t: agent_run(t, "Report and notes, please.", _run(call)))
+    assert loads(trajectory) == [("csv-report", "loaded"), ("release-notes", "loaded")]
+    assert {x.skill: x.body for x in trajectory.skill_loads}["release-notes"] == RELEASE_MD
+
+
+def _pinned_two(tracer: Tracer) -> None:
+    """A harness that pins two skills in one user message (no tool call asked for them)."""
+    agent = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a"}
+    texts = ["Report and notes, please.", SKILL_MD + RELEASE_MD]
+    chat = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "m",
+        "gen_ai.input.messages": json.dumps(
+            [{"role": "user", "parts": [{"type": "text", "content": t}]} for t in texts]
+        ),
+        "gen_ai.output.messages": json.dumps(
+            [{"role": "assistant", "parts": [{"type": "text", "content": "Done."}]}]
+        ),
+    }
+    with (
+        tracer.start_as_current_span("invoke_agent a", attributes=agent),
+        tracer.start_as_current_span("chat m", attributes=chat),
+    ):
+        pass
+
+
+def test_two_skills_pinned_in_one_message_are_two_loads() -> None:
+    trajectory = trajectory_of(_pinned_two)
+    assert loads(trajectory) == [("csv-report", "loaded"), ("release-notes", "loaded")]
+    assert {x.skill: x.body for x in trajectory.skill_loads} == {
+        "csv-report": SKILL_MD,
+        "release-notes": RELEASE_MD,
+    }
