@@ -27,7 +27,9 @@ def _outcome(trajectory: Trajectory) -> list[tuple[str, str | None]]:
     ctx = EvaluationContext(
         trajectory=trajectory, expectation=Expectation(success={"contains": "REDACTED"})
     )
-    return [(v.outcome, v.reason) for v in Outcome().evaluate(ctx)]
+    verdicts = Outcome().evaluate(ctx)
+    assert all("hidden" in v.explanation for v in verdicts if v.outcome == "not_evaluated")
+    return [(v.outcome, v.reason) for v in verdicts]
 
 
 @pytest.mark.parametrize("hidden", HIDDEN)

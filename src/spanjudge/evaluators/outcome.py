@@ -19,6 +19,8 @@ from spanjudge.evaluators.ask import ask, error_verdict, judge_of
 from spanjudge.evaluators.base import EvaluationContext
 from spanjudge.judges.base import JudgeRequest
 from spanjudge.reasons import INVALID_CONDITION, NO_CONDITION, NO_FINAL_ANSWER, SESSION_INCOMPLETE
+from spanjudge.trajectory.hidden import hidden
+from spanjudge.trajectory.model import Trajectory
 from spanjudge.values import Target, Verdict, not_evaluated
 
 NAME = reasons.OUTCOME
@@ -56,11 +58,10 @@ class Outcome:
         answer = trajectory.final_answer
         if not answer:
             reason = NO_FINAL_ANSWER if trajectory.complete else SESSION_INCOMPLETE
-            return [
-                not_evaluated(
-                    NAME, reason, "the session has no final answer to check", target=target
-                )
-            ]
+            why = "the session has no final answer to check"
+            if _answer_hidden(trajectory):
+                why = "the final answer was hidden by the instrumentation (e.g. __REDACTED__)"
+            return [not_evaluated(NAME, reason, why, target=target)]
         if has_rules:
             problems: list[str] = []
             validate_rules(rules, "success", problems)
@@ -118,3 +119,12 @@ class Outcome:
                 evidence=(target.span_id,) if target.span_id else (),
             )
         ]
+
+
+def _answer_hidden(trajectory: Trajectory) -> bool:
+    """The last turn answered, but the trace recorded only a placeholder for the text."""
+    turn = trajectory.last_turn
+    return turn is not None and any(
+        s.kind == "final_answer" and s.turn == turn.index and hidden(s.text)
+        for s in trajectory.steps
+    )

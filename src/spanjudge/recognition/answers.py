@@ -4,15 +4,11 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Iterable
 
+from spanjudge.trajectory.hidden import hidden
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.trajectory.steps import Step
-
-# What instrumentation writes for an output it hides (OpenInference's TraceConfig(hide_outputs=
-# True): `__REDACTED__`; others `<redacted>`, `[REDACTED]`), once or once per copy.
-_HIDDEN = re.compile(r"(?:\s*(?:_+redacted_+|<redacted[^>\n]*>|\[redacted\]))+\s*", re.I)
 
 
 def may_answer(step: Step, stop_reasons: frozenset[str], *, default_reason: str = "stop") -> bool:
@@ -36,11 +32,6 @@ def aborted_after(step: Step, turns: Iterable[Step]) -> bool:
         and t.end_unix_nano >= step.end_unix_nano
         for t in turns
     )
-
-
-def hidden(text: str | None) -> bool:
-    """``text`` is only the placeholder an instrumentation writes for a value it hid."""
-    return bool(text) and _HIDDEN.fullmatch(text or "") is not None
 
 
 def without_hidden_answers(trajectory: Trajectory) -> Trajectory:
