@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from spanjudge.sessions.store import ClosePolicy, SessionStore
+import random
+
+from spanjudge.sessions.store import ClosedSession, ClosePolicy, CloseReason, SessionStore
 from tests.conftest import span
 
 
@@ -153,3 +155,127 @@ def test_sessions_opened_after_an_empty_scan_still_close():
     assert [c.key for c in store.close()] == ["b"]  # the marker's grace beats a's idle timeout
     clock.now += 3
     assert sorted(c.key for c in store.close()) == sorted(["a", format(2, "032x")])
+
+
+class CountingReading(float):
+    """A clock reading that counts how often it is compared (each is one deadline looked at)."""
+
+    compared = 0
+
+    def _count(self) -> None:
+        CountingReading.compared += 1
+
+    def __lt__(self, other: object) -> bool:
+        self._count()
+        return float(self) < other  # type: ignore[operator]
+
+    def __le__(self, other: object) -> bool:
+        self._count()
+        return float(self) <= other  # type: ignore[operator]
+
+    def __gt__(self, other: object) -> bool:
+        self._count()
+        return float(self) > other  # type: ignore[operator]
+
+    def __ge__(self, other: object) -> bool:
+        self._count()
+        return float(self) >= other  # type: ignore[operator]
+
+
+def test_a_tick_looks_only_at_sessions_whose_time_has_come():
+    clock = Clock()
+    store = SessionStore(ClosePolicy(idle_timeout_s=60, max_age_s=None, end_grace_s=2), clock=clock)
+    for i in range(50_000):
+        store.add(span(i + 1, trace=i + 1, attrs={"session.id": f"s{i}"}))
+    clock.now += 30
+    store.add(span(50_001, trace=50_001, attrs={"session.id": "s7"}))  # busy: deadline moves
+    store.add(span(50_002, trace=50_002, attrs={"session.id": "s9", "spanjudge.session.end": 1}))
+
+    CountingReading.compared = 0
+    clock.now = CountingReading(1000.0 + 31)  # nothing due
+    assert store.close() == []
+    assert CountingReading.compared < 50, CountingReading.compared
+
+    CountingReading.compared = 0
+    clock.now = CountingReading(1000.0 + 32)  # only the ended session is due
+    assert [c.key for c in store.close()] == ["s9"]
+    assert CountingReading.compared < 50, CountingReading.compared
+
+    clock.now = 1000.0 + 60  # everyone's idle timeout but the one a span moved
+    closed = store.close()
+    assert len(closed) == 49_998 and "s7" not in {c.key for c in closed}
+    assert [c.key for c in closed[:3]] == ["s0", "s1", "s2"]  # in the order they opened
+    clock.now = 1000.0 + 30 + 60
+    assert [c.key for c in store.close()] == ["s7"]
+
+
+class ScanningStore(SessionStore):
+    """The store's previous tick, as the reference: every open session and every key-less trace
+    looked at, in the order they opened, on each tick."""
+
+    def _due(self) -> list[ClosedSession]:
+        now = self.clock()
+        idle_s = self.policy.idle_timeout_s
+        max_age_s = self.policy.max_age_s
+        ready: list[ClosedSession] = []
+        for key, session in list(self.open.items()):
+            idle_at = session.last_seen + idle_s
+            aged = max_age_s is not None and now >= session.first_seen + max_age_s
+            marked = session.close_at is not None and now >= session.close_at
+            if not (now >= idle_at or aged or marked):
+                continue
+            reason: CloseReason
+            if marked and session.close_reason is not None:
+                reason = session.close_reason
+            elif now >= idle_at:
+                reason = "idle"
+            else:
+                reason = "max_age"
+            ready.append(self._close(key, reason))
+        for trace_id, since in list(self._pending_since.items()):
+            if now - since >= idle_s:
+                ready.extend(self._close_pending(trace_id, "idle"))
+        ready.extend(self._evict_over_budget())
+        return ready
+
+
+def test_ticks_close_what_a_scan_of_every_session_closes():
+    for seed in range(150):
+        rnd = random.Random(seed)
+        policy = ClosePolicy(
+            idle_timeout_s=rnd.choice([0.7, 3.0, 10.0]),
+            max_age_s=rnd.choice([None, 5.5, 20.0]),
+            end_grace_s=rnd.choice([0.0, 1.3, 2.0]),
+            per_turn=rnd.random() < 0.5,
+            turn_grace_s=rnd.choice([0.5, 2.0]),
+            max_open_sessions=rnd.choice([8, 100_000]),
+            keep_closed_sessions=rnd.choice([0, 3]),
+        )
+        clock = Clock()
+        heap, scan = SessionStore(policy, clock=clock), ScanningStore(policy, clock=clock)
+        for step in range(300):
+            roll = rnd.random()
+            if roll < 0.55:
+                attrs: dict[str, object] = {}
+                if rnd.random() < 0.7:
+                    attrs["session.id"] = f"s{rnd.randint(1, 12)}"
+                if rnd.random() < 0.1:
+                    attrs["spanjudge.session.end"] = True
+                parent = None if rnd.random() < 0.3 else 1
+                one = span(step + 1, trace=rnd.randint(1, 30), parent=parent, attrs=attrs)
+                heap.add(one)
+                scan.add(one)
+            elif roll < 0.85:
+                clock.now += rnd.choice([0.1, 0.5, 0.7, 1.0, 3.0, -1.0 if roll < 0.57 else 5.0])
+            else:
+                reason: CloseReason | None = "end_of_input" if roll > 0.99 else None
+                got = [
+                    (c.key, c.reason, c.revision, c.partial, len(c.spans))
+                    for c in heap.close(reason)
+                ]
+                want = [
+                    (c.key, c.reason, c.revision, c.partial, len(c.spans))
+                    for c in scan.close(reason)
+                ]
+                assert got == want, (seed, step)
+        assert list(heap.open) == list(scan.open)

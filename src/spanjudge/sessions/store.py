@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from spanjudge import semconv
+from spanjudge.sessions.deadlines import DeadlineQueue
 from spanjudge.sessions.keys import TRACE_ID_SOURCE, session_key
 from spanjudge.spans.record import SpanRecord
 
@@ -52,6 +53,7 @@ class OpenSession:
     partial: bool = False
     close_at: float | None = None
     close_reason: CloseReason | None = None
+    order: int = 0  # place in the store's opening order (the order due sessions close in)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,9 +104,11 @@ class SessionStore:
         self._closed_spans: OrderedDict[str, tuple[SpanRecord, ...]] = OrderedDict()
         self._revisions: OrderedDict[str, int] = OrderedDict()
         self.open_bytes = 0
-        # No close policy can fire before this clock reading (a lower bound, refreshed by each
-        # full scan): lets `due()` skip the scan when it is called often, as offline runs do.
-        self._next_deadline = float("-inf")
+        # Open sessions and key-less traces by the earliest time a close policy may fire for
+        # them, so a tick visits only those whose time has come, not every open session.
+        self._deadlines = DeadlineQueue()
+        self._pending_deadlines = DeadlineQueue()
+        self._opened = 0  # sessions and key-less traces so far: their `order`
         self.duplicates = 0
         self.reopened = 0
         self.evicted = 0
@@ -120,7 +124,10 @@ class SessionStore:
                 self._pending.setdefault(span.trace_id, []).append(span)
                 if span.trace_id not in self._pending_since:
                     self._pending_since[span.trace_id] = now
-                    self._expect_deadline(now)
+                    self._opened += 1
+                    self._pending_deadlines.schedule(
+                        span.trace_id, self._opened, _lower_bound(now, self.policy.idle_timeout_s)
+                    )
                 return
             self._append(key, "", span, now)
             return
@@ -132,7 +139,7 @@ class SessionStore:
                 del self._trace_key[old]
         self._append(key, source, span, now)
         waiting = self._pending.pop(span.trace_id, None)
-        self._pending_since.pop(span.trace_id, None)
+        self._forget_pending(span.trace_id)
         if waiting and self._trace_key[span.trace_id] == key:
             for earlier in waiting:
                 self._append(key, source, earlier, now)
@@ -152,6 +159,7 @@ class SessionStore:
                 revision = previous + 1
                 partial = earlier is None
                 self.reopened += 1
+            self._opened += 1
             session = OpenSession(
                 key=key,
                 key_source=source,
@@ -159,9 +167,10 @@ class SessionStore:
                 first_seen=now,
                 last_seen=now,
                 partial=partial,
+                order=self._opened,
             )
-            self._expect_deadline(now)
             self.open[key] = session
+            self._deadlines.schedule(key, session.order, self._deadline(session))
             for old in earlier or ():
                 self._retain(session, old)
         elif source and not session.key_source:
@@ -173,19 +182,27 @@ class SessionStore:
         if span.attributes.get(semconv.SJ_SESSION_END) in (True, "true", "True", 1):
             session.close_at = now + self.policy.end_grace_s
             session.close_reason = "end_marker"
-            self._next_deadline = min(self._next_deadline, session.close_at)
         elif self.policy.per_turn and span.parent_span_id is None:
             session.close_at = now + self.policy.turn_grace_s
             session.close_reason = "turn"
-            self._next_deadline = min(self._next_deadline, session.close_at)
+        # A later deadline leaves the queued entry as a lower bound (re-checked when it comes
+        # due); only a sooner one (a marker's grace, a clock that went back) is pushed.
+        self._deadlines.lower(key, self._deadline(session))
 
-    def _expect_deadline(self, now: float) -> None:
-        """Something new started at ``now``: its idle/max-age deadlines bound the next scan."""
-        policy = self.policy
-        soonest = now + policy.idle_timeout_s
-        if policy.max_age_s is not None:
-            soonest = min(soonest, now + policy.max_age_s)
-        self._next_deadline = min(self._next_deadline, soonest)
+    def _deadline(self, session: OpenSession) -> float:
+        """The earliest clock reading at which a close policy fires for ``session``."""
+        deadline = session.last_seen + self.policy.idle_timeout_s
+        max_age_s = self.policy.max_age_s
+        if max_age_s is not None and session.first_seen + max_age_s < deadline:
+            deadline = session.first_seen + max_age_s
+        close_at = session.close_at
+        if close_at is not None and close_at < deadline:
+            deadline = close_at
+        return deadline
+
+    def _forget_pending(self, trace_id: str) -> None:
+        self._pending_since.pop(trace_id, None)
+        self._pending_deadlines.discard(trace_id)
 
     def _retain(self, session: OpenSession, span: SpanRecord) -> bool:
         ident = (span.trace_id, span.span_id)
@@ -216,29 +233,29 @@ class SessionStore:
         ]
         for trace_id in list(self._pending):
             out.extend(self._close_pending(trace_id, reason))
+        self._deadlines.clear()  # nothing is open or waiting any more
+        self._pending_deadlines.clear()
         return out
 
     def _due(self) -> list[ClosedSession]:
         now = self.clock()
-        if now < self._next_deadline:
-            return self._evict_over_budget()
         policy = self.policy
         idle_s = policy.idle_timeout_s
-        max_age_s = policy.max_age_s
-        ready: list[ClosedSession] = []
-        upcoming = float("inf")
-        for key, session in list(self.open.items()):
-            # Each session's earliest deadline; the loop runs often offline, so no min() calls.
-            deadline = session.last_seen + idle_s
-            if max_age_s is not None and session.first_seen + max_age_s < deadline:
-                deadline = session.first_seen + max_age_s
-            close_at = session.close_at
-            if close_at is not None and close_at < deadline:
-                deadline = close_at
+        due: list[tuple[int, str]] = []
+        later: list[tuple[int, str, float]] = []
+        for order, key in self._deadlines.pop_due(now):
+            # The entry was a lower bound: spans since may have moved the deadline later.
+            deadline = self._deadline(self.open[key])
             if now < deadline:
-                if deadline < upcoming:
-                    upcoming = deadline
-                continue
+                later.append((order, key, deadline))
+            else:
+                due.append((order, key))
+        for order, key, deadline in later:
+            self._deadlines.schedule(key, order, deadline)
+        ready: list[ClosedSession] = []
+        for _, key in sorted(due):  # in opening order, as a scan of `open` would find them
+            session = self.open[key]
+            close_at = session.close_at
             # Fired: an end marker or turn end wins over idle, which wins over max age.
             reason: CloseReason
             if close_at is not None and now >= close_at and session.close_reason is not None:
@@ -248,12 +265,15 @@ class SessionStore:
             else:
                 reason = "max_age"
             ready.append(self._close(key, reason))
-        for trace_id, since in list(self._pending_since.items()):
-            if now - since >= policy.idle_timeout_s:
-                ready.extend(self._close_pending(trace_id, "idle"))
-            else:
-                upcoming = min(upcoming, since + policy.idle_timeout_s)
-        self._next_deadline = upcoming
+        idle: list[tuple[int, str]] = []
+        for order, trace_id in self._pending_deadlines.pop_due(now):
+            since = self._pending_since[trace_id]
+            if now - since >= idle_s:
+                idle.append((order, trace_id))
+            else:  # within the lower bound's slack: not yet
+                self._pending_deadlines.schedule(trace_id, order, _lower_bound(since, idle_s))
+        for _, trace_id in sorted(idle):
+            ready.extend(self._close_pending(trace_id, "idle"))
         ready.extend(self._evict_over_budget())
         return ready
 
@@ -270,7 +290,7 @@ class SessionStore:
 
     def _close_pending(self, trace_id: str, reason: CloseReason) -> list[ClosedSession]:
         spans = self._pending.pop(trace_id, [])
-        self._pending_since.pop(trace_id, None)
+        self._forget_pending(trace_id)
         if not spans:
             return []
         now = self.clock()
@@ -281,6 +301,7 @@ class SessionStore:
 
     def _close(self, key: str, reason: CloseReason) -> ClosedSession:
         session = self.open.pop(key)
+        self._deadlines.discard(key)
         self.open_bytes -= session.size_bytes
         spans = tuple(session.spans)
         self._closed_spans[key] = spans
@@ -300,3 +321,11 @@ class SessionStore:
             spans=spans,
             partial=session.partial,
         )
+
+
+def _lower_bound(since: float, idle_s: float) -> float:
+    """A reading no later than the first ``now`` with ``now - since >= idle_s``: ``since +
+    idle_s`` rounds differently from that test by an ulp or so, and the test is what decides."""
+    at = since + idle_s
+    slack = 1e-9 * (abs(since) + abs(idle_s))
+    return at - slack if slack < float("inf") else at
