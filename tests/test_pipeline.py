@@ -14,14 +14,13 @@ from opentelemetry.trace import Tracer
 from spanjudge import semconv
 from spanjudge.config import Config
 from spanjudge.demo import CollectingSink
-from spanjudge.engine import Engine
+from spanjudge.engine import Engine, PendingResult
 from spanjudge.sessions.store import ClosedSession
 from spanjudge.sidecar.config import InputConfig
 from spanjudge.sidecar.intake import FORMAT_PROTOBUF, decode_body
 from spanjudge.sidecar.spool import Spool
 from spanjudge.sidecar.worker import Worker
 from spanjudge.spans.otlp_json import sdk_spans_to_request
-from spanjudge.values import SessionResult
 from tests.conftest import recorded
 
 
@@ -85,10 +84,10 @@ def test_a_session_in_its_end_grace_at_shutdown_is_emitted_once(tmp_path: Path) 
 
 
 class _Failing(Engine):
-    def evaluate(self, closed: ClosedSession, trajectory: Any = None) -> SessionResult:
+    def begin(self, closed: ClosedSession, trajectory: Any = None, **kwargs: Any) -> PendingResult:
         if closed.key == "broken":
             raise RuntimeError("an engine bug")
-        return super().evaluate(closed, trajectory)
+        return super().begin(closed, trajectory, **kwargs)
 
 
 @pytest.mark.usefixtures("contained_errors")  # fails on purpose

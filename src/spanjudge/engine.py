@@ -5,12 +5,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from spanjudge.config import Config
 from spanjudge.errors import ConfigError
 from spanjudge.evaluators.base import EvaluationContext, Evaluator, build_evaluators
-from spanjudge.evaluators.judging import Judging
+from spanjudge.evaluators.judging import Judging, Judgments
 from spanjudge.expectations import ExpectationResolver
 from spanjudge.guard import Guard
 from spanjudge.judges.registry import judge_lookup
@@ -54,6 +55,32 @@ def coverage_of(
         ),
         not_evaluated=skipped,
     )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PendingResult:
+    """A session whose deterministic verdicts are in and judged ones may still be running."""
+
+    trajectory: Trajectory
+    expectation: Expectation
+    judgments: Judgments
+    started: float  # perf_counter when its evaluation began
+
+    def ready(self) -> bool:
+        """`result` would not wait: every judged verdict is in or past its deadline."""
+        return self.judgments.ready()
+
+    def result(self, *, until: float | None = None) -> SessionResult:
+        """The session's result, waiting for judged verdicts until their deadline or
+        ``until`` (a `time.monotonic` time), whichever is first."""
+        verdicts = continuity.mark(self.trajectory, self.judgments.verdicts(until=until))
+        return SessionResult(
+            trajectory=self.trajectory,
+            expectation=self.expectation,
+            verdicts=tuple(verdicts),
+            coverage=coverage_of(self.trajectory, self.expectation, verdicts),
+            evaluation_duration_s=time.perf_counter() - self.started,
+        )
 
 
 # judge_for(evaluator_name) -> judge object or None; supplied by the judges package.
@@ -120,7 +147,19 @@ class Engine:
     def evaluate(
         self, closed: ClosedSession, trajectory: Trajectory | None = None
     ) -> SessionResult:
-        """Evaluate ``closed`` (its ``trajectory`` when the caller already assembled it)."""
+        """Evaluate ``closed`` (its ``trajectory`` when the caller already assembled it),
+        waiting for its judged verdicts until their deadline."""
+        return self.begin(closed, trajectory).result()
+
+    def begin(
+        self,
+        closed: ClosedSession,
+        trajectory: Trajectory | None = None,
+        *,
+        on_judged: Callable[[], None] | None = None,
+    ) -> PendingResult:
+        """Run the deterministic evaluators now and start the judged ones on their judges'
+        pools; ``on_judged`` is called from a judge's thread as each of those finishes."""
         started = time.perf_counter()
         trajectory = trajectory or self.trajectory(closed)
         expectation = self.resolver.resolve(trajectory)
@@ -134,14 +173,12 @@ class Engine:
             for evaluator in self.evaluators
         ]
         # LLM-judged evaluators run on their judge's pool, under its deadline (judging.py).
-        verdicts = self.judging.run(self.evaluators, contexts, self._run)
-        verdicts = continuity.mark(trajectory, verdicts)
-        return SessionResult(
+        judgments = self.judging.start(self.evaluators, contexts, self._run, on_judged)
+        return PendingResult(
             trajectory=trajectory,
             expectation=expectation,
-            verdicts=tuple(verdicts),
-            coverage=coverage_of(trajectory, expectation, verdicts),
-            evaluation_duration_s=time.perf_counter() - started,
+            judgments=judgments,
+            started=started,
         )
 
     def _run(self, evaluator: Evaluator, ctx: EvaluationContext) -> list[Verdict]:

@@ -128,6 +128,8 @@ def run_offline(
         SessionStore(policy, clock=clock),
         [_ReportSink(summary, writer)],
         raise_errors=True,
+        # Judgments overlap across sessions; the report keeps the order sessions closed in.
+        ordered=True,
     )
     stats = InputStats()
     bar = Progress(progress, total_bytes)

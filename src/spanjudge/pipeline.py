@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from spanjudge import semconv
 from spanjudge.emit.base import Sink
 from spanjudge.emit.plugins import EmitSettings, configured_sinks
-from spanjudge.engine import Engine
+from spanjudge.engine import Engine, PendingResult
 from spanjudge.errors import ConfigError
 from spanjudge.guard import Guard
 from spanjudge.sessions.store import ClosedSession, CloseReason, SessionStore
@@ -32,6 +32,8 @@ if TYPE_CHECKING:  # offline runs record no telemetry: the metrics API is not im
 
 log = logging.getLogger("spanjudge")
 _OWN_SCOPE_PREFIX = semconv.SJ_SCOPE_NAME + "."
+# Sessions evaluated whose judged verdicts are still out: each holds its trajectory in memory.
+MAX_PENDING_SESSIONS = 1_000
 
 
 def is_own_span(scope_name: str | None, span_name: str) -> bool:
@@ -78,6 +80,21 @@ class RevisionLedger(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Evaluated:
+    """A session whose result every sink took, with the ``mark`` its close was given."""
+
+    session: ClosedSession
+    mark: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Pending:
+    session: ClosedSession
+    result: PendingResult
+    mark: int
+
+
 class Pipeline:
     """Feeds spans to the store, evaluates sessions as they close and hands results to sinks.
 
@@ -86,6 +103,13 @@ class Pipeline:
     restart never reuses a verdict id; sessions evaluated and emitted are kept for
     `take_evaluated` until the owner confirms them with `confirmed`. With ``raise_errors`` an
     engine or sink error propagates (offline: a report must not silently lack a session).
+
+    A session's deterministic verdicts are in when it closes; its judged ones run on their
+    judges' pools, and its result goes to the sinks from a later `tick` once they are in or
+    their deadline passed, so a slow judge never holds up another session (nor intake). With
+    ``ordered`` results leave in the order their sessions closed (a report that does not
+    depend on judge timing); at most ``max_pending`` sessions wait, beyond that the oldest is
+    waited for (the backpressure a slow judge exerts, bounded by its deadline).
     """
 
     def __init__(
@@ -97,6 +121,8 @@ class Pipeline:
         telemetry: SelfTelemetry | None = None,
         ledger: RevisionLedger | None = None,
         raise_errors: bool = False,
+        ordered: bool = False,
+        max_pending: int = MAX_PENDING_SESSIONS,
     ) -> None:
         self.engine = engine
         self.store = store
@@ -110,7 +136,12 @@ class Pipeline:
         )
         self.non_agent_traces = 0
         self._in_flight: dict[str, int] = {}  # key -> revision evaluated, not yet confirmed
-        self._evaluated: list[ClosedSession] = []
+        self._evaluated: list[Evaluated] = []
+        self._pending: list[_Pending] = []  # evaluations started, results not yet emitted
+        self.ordered = ordered
+        self.max_pending = max_pending
+        # Called from a judge's thread when a judged verdict is in: the owner wakes its loop.
+        self.on_judged: Callable[[], None] | None = None
         if telemetry is not None:
             telemetry.set_open_sessions_callback(lambda: len(self.store.open))
 
@@ -129,15 +160,33 @@ class Pipeline:
             self.telemetry.spans_received(n)
         return n
 
-    def tick(self) -> list[SessionResult]:
-        """Close the sessions whose policy fired, evaluate them, send the results to the sinks."""
-        return self._evaluate(self.store.close())
+    def tick(self, *, mark: int = 0) -> list[SessionResult]:
+        """Close the sessions whose policy fired and start their evaluation; send the results
+        whose judged verdicts are in (or past their deadline) to the sinks. ``mark`` is kept
+        with each session closed now and handed back by `take_evaluated`."""
+        self._start(self.store.close(), mark)
+        return self._emit(wait=False)
 
-    def close_all(self, reason: CloseReason) -> list[SessionResult]:
-        """Close every open session (flush, shutdown, end of input) and evaluate it."""
-        return self._evaluate(self.store.close(reason))
+    def close_all(
+        self, reason: CloseReason, *, until: float | None = None, mark: int = 0
+    ) -> list[SessionResult]:
+        """Close every open session (flush, shutdown, end of input), evaluate it and every
+        evaluation still pending; judged verdicts not in by their deadline or by ``until`` (a
+        `time.monotonic` time) are `judge_timeout`."""
+        self._start(self.store.close(reason), mark)
+        return self.drain(until=until)
 
-    def take_evaluated(self) -> list[ClosedSession]:
+    def drain(self, *, until: float | None = None) -> list[SessionResult]:
+        """Emit every pending evaluation, waiting for judged verdicts until their deadline or
+        ``until``; those not in by then are `judge_timeout`."""
+        return self._emit(wait=True, until=until)
+
+    @property
+    def pending(self) -> int:
+        """Sessions whose evaluation started and whose result is not emitted yet."""
+        return len(self._pending)
+
+    def take_evaluated(self) -> list[Evaluated]:
         """Sessions evaluated and handed to every sink since the last call (ledger only)."""
         done, self._evaluated = self._evaluated, []
         return done
@@ -174,49 +223,72 @@ class Pipeline:
         self._in_flight[session.key] = session.revision
         return session
 
-    def _evaluate(self, closed: Sequence[ClosedSession]) -> list[SessionResult]:
-        results = []
+    def _start(self, closed: Sequence[ClosedSession], mark: int) -> None:
         for session in closed:
             if self.ledger is not None:
                 session = self._revise(session)
             try:
                 trajectory = self.engine.trajectory(session)
                 if not has_agent_activity(trajectory):
-                    self._not_agent(session)
+                    self._not_agent(session, mark)
                     continue
                 if self.telemetry is not None:
                     self.telemetry.session_closed(session_state(session))
-                result = self.engine.evaluate(session, trajectory)
+                started = self.engine.begin(session, trajectory, on_judged=self.on_judged)
             except Exception:
                 self._failed("evaluate")
                 continue  # not recorded as evaluated: the ledger keeps its spans
-            if self.telemetry is not None:
-                self.telemetry.evaluation_duration(result.evaluation_duration_s)
-            emitted = True
-            for sink in self.sinks:
-                try:
-                    sink.emit(result)
-                except Exception:
-                    emitted = False
-                    self._failed(f"emit:{type(sink).__name__}")
-            if emitted and self.ledger is not None:
-                self._evaluated.append(session)
-            results.append(result)
+            self._pending.append(_Pending(session=session, result=started, mark=mark))
+        while len(self._pending) > self.max_pending:  # memory bound: the oldest waits now
+            self._finish(self._pending.pop(0), None)
+
+    def _emit(self, *, wait: bool, until: float | None = None) -> list[SessionResult]:
+        """Emit the pending results that are ready (all of them with ``wait``), in the order
+        their sessions closed when ``ordered``."""
+        results: list[SessionResult] = []
+        waiting: list[_Pending] = []
+        for item in self._pending:
+            if wait or (item.result.ready() and not (self.ordered and waiting)):
+                result = self._finish(item, until)
+                if result is not None:
+                    results.append(result)
+            else:
+                waiting.append(item)
+        self._pending = waiting
         return results
+
+    def _finish(self, item: _Pending, until: float | None) -> SessionResult | None:
+        try:
+            result = item.result.result(until=until)
+        except Exception:
+            self._failed("evaluate")
+            return None  # not recorded as evaluated: the ledger keeps its spans
+        if self.telemetry is not None:
+            self.telemetry.evaluation_duration(result.evaluation_duration_s)
+        emitted = True
+        for sink in self.sinks:
+            try:
+                sink.emit(result)
+            except Exception:
+                emitted = False
+                self._failed(f"emit:{type(sink).__name__}")
+        if emitted and self.ledger is not None:
+            self._evaluated.append(Evaluated(session=item.session, mark=item.mark))
+        return result
 
     @property
     def errors(self) -> int:
         """Engine and sink failures contained so far (also `spanjudge.internal_errors`)."""
         return self.guard.errors
 
-    def _not_agent(self, session: ClosedSession) -> None:
+    def _not_agent(self, session: ClosedSession, mark: int) -> None:
         """A health check or plain HTTP trace: counted apart, never judged, so it never lowers
         coverage; the ledger records it as done (nothing to emit, nothing left to keep)."""
         self.non_agent_traces += 1
         if self.telemetry is not None:
             self.telemetry.non_agent_trace()
         if self.ledger is not None:
-            self._evaluated.append(session)
+            self._evaluated.append(Evaluated(session=session, mark=mark))
 
     def _failed(self, where: str) -> None:
         if self.raise_errors:

@@ -9,8 +9,10 @@ while the provider shuts down still reach the exporter:
 
 `on_end` only appends the span to a deque that it keeps within ``max_queue_size`` (as cheap as
 `BatchSpanProcessor.on_end`); a daemon worker thread converts, recognises, assembles and
-evaluates. Nothing here blocks the agent or raises into it: a full queue drops the span and
-counts it, an internal error is logged once and counted.
+evaluates. LLM-judged evaluators run on their judge's pool: the worker emits a session once its
+judged verdicts are in (or past their deadline) and meanwhile carries on with the others.
+Nothing here blocks the agent or raises into it: a full queue drops the span and counts it, an
+internal error is logged once and counted.
 """
 
 from __future__ import annotations
@@ -97,6 +99,8 @@ class SpanJudgeProcessor(SpanProcessor):
         self.pipeline = Pipeline(
             self.engine, SessionStore(self.config.policy), sinks, telemetry=self.telemetry
         )
+        # A judged verdict coming in wakes the worker, which emits that session's result.
+        self.pipeline.on_judged = lambda: self._wake.set()
         self._max_queue_size = max_queue_size
         self._max_batch_size = max_batch_size
         self._tick_interval_s = tick_interval_s
@@ -245,7 +249,10 @@ class SpanJudgeProcessor(SpanProcessor):
         """Serve one flush/shutdown request; True when the worker should stop."""
         try:
             self._drain()
-            self.pipeline.close_all("shutdown")
+            now = time.monotonic()
+            # Judgments still out get most of the budget; the sinks' flush keeps a fifth.
+            until = now + 0.8 * max(0.0, request.deadline - now)
+            self.pipeline.close_all("shutdown", until=until)
             request.ok = self.pipeline.flush(max(0.0, request.deadline - time.monotonic()))
             if request.kind == "shutdown":
                 self.pipeline.shutdown()

@@ -162,3 +162,63 @@ def test_pool_workers_are_daemon_threads_and_shutdown_is_idempotent() -> None:
     assert all(t.daemon for t in pool._threads)
     pool.shutdown()
     pool.shutdown()
+
+
+class Relay:
+    """The first judgment asked waits until a second one starts (a later session's): it answers
+    only when judgments of different sessions are in flight at once."""
+
+    name = "llm:relay"
+
+    def __init__(self) -> None:
+        self.policy = CallPolicy(concurrency=2, deadline_s=10)
+        self.second = threading.Event()
+        self.first: str | None = None
+        self._lock = threading.Lock()
+
+    def judge(self, request: JudgeRequest) -> Judgement:
+        with self._lock:
+            first = self.first is None
+            if first:
+                self.first = request.request
+            else:
+                self.second.set()
+        if first and not self.second.wait(10):
+            raise TimeoutError("no other session's judgment started")
+        return Judgement(rating="yes", score=1.0, rationale="relayed", judge=self.name)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AsksAboutSession:
+    name: str = "asks"
+
+    def evaluate(self, ctx: EvaluationContext) -> list[Verdict]:
+        answer = ctx.judge.judge(JudgeRequest(kind="outcome", request=ctx.trajectory.session_id))
+        return [
+            Verdict(
+                evaluator=self.name,
+                outcome="pass",
+                score=answer.score,
+                label="yes",
+                explanation=answer.rationale,
+                judge=ctx.judge.name,
+            )
+        ]
+
+
+def test_offline_judgments_of_different_sessions_overlap_and_the_report_keeps_close_order() -> None:
+    relay = Relay()
+    engine = Engine(parse_config({}), evaluators=[AsksAboutSession()], judge_for=lambda name: relay)
+    keep = Collect()
+    run_offline([str(FIXTURE)], engine, keep)
+    # The first session's judgment was answered only because a later session's started while
+    # it was out: sessions were not judged one after another.
+    assert relay.second.is_set()
+    assert [v.explanation for r in keep.results for v in r.verdicts] == ["relayed"] * len(
+        keep.results
+    )
+    plain = Collect()
+    run_offline([str(FIXTURE)], Engine(parse_config({})), plain)
+    order = [r.trajectory.session_id for r in plain.results]
+    assert [r.trajectory.session_id for r in keep.results] == order
+    assert relay.first == order[0]

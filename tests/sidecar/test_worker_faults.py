@@ -117,14 +117,14 @@ def test_a_session_whose_evaluation_raises_stays_spooled(
     tmp_path: Path, verdicts: VerdictServer
 ) -> None:
     sidecar = _sidecar(tmp_path, None, verdicts)
-    original = sidecar.engine.evaluate
+    original = sidecar.engine.begin
 
-    def evaluate(closed: Any, trajectory: Any = None) -> Any:
+    def begin(closed: Any, trajectory: Any = None, **kwargs: Any) -> Any:
         if closed.key == "breaks":
             raise RuntimeError("recognition bug")
-        return original(closed, trajectory)
+        return original(closed, trajectory, **kwargs)
 
-    sidecar.engine.evaluate = evaluate  # type: ignore[method-assign]
+    sidecar.engine.begin = begin  # type: ignore[method-assign]
     try:
         _send(sidecar, "breaks", "fine")
         assert wait_for(lambda: "fine" in verdicts.received.sessions(), 20)

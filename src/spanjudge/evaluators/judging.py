@@ -3,7 +3,9 @@
 An LLM judge takes seconds per judgment. The evaluators that ask one run on that judge's pool
 (``concurrency`` workers, the same setting that limits its calls in flight), all at once, while
 the deterministic evaluators (and those using the instant heuristic judge) run on the caller's
-thread. The caller then waits for the judged verdicts until the judge's ``deadline_s``, counted
+thread. `Judging.start` returns at once with the session's `Judgments`: the online front ends
+poll them (`ready`) and emit the session when they are in, so a slow judge on one session never
+holds up another's; `verdicts` waits for them until the judge's ``deadline_s``, counted
 from when the session's evaluation started; an evaluator still running then yields one
 ``not_evaluated`` verdict with reason ``judge_timeout``, and its late result is dropped. So a
 session's verdicts are complete when they are in or when the deadline passes, whichever is first,
@@ -23,6 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -105,6 +108,51 @@ def _waits(judge: Any) -> bool:
     return judge is not None and judge is not HEURISTIC and callable(getattr(judge, "judge", None))
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _InFlight:
+    job: Future[list[Verdict]]
+    due: float  # clock time of its deadline
+    deadline_s: float
+    judge: Any
+
+
+class Judgments:
+    """One session's verdicts, some still with their judges: `ready` says whether `verdicts`
+    would return without waiting."""
+
+    def __init__(
+        self,
+        names: Sequence[str],
+        done: dict[int, list[Verdict]],
+        pending: dict[int, _InFlight],
+        clock: Callable[[], float],
+    ) -> None:
+        self._names = list(names)
+        self._done = done
+        self._pending = pending
+        self._clock = clock
+
+    def ready(self) -> bool:
+        """Every judged verdict is in or past its deadline."""
+        now = self._clock()
+        return all(f.job.done() or now >= f.due for f in self._pending.values())
+
+    def verdicts(self, *, until: float | None = None) -> list[Verdict]:
+        """Verdicts in evaluator order; waits for each judged one until its deadline (or
+        ``until``, a clock time, when that comes first: a flush or shutdown cutting it short).
+        One still running then is `not_evaluated` / `judge_timeout`, its late result dropped."""
+        done = dict(self._done)
+        for i, flight in self._pending.items():
+            cut = flight.due if until is None else min(flight.due, until)
+            try:
+                done[i] = flight.job.result(timeout=max(0.0, cut - self._clock()))
+            except FutureTimeout:
+                flight.job.cancel()  # a job still queued never starts; a running one is dropped
+                early = until is not None and until < flight.due
+                done[i] = [_timed_out(self._names[i], flight.judge, flight.deadline_s, early)]
+        return [v for i in range(len(self._names)) for v in done[i]]
+
+
 class Judging:
     """Runs one session's evaluators: judged ones on their judge's pool, the rest inline."""
 
@@ -122,32 +170,41 @@ class Judging:
                 self._pools[id(judge)] = pool
             return pool
 
+    def start(
+        self,
+        evaluators: Sequence[Evaluator],
+        contexts: Sequence[EvaluationContext],
+        run_one: RunEvaluator,
+        on_judged: Callable[[], None] | None = None,
+    ) -> Judgments:
+        """Submit the judged evaluators, run the rest here; ``on_judged`` is called (from a
+        judge's thread) as each judged one finishes. ``run_one`` never raises (the engine's
+        guard)."""
+        started = self._clock()
+        pending: dict[int, _InFlight] = {}
+        for i, (evaluator, ctx) in enumerate(zip(evaluators, contexts, strict=True)):
+            if _waits(ctx.judge):
+                deadline_s = _setting(ctx.judge, "deadline_s", DEFAULT_DEADLINE_S)
+                job = self.pool_for(ctx.judge).submit(partial(run_one, evaluator, ctx))
+                if on_judged is not None:
+                    job.add_done_callback(lambda _job: on_judged())
+                pending[i] = _InFlight(
+                    job=job, due=started + deadline_s, deadline_s=deadline_s, judge=ctx.judge
+                )
+        done: dict[int, list[Verdict]] = {}
+        for i, (evaluator, ctx) in enumerate(zip(evaluators, contexts, strict=True)):
+            if i not in pending:
+                done[i] = run_one(evaluator, ctx)
+        return Judgments([e.name for e in evaluators], done, pending, self._clock)
+
     def run(
         self,
         evaluators: Sequence[Evaluator],
         contexts: Sequence[EvaluationContext],
         run_one: RunEvaluator,
     ) -> list[Verdict]:
-        """Verdicts in evaluator order. ``run_one`` never raises (the engine's guard)."""
-        started = self._clock()
-        pending: dict[int, tuple[Future[list[Verdict]], float, Any]] = {}
-        for i, (evaluator, ctx) in enumerate(zip(evaluators, contexts, strict=True)):
-            if _waits(ctx.judge):
-                deadline_s = _setting(ctx.judge, "deadline_s", DEFAULT_DEADLINE_S)
-                job = self.pool_for(ctx.judge).submit(partial(run_one, evaluator, ctx))
-                pending[i] = (job, deadline_s, ctx.judge)
-        done: dict[int, list[Verdict]] = {}
-        for i, (evaluator, ctx) in enumerate(zip(evaluators, contexts, strict=True)):
-            if i not in pending:
-                done[i] = run_one(evaluator, ctx)
-        for i, (job, deadline_s, judge) in pending.items():
-            left_s = max(0.0, started + deadline_s - self._clock())
-            try:
-                done[i] = job.result(timeout=left_s)
-            except FutureTimeout:
-                job.cancel()  # a job still queued never starts; a running one is dropped
-                done[i] = [_timed_out(evaluators[i].name, judge, deadline_s)]
-        return [v for i in range(len(evaluators)) for v in done[i]]
+        """Verdicts in evaluator order, waiting for the judged ones until their deadline."""
+        return self.start(evaluators, contexts, run_one).verdicts()
 
     def shutdown(self) -> None:
         with self._lock:
@@ -156,12 +213,17 @@ class Judging:
             self._pools.clear()
 
 
-def _timed_out(evaluator: str, judge: Any, deadline_s: float) -> Verdict:
+def _timed_out(evaluator: str, judge: Any, deadline_s: float, cut_short: bool) -> Verdict:
     name = str(getattr(judge, "name", "judge"))
+    when = (
+        f"before the flush or shutdown (within its {deadline_s:g}s deadline)"
+        if cut_short
+        else f"within the {deadline_s:g}s deadline (deadline_s)"
+    )
     return not_evaluated(
         evaluator,
         JUDGE_TIMEOUT,
-        f"judge {name} gave no verdict within the {deadline_s:g}s deadline (deadline_s); "
+        f"judge {name} gave no verdict {when}; "
         "the session's other verdicts were emitted without it",
         judge=name,
         error_type="judge_timeout",

@@ -216,18 +216,21 @@ class Worker:
     def _tick(self) -> None:
         # A full export backlog pauses evaluation: spans pile up, then receivers push back.
         if not self.export_full():
-            self.pipeline.tick()
+            self.pipeline.tick(mark=self._last_added)
         self._confirm()
 
     def _confirm(self) -> None:
-        for session in self.pipeline.take_evaluated():
+        for evaluated in self.pipeline.take_evaluated():
+            session = evaluated.session
             trace_groups = {"t:" + s.trace_id for s in session.spans}
             self._unconfirmed.append(
                 Completion(
                     key=session.key,
                     revision=session.revision,
                     groups=("s:" + session.key, *sorted(trace_groups)),
-                    upto=self._last_added,
+                    # The last request taken when the session closed: its judged verdicts may
+                    # come ticks later, and rows added since belong to what is open now.
+                    upto=evaluated.mark,
                 )
             )
         if not self._unconfirmed or self._abandoned:
@@ -289,9 +292,14 @@ class Worker:
                 break
             if item is not _STOP:
                 self._add(item)
+        now = time.monotonic()
+        # Judgments still out get most of what is left; the sinks' flush keeps a fifth.
+        until = now + 0.8 * max(0.0, deadline - now)
         if evaluate_open or not self.durable:
-            self.pipeline.close_all("shutdown")
+            self.pipeline.close_all("shutdown", until=until, mark=self._last_added)
         else:
-            self.pipeline.tick()
+            # Open sessions stay spooled; those already closed are emitted, judged or not.
+            self.pipeline.tick(mark=self._last_added)
+            self.pipeline.drain(until=until)
         self.flush_timeout_s = max(0.1, deadline - time.monotonic())
         self._safe(self._confirm)
