@@ -17,7 +17,7 @@ from spanjudge.guard import Guard
 from spanjudge.judges.registry import judge_lookup
 from spanjudge.reasons import EVALUATOR_ERROR, NOT_APPLICABLE
 from spanjudge.recognition import continuity
-from spanjudge.recognition.answers import without_hidden_answers
+from spanjudge.recognition.answers import without_hidden_text
 from spanjudge.recognition.reconcile import reconcile
 from spanjudge.recognition.registry import RecogniserRegistry
 from spanjudge.sessions.store import ClosedSession
@@ -142,7 +142,7 @@ class Engine:
             effects=self.config.effects,
             skills=library,
         )
-        return without_hidden_answers(continuity.check(trajectory, closed.spans))
+        return without_hidden_text(continuity.check(trajectory, closed.spans))
 
     def evaluate(
         self, closed: ClosedSession, trajectory: Trajectory | None = None

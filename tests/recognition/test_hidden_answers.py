@@ -46,11 +46,14 @@ def test_an_earlier_model_text_does_not_stand_in_for_a_hidden_answer() -> None:
     assert trajectory.final_answer is None
 
 
-def _openinference_run(tracer: Tracer, answer: str) -> None:
-    """An OpenInference LangGraph turn with hide_outputs: the AGENT and LLM outputs hidden."""
+def _openinference_run(
+    tracer: Tracer, answer: str, request: str = "What is the total?", *, raw: bool = False
+) -> None:
+    """An OpenInference LangGraph turn; with hide_outputs / hide_inputs the instrumentation
+    writes the placeholder for the answer / the request."""
     agent = {
         "openinference.span.kind": "AGENT",
-        "input.value": json.dumps({"messages": [["user", "What is the total?"]]}),
+        "input.value": request if raw else json.dumps({"messages": [["user", request]]}),
         "output.value": answer,
         "session.id": "s1",
     }
@@ -58,7 +61,7 @@ def _openinference_run(tracer: Tracer, answer: str) -> None:
         "openinference.span.kind": "LLM",
         "llm.model_name": "m",
         "llm.input_messages.0.message.role": "user",
-        "llm.input_messages.0.message.content": "What is the total?",
+        "llm.input_messages.0.message.content": request,
         "llm.output_messages.0.message.role": "assistant",
         "llm.output_messages.0.message.content": answer,
         "output.value": answer,
@@ -85,3 +88,16 @@ def test_a_visible_answer_that_mentions_redaction_stays_the_answer() -> None:
     trajectory = trajectory_of(lambda t: _openinference_run(t, text))
     assert trajectory.final_answer == text
     assert _outcome(trajectory) == [("pass", None)]
+
+
+@pytest.mark.parametrize("raw", [True, False])
+@pytest.mark.parametrize("hidden", HIDDEN)
+def test_a_hidden_request_is_no_request(hidden: str, raw: bool) -> None:
+    # TraceConfig(hide_inputs=True): a judge must not read the placeholder as what the user asked
+    def run(tracer: Tracer) -> None:
+        _openinference_run(tracer, "The total is 3.", hidden, raw=raw)
+
+    trajectory = trajectory_of(run)
+    assert [turn.request for turn in trajectory.turns] == [None]
+    assert trajectory.request is None
+    assert trajectory.final_answer == "The total is 3."

@@ -34,18 +34,24 @@ def aborted_after(step: Step, turns: Iterable[Step]) -> bool:
     )
 
 
-def without_hidden_answers(trajectory: Trajectory) -> Trajectory:
-    """A hidden answer is no answer text: the turn and the session report none (so outcome says
-    it cannot judge), and no earlier model text stands in for it."""
-    if not any(hidden(t.final_answer) for t in trajectory.turns) and not hidden(
+def without_hidden_text(trajectory: Trajectory) -> Trajectory:
+    """A hidden answer or request is no text: the turn and the session report none (outcome
+    then says it cannot judge, judges that need the request say none was recorded), and no
+    earlier model text stands in for a hidden answer."""
+    turns = trajectory.turns
+    if not any(hidden(t.final_answer) or hidden(t.request) for t in turns) and not hidden(
         trajectory.final_answer
     ):
         return trajectory
     return dataclasses.replace(
         trajectory,
         turns=tuple(
-            dataclasses.replace(t, final_answer=None) if hidden(t.final_answer) else t
-            for t in trajectory.turns
+            dataclasses.replace(
+                t,
+                final_answer=None if hidden(t.final_answer) else t.final_answer,
+                request=None if hidden(t.request) else t.request,
+            )
+            for t in turns
         ),
         final_answer=None if hidden(trajectory.final_answer) else trajectory.final_answer,
     )
