@@ -155,3 +155,29 @@ def test_two_skills_pinned_in_one_message_are_two_loads() -> None:
         "csv-report": SKILL_MD,
         "release-notes": RELEASE_MD,
     }
+
+
+MISSING = "cat: skills/missing/SKILL.md: No such file or directory\n"
+
+
+@pytest.mark.parametrize(
+    ("result", "error"),
+    [
+        (SKILL_MD + MISSING, "exit status 1"),  # the span has error status
+        (SKILL_MD + MISSING + "Exit code 1", None),
+    ],
+)
+def test_a_shell_read_failing_on_another_file_still_printed_the_skill(
+    result: str, error: str | None
+) -> None:
+    args = {"cmd": "cat skills/csv-report/SKILL.md skills/missing/SKILL.md"}
+    call = Call("exec_command", args, result, error=error)
+    trajectory = trajectory_of(lambda t: agent_run(t, "Report.", _run(call)))
+    assert loads(trajectory) == [("csv-report", "loaded")]
+    assert _verdicts(call, ("csv-report",)) == [("csv-report", "pass")]
+
+
+def test_an_erring_load_whose_error_is_no_shell_failure_stays_failed() -> None:
+    call = Call("load_skill", {"name": "csv-report"}, SKILL_MD, error="PolicyError: blocked")
+    trajectory = trajectory_of(lambda t: agent_run(t, "Report.", _run(call)))
+    assert loads(trajectory) == [("csv-report", "failed")]

@@ -191,7 +191,10 @@ def as_skill_load(step: Step, skill: str, body: str | None, *, has_result: bool)
 def load_status(
     step: Step, skill: str, *, has_result: bool, body: str | None = None
 ) -> tuple[SkillStatus, str | None]:
-    """`loaded` only with a result, a usable skill name and no error evidence of any kind."""
+    """`loaded` only with a result, a usable skill name and no error evidence of any kind (but
+    a shell read that failed on another file, `cat a/SKILL.md b/SKILL.md` without b, printed a)."""
+    if (step.status == "error" or step.error) and _printed_anyway(step, skill, body):
+        return "loaded", None
     if step.status == "error":
         return "failed", step.error or "span status is error"
     if step.error:
@@ -225,6 +228,12 @@ def load_status(
     if _VALIDATION_HINT.search(head) and _VALIDATION.search(head):
         return "failed", f"argument validation error: {text.strip()[:200]}"
     return "loaded", None
+
+
+def _printed_anyway(step: Step, skill: str, body: str | None) -> bool:
+    named = front_matter_name(body or body_of(None, step.result or ""))
+    failure = shell_failure(f"{step.error or ''}\n{(step.result or '')[-_HEAD_CHARS:]}")
+    return named is not None and named.casefold() == skill.strip().casefold() and bool(failure)
 
 
 def payload_error(result: Any, text: str | None) -> str | None:
