@@ -41,6 +41,7 @@ from typing import Any
 
 import yaml
 
+from spanjudge.calibrate import cohen_kappa
 from spanjudge.config import parse_config
 from spanjudge.emit.summary import Summary
 from spanjudge.engine import Engine
@@ -92,20 +93,6 @@ class Collect:
 
     def end(self, summary: Summary, input_report: dict[str, Any]) -> None:
         pass
-
-
-def cohen_kappa(pairs: Sequence[tuple[Any, Any]]) -> float | None:
-    """Unweighted kappa of (truth, prediction) pairs; None when chance agreement is total."""
-    n = len(pairs)
-    if not n:
-        return None
-    observed = sum(1 for t, p in pairs if t == p) / n
-    truth = Counter(t for t, _ in pairs)
-    pred = Counter(p for _, p in pairs)
-    expected = sum(truth[k] * pred.get(k, 0) for k in truth) / (n * n)
-    if expected >= 1.0:
-        return None
-    return (observed - expected) / (1.0 - expected)
 
 
 def _entries(folder: Path, records: list[dict[str, Any]]) -> list[SessionEntry]:
