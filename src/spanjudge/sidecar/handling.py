@@ -21,6 +21,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from spanjudge import semconv
+from spanjudge.guard import Guard
 from spanjudge.sidecar.config import InputConfig
 from spanjudge.sidecar.intake import BadRequest, decode_body
 from spanjudge.sidecar.worker import Overloaded, Worker
@@ -112,6 +113,8 @@ class Handler:
         self._token = token.encode() if token else None
         self.telemetry = telemetry
         self.counts: dict[str, int] = {}
+        wt = worker.telemetry
+        self.guard = Guard(log, "sidecar receiver", on_error=wt.internal_error if wt else None)
 
     def authorized(self, values: Sequence[str]) -> bool:
         """Whether the `authorization` header values of one request carry the token."""
@@ -134,7 +137,7 @@ class Handler:
         try:
             answer = self._handle(body, fmt)
         except Exception as exc:  # last guard: input must never take a receiver thread down
-            log.exception("unexpected error handling an export request")
+            self.guard.failed("handling an export request")
             answer = Answer("invalid", message=f"request could not be processed: {exc}")
         self.count(transport, answer.result)
         return answer
