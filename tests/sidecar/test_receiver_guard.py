@@ -37,10 +37,10 @@ def test_a_bug_is_answered_counted_and_logged_once(
     handler = _broken_handler(monkeypatch)
     with contained(), caplog.at_level(logging.ERROR, logger="spanjudge.sidecar"):
         answers = [handler.handle(b"{}", "json", "http") for _ in range(3)]
-    assert {a.result for a in answers} == {"invalid"}
+    assert {a.result for a in answers} == {"unavailable"}
     assert "bug in request handling" in (answers[0].message or "")
     assert handler.guard.errors == 3
-    assert handler.counts == {"invalid": 3}
+    assert handler.counts == {"unavailable": 3}
     assert len([r for r in caplog.records if "handling an export request" in r.getMessage()]) == 1
 
 

@@ -137,8 +137,12 @@ class Handler:
         try:
             answer = self._handle(body, fmt)
         except Exception as exc:  # last guard: input must never take a receiver thread down
+            # An internal error, not the input's: answered retryable (503 + Retry-After /
+            # UNAVAILABLE), as a permanent error would make the client drop the spans for good.
             self.guard.failed("handling an export request")
-            answer = Answer("invalid", message=f"request could not be processed: {exc}")
+            answer = Answer(
+                "unavailable", message=f"internal error, retry later: {type(exc).__name__}: {exc}"
+            )
         self.count(transport, answer.result)
         return answer
 
