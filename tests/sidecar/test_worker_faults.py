@@ -10,7 +10,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SpanExportResult
 
@@ -20,6 +22,7 @@ from spanjudge.sidecar.config import parse_serve
 from spanjudge.sidecar.server import Sidecar
 from spanjudge.values import Verdict
 from tests.sidecar.helpers import SidecarProcess, VerdictServer, synthetic_session, wait_for
+from tests.sidecar.raw_requests import grpc_call, post
 
 pytestmark = pytest.mark.slow
 
@@ -218,7 +221,14 @@ def test_evaluation_falling_behind_refuses_by_age(tmp_path: Path, verdicts: Verd
             release.wait(30)
             return super().evaluate(ctx)
 
-    sidecar = _sidecar(tmp_path, Slow("slow", RuntimeError(), set()), verdicts, max_pending_age_s=1)
+    # span count, spool size and export backlog far from their bounds: only age can refuse
+    sidecar = _sidecar(
+        tmp_path,
+        Slow("slow", RuntimeError(), set()),
+        verdicts,
+        max_pending_age_s=1,
+        max_pending_spans=1_000_000,
+    )
     try:
         assert sidecar.grpc is not None
         exporter = OTLPSpanExporter(
@@ -230,8 +240,17 @@ def test_evaluation_falling_behind_refuses_by_age(tmp_path: Path, verdicts: Verd
         assert exporter.export(synthetic_session("queued")) == SpanExportResult.SUCCESS
         time.sleep(1.5)
         # few spans are waiting, but the oldest has waited past the bound: retryable refusal
+        assert sidecar.worker.pending_spans <= 10
+        body = encode_spans(synthetic_session("refused")).SerializeToString()
+        code, details = grpc_call(sidecar, body)
+        assert code == grpc.StatusCode.UNAVAILABLE
+        assert "behind the accepted requests" in details
+        status, headers, text = post(sidecar, body)
+        assert status == 503 and int(headers["Retry-After"]) >= 1
+        assert b"behind the accepted requests" in text
         assert exporter.export(synthetic_session("refused")) == SpanExportResult.FAILURE
-        assert sidecar.handler.counts.get("unavailable", 0) >= 1
+        assert sidecar.handler.counts.get("unavailable", 0) >= 3
+        assert set(verdicts.received.sessions()) <= {"first"}  # nothing of "refused" taken
         release.set()
         assert wait_for(lambda: sidecar.worker.pending_spans == 0, 10)
         assert exporter.export(synthetic_session("refused")) == SpanExportResult.SUCCESS
