@@ -23,10 +23,23 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExportResult
 
+from spanjudge.guard import Guard
 from spanjudge.sidecar.config import ExportConfig
 
 log = logging.getLogger("spanjudge.sidecar")
 _BATCH = 512
+
+
+def endpoint_failure(exc: BaseException) -> bool:
+    """Whether an exception from an OTLP exporter is the endpoint's (network, TLS, timeout, an
+    RPC status): retried and backpressured, not a bug. Anything else is an internal error."""
+    if isinstance(exc, (OSError, TimeoutError)):  # requests' errors are OSErrors too
+        return True
+    try:
+        import grpc
+    except ImportError:  # pragma: no cover - grpcio is a dependency
+        return False
+    return isinstance(exc, grpc.RpcError)
 
 
 class _Confirming:
@@ -36,10 +49,16 @@ class _Confirming:
     succeeded, so a dropped item would be a verdict lost for good. The list is kept short by
     the worker instead, which stops evaluating (and receivers refuse new requests, retryable)
     while `VerdictExport.full` holds; one tick can still overshoot by the sessions it closes.
+
+    An exporter that raises keeps its batch queued either way: an endpoint failure (see
+    `endpoint_failure`) is warned about once per outage and retried; anything else is a bug,
+    handed to ``guard`` (logged once, counted, re-raised under the test suite).
     """
 
-    def __init__(self, export: Callable[[Sequence[Any]], bool]) -> None:
+    def __init__(self, export: Callable[[Sequence[Any]], bool], guard: Guard) -> None:
         self._export = export
+        self._guard = guard
+        self._outage = False
         self._items: list[Any] = []
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
@@ -61,21 +80,28 @@ class _Confirming:
             try:
                 while sent < len(items):
                     batch = items[sent : sent + _BATCH]
-                    try:
-                        ok = self._export(batch)
-                    except Exception:  # an exporter bug must not lose the batch
-                        log.exception("verdict export raised")
-                        ok = False
-                    if not ok:
+                    if not self._export_one(batch):
                         break
                     sent += len(batch)
             finally:
                 detach(token)
-            if sent < len(items):
-                with self._lock:
-                    self._items = items[sent:] + self._items
+                if sent < len(items):  # kept, even when a bug is re-raised under the tests
+                    with self._lock:
+                        self._items = items[sent:] + self._items
+            return sent == len(items)
+
+    def _export_one(self, batch: Sequence[Any]) -> bool:
+        try:
+            ok = self._export(batch)
+        except Exception as exc:
+            if not endpoint_failure(exc):
+                self._guard.failed("verdict export")
                 return False
-            return True
+            if not self._outage:
+                log.warning("verdict endpoint failed (%s); the verdicts stay queued", exc)
+            ok = False
+        self._outage = not ok
+        return ok
 
 
 class _Once:
@@ -121,9 +147,12 @@ class _Confirmed:
 class ConfirmingSpanProcessor(_Confirmed, SpanProcessor):
     """Queues ended spans; `force_flush` exports them and says whether all were accepted."""
 
-    def __init__(self, exporter: Any) -> None:
+    def __init__(self, exporter: Any, guard: Guard | None = None) -> None:
         self._exporter = _Once(exporter)
-        self._queue = _Confirming(lambda batch: exporter.export(batch) == SpanExportResult.SUCCESS)
+        self._queue = _Confirming(
+            lambda batch: exporter.export(batch) == SpanExportResult.SUCCESS,
+            guard or Guard(log, "sidecar"),
+        )
 
     def on_start(self, span: Any, parent_context: Any = None) -> None:
         return None
@@ -135,13 +164,14 @@ class ConfirmingSpanProcessor(_Confirmed, SpanProcessor):
 class ConfirmingLogProcessor(_Confirmed, LogRecordProcessor):
     """The log-record counterpart of `ConfirmingSpanProcessor`."""
 
-    def __init__(self, exporter: Any) -> None:
+    def __init__(self, exporter: Any, guard: Guard | None = None) -> None:
         from opentelemetry.sdk._logs import ReadableLogRecord
 
         self._exporter = _Once(exporter)
         self._readable = ReadableLogRecord
         self._queue = _Confirming(
-            lambda batch: exporter.export(batch) == LogRecordExportResult.SUCCESS
+            lambda batch: exporter.export(batch) == LogRecordExportResult.SUCCESS,
+            guard or Guard(log, "sidecar"),
         )
 
     def on_emit(self, log_record: Any) -> None:
@@ -229,8 +259,11 @@ def exporter_kwargs(config: ExportConfig, signal: str) -> dict[str, Any]:
     return kwargs
 
 
-def build_verdict_export(config: ExportConfig, resource: Resource) -> VerdictExport:
-    """Providers with confirming OTLP processors, or bare providers when export is off."""
+def build_verdict_export(
+    config: ExportConfig, resource: Resource, on_error: Callable[[str], None] | None = None
+) -> VerdictExport:
+    """Providers with confirming OTLP processors, or bare providers when export is off;
+    ``on_error(where)`` counts an exporter bug (``spanjudge.internal_errors``)."""
     tracer_provider = TracerProvider(resource=resource)
     logger_provider = LoggerProvider(resource=resource)
     if not config.enabled:
@@ -245,8 +278,9 @@ def build_verdict_export(config: ExportConfig, resource: Resource) -> VerdictExp
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import (  # type: ignore[assignment]
             OTLPSpanExporter,
         )
-    spans = ConfirmingSpanProcessor(OTLPSpanExporter(**exporter_kwargs(config, "traces")))
-    logs = ConfirmingLogProcessor(OTLPLogExporter(**exporter_kwargs(config, "logs")))
+    guard = Guard(log, "sidecar", on_error=on_error)
+    spans = ConfirmingSpanProcessor(OTLPSpanExporter(**exporter_kwargs(config, "traces")), guard)
+    logs = ConfirmingLogProcessor(OTLPLogExporter(**exporter_kwargs(config, "logs")), guard)
     tracer_provider.add_span_processor(spans)
     logger_provider.add_log_record_processor(logs)
     return VerdictExport(tracer_provider, logger_provider, spans, logs, config.max_queue_spans)

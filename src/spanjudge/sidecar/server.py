@@ -174,7 +174,8 @@ class Sidecar:
             # process that must be ours, or those metrics never reach /metrics or the export.
             _adopt_as_global(self.meter_provider)
         self.engine = engine or Engine(config)
-        self.export = build_verdict_export(serve.export, resource)
+        telemetry = SelfTelemetry(self.meter_provider)
+        self.export = build_verdict_export(serve.export, resource, telemetry.internal_error)
         sinks: list[Sink] = [
             MetricsSink(
                 self.meter_provider,
@@ -198,7 +199,7 @@ class Sidecar:
             policy=config.policy,
             limits=config.limits,
             checks=serve.input,
-            telemetry=SelfTelemetry(self.meter_provider),
+            telemetry=telemetry,
             max_pending_spans=serve.max_pending_spans,
             max_pending_age_s=serve.max_pending_age_s,
             tick_interval_s=serve.tick_interval_s,

@@ -1,0 +1,115 @@
+"""Verdict export errors on a real sidecar: an exporter that raises a bug goes through the one
+internal-error guard (logged once, counted in `spanjudge.internal_errors`, its batch kept and
+sent later); an exporter raising a network error is the endpoint failing, not a bug: warned
+about once, not counted, never raised even under the test suite, and the verdicts still arrive."""
+
+from __future__ import annotations
+
+import logging
+import re
+import urllib.request
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace.export import SpanExportResult
+
+from spanjudge.guard import contained
+from spanjudge.sidecar.server import Sidecar
+from tests.sidecar.conftest import MakeSidecar
+from tests.sidecar.helpers import VerdictServer, synthetic_session, wait_for
+
+pytestmark = pytest.mark.slow
+SESSIONS = ("exp-a", "exp-b")
+
+
+def _start(make_sidecar: MakeSidecar, verdicts: VerdictServer) -> Sidecar:
+    return make_sidecar(
+        sessions={"idle_timeout_s": 60, "end_grace_s": 0.1},
+        metrics_endpoint="127.0.0.1:0",
+        export={"enabled": True, "endpoint": verdicts.endpoint, "insecure": True},
+    )
+
+
+def _failing(sidecar: Sidecar, error: Callable[[], Exception], times: int) -> list[int]:
+    """The sidecar's span exporter raises ``error()`` on its next ``times`` calls."""
+    assert sidecar.export.span_processor is not None
+    exporter = sidecar.export.span_processor._exporter.exporter
+    real = exporter.export
+    calls = [0]
+
+    def export(batch: Any) -> Any:
+        calls[0] += 1
+        if calls[0] <= times:
+            raise error()
+        return real(batch)
+
+    exporter.export = export
+    return calls
+
+
+def _send(sidecar: Sidecar) -> None:
+    assert sidecar.grpc is not None
+    exporter = OTLPSpanExporter(endpoint=f"127.0.0.1:{sidecar.grpc.port}", insecure=True)
+    for session in SESSIONS:
+        assert exporter.export(synthetic_session(session)) == SpanExportResult.SUCCESS
+    exporter.shutdown()
+
+
+def _internal_errors(sidecar: Sidecar, where: str) -> float:
+    assert sidecar.endpoints is not None
+    url = f"http://{sidecar.endpoints.metrics}/metrics"
+    with urllib.request.urlopen(url, timeout=10) as response:
+        text = response.read().decode()
+    pattern = rf'^spanjudge_internal_errors_total{{[^}}]*where="{where}"[^}}]*}} (\S+)$'
+    return sum(float(v) for v in re.findall(pattern, text, re.M))
+
+
+def _delivered(verdicts: VerdictServer) -> bool:
+    return set(SESSIONS) <= set(verdicts.received.sessions())
+
+
+def test_an_exporter_bug_is_guarded_counted_and_loses_nothing(
+    make_sidecar: MakeSidecar, caplog: pytest.LogCaptureFixture
+) -> None:
+    verdicts = VerdictServer()
+    sidecar = _start(make_sidecar, verdicts)
+    try:
+        calls = _failing(sidecar, lambda: TypeError("exporter bug"), times=3)
+        caplog.set_level(logging.WARNING, logger="spanjudge.sidecar")
+        with contained():
+            _send(sidecar)
+            assert wait_for(lambda: _delivered(verdicts), 20)
+        assert calls[0] > 3
+        logged = [r for r in caplog.records if "verdict export" in r.getMessage()]
+        assert len(logged) == 1  # once, with its traceback
+        assert logged[0].exc_info is not None and "exporter bug" in str(logged[0].exc_info[1])
+        assert _internal_errors(sidecar, "verdict export") == 3  # every occurrence counted
+        assert wait_for(lambda: sidecar.spool.requests == 0, 10)  # confirmed, released
+    finally:
+        sidecar.stop()  # before its endpoint goes
+        verdicts.stop()
+
+
+def test_an_endpoint_failure_is_no_internal_error(
+    make_sidecar: MakeSidecar, caplog: pytest.LogCaptureFixture
+) -> None:
+    verdicts = VerdictServer()
+    sidecar = _start(make_sidecar, verdicts)
+    try:
+        # not contained: were this treated as a bug, the test suite's guards would raise it
+        calls = _failing(sidecar, lambda: ConnectionError("connection refused"), times=4)
+        caplog.set_level(logging.WARNING, logger="spanjudge.sidecar")
+        _send(sidecar)
+        assert wait_for(lambda: _delivered(verdicts), 20)
+        assert calls[0] > 4
+        assert sidecar.worker.crashed is None
+        assert not [r for r in caplog.records if r.name.startswith("spanjudge") and r.levelno >= 40]
+        warned = [r for r in caplog.records if "connection refused" in r.getMessage()]
+        assert len(warned) == 1  # once for the outage, not once a retry
+        assert _internal_errors(sidecar, "verdict export") == 0
+        assert sidecar.worker.guard.errors == 0 and sidecar.worker.pipeline.errors == 0
+    finally:
+        sidecar.stop()  # before its endpoint goes
+        verdicts.stop()
