@@ -15,11 +15,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from spanjudge.errors import unknown_options
+from spanjudge.lazy_re import LazyPattern
 
 RULE_KEYS = ("contains", "regex", "json_path", "equals", "ignore_case")
 # The keys that make a condition (the others qualify them).
 CONDITION_KEYS = ("contains", "regex", "json_path")
-_PATH_PART = re.compile(r"\.?([^.\[\]]+)|\[(\d+)\]")
+_PATH_PART = LazyPattern(r"\.?([^.\[\]]+)|\[(\d+)\]")
 _MISSING = object()
 
 

@@ -20,8 +20,9 @@ from typing import Any
 
 from spanjudge.errors import JudgeError
 from spanjudge.judges.base import Judge, Judgement, JudgeRequest
+from spanjudge.lazy_re import LazyPattern
 
-_PLANTED = re.compile(
+_PLANTED = LazyPattern(
     "|".join(
         [
             r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+)?(?:the\s+|your\s+)?"

@@ -21,6 +21,7 @@ from spanjudge.judges.heuristic_outcome import judge_outcome
 from spanjudge.judges.heuristic_tools import judge_tool_parameters, judge_tool_selection
 from spanjudge.judges.lexicon import related
 from spanjudge.judges.text import SkillStep, align, parse_skill, tokens
+from spanjudge.lazy_re import LazyPattern
 from spanjudge.reasons import BODY_NOT_RECORDED, NO_CATALOGUE, NO_OBSERVABLE_STEPS, NO_REQUEST
 from spanjudge.trajectory.steps import CatalogueEntry, Step
 
@@ -39,7 +40,7 @@ _REQUIRED_CAP = "partially"
 # A reply that repeats none of its step's words still follows it when it reports on the session
 # in at least this many content words.
 _REPLY_MIN_WORDS = 3
-_TRIGGER = re.compile(r"\b(?:when|whenever|if)\b(.*)", re.IGNORECASE | re.DOTALL)
+_TRIGGER = LazyPattern(r"\b(?:when|whenever|if)\b(.*)", re.IGNORECASE | re.DOTALL)
 
 
 def _level(in_order: float, reordered: bool) -> str:

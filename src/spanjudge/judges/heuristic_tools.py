@@ -23,10 +23,11 @@ from typing import Any
 from spanjudge.judges.base import BINARY, Judgement, JudgeRequest
 from spanjudge.judges.lexicon import related
 from spanjudge.judges.text import parse_skill, tokens
+from spanjudge.lazy_re import LazyPattern
 from spanjudge.trajectory.steps import Step
 
 NAME = "heuristic"
-_ARG_ERROR = re.compile(
+_ARG_ERROR = LazyPattern(
     r"invalid|missing|required|unknown (?:argument|parameter|field)|unexpected (?:argument|keyword)"
     r"|validation|no such file|not found|does not exist|permission denied|out of scope",
     re.IGNORECASE,
@@ -40,8 +41,8 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "object": (dict,),
 }
 _SHORT = 200
-_DIRECTORY = re.compile(r"(?:^|[\s'\"(`])\.{0,2}/?[\w.-]+/")
-_TIMESTAMP = re.compile(
+_DIRECTORY = LazyPattern(r"(?:^|[\s'\"(`])\.{0,2}/?[\w.-]+/")
+_TIMESTAMP = LazyPattern(
     r"^\d{4}-\d{2}-\d{2}(?:[t ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:z|[+-]\d{2}:?\d{2})?)?$"
 )
 

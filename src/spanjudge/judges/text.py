@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-_WORD = re.compile(r"[a-z0-9]+")
+from spanjudge.lazy_re import LazyPattern
+
+_WORD = LazyPattern(r"[a-z0-9]+")
 _STOP = frozenset(
     [
         "a",
@@ -97,15 +99,15 @@ _STOP = frozenset(
         "files",
     ]
 )
-_NUMBERED = re.compile(r"^ {0,3}(\d{1,3})[.)]\s+(.*\S)")
-_BULLET = re.compile(r"^ {0,3}[-*+]\s+(.*\S)")
-_HEADING = re.compile(r"^#{1,6}\s+(.*)")
-_BACKTICK = re.compile(r"`([^`\n]{1,200})`")
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]*$")
+_NUMBERED = LazyPattern(r"^ {0,3}(\d{1,3})[.)]\s+(.*\S)")
+_BULLET = LazyPattern(r"^ {0,3}[-*+]\s+(.*\S)")
+_HEADING = LazyPattern(r"^#{1,6}\s+(.*)")
+_BACKTICK = LazyPattern(r"`([^`\n]{1,200})`")
+_IDENT = LazyPattern(r"^[A-Za-z_][A-Za-z0-9_.:-]*$")
 _ANSWER_VERBS = ("answer", "reply", "respond", "return", "tell", "report back", "summarise to")
 # A step the body insists on ("always", "must", "never skip") or a check that guards what follows
 # ("check availability before booking"): skipping it is more than one step of four.
-_REQUIRED = re.compile(
+_REQUIRED = LazyPattern(
     r"\b(must|always|required|requires|mandatory|never skip|do not skip|don't skip|"
     r"make sure|ensure|verify|check|confirm|validate|before|only after|never)\b",
     re.IGNORECASE,
@@ -225,7 +227,7 @@ def _tool_refs(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(refs))
 
 
-_GUARD_TOOL = re.compile(r"(?:^|[_.-])(?:check|verify|validate|confirm)(?:[_.-]|$)", re.I)
+_GUARD_TOOL = LazyPattern(r"(?:^|[_.-])(?:check|verify|validate|confirm)(?:[_.-]|$)", re.I)
 _ANSWER_WORDS = frozenset({"answer", "reply", "respond", "return", "tell", "back", "summarise"})
 
 

@@ -9,11 +9,12 @@ from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from spanjudge import semconv
+from spanjudge.lazy_re import LazyPattern
 from spanjudge.spans.record import AttrValue, SpanRecord
 from spanjudge.trajectory.steps import Step
 
 # Refusal text that marks a skill load as failed even when the tool reported success.
-_REFUSALS = re.compile(
+_REFUSALS = LazyPattern(
     r"\bnot found\b|\bunknown skill\b|\bno such skill\b|\bis required\b|\bdoes not exist\b"
     r"|\bnot available\b|\bfailed to load\b",
     re.IGNORECASE,

@@ -25,6 +25,7 @@ import re
 from collections.abc import Sequence
 
 from spanjudge import semconv
+from spanjudge.lazy_re import LazyPattern
 from spanjudge.recognition.base import (
     int_attr,
     parse_json,
@@ -37,16 +38,16 @@ from spanjudge.trajectory.steps import CatalogueEntry, Step
 PRESET = "claude_code"
 # `new_context` joins messages with this separator; only a known header after it starts a new
 # section, so a skill body containing a markdown rule stays whole.
-_SECTION = re.compile(
+_SECTION = LazyPattern(
     r"\n\n---\n\n(?=\[(?:USER|USER PROMPT|ASSISTANT|SYSTEM|TOOL RESULT: [^\]\n]+)\])"
 )
-_HEADER = re.compile(r"^\[([^\]\n]+)\]\n?")
-_PREFIXED = re.compile(r"^\[TOOL (?:INPUT|RESULT): [^\]\n]+\]\n?")
-_LISTING = re.compile(
+_HEADER = LazyPattern(r"^\[([^\]\n]+)\]\n?")
+_PREFIXED = LazyPattern(r"^\[TOOL (?:INPUT|RESULT): [^\]\n]+\]\n?")
+_LISTING = LazyPattern(
     r"The following skills are available for use with the Skill tool:\s*\n((?:\s*- [^\n]+\n?)+)"
 )
-_LISTING_LINE = re.compile(r"^\s*- ([A-Za-z0-9_.:/-]+): (.+?)\s*$", re.M)
-_UNKNOWN_SKILL = re.compile(r"Unknown skill: (\S+?)\.?(?:\s|<|$)")
+_LISTING_LINE = LazyPattern(r"^\s*- ([A-Za-z0-9_.:/-]+): (.+?)\s*$", re.M)
+_UNKNOWN_SKILL = LazyPattern(r"Unknown skill: (\S+?)\.?(?:\s|<|$)")
 
 
 def _text(span: SpanRecord, key: str) -> str | None:

@@ -31,12 +31,12 @@ from __future__ import annotations
 
 import fnmatch
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from spanjudge.errors import did_you_mean
+from spanjudge.lazy_re import LazyPattern
 from spanjudge.recognition.base import as_text, parse_json, span_error, span_fields
 from spanjudge.recognition.catalogue import parse_catalogue
 from spanjudge.recognition.evidence import ToolFacts, tool_step
@@ -59,7 +59,7 @@ ROLE_FIELDS: Mapping[str, tuple[str, ...]] = {
 }
 MATCH_KEYS = ("span_name", "attributes")
 TOP_KEYS = ("session_key", "claims", *ROLE_FIELDS)
-_SEGMENT = re.compile(r"([^.\[\]]+)|\[(\*|-?\d+|[^=\]]+=[^\]]*)\]|(\.)")
+_SEGMENT = LazyPattern(r"([^.\[\]]+)|\[(\*|-?\d+|[^=\]]+=[^\]]*)\]|(\.)")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from spanjudge.lazy_re import LazyPattern
 from spanjudge.recognition.base import as_text, error_in_payload, is_refusal
 from spanjudge.recognition.skill_tools import known_loader
 from spanjudge.trajectory.effects import DEFAULT_EFFECT_MAP
@@ -25,7 +26,7 @@ from spanjudge.trajectory.steps import SkillStatus, Step
 SKILL_ARGS = ("skill_name", "skill", "skill_id", "skillName", "skillId")
 # Arguments whose presence means the call writes a file rather than reading it.
 _WRITE_ARGS = frozenset({"content", "contents", "new_string", "old_string", "data", "patch"})
-_SKILL_MD = re.compile(
+_SKILL_MD = LazyPattern(
     r"""((?:[^\s'"`;|&<>()]*[\\/])?([^\\/\s'"`;|&<>()]+)[\\/]SKILL\.md)(?![\w.])""", re.I
 )
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "pwsh", "powershell", "cmd", "sudo", "env"})
@@ -34,69 +35,69 @@ _READERS = frozenset(
     {"cat", "sed", "head", "tail", "less", "more", "type", "bat", "awk", "nl", "view", "batcat"}
     | {"get-content", "gc", "open", "source", "."}
 )
-_ERROR_LEAD = re.compile(r"(?:error|exception|traceback)\b", re.I)
-_GLOB = re.compile(r"[*?\[\]{}$]")
-_SEGMENT = re.compile(r"\|\||&&|[;|\n]")
+_ERROR_LEAD = LazyPattern(r"(?:error|exception|traceback)\b", re.I)
+_GLOB = LazyPattern(r"[*?\[\]{}$]")
+_SEGMENT = LazyPattern(r"\|\||&&|[;|\n]")
 # What instrumentation writes for a value it hides (OpenInference's hide_outputs: __REDACTED__).
 _HIDDEN_RESULT = "the result was hidden by the instrumentation"
-_REDACTED = re.compile(
+_REDACTED = LazyPattern(
     r"^\s*(?:<?redacted>?|_+redacted_+|\*+|\[redacted\]|<REDACTED[^>]*>|null|none)\s*$", re.I
 )
 # Error evidence in free text (shell output, tool errors rendered as text).
-_EXIT_CODE = re.compile(
+_EXIT_CODE = LazyPattern(
     r"(?:exit(?:ed)?(?: with)?(?: status| code)?|exit_code|returncode)[\"']?\s*[:=]?\s*(-?\d+)",
     re.I,
 )
-_SHELL_ERROR = re.compile(
+_SHELL_ERROR = LazyPattern(
     r"No such file or directory|cannot open|command not found|Permission denied", re.I
 )
-_VALIDATION = re.compile(
+_VALIDATION = LazyPattern(
     r"validation error|invalid (?:tool )?arguments?|missing required (?:argument|parameter)"
     r"|field required|is a required property|unexpected keyword argument|invalid_request",
     re.I,
 )
-_PAYLOAD_ERROR = re.compile(
+_PAYLOAD_ERROR = LazyPattern(
     r"""["']?(?:status|state)["']?\s*[:=]\s*["'](?:error|failed|failure)["']"""
     r"""|["']?(?:is_error|isError)["']?\s*[:=]\s*true""",
     re.I,
 )
-_ERROR_DETAIL = re.compile(r"""["'](?:error|message|detail)["']\s*:\s*["']([^"'\n]{1,300})""")
+_ERROR_DETAIL = LazyPattern(r"""["'](?:error|message|detail)["']\s*:\s*["']([^"'\n]{1,300})""")
 # A result whose first line denies the request ("403 Forbidden", "Access denied.", "I'm sorry,
 # ...", "Skill x is disabled"); a heading line is a body's title, not a denial.
-_DENIAL = re.compile(
+_DENIAL = LazyPattern(
     r"\A(?!#)[^\n]{0,80}?(?:\b(?:not permitted|not allowed|access(?: is)? denied|forbidden"
     r"|unauthori[sz]ed|disabled|timed out|unable to|I(?:'m| am) sorry|sorry"
     r"|I (?:cannot|can't|won't))\b)",
     re.I,
 )
 # A SKILL.md document: YAML front matter that names the skill.
-_FRONT_MATTER = re.compile(r"(?:\A|\n)---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
-_FM_DESCRIPTION = re.compile(r"^description:", re.M)
-_FM_NAME = re.compile(r"^name:\s*['\"]?([^'\"\n]+?)['\"]?\s*$", re.M)
+_FRONT_MATTER = LazyPattern(r"(?:\A|\n)---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
+_FM_DESCRIPTION = LazyPattern(r"^description:", re.M)
+_FM_NAME = LazyPattern(r"^name:\s*['\"]?([^'\"\n]+?)['\"]?\s*$", re.M)
 # A skill handed over as a titled document (pydantic-ai-harness: "# Skill: csv-report"), the
 # title on one of the first lines, after any wrapper tags.
-_SKILL_TITLE = re.compile(
+_SKILL_TITLE = LazyPattern(
     r"\A(?:[ \t]*<[^>\n]{1,80}>[ \t]*\n?){0,3}[ \t]*#{1,3}[ \t]*Skill:[ \t]*(\S+)[ \t]*$", re.M
 )
 # What harnesses wrap around a file's text: Deep Agents' window header, Strands' metadata tail,
 # Codex-style exec output headers.
-_READ_WINDOW = re.compile(r"\A@@ lines \d+-\d+ of \d+ @@\r?\n")
-_STRANDS_TAIL = re.compile(
+_READ_WINDOW = LazyPattern(r"\A@@ lines \d+-\d+ of \d+ @@\r?\n")
+_STRANDS_TAIL = LazyPattern(
     r"\n+---\n(?:Allowed tools|Compatibility|Location): .*\Z|\n+Available resources:\n.*\Z", re.S
 )
-_EXEC_HEADER = re.compile(
+_EXEC_HEADER = LazyPattern(
     r"\A(?:(?:Chunk ID|Wall time|Process exited|Exit code|Original token count|Total output lines)"
     r"[^\n]*\n){1,8}Output:\r?\n"
 )
 _HEAD_CHARS = 500
 # words one of which every shell failure above contains (checked before the regular expressions)
 _SHELL_WORDS = ("exit", "returncode", "no such file", "cannot open", "not found", "denied")
-_VALIDATION_HINT = re.compile(r"valid|missing|required|unexpected", re.I)
+_VALIDATION_HINT = LazyPattern(r"valid|missing|required|unexpected", re.I)
 _CHANGES = frozenset({"create", "modify", "delete"})
 _DECODER = json.JSONDecoder()
 _OK_STATUSES = frozenset({"success", "ok", "completed", "succeeded", "loaded"})
 _BODY_KEYS = ("instructions", "body", "content", "text", "output", "stdout")
-_SCALAR = re.compile(r"true|false|-?\d+(\.\d+)?")
+_SCALAR = LazyPattern(r"true|false|-?\d+(\.\d+)?")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import re
 from collections.abc import Iterator
 from typing import Any
 
 from spanjudge import semconv as sc
+from spanjudge.lazy_re import LazyPattern
 from spanjudge.recognition.base import as_text, parse_json, span_error, span_fields
 from spanjudge.recognition.catalogue import parse_catalogue
 from spanjudge.recognition.evidence import ToolFacts, tool_step
@@ -36,7 +36,7 @@ _KINDS = {
     sc.SPAN_HAYSTACK_TOOL: "tool",
 }
 # a Python string literal in the llm input repr: a Tool's description, a message's text
-_LITERAL = re.compile(r"""(?:description|text)=("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')""")
+_LITERAL = LazyPattern(r"""(?:description|text)=("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')""")
 # reply meta usage keys: OpenAI-style generators, then Anthropic/Google-style ones
 _INPUT_TOKENS = ("prompt_tokens", "input_tokens")
 _OUTPUT_TOKENS = ("completion_tokens", "output_tokens")

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from spanjudge import semconv
+from spanjudge.lazy_re import LazyPattern
 from spanjudge.recognition.answers import aborted_after, may_answer
 from spanjudge.recognition.base import (
     as_text,
@@ -48,7 +49,7 @@ PRESET = "openinference"
 _TURN_KINDS = frozenset({"CHAIN", "AGENT"})
 _STOP_REASONS = frozenset({"stop", "end_turn", "stop_sequence", "complete", "completed"})
 # Deep Agents' SkillsMiddleware catalogue: "- **name**: description" under "**Available Skills:**".
-_PINNED = re.compile(r'\A<skill name="([^"]+)" path="([^"]*)">\n?(.*?)\n?</skill>\s*\Z', re.S)
+_PINNED = LazyPattern(r'\A<skill name="([^"]+)" path="([^"]*)">\n?(.*?)\n?</skill>\s*\Z', re.S)
 
 
 class OpenInferenceRecogniser:

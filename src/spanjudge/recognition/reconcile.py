@@ -22,6 +22,7 @@ import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 
+from spanjudge.lazy_re import LazyPattern
 from spanjudge.recognition.base import as_text, parse_json
 from spanjudge.recognition.documents import each_document
 from spanjudge.recognition.evidence import (
@@ -37,9 +38,9 @@ from spanjudge.trajectory.steps import Step
 
 _TOOL_KINDS = ("tool_call", "skill_load")
 # Argument names that may carry a skill's name for a loader nobody listed.
-_NAME_KEY = re.compile(r"skill|name|capabilit|^id$", re.I)
+_NAME_KEY = LazyPattern(r"skill|name|capabilit|^id$", re.I)
 # A schema's description of the argument that names what a loader loads.
-_LOADS = re.compile(r"\b(?:skill|capability)\b[^.]{0,40}\bto (?:load|activate)\b", re.I)
+_LOADS = LazyPattern(r"\b(?:skill|capability)\b[^.]{0,40}\bto (?:load|activate)\b", re.I)
 UNEXECUTED = "requested by the model but never executed (rejected before execution or aborted)"
 
 

@@ -15,9 +15,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from spanjudge.lazy_re import LazyPattern
 from spanjudge.trajectory.skills import EMPTY_LIBRARY, Skill, SkillLibrary
 
-_FRONT_MATTER = re.compile(r"\A\ufeff?---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(.*)\Z", re.S)
+_FRONT_MATTER = LazyPattern(r"\A\ufeff?---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(.*)\Z", re.S)
 
 
 def parse_skill_md(text: str, path: str) -> tuple[Skill | None, str | None]:
