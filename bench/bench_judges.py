@@ -41,7 +41,7 @@ from typing import Any
 
 import yaml
 
-from spanjudge.calibrate import cohen_kappa
+from spanjudge.calibration import cohen_kappa
 from spanjudge.config import parse_config
 from spanjudge.emit.summary import Summary
 from spanjudge.engine import Engine

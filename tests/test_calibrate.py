@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from spanjudge.calibrate import Label, cohen_kappa, compare, load_labels
+from spanjudge.calibration import Label, cohen_kappa, compare, load_labels
 from spanjudge.cli import main
 from spanjudge.errors import InputError
 from tests.conftest import FIXTURES

@@ -197,8 +197,10 @@ def test_a_missing_export_tls_file_is_a_configuration_error_that_leaves_nothing(
         env=_env(),
     )
     assert done.returncode == 2, done.stderr
-    for key, file in tls.items():
-        assert f"serve.export.tls.{key}: no such file {file!r}" in done.stderr, done.stderr
+    for key, file in tls.items():  # named as resolved: relative to the configuration's directory
+        assert f"serve.export.tls.{key}: no such file {str(tmp_path / file)!r}" in done.stderr, (
+            done.stderr
+        )
     assert "Errno" not in done.stderr and "Traceback" not in done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["serve.yaml"]
 

@@ -10,12 +10,9 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import shutil
 import stat
 import sys
-import tempfile
 from collections.abc import Sequence
-from typing import IO, Any, TextIO
 
 from spanjudge._version import __version__
 from spanjudge.calibrate import add_parser as add_calibrate_parser
@@ -24,6 +21,7 @@ from spanjudge.errors import ConfigError, InputError, OutputError, SpanJudgeErro
 from spanjudge.gate import EXIT_FAIL, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
 
 FORMATS = ("table", "json", "junit", "html")
+log = logging.getLogger("spanjudge.cli")
 
 EVAL_EPILOG = """\
 inputs:
@@ -46,24 +44,6 @@ examples:
 """
 
 
-def _writer(fmt: str, out: TextIO, colour: bool, strict: bool, width: int | None) -> Any:
-    if fmt == "json":
-        from spanjudge.emit.report import JsonReportWriter
-
-        return JsonReportWriter(out)
-    if fmt == "junit":
-        from spanjudge.emit.junit import JunitWriter
-
-        return JunitWriter(out, strict=strict)
-    if fmt == "html":
-        from spanjudge.emit.html import HtmlWriter
-
-        return HtmlWriter(out)
-    from spanjudge.emit.table import TableWriter
-
-    return TableWriter(out, colour=colour, width=width)
-
-
 def _input_bytes(paths: Sequence[str]) -> int | None:
     """The total size of the inputs when it is known up front (plain regular files only)."""
     total = 0
@@ -81,21 +61,29 @@ def _input_bytes(paths: Sequence[str]) -> int | None:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    from spanjudge.cli_output import LoggingWriter, Spool, make_writer, write_report
     from spanjudge.config import load_config
+    from spanjudge.emit.table import use_colour
     from spanjudge.engine import Engine
     from spanjudge.expectations import ExpectationResolver, load_expectations_file
     from spanjudge.gate import Tally, TallyingWriter, decide
     from spanjudge.offline import run_offline
 
     config = load_config(args.config)
+    log.info("configuration: %s", args.config or "none (the embedded defaults)")
     engine = Engine(config)
     if args.expect:
         engine.add_expectations(ExpectationResolver(load_expectations_file(args.expect)))
+        log.info("expectations: %s", args.expect)
+    log.debug("evaluators: %s", ", ".join(e.name for e in engine.evaluators))
     to_stdout = args.output in (None, "-")
     to_terminal = to_stdout and sys.stdout.isatty()
-    colour = to_terminal and args.format == "table" and not os.environ.get("NO_COLOR")
+    colour = args.format == "table" and use_colour(args.color, sys.stdout if to_stdout else None)
     # A terminal line is ~100 columns; a file or a pipe gets explanations whole.
     width = 90 if to_terminal else None
+    for path in args.inputs:
+        size = _input_bytes([path])
+        log.info("reading %s%s", path, "" if size is None else f" ({size:,} bytes)")
 
     def on_skip(message: str) -> None:
         print(f"spanjudge: skipped: {message}", file=sys.stderr)
@@ -103,31 +91,39 @@ def cmd_eval(args: argparse.Namespace) -> int:
     tally = Tally()
     # The result is written only when the whole input was read: a bad line later in a file
     # must not leave half a report behind (exit 2 prints nothing as if it were a result).
-    with tempfile.SpooledTemporaryFile(
-        max_size=16 * 1024 * 1024, mode="w+", encoding="utf-8"
-    ) as buf:
-        writer = TallyingWriter(_writer(args.format, buf, colour, args.strict, width), tally)  # type: ignore[arg-type]
+    buf = Spool()
+    try:
+        writer = make_writer(args.format, buf, colour, args.strict, width)  # type: ignore[arg-type]
         summary, stats = run_offline(
             args.inputs,
             engine,
-            writer,
+            TallyingWriter(LoggingWriter(writer), tally),
             skip_invalid=args.skip_invalid,
             progress=sys.stderr.isatty() and not args.quiet,
             on_skip=on_skip,
             total_bytes=_input_bytes(args.inputs),
         )
+        log.info(
+            "read %d file(s): %d line(s), %d span(s); %d session(s) evaluated",
+            stats.files,
+            stats.lines,
+            stats.spans,
+            summary.sessions,
+        )
         code, reasons = decide(summary, tally, strict=args.strict, fail_on_error=args.fail_on_error)
-        buf.seek(0)
         if to_stdout:
             try:
-                shutil.copyfileobj(buf, sys.stdout)
+                buf.copy_to(sys.stdout)
                 sys.stdout.flush()
+                log.info("%s report written to stdout", args.format)
             except BrokenPipeError:
                 # `spanjudge eval ... | head`: the reader left, the verdicts stand. Point stdout
                 # at /dev/null so the interpreter's final flush does not complain.
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         else:
             write_report(args.output, buf)
+    finally:
+        buf.close()
     if stats.skipped:
         print(
             f"spanjudge: skipped {stats.skipped} invalid line(s)/span(s); "
@@ -160,46 +156,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return code
 
 
-def write_report(path: str, buf: IO[str]) -> None:
-    """Write the report to ``path``. A regular file (or a symlink to one, which stays a link)
-    is replaced atomically, never left half-written; anything else (`/dev/stdout`, a FIFO, a
-    device node) is written through, as a shell redirection would."""
-    try:
-        info: os.stat_result | None = os.stat(path)
-    except FileNotFoundError:
-        info = None
-    except OSError as exc:
-        raise OutputError(f"cannot write the report: {exc.strerror}", file=path) from None
-    target = os.path.realpath(path)
-    through_special = target.startswith(("/proc/", "/dev/"))
-    try:
-        if (info is not None and not stat.S_ISREG(info.st_mode)) or through_special:
-            try:
-                with open(path, "w", encoding="utf-8") as handle:
-                    shutil.copyfileobj(buf, handle)
-            except BrokenPipeError:
-                pass  # `-o /dev/stdout | head`, a FIFO's reader gone: the verdicts stand
-            return
-        _replace_atomically(target, buf, mode=None if info is None else info.st_mode)
-    except OSError as exc:
-        raise OutputError(f"cannot write the report: {exc.strerror}", file=path) from None
-
-
-def _replace_atomically(target: str, buf: IO[str], mode: int | None) -> None:
-    directory, name = os.path.split(target)
-    tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
-    try:
-        # "x": a new file with the umask's permissions; an existing report keeps its mode.
-        with open(tmp, "x", encoding="utf-8") as handle:
-            shutil.copyfileobj(buf, handle)
-        if mode is not None:
-            os.chmod(tmp, stat.S_IMODE(mode))
-        os.replace(tmp, target)
-    finally:
-        if os.path.lexists(tmp):
-            os.remove(tmp)
-
-
 def cmd_serve(args: argparse.Namespace, rest: Sequence[str]) -> int:
     from spanjudge import sidecar
 
@@ -215,17 +171,30 @@ def cmd_serve(args: argparse.Namespace, rest: Sequence[str]) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from spanjudge import demo
 
-    code: int = demo.main([])
+    colour = {True: ["--color"], False: ["--no-color"], None: []}[args.color]
+    code: int = demo.main(colour)
     return code
 
 
-_VERBOSE_HELP = "log progress and internals (serve: --log-level DEBUG)"
+_VERBOSE_HELP = (
+    "log what is read, found and written on stderr (-vv: and each session; serve: --log-level"
+    " DEBUG)"
+)
 
 
 def _verbose(parser: argparse.ArgumentParser) -> None:
-    # Accepted before or after the subcommand: the subcommand's copy sets it only when given.
+    # Accepted before or after the subcommand: both counts add up (`spanjudge -v eval -v`).
     parser.add_argument(
-        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=_VERBOSE_HELP
+        "-v", "--verbose", action="count", dest="sub_verbose", default=0, help=_VERBOSE_HELP
+    )
+
+
+def _colour_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--color",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="colour the outcomes (default: on a terminal, unless NO_COLOR is set)",
     )
 
 
@@ -237,7 +206,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
         "trajectories. Verdicts are pass, fail or not_evaluated (with a reason); pass rates are "
         "always shown with their coverage.",
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help=_VERBOSE_HELP)
+    parser.add_argument("-v", "--verbose", action="count", default=0, help=_VERBOSE_HELP)
     parser.add_argument("--version", action="version", version=f"spanjudge {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
@@ -284,6 +253,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
         "they are counted in the report and on stderr",
     )
     ev.add_argument("--quiet", "-q", action="store_true", help="no progress indicator")
+    _colour_option(ev)
     _verbose(ev)
 
     sv = sub.add_parser(
@@ -299,6 +269,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
         description="Runs a scripted, instrumented example agent (no network, no API key) through "
         "SpanJudgeProcessor on the embedded defaults and prints the verdict table.",
     )
+    _colour_option(demo)
     _verbose(demo)
     calibrate = add_calibrate_parser(sub)
     _verbose(calibrate)
@@ -312,11 +283,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if rest and args.command != "serve":
         # The subcommand's usage, not the top level's: that is where the flag was looked for.
         commands[args.command].error(f"unrecognized arguments: {' '.join(rest)}")
+    args.verbose += getattr(args, "sub_verbose", 0)
     if args.command != "serve":  # serve sets up its own logging (--log-level)
-        logging.basicConfig(
-            level=logging.INFO if args.verbose else logging.WARNING,
-            format="spanjudge: %(levelname)s: %(message)s",
-        )
+        logging.basicConfig(level=logging.WARNING, format="spanjudge: %(levelname)s: %(message)s")
+        levels = {0: logging.WARNING, 1: logging.INFO}
+        logging.getLogger("spanjudge").setLevel(levels.get(args.verbose, logging.DEBUG))
     try:
         if args.command == "eval":
             return cmd_eval(args)

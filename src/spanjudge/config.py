@@ -39,8 +39,9 @@ TOP_LEVEL = (
     "skills",
     "conventions",
 )
-# parser(raw section or None, path, problems) -> the section's value; problems get every error.
-SectionParser = Callable[[Any, str, list[str]], Any]
+# parser(raw section or None, path, problems[, base=]) -> the section's value; problems get
+# every error (``base=`` only for the sections in WITH_PATHS).
+SectionParser = Callable[..., Any]
 # Sections validated by the module that owns them, registered by that module: the core never
 # imports a front end, so `serve` is validated here only once `spanjudge.sidecar.config` is
 # imported (the sidecar does, before loading its configuration) and by the sidecar otherwise.
@@ -50,13 +51,19 @@ SECTION_PARSERS: dict[str, SectionParser] = {
     "conventions": parse_conventions,
     "emit": parse_emit,
 }
+# Sections naming files: their parser also takes ``base=``, the directory of the configuration
+# file (None without one), against which every relative path written in the file is resolved.
+WITH_PATHS: set[str] = {"skills"}
 
 
-def register_section(name: str, parser: SectionParser) -> None:
-    """Let the module that owns top-level section ``name`` validate it in `parse_config`."""
+def register_section(name: str, parser: SectionParser, *, paths: bool = False) -> None:
+    """Let the module that owns top-level section ``name`` validate it in `parse_config`
+    (``paths``: the parser takes ``base=``, see `WITH_PATHS`)."""
     if name not in TOP_LEVEL:
         raise ValueError(f"{name!r} is not a top-level configuration section ({TOP_LEVEL})")
     SECTION_PARSERS[name] = parser
+    if paths:
+        WITH_PATHS.add(name)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -244,9 +251,10 @@ def parse_config(doc: Any, source: str | None = None) -> Config:
     if not isinstance(files, list):
         problems.append("expectations_files: expected a list of paths")
         files = []
-    base = Path(source).parent if source else Path(".")
+    # Relative paths in a file are relative to its directory (without a file: the cwd).
+    base = Path(source).parent if source else None
     for i, name in enumerate(files):
-        path = str((base / str(name)) if not Path(str(name)).is_absolute() else name)
+        path = str(name) if base is None or Path(str(name)).is_absolute() else str(base / str(name))
         try:
             entries.extend(load_expectations_file(path))
         except ConfigError as exc:
@@ -262,7 +270,10 @@ def parse_config(doc: Any, source: str | None = None) -> Config:
     label_skills, label_agents, max_label_values = _labels(doc.get("labels"), problems)
     sections: dict[str, Any] = {}
     for section, parser in SECTION_PARSERS.items():
-        sections[section] = parser(doc.get(section), section, problems)
+        if section in WITH_PATHS:
+            sections[section] = parser(doc.get(section), section, problems, base=base)
+        else:
+            sections[section] = parser(doc.get(section), section, problems)
     if declared_keys := session_keys(sections.get("conventions") or ()):
         # a declared convention's session key joins the keys the session store looks for
         keys = tuple(k for k in declared_keys if k not in policy.key_attributes)

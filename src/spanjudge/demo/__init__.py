@@ -22,7 +22,7 @@ from spanjudge import semconv
 from spanjudge.demo.agent import SCENARIOS, ScriptedAgent
 from spanjudge.emit.metrics import MetricsSink, score_views
 from spanjudge.emit.otel import OtelVerdictSink
-from spanjudge.emit.table import EXPLANATION_WIDTH, render_table
+from spanjudge.emit.table import EXPLANATION_WIDTH, render_table, use_colour
 from spanjudge.processor import SpanJudgeProcessor
 from spanjudge.values import SessionResult
 
@@ -92,7 +92,12 @@ def main(argv: list[str] | None = None) -> int:
         prog="spanjudge demo",
         description="Judge a bundled scripted agent in-process and print the verdicts.",
     )
-    parser.add_argument("--color", action="store_true", help="colour the outcomes")
+    parser.add_argument(
+        "--color",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="colour the outcomes (default: on a terminal, unless NO_COLOR is set)",
+    )
     args = parser.parse_args(argv)
     results, counts = run_demo()
     out = sys.stdout
@@ -102,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     out.write("\n")
     # As `spanjudge eval`: a terminal line is cut to fit, a file or a pipe gets it whole.
     width = EXPLANATION_WIDTH if out.isatty() else None
-    out.write(render_table(results, colour=args.color, width=width))
+    out.write(render_table(results, colour=use_colour(args.color, out), width=width))
     out.write(
         f"\nemitted: {counts['evaluation_spans']} {semconv.SPAN_EVALUATE} span(s), "
         f"{counts['log_records']} {semconv.EV_EVALUATION_RESULT} log record(s), "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any, TextIO
 
@@ -34,6 +35,14 @@ def _clip(text: str, width: int | None) -> str:
 
 
 EXPLANATION_WIDTH = 90  # fits a terminal line; files and pipes get explanations whole
+
+
+def use_colour(choice: bool | None, out: TextIO | None) -> bool:
+    """``--color`` (True) and ``--no-color`` (False) decide; without either (None) the outcomes
+    are coloured on a terminal, unless the ``NO_COLOR`` environment variable is set."""
+    if choice is not None:
+        return choice
+    return out is not None and out.isatty() and not os.environ.get("NO_COLOR")
 
 
 def session_lines(

@@ -11,6 +11,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
@@ -39,7 +40,8 @@ def serve_config(config: Config) -> ServeConfig:
     if isinstance(section, ServeConfig):
         return section
     problems: list[str] = []
-    parsed = parse_serve(section, "serve", problems)
+    base = Path(config.source).parent if config.source else None
+    parsed = parse_serve(section, "serve", problems, base=base)
     if problems:
         raise ConfigError(problems, source=config.source)
     return parsed

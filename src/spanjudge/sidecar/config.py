@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 from typing import Any
 
 from spanjudge.config import register_section
@@ -263,9 +264,39 @@ def spool_path_problem(file: str) -> str | None:
     return None
 
 
-def parse_serve(raw: Any, path: str, problems: list[str]) -> ServeConfig:
-    """Validate the `serve` section (``raw`` may be None); appends every problem with its path."""
+def _relative_to(base: Path, config: ServeConfig, raw: Any) -> ServeConfig:
+    """The files the configuration file names, relative to its directory (the default spool,
+    not written there, stays in the current directory)."""
+
+    def at(file: str | None) -> str | None:
+        file = file and os.path.expanduser(file)
+        return file if not file or os.path.isabs(file) else os.path.join(base, file)
+
+    spool, tls, export = config.spool, config.tls, config.export
+    written = raw.get("spool") if isinstance(raw, Mapping) else None
+    if isinstance(written, Mapping) and "path" in written:
+        spool = replace(spool, path=at(spool.path) or spool.path)
+    tls = replace(
+        tls,
+        cert_file=at(tls.cert_file),
+        key_file=at(tls.key_file),
+        client_ca_file=at(tls.client_ca_file),
+    )
+    export = replace(
+        export,
+        certificate_file=at(export.certificate_file),
+        client_key_file=at(export.client_key_file),
+        client_certificate_file=at(export.client_certificate_file),
+    )
+    return replace(config, tls=tls, export=export, spool=spool)
+
+
+def parse_serve(raw: Any, path: str, problems: list[str], base: Path | None = None) -> ServeConfig:
+    """Validate the `serve` section (``raw`` may be None); appends every problem with its path.
+    Files named relative are relative to ``base``, the configuration file's directory."""
     config: ServeConfig = _section(ServeConfig, raw, path, problems)
+    if base is not None:
+        config = _relative_to(base, config, raw)
     for name in ("grpc_endpoint", "http_endpoint", "metrics_endpoint"):
         endpoint = getattr(config, name)
         if endpoint is not None and (problem := _endpoint_problem(endpoint)):
@@ -315,4 +346,4 @@ def parse_serve(raw: Any, path: str, problems: list[str]) -> ServeConfig:
     return replace(config, export=replace(export, protocol=protocol, enabled=enabled))
 
 
-register_section("serve", parse_serve)
+register_section("serve", parse_serve, paths=True)

@@ -1,0 +1,76 @@
+"""`-v` / `-vv` say what a run read, found and wrote; `--color` / `--no-color` do what they say
+on `eval` and `demo`. Run as a user runs them: a subprocess, its stderr and stdout."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES
+
+CLI = [sys.executable, "-m", "spanjudge.cli"]
+TRACES = FIXTURES / "claude_code" / "claude_code.jsonl"  # 13 sessions, 166 spans
+ESC = "\033["
+
+
+def _run(*argv: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    environ.update(env)
+    done = subprocess.run(
+        [*CLI, *argv], capture_output=True, text=True, cwd=cwd, env=environ, timeout=120
+    )
+    assert done.returncode in (0, 1), done.stderr
+    return done
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["eval", str(TRACES), "-v"], ["-v", "eval", str(TRACES)]],
+    ids=["after", "before"],
+)
+def test_verbose_logs_the_input_the_sessions_and_the_report(tmp_path, argv) -> None:  # type: ignore[no-untyped-def]
+    done = _run(*argv, "-o", "report.txt", cwd=tmp_path)
+    info = [line for line in done.stderr.splitlines() if line.startswith("spanjudge: INFO: ")]
+    assert f"spanjudge: INFO: reading {TRACES} ({TRACES.stat().st_size:,} bytes)" in info
+    assert any("166 span(s); 13 session(s) evaluated" in line for line in info), done.stderr
+    assert "DEBUG" not in done.stderr  # -v is INFO, not DEBUG
+    assert "wrote table report to report.txt: 13 session(s)" in done.stderr
+
+
+def test_without_verbose_there_are_no_log_lines(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    done = _run("eval", str(TRACES), "-o", "report.txt", cwd=tmp_path)
+    assert "INFO" not in done.stderr and "DEBUG" not in done.stderr, done.stderr
+
+
+def test_twice_verbose_adds_each_session_and_the_evaluators(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    done = _run("-v", "eval", str(TRACES), "-v", "--format", "json", cwd=tmp_path)
+    debug = [line for line in done.stderr.splitlines() if line.startswith("spanjudge: DEBUG: ")]
+    sessions = [line for line in debug if line.startswith("spanjudge: DEBUG: session ")]
+    assert len(sessions) == 13, done.stderr
+    assert any("skill_loaded" in line for line in debug if "evaluators:" in line)
+    assert "spanjudge: INFO: json report written to stdout" in done.stderr
+    assert done.stdout.lstrip().startswith("{")  # stdout is the report alone
+
+
+def test_eval_color_and_no_color(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # A pipe is not a terminal: no colour unless asked for; --no-color wins over nothing.
+    assert ESC not in _run("eval", str(TRACES), cwd=tmp_path).stdout
+    coloured = _run("eval", str(TRACES), "--color", cwd=tmp_path).stdout
+    assert f"{ESC}31mFAIL" in coloured and f"{ESC}32mPASS" in coloured
+    assert ESC not in _run("eval", str(TRACES), "--no-color", cwd=tmp_path).stdout
+    # --color is the user's explicit choice: it wins over NO_COLOR.
+    assert ESC in _run("eval", str(TRACES), "--color", cwd=tmp_path, NO_COLOR="1").stdout
+
+
+def test_demo_accepts_color_and_no_color_as_its_help_says(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    helped = _run("demo", "--help", cwd=tmp_path).stdout
+    assert "--color, --no-color" in helped
+    coloured = _run("demo", "--color", cwd=tmp_path).stdout
+    assert f"{ESC}31mFAIL" in coloured and f"{ESC}32mPASS" in coloured
+    plain = _run("demo", "--no-color", cwd=tmp_path).stdout
+    assert ESC not in plain and "FAIL" in plain
+    assert ESC not in _run("demo", cwd=tmp_path).stdout  # not a terminal: plain by default

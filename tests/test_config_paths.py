@@ -1,0 +1,74 @@
+"""Relative paths in a configuration file are relative to that file's directory, for every key
+that names a file, whatever the current directory: a config kept in `conf/` and started from
+anywhere finds its skills, its spool and its certificates beside it."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from spanjudge.config import load_config
+from spanjudge.errors import ConfigError
+from spanjudge.sidecar import serve_config
+from tests.conftest import FIXTURES
+
+SERVE = """\
+serve:
+  spool: {path: data/spool.db}
+  tls: {cert_file: certs/server.pem, key_file: certs/server.key}
+  export: {endpoint: "https://127.0.0.1:14317", tls: {ca_file: certs/ca.pem}}
+"""
+
+
+@pytest.fixture
+def conf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """`<tmp>/conf/` holds the configuration; the run starts in `<tmp>/elsewhere/`."""
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    return tmp_path / "conf"
+
+
+def test_skills_paths_are_relative_to_the_config_file(conf: Path) -> None:
+    shutil.copytree(FIXTURES / "skills" / "csv-report", conf / "skills" / "csv-report")
+    (conf / "spanjudge.yaml").write_text("skills: {paths: [skills]}\n")
+    library = load_config(str(conf / "spanjudge.yaml")).sections["skills"]
+    assert "csv-report" in library.skills
+
+
+def test_expectations_files_still_are_relative_to_the_config_file(conf: Path) -> None:
+    (conf / "expectations.yaml").write_text("sessions:\n  s1: {skills: [csv-report]}\n")
+    (conf / "spanjudge.yaml").write_text("expectations_files: [expectations.yaml]\n")
+    config = load_config(str(conf / "spanjudge.yaml"))
+    assert [e.pattern for e in config.entries] == ["s1"]
+
+
+def test_serve_spool_and_tls_files_are_relative_to_the_config_file(conf: Path) -> None:
+    (conf / "certs").mkdir()
+    for name in ("server.pem", "server.key", "ca.pem"):
+        (conf / "certs" / name).write_text("placeholder\n")  # only their existence is checked
+    (conf / "serve.yaml").write_text(SERVE)
+    serve = serve_config(load_config(str(conf / "serve.yaml")))
+    assert Path(serve.spool.path) == conf / "data" / "spool.db"
+    assert Path(serve.tls.cert_file or "") == conf / "certs" / "server.pem"
+    assert Path(serve.tls.key_file or "") == conf / "certs" / "server.key"
+    assert Path(serve.export.certificate_file or "") == conf / "certs" / "ca.pem"
+
+
+def test_a_missing_file_is_named_where_it_was_looked_for(conf: Path) -> None:
+    (conf / "serve.yaml").write_text(SERVE)
+    with pytest.raises(ConfigError) as info:
+        serve_config(load_config(str(conf / "serve.yaml")))
+    assert f"serve.tls.cert_file: no such file {str(conf / 'certs' / 'server.pem')!r}" in str(
+        info.value
+    )
+
+
+def test_the_default_spool_and_absolute_paths_are_left_alone(conf: Path, tmp_path: Path) -> None:
+    (conf / "serve.yaml").write_text("serve: {grpc_endpoint: 127.0.0.1:0}\n")
+    assert serve_config(load_config(str(conf / "serve.yaml"))).spool.path == "spanjudge-spool.db"
+    absolute = tmp_path / "var" / "spool.db"
+    (conf / "serve.yaml").write_text(f"serve: {{spool: {{path: {absolute}}}}}\n")
+    assert serve_config(load_config(str(conf / "serve.yaml"))).spool.path == str(absolute)
