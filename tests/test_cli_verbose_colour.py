@@ -74,3 +74,19 @@ def test_demo_accepts_color_and_no_color_as_its_help_says(tmp_path) -> None:  # 
     plain = _run("demo", "--no-color", cwd=tmp_path).stdout
     assert ESC not in plain and "FAIL" in plain
     assert ESC not in _run("demo", cwd=tmp_path).stdout  # not a terminal: plain by default
+
+
+def test_a_report_past_the_memory_limit_goes_through_a_temporary_file_whole() -> None:
+    import io
+
+    from spanjudge.cli_output import Spool
+
+    spool = Spool(limit=10)
+    pieces = ["session a\n", "x" * 25, "\n", "é" * 70_000, "end\n"]
+    for piece in pieces:
+        spool.write(piece)
+    assert spool._memory is None  # spilled: the limit is 10 characters
+    out = io.StringIO()
+    spool.copy_to(out)
+    spool.close()
+    assert out.getvalue() == "".join(pieces)
