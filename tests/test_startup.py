@@ -22,6 +22,7 @@ NOT_NEEDED = (
     "spanjudge.judges.bedrock",
     "spanjudge.sidecar",
     "spanjudge.emit.report",  # the JSON writer; the table is the default
+    "spanjudge.calibration",  # only `spanjudge calibrate`
     "opentelemetry.sdk.trace",  # the SDK is for the processor and the sidecar
     "opentelemetry.sdk.metrics",
 )
