@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from spanjudge.config_values import durations
+from spanjudge.config_values import DURATION_HINT, durations
 from spanjudge.emit.plugins import parse_emit
 from spanjudge.errors import ConfigError, did_you_mean
 from spanjudge.evaluators.base import build_evaluators
@@ -80,6 +80,8 @@ class Config:
     # skill) are admitted first come, the rest are reported as `other`.
     label_agents: tuple[str, ...] = ()
     max_label_values: int = 100
+    # A metric series not updated for this long is dropped from the export (0: never).
+    series_ttl_s: float = 3600.0
     sections: Mapping[str, Any] = field(default_factory=dict)
     source: str | None = None
 
@@ -190,17 +192,31 @@ def _limits(raw: Any, problems: list[str]) -> Limits:
     return limits
 
 
-_LABEL_KEYS = ("skills", "agents", "max_values")
+_LABEL_KEYS = ("skills", "agents", "max_values", "series_ttl_s")
+_SERIES_TTL_S = 3600.0
+
+
+def _series_ttl(raw: Any, problems: list[str]) -> float:
+    """`labels.series_ttl` (a duration) or `labels.series_ttl_s`; 0: series never expire."""
+    if not isinstance(raw, Mapping):
+        return _SERIES_TTL_S
+    ttl = durations(raw, ["series_ttl_s"], "labels", problems).get("series_ttl_s", _SERIES_TTL_S)
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not ttl >= 0:
+        problems.append(f"labels.series_ttl_s: expected {DURATION_HINT} (0: never), got {ttl!r}")
+        return _SERIES_TTL_S
+    return float(ttl)
 
 
 def _labels(raw: Any, problems: list[str]) -> tuple[tuple[str, ...], tuple[str, ...], int]:
-    """`labels: {skills: [...], agents: [...], max_values: N}` (every key optional)."""
+    """`labels: {skills: [...], agents: [...], max_values: N, series_ttl: 1h}` (all optional)."""
     if raw is None:
         return (), (), 100
     if not isinstance(raw, Mapping):
         problems.append("labels: expected {skills: [...], agents: [...], max_values: N}")
         return (), (), 100
     for key in raw:
+        if key == "series_ttl":
+            continue
         if key not in _LABEL_KEYS:
             problems.append(f"labels.{key}: unknown setting (allowed: {', '.join(_LABEL_KEYS)})")
     names: dict[str, tuple[str, ...]] = {}
@@ -268,6 +284,7 @@ def parse_config(doc: Any, source: str | None = None) -> Config:
         problems.append("judges: expected a mapping of judge name -> settings")
         judges = {}
     label_skills, label_agents, max_label_values = _labels(doc.get("labels"), problems)
+    series_ttl_s = _series_ttl(doc.get("labels"), problems)
     sections: dict[str, Any] = {}
     for section, parser in SECTION_PARSERS.items():
         if section in WITH_PATHS:
@@ -290,6 +307,7 @@ def parse_config(doc: Any, source: str | None = None) -> Config:
         label_skills=label_skills,
         label_agents=label_agents,
         max_label_values=max_label_values,
+        series_ttl_s=series_ttl_s,
         sections=sections,
         source=source,
     )

@@ -94,6 +94,7 @@ class SpanJudgeProcessor(SpanProcessor):
                     label_skills=self.config.label_skills,
                     label_agents=self.config.label_agents,
                     max_label_values=self.config.max_label_values,
+                    series_ttl_s=self.config.series_ttl_s,
                 ),
             ]
         self.pipeline = Pipeline(

@@ -155,6 +155,8 @@ CC_SKILL_BODY_MARKER = "Base directory for this skill:"
 M_INTERNAL_ERRORS = "spanjudge.internal_errors"
 # closed groups of spans with no agent activity (a health check trace): counted, never judged
 M_NON_AGENT_TRACES = "spanjudge.non_agent_traces"
+# live series of the verdict and session metrics (series not updated for labels.series_ttl expire)
+M_LABEL_SERIES = "spanjudge.label_series"
 DROP_QUEUE_FULL = "queue_full"
 DROP_INVALID = "invalid_span"
 DROP_SHUTDOWN = "after_shutdown"

@@ -72,3 +72,62 @@ def test_labels_section_problems_name_the_setting() -> None:
     assert any(p.startswith("labels.max_values: expected a whole number") for p in problems)
     assert any(p.startswith("labels.agents: expected a list") for p in problems)
     assert any(p.startswith("labels.color: unknown setting") for p in problems)
+
+
+def test_stale_series_expire_and_free_their_label(tmp_path: Path) -> None:
+    """A series not updated for `labels.series_ttl` disappears from `/metrics`, and the agent
+    name it carried gives its place under `labels.max_values` back to a new agent."""
+    config = {
+        "sessions": {"idle_timeout_s": 60, "end_grace_s": 0.1},
+        "labels": {"max_values": 1, "series_ttl": "1500ms"},
+        "serve": {
+            "grpc_endpoint": "127.0.0.1:0",
+            "http_endpoint": None,
+            "metrics_endpoint": "127.0.0.1:0",
+            "tick_interval_s": 0.05,
+            "spool": {"path": str(tmp_path / "spool.db")},
+        },
+    }
+    sidecar = SidecarProcess(tmp_path, config).start()
+    try:
+        exporter = OTLPSpanExporter(endpoint=sidecar.endpoints["grpc"], insecure=True)
+        url = f"http://{sidecar.endpoints['metrics']}/metrics"
+
+        def scrape() -> str:
+            with urllib.request.urlopen(url, timeout=10) as response:
+                return str(response.read().decode())
+
+        def agents() -> set[str]:
+            return _values(scrape(), "gen_ai_agent_name")
+
+        assert exporter.export(synthetic_session("ttl-1", agent="early-agent")) == (
+            SpanExportResult.SUCCESS
+        )
+        assert wait_for(lambda: agents() == {"early-agent"}, 20)
+        assert "spanjudge_verdicts_total{" in scrape()
+        # nothing new for longer than the ttl: every series of that agent is gone
+        assert wait_for(lambda: agents() == set(), 10)
+        text = scrape()
+        assert "spanjudge_verdicts_total{" not in text
+        assert "spanjudge_session_duration_bucket{" not in text
+        assert "spanjudge_sessions_total" in text  # self-telemetry carries no agent: kept
+        # the cap of one agent name is free again: a new agent is not reported as `other`
+        assert exporter.export(synthetic_session("ttl-2", agent="later-agent")) == (
+            SpanExportResult.SUCCESS
+        )
+        assert wait_for(lambda: agents() == {"later-agent"}, 20)
+        exporter.shutdown()
+    finally:
+        assert sidecar.terminate() == 0
+
+
+def test_series_ttl_setting_problems() -> None:
+    assert parse_config({}).series_ttl_s == 3600.0
+    assert parse_config({"labels": {"series_ttl": "15m"}}).series_ttl_s == 900.0
+    assert parse_config({"labels": {"series_ttl_s": 0}}).series_ttl_s == 0.0
+    with pytest.raises(ConfigError) as raised:
+        parse_config({"labels": {"series_ttl": "soon", "max_values": 3}})
+    assert any(p.startswith("labels.series_ttl: expected") for p in raised.value.problems)
+    with pytest.raises(ConfigError) as raised:
+        parse_config({"labels": {"series_ttl_s": -1}})
+    assert any(p.startswith("labels.series_ttl_s: expected") for p in raised.value.problems)

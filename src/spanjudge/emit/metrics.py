@@ -9,12 +9,15 @@ Add `score_views()` to your `MeterProvider` so that `spanjudge.score` uses the b
 Label values are bounded: a skill name outside the session's catalogue, its expectations and the
 configured `labels.skills` is reported as `other`, and so is any agent or skill name past the
 `labels.max_values` distinct ones (names listed in `labels.agents` / `labels.skills` always pass).
+A series not updated for `labels.series_ttl` (default 1h) is dropped from the export (and its
+agent or skill name frees its place under the cap), as the Collector's `metric_expiration` does.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -23,13 +26,16 @@ from opentelemetry.metrics import CallbackOptions, Observation
 
 from spanjudge import semconv
 from spanjudge._version import __version__
+from spanjudge.emit.labels import OTHER, LabelBudget, SkillLabels
+from spanjudge.emit.sdk_series import SdkSeries
 from spanjudge.values import SessionResult, skill_key
+
+__all__ = ["OTHER", "LabelBudget", "MetricsSink", "SelfTelemetry", "SkillLabels", "score_views"]
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.metrics.view import View
 
 log = logging.getLogger("spanjudge")
-OTHER = "other"
 UNKNOWN_AGENT = "unknown"
 _TOOL_CALL_BUCKETS = (0.0, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0)
 _TOKEN_BUCKETS = (0.0, 100.0, 1_000.0, 5_000.0, 10_000.0, 50_000.0, 100_000.0, 500_000.0, 1e6)
@@ -57,66 +63,6 @@ def _meter(meter_provider: Any) -> metrics.Meter:
     return meter
 
 
-class LabelBudget:
-    """Bounds one label's values: configured names always pass (in the configured spelling);
-    up to ``cap`` other names are admitted, first come, for the life of the process; anything
-    after that is `other`. A name sent by an agent must not be able to mint a new series."""
-
-    def __init__(self, label: str, configured: Iterable[str] = (), cap: int = 100) -> None:
-        self.label = label
-        self.configured = {skill_key(s): s.strip() for s in configured if s.strip()}
-        self.cap = cap
-        self._admitted: dict[str, str] = {}
-        self.overflowed = 0
-
-    def __call__(self, value: str, spelling: str | None = None) -> str:
-        key = skill_key(value)
-        found = self.configured.get(key) or self._admitted.get(key)
-        if found is not None:
-            return found
-        if len(self._admitted) < self.cap:
-            self._admitted[key] = (spelling or value).strip()
-            return self._admitted[key]
-        if not self.overflowed:
-            log.warning(
-                "metric label %s has %d distinct values, its cap: further ones are reported as"
-                " %r (list the names that matter under labels.%s, or raise labels.max_values)",
-                self.label,
-                self.cap,
-                OTHER,
-                "agents" if self.label == semconv.GEN_AI_AGENT_NAME else "skills",
-            )
-        self.overflowed += 1
-        return OTHER
-
-
-class SkillLabels:
-    """Bounds `gen_ai.skill.name` label values: a skill outside the configured `labels.skills`,
-    the session's expectations and its catalogue is `other`; the ones the session itself names
-    (its catalogue, `spanjudge.expected_skills`: both sent by the agent) share a cap."""
-
-    def __init__(self, configured: Iterable[str] = (), cap: int = 100) -> None:
-        self.budget = LabelBudget(semconv.GEN_AI_SKILL_NAME, configured, cap)
-
-    def for_session(self, result: SessionResult) -> Callable[[str], str]:
-        # Matched case-insensitively, emitted in the spelling the configuration, expectation or
-        # catalogue uses (the same as on the span events and log records).
-        named: dict[str, str] = {}
-        for name in (*result.expectation.skills, *(e.name for e in result.trajectory.catalogue)):
-            named.setdefault(skill_key(name), name.strip())
-        budget = self.budget
-
-        def label(skill: str) -> str:
-            key = skill_key(skill)
-            if not key:
-                return OTHER
-            if key in budget.configured:
-                return budget.configured[key]
-            return budget(skill, named[key]) if key in named else OTHER
-
-        return label
-
-
 # Measures that already have a metric of their own (ARCHITECTURE.md section 8): not recorded twice.
 _OWN_SERIES = frozenset(
     {"tool_calls", "input_tokens", "output_tokens", "duration_s", "retries", "backtracks"}
@@ -138,14 +84,25 @@ class MetricsSink:
         label_agents: Sequence[str] = (),
         max_label_values: int = 100,
         batch_counters: bool = False,
+        series_ttl_s: float | None = 3600.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         meter = _meter(meter_provider)
-        # With ``batch_counters`` counter increments are summed per series and handed to the SDK
-        # on `flush` (one call per series and flush instead of ~17 per session): only for an
-        # owner that flushes after every batch it emits, as the sidecar's worker does.
+        # With ``batch_counters`` counter increments are summed and histogram values collected
+        # per series, and handed to the SDK on `flush` (one step per series and flush instead of
+        # ~24 SDK calls per session): only for an owner that flushes after every batch it emits,
+        # as the sidecar's worker does.
         self._batched: dict[tuple[Any, tuple[tuple[str, str], ...]], float] | None = (
             {} if batch_counters else None
         )
+        self._values: dict[tuple[Any, tuple[tuple[str, str], ...]], list[float]] = {}
+        # Series -> when last updated (for `series_ttl_s`); guarded by the lock, as metric
+        # readers expire series from their own thread.
+        self._updated: dict[tuple[Any, tuple[tuple[str, str], ...]], float] = {}
+        self._lock = threading.Lock()
+        self._ttl = series_ttl_s if series_ttl_s else None
+        self._clock = clock
+        self._sdk = SdkSeries()
         self._seen_agents: set[str] = set()
         self._labels = SkillLabels(label_skills, max_label_values)
         self._agents = LabelBudget(semconv.GEN_AI_AGENT_NAME, label_agents, max_label_values)
@@ -193,6 +150,12 @@ class MetricsSink:
         self.backtracks = meter.create_counter(
             semconv.M_SESSION_BACKTRACKS, unit="1", description="Calls that undid earlier effects"
         )
+        meter.create_observable_gauge(
+            semconv.M_LABEL_SERIES,
+            callbacks=[self._observe_series],
+            unit="{series}",
+            description="Series of the verdict and session metrics (stale ones expire)",
+        )
 
     def emit(self, result: SessionResult) -> None:
         trajectory = result.trajectory
@@ -212,7 +175,8 @@ class MetricsSink:
                 attrs[semconv.SJ_REASON] = verdict.reason
             self._add(self.verdicts, 1, attrs)
             if verdict.score is not None:
-                self.score.record(
+                self._record(
+                    self.score,
                     verdict.score,
                     {semconv.GEN_AI_EVALUATION_NAME: verdict.evaluator, **agent_attrs},
                 )
@@ -232,11 +196,13 @@ class MetricsSink:
                 {**agent_attrs, semconv.GEN_AI_SKILL_NAME: skill_label(skill)},
             )
         stats = trajectory.stats
-        self.tool_calls.record(stats.tool_calls, agent_attrs)
+        self._record(self.tool_calls, stats.tool_calls, agent_attrs)
         for token_type, count in (("input", stats.input_tokens), ("output", stats.output_tokens)):
             if count is not None:
-                self.tokens.record(count, {**agent_attrs, semconv.GEN_AI_TOKEN_TYPE: token_type})
-        self.duration.record(stats.duration_s, agent_attrs)
+                self._record(
+                    self.tokens, count, {**agent_attrs, semconv.GEN_AI_TOKEN_TYPE: token_type}
+                )
+        self._record(self.duration, stats.duration_s, agent_attrs)
         # Zero adds only create the series (so "absent" and "zero" differ once an agent was seen).
         if stats.retries or agent not in self._seen_agents:
             self._add(self.retries, stats.retries, agent_attrs)
@@ -253,7 +219,8 @@ class MetricsSink:
                 if name in _OWN_SERIES:
                     continue
                 if isinstance(value, (int, float)) and not isinstance(value, bool):
-                    self.measure.record(
+                    self._record(
+                        self.measure,
                         value,
                         {
                             semconv.GEN_AI_EVALUATION_NAME: verdict.evaluator,
@@ -263,20 +230,83 @@ class MetricsSink:
                     )
 
     def _add(self, counter: Any, value: float, attrs: dict[str, str]) -> None:
+        key = (counter, tuple(attrs.items()))
         if self._batched is None:
             counter.add(value, attrs)
+            if self._ttl is not None:
+                with self._lock:
+                    self._updated[key] = self._clock()
             return
-        key = (counter, tuple(attrs.items()))
         self._batched[key] = self._batched.get(key, 0) + value
+
+    def _record(self, histogram: Any, value: float, attrs: dict[str, str]) -> None:
+        key = (histogram, tuple(attrs.items()))
+        if self._batched is None:
+            histogram.record(value, attrs)
+            if self._ttl is not None:
+                with self._lock:
+                    self._updated[key] = self._clock()
+            return
+        values = self._values.get(key)
+        if values is None:
+            self._values[key] = [value]
+        else:
+            values.append(value)
 
     def flush(self, timeout_s: float) -> bool:
         # Metric readers collect on their own schedule (or on scrape); only batched counter
-        # increments wait here.
-        if self._batched:
-            batched, self._batched = self._batched, {}
-            for (counter, items), value in batched.items():
-                counter.add(value, dict(items))
+        # increments and histogram values wait here.
+        if not self._batched and not self._values:
+            return True
+        batched, self._batched = self._batched or {}, {}
+        values, self._values = self._values, {}
+        with self._lock:
+            write = self._sdk.write
+            for (counter, items), total in batched.items():
+                if not write(counter, items, total):
+                    counter.add(total, dict(items))
+            for (histogram, items), recorded in values.items():
+                if not write(histogram, items, recorded):
+                    attrs = dict(items)
+                    for value in recorded:
+                        histogram.record(value, attrs)
+            if self._ttl is not None:
+                now = self._clock()
+                self._updated.update(dict.fromkeys(batched, now))
+                self._updated.update(dict.fromkeys(values, now))
         return True
+
+    def expire(self) -> int:
+        """Drop the series not updated for the ttl from every reader; returns how many are left.
+
+        Run on every collection (scrape or export), so an expired series is in no output."""
+        with self._lock:
+            if self._ttl is None:
+                return len(self._updated)
+            cutoff = self._clock() - self._ttl
+            stale = [key for key, at in self._updated.items() if at < cutoff]
+            if not stale:
+                return len(self._updated)
+            for key in stale:
+                del self._updated[key]
+                self._sdk.forget(*key)
+            agents: set[str] = set()
+            skills: set[str] = set()
+            # names in series still waiting for the flush stay admitted too
+            pending = [*self._updated, *list(self._batched or ()), *list(self._values)]
+            for _, items in pending:
+                for name, value in items:
+                    if name == semconv.GEN_AI_AGENT_NAME:
+                        agents.add(value)
+                    elif name == semconv.GEN_AI_SKILL_NAME:
+                        skills.add(value)
+            self._agents.release(agents)
+            self._labels.budget.release(skills)
+            self._seen_agents &= agents  # a returning agent gets its zero series again
+            return len(self._updated)
+
+    def _observe_series(self, options: CallbackOptions) -> Iterable[Observation]:
+        return [Observation(self.expire())]
 
     def shutdown(self) -> None:
         """Hands over batched counts; the meter provider itself belongs to the user."""

@@ -182,6 +182,7 @@ class Sidecar:
                 label_skills=config.label_skills,
                 label_agents=config.label_agents,
                 max_label_values=config.max_label_values,
+                series_ttl_s=config.series_ttl_s,
                 # the worker flushes the sinks after every tick that emitted
                 batch_counters=True,
             )

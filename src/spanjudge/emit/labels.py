@@ -1,0 +1,79 @@
+"""Bounded metric label values: configured names always pass, a cap per label for the rest
+(reported as `other`), and names whose series expired give their place back."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+
+from spanjudge import semconv
+from spanjudge.values import SessionResult, skill_key
+
+log = logging.getLogger("spanjudge")
+OTHER = "other"
+
+
+class LabelBudget:
+    """Bounds one label's values: configured names always pass (in the configured spelling);
+    up to ``cap`` other names are admitted, first come, for the life of the process; anything
+    after that is `other`. A name sent by an agent must not be able to mint a new series."""
+
+    def __init__(self, label: str, configured: Iterable[str] = (), cap: int = 100) -> None:
+        self.label = label
+        self.configured = {skill_key(s): s.strip() for s in configured if s.strip()}
+        self.cap = cap
+        self._admitted: dict[str, str] = {}
+        self.overflowed = 0
+
+    def __call__(self, value: str, spelling: str | None = None) -> str:
+        key = skill_key(value)
+        found = self.configured.get(key) or self._admitted.get(key)
+        if found is not None:
+            return found
+        if len(self._admitted) < self.cap:
+            self._admitted[key] = (spelling or value).strip()
+            return self._admitted[key]
+        if not self.overflowed:
+            log.warning(
+                "metric label %s has %d distinct values, its cap: further ones are reported as"
+                " %r (list the names that matter under labels.%s, or raise labels.max_values)",
+                self.label,
+                self.cap,
+                OTHER,
+                "agents" if self.label == semconv.GEN_AI_AGENT_NAME else "skills",
+            )
+        self.overflowed += 1
+        return OTHER
+
+    def release(self, live: set[str]) -> None:
+        """Forget admitted names that no series carries any more (their series expired)."""
+        for key, name in list(self._admitted.items()):
+            if name not in live:
+                del self._admitted[key]
+
+
+class SkillLabels:
+    """Bounds `gen_ai.skill.name` label values: a skill outside the configured `labels.skills`,
+    the session's expectations and its catalogue is `other`; the ones the session itself names
+    (its catalogue, `spanjudge.expected_skills`: both sent by the agent) share a cap."""
+
+    def __init__(self, configured: Iterable[str] = (), cap: int = 100) -> None:
+        self.budget = LabelBudget(semconv.GEN_AI_SKILL_NAME, configured, cap)
+
+    def for_session(self, result: SessionResult) -> Callable[[str], str]:
+        # Matched case-insensitively, emitted in the spelling the configuration, expectation or
+        # catalogue uses (the same as on the span events and log records).
+        named: dict[str, str] = {}
+        for name in (*result.expectation.skills, *(e.name for e in result.trajectory.catalogue)):
+            named.setdefault(skill_key(name), name.strip())
+        budget = self.budget
+
+        def label(skill: str) -> str:
+            key = skill_key(skill)
+            if not key:
+                return OTHER
+            if key in budget.configured:
+                return budget.configured[key]
+            return budget(skill, named[key]) if key in named else OTHER
+
+        return label
