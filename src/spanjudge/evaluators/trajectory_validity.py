@@ -20,8 +20,9 @@ lists, argument rules and schemas under their tool name (e.g. `skills`). Globs: 
 stay within one path segment, `**` crosses segments; values are compared with a leading `./`
 removed.
 
-Schemas: `jsonschema` is used when it can be imported (it is not a runtime dependency);
-otherwise a small built-in validator checks `type`, `required`, `enum`, `const`, `properties`,
+Schemas: `jsonschema`'s Draft 2020-12 semantics when it can be imported (it is not a runtime
+dependency; the keywords tool definitions use are checked without importing it, with its
+messages: `validity_schema`); otherwise a small built-in validator checks `type`, `required`, `enum`, `const`, `properties`,
 `items` and `additionalProperties: false`, and the details say `"validator": "builtin"`.
 Arguments recorded as text that is not JSON (e.g. truncated by size caps) are not checked.
 

@@ -1,8 +1,12 @@
-"""JSON Schema checks for `trajectory_validity`: `jsonschema` when installed, else a small
-built-in validator (type, required, enum, const, properties, items, additionalProperties).
+"""JSON Schema checks for `trajectory_validity`: `jsonschema`'s semantics when it is installed,
+else a small built-in validator (type, required, enum, const, properties, items,
+additionalProperties).
 
-Schemas repeat across sessions (each trace records the same tool definitions), so schema checks
-and compiled validators are cached by the schema's canonical JSON.
+With jsonschema installed, schemas inside the subset tool definitions use (`schema_subset`) are
+checked by compiled closures that give jsonschema's own messages in its order, without
+importing it; any other schema goes to jsonschema itself. Schemas repeat across sessions (each
+trace records the same tool definitions), so each is checked and compiled once (cached by
+object, then by canonical JSON).
 """
 
 from __future__ import annotations
@@ -10,9 +14,11 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
-from collections.abc import Mapping
-from functools import lru_cache
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
+
+from spanjudge.evaluators.schema_subset import Check, Unsupported, compile_subset, run
 
 # Found without importing it: jsonschema costs ~100 ms of start-up, and most runs check no schema.
 VALIDATOR = "jsonschema" if importlib.util.find_spec("jsonschema") is not None else "builtin"
@@ -44,6 +50,8 @@ _TYPES: dict[str, tuple[type, ...]] = {
 
 def unwrap_schema(raw: Any) -> Any:
     """The JSON Schema inside a recorded tool definition (`{"json": {...}}`, JSON text)."""
+    if type(raw) is dict and "json" not in raw:
+        return raw  # the common case, answered without the ABC checks below
     if isinstance(raw, str):
         try:
             raw = json.loads(raw)
@@ -65,14 +73,56 @@ def schema_error(schema: Any) -> str | None:
     """Why ``schema`` is not a usable JSON Schema, or None."""
     if not isinstance(schema, (Mapping, bool)):
         return f"expected a JSON Schema object, got {type(schema).__name__}"
+    if not _with_jsonschema():
+        key = _canonical(schema)
+        return _check(json.loads(key) if key is not None else schema)
+    return _checked(schema).error
+
+
+def _with_jsonschema() -> bool:
+    """jsonschema's semantics apply: it is installed (and not switched off by a test). It is
+    imported only for a schema outside `schema_subset`."""
+    return VALIDATOR == "jsonschema" and _jsonschema is not None
+
+
+@dataclass(slots=True)
+class _Checked:
+    """One schema, checked once: its problem, and how to validate against it."""
+
+    error: str | None
+    fast: Check | None  # the subset checker; None: jsonschema validates
+    source: Any  # what jsonschema compiles (the canonical copy, as before)
+    validator: Any = None  # jsonschema's, compiled on first use
+
+
+# Schemas repeat across spans and sessions (every trace records the same tool definitions, and
+# the presets share one parsed copy of each definition string): checked once per object, then
+# once per canonical JSON. Both caches hold their schemas, so an id is never reused while cached.
+_CACHE_SIZE = 1024
+_by_id: dict[int, tuple[Any, _Checked]] = {}
+_by_key: dict[str, _Checked] = {}
+
+
+def _checked(schema: Any) -> _Checked:
+    hit = _by_id.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
     key = _canonical(schema)
-    return _schema_error(key, _module() is not None) if key is not None else _check(schema)
-
-
-@lru_cache(maxsize=1024)
-def _schema_error(key: str, with_jsonschema: bool) -> str | None:
-    # `with_jsonschema` is part of the key: the answer depends on which validator runs.
-    return _check(json.loads(key))
+    checked = _by_key.get(key) if key is not None else None
+    if checked is None:
+        source = json.loads(key) if key is not None else schema
+        fast = compile_subset(source)
+        # inside the subset and valid under the 2020-12 meta-schema: nothing for jsonschema
+        error = None if fast is not None else _check(source)
+        checked = _Checked(error=error, fast=fast, source=source)
+        if key is not None:
+            if len(_by_key) >= _CACHE_SIZE:
+                _by_key.clear()
+            _by_key[key] = checked
+    if len(_by_id) >= _CACHE_SIZE:
+        _by_id.clear()
+    _by_id[id(schema)] = (schema, checked)
+    return checked
 
 
 def _check(schema: Any) -> str | None:
@@ -95,23 +145,24 @@ def _check(schema: Any) -> str | None:
 
 def validate_schema(value: Any, schema: Any) -> list[str]:
     """Every way ``value`` breaks ``schema``, as readable messages."""
-    if _module() is not None:
-        key = _canonical(schema)
-        validator = _validator(key) if key is not None else _compile(schema)
-        return [
-            f"{'/'.join(str(p) for p in e.absolute_path) or 'arguments'}: {e.message}"
-            for e in sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
-        ]
-    return _builtin(value, schema, "arguments")
+    if not _with_jsonschema():
+        return _builtin(value, schema, "arguments")
+    checked = _checked(schema)
+    if checked.fast is not None:
+        try:
+            return [f"{_where(path)}: {message}" for path, message in run(checked.fast, value)]
+        except Unsupported:  # not plain JSON (a tuple, a Decimal): jsonschema decides
+            pass
+    if checked.validator is None:
+        checked.validator = _module().validators.validator_for(checked.source)(checked.source)
+    return [
+        f"{_where(e.absolute_path)}: {e.message}"
+        for e in sorted(checked.validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+    ]
 
 
-@lru_cache(maxsize=1024)
-def _validator(key: str) -> Any:
-    return _compile(json.loads(key))
-
-
-def _compile(schema: Any) -> Any:
-    return _module().validators.validator_for(schema)(schema)
+def _where(path: Iterable[Any]) -> str:
+    return "/".join(str(p) for p in path) or "arguments"
 
 
 def _is_type(value: Any, name: str) -> bool:

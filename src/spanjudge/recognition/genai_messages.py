@@ -234,7 +234,7 @@ def catalogue(span: SpanRecord) -> tuple[CatalogueEntry, ...]:
 
 def tool_schemas(span: SpanRecord, tool_name: str | None = None) -> dict[str, Any]:
     schemas: dict[str, Any] = {}
-    definitions = parse_json(span.attributes.get(sc.GEN_AI_TOOL_DEFINITIONS))
+    definitions = _shared_json(span.attributes.get(sc.GEN_AI_TOOL_DEFINITIONS))
     if isinstance(definitions, (list, tuple)):
         for item in definitions:
             if not isinstance(item, dict):
@@ -247,10 +247,17 @@ def tool_schemas(span: SpanRecord, tool_name: str | None = None) -> dict[str, An
                 schema = schema["json"]  # Strands/Bedrock wrap the JSON schema
             if isinstance(name, str) and schema is not None:
                 schemas[name] = schema
-    schema = parse_json(span.attributes.get(sc.GEN_AI_TOOL_JSON_SCHEMA))
+    schema = _shared_json(span.attributes.get(sc.GEN_AI_TOOL_JSON_SCHEMA))
     if tool_name and isinstance(schema, dict):
         schemas[tool_name] = schema
     return schemas
+
+
+def _shared_json(value: AttrValue) -> Any:
+    """A tool definition, decoded once per distinct text: every span of every session records
+    the same ones, and schema checks are cached per decoded object (read-only, like
+    `read_json`'s)."""
+    return read_json(value) if isinstance(value, str) else parse_json(value)
 
 
 def tool_io(span: SpanRecord) -> tuple[Any, Any, bool]:
