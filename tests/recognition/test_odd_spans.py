@@ -152,3 +152,26 @@ def test_recognition_never_raises_on_odd_spans(records: list[SpanRecord]) -> Non
     assert trajectory.span_count == len(records)
     assert all(x.status in ("loaded", "failed", "unresolved") for x in trajectory.skill_loads)
     assert all(x.status != "loaded" or x.skill for x in trajectory.skill_loads)
+
+
+def test_message_parts_that_are_no_list_cost_no_step() -> None:
+    """`"parts": true` (found by the property test above): the call is still a tool call
+    (the preset used to raise, losing the span, logged as a preset failure)."""
+    engine = Engine()
+    records = [
+        SpanRecord(
+            trace_id="a" * 32,
+            span_id="0000000000000001",
+            parent_span_id=None,
+            name="execute_tool load_skill",
+            start_unix_nano=0,
+            end_unix_nano=200,
+            status="ok",
+            attributes={"gen_ai.input.messages": value},
+        )
+        for value in ('{"parts":true}', '[{"role":"user","parts":7}]')
+    ]
+    for record in records:
+        steps = engine.recognisers.recognise_span(record)
+        assert [s.name for s in steps] == ["load_skill"], record.attributes
+    assert engine.recognisers.errors == 0

@@ -22,8 +22,9 @@ removed.
 
 Schemas: `jsonschema`'s Draft 2020-12 semantics when it can be imported (it is not a runtime
 dependency; the keywords tool definitions use are checked without importing it, with its
-messages: `validity_schema`); otherwise a small built-in validator checks `type`, `required`, `enum`, `const`, `properties`,
-`items` and `additionalProperties: false`, and the details say `"validator": "builtin"`.
+messages: `validity_schema`); otherwise a small built-in validator checks `type`, `required`,
+`enum`, `const`, `properties`, `items` and `additionalProperties: false`, and the details say
+`"validator": "builtin"`.
 Arguments recorded as text that is not JSON (e.g. truncated by size caps) are not checked.
 
 Outcome: `fail` with every violation enumerated (span id, tool, kind, message) in the

@@ -14,11 +14,16 @@ from spanjudge.spans.record import AttrValue, SpanRecord
 from spanjudge.trajectory.steps import Step
 
 # Refusal text that marks a skill load as failed even when the tool reported success.
-_REFUSALS = LazyPattern(
-    r"\bnot found\b|\bunknown skill\b|\bno such skill\b|\bis required\b|\bdoes not exist\b"
-    r"|\bnot available\b|\bfailed to load\b",
-    re.IGNORECASE,
+_REFUSAL_WORDS = (
+    "not found",
+    "unknown skill",
+    "no such skill",
+    "is required",
+    "does not exist",
+    "not available",
+    "failed to load",
 )
+_REFUSALS = LazyPattern("|".join(rf"\b{word}\b" for word in _REFUSAL_WORDS), re.IGNORECASE)
 
 
 @runtime_checkable
@@ -59,7 +64,22 @@ def as_text(value: Any) -> str | None:
 
 
 def is_refusal(text: str | None) -> bool:
-    return bool(text) and _REFUSALS.search(text or "") is not None
+    return (
+        bool(text)
+        and may_match(text or "", _REFUSAL_WORDS)
+        and _REFUSALS.search(text or "") is not None
+    )
+
+
+def may_match(text: str, words: tuple[str, ...]) -> bool:
+    """False only when a case-insensitive pattern that needs one of ``words`` (lower case)
+    cannot match ``text``: ASCII text holding none of them. Searching for the words is much
+    cheaper than running the pattern; non-ASCII text is left to the pattern (Unicode case
+    folding matches 's' with U+017F, the long s)."""
+    if not text.isascii():
+        return True
+    lowered = text.lower()
+    return any(word in lowered for word in words)
 
 
 def error_in_payload(payload: Any) -> str | None:

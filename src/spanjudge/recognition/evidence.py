@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spanjudge.lazy_re import LazyPattern
-from spanjudge.recognition.base import as_text, error_in_payload, is_refusal
+from spanjudge.recognition.base import as_text, error_in_payload, is_refusal, may_match
+from spanjudge.recognition.skill_text import front_matter_name as front_matter_name
+from spanjudge.recognition.skill_text import unwrap
 from spanjudge.recognition.skill_tools import known_loader
 from spanjudge.trajectory.effects import DEFAULT_EFFECT_MAP
 from spanjudge.trajectory.steps import SkillStatus, Step
@@ -70,29 +72,18 @@ _DENIAL = LazyPattern(
     r"|I (?:cannot|can't|won't))\b)",
     re.I,
 )
-# A SKILL.md document: YAML front matter that names the skill.
-_FRONT_MATTER = LazyPattern(r"(?:\A|\n)---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
-_FM_DESCRIPTION = LazyPattern(r"^description:", re.M)
-_FM_NAME = LazyPattern(r"^name:\s*['\"]?([^'\"\n]+?)['\"]?\s*$", re.M)
 # A skill handed over as a titled document (pydantic-ai-harness: "# Skill: csv-report"), the
 # title on one of the first lines, after any wrapper tags.
 _SKILL_TITLE = LazyPattern(
     r"\A(?:[ \t]*<[^>\n]{1,80}>[ \t]*\n?){0,3}[ \t]*#{1,3}[ \t]*Skill:[ \t]*(\S+)[ \t]*$", re.M
 )
-# What harnesses wrap around a file's text: Deep Agents' window header, Strands' metadata tail,
-# Codex-style exec output headers.
-_READ_WINDOW = LazyPattern(r"\A@@ lines \d+-\d+ of \d+ @@\r?\n")
-_STRANDS_TAIL = LazyPattern(
-    r"\n+---\n(?:Allowed tools|Compatibility|Location): .*\Z|\n+Available resources:\n.*\Z", re.S
-)
-_EXEC_HEADER = LazyPattern(
-    r"\A(?:(?:Chunk ID|Wall time|Process exited|Exit code|Original token count|Total output lines)"
-    r"[^\n]*\n){1,8}Output:\r?\n"
-)
 _HEAD_CHARS = 500
 # words one of which every shell failure above contains (checked before the regular expressions)
 _SHELL_WORDS = ("exit", "returncode", "no such file", "cannot open", "not found", "denied")
-_VALIDATION_HINT = LazyPattern(r"valid|missing|required|unexpected", re.I)
+_HINT_WORDS = ("valid", "missing", "required", "unexpected")
+_VALIDATION_HINT = LazyPattern("|".join(_HINT_WORDS), re.I)
+# the words `_PAYLOAD_ERROR` needs one of (lower-case)
+_PAYLOAD_WORDS = ("status", "state", "is_error", "iserror")
 _CHANGES = frozenset({"create", "modify", "delete"})
 _DECODER = json.JSONDecoder()
 _OK_STATUSES = frozenset({"success", "ok", "completed", "succeeded", "loaded"})
@@ -221,12 +212,13 @@ def load_status(
         return "failed", f"error in result: {lead[:200]}"
     if is_refusal(head) or _DENIAL.match(lead):
         return "failed", f"refusal in result: {text.strip()[:200]}"
-    if (payload := _PAYLOAD_ERROR.search(head)) is not None:  # with text around it
+    payload = _PAYLOAD_ERROR.search(head) if may_match(head, _PAYLOAD_WORDS) else None
+    if payload is not None:  # with text around it
         detail = _ERROR_DETAIL.search(head, payload.start())
         return "failed", f"error in result: {detail.group(1) if detail else payload.group(0)}"
     if (shell := shell_failure(head)) is not None:
         return "failed", shell
-    if _VALIDATION_HINT.search(head) and _VALIDATION.search(head):
+    if may_match(head, _HINT_WORDS) and _VALIDATION_HINT.search(head) and _VALIDATION.search(head):
         return "failed", f"argument validation error: {text.strip()[:200]}"
     return "loaded", None
 
@@ -354,31 +346,11 @@ def body_of(result: Any, text: str | None) -> str | None:
     if isinstance(result, Mapping):
         for key in _BODY_KEYS:
             if isinstance(result.get(key), str) and result[key].strip():
-                return _unwrap(str(result[key]))
+                return unwrap(str(result[key]))
         return None
     if text is None:
         return None
-    return _unwrap(text)
-
-
-def _unwrap(text: str) -> str:
-    text = _READ_WINDOW.sub("", text, count=1)
-    text = _EXEC_HEADER.sub("", text, count=1)
-    return _STRANDS_TAIL.sub("", text)
-
-
-def front_matter_name(text: str | None) -> str | None:
-    """The `name:` of a SKILL.md document's YAML front matter found at the start of ``text``.
-
-    The Agent Skills format requires `name` and `description`: front matter without a
-    description (a blog post, a Jekyll page) is not a skill's."""
-    if not text or "---" not in text[:400]:
-        return None
-    match = _FRONT_MATTER.search(text[:4000])
-    if match is None or match.start() > 400 or not _FM_DESCRIPTION.search(match.group(1)):
-        return None
-    name = _FM_NAME.search(match.group(1))
-    return name.group(1).strip() if name else None
+    return unwrap(text)
 
 
 def bodies_in(texts: Iterable[str | None]) -> tuple[tuple[str, str], ...]:

@@ -101,8 +101,13 @@ def content_text(content: Any) -> str | None:
 
 
 def parts(message: dict[str, Any], kind: str) -> list[dict[str, Any]]:
-    parts = message.get("parts") or []
-    return [p for p in parts if isinstance(p, dict) and p.get("type") == kind]
+    return [p for p in _parts(message) if isinstance(p, dict) and p.get("type") == kind]
+
+
+def _parts(message: dict[str, Any]) -> Any:
+    """A message's `parts`; anything but a list of them (`"parts": true`) holds none."""
+    found = message.get("parts")
+    return found if isinstance(found, (list, tuple)) else ()
 
 
 def last_user_text(span: SpanRecord) -> str | None:
@@ -124,7 +129,7 @@ def input_texts(span: SpanRecord) -> list[str]:
     for message in reversed(messages(span, sc.GEN_AI_INPUT_MESSAGES)):
         if message.get("role") in ("assistant", "model", "system"):
             break
-        for part in message.get("parts") or ():
+        for part in _parts(message):
             if isinstance(part, dict):
                 found = (part.get("content"), as_text(part.get("response")))
                 texts += [str(t) for t in found if _maybe_md(t)]
@@ -154,7 +159,7 @@ def continues_turn(span: SpanRecord) -> bool:
     if not inputs:
         return False
     last = inputs[-1]
-    kinds = [p.get("type") for p in last.get("parts") or () if isinstance(p, dict)]
+    kinds = [p.get("type") for p in _parts(last) if isinstance(p, dict)]
     return bool(kinds) and "text" not in kinds and last.get("role") in ("user", "tool")
 
 
