@@ -23,12 +23,14 @@ NOT_NEEDED = (
     "spanjudge.sidecar",
     "spanjudge.emit.report",  # the JSON writer; the table is the default
     "spanjudge.calibration",  # only `spanjudge calibrate`
+    "gzip",  # only for .gz input
+    "difflib",  # only to suggest a name after a mistake
     "opentelemetry.sdk.trace",  # the SDK is for the processor and the sidecar
     "opentelemetry.sdk.metrics",
 )
 
 
-def _modules_after(*argv: str, cwd: Path) -> set[str]:
+def _modules_after(*argv: str, cwd: Path, flags: tuple[str, ...] = ()) -> set[str]:
     script = textwrap.dedent(
         f"""
         import json, sys
@@ -38,7 +40,11 @@ def _modules_after(*argv: str, cwd: Path) -> set[str]:
         """
     )
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, cwd=cwd, env=os.environ
+        [sys.executable, *flags, "-c", script],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
     )
     assert done.returncode == 0, done.stderr
     loaded: set[str] = set(json.loads(done.stderr.strip().splitlines()[-1]))
@@ -59,3 +65,13 @@ def test_what_a_run_does_need_is_still_loaded_on_demand(tmp_path: Path) -> None:
     loaded = _modules_after(*argv, cwd=tmp_path)
     assert {"yaml", "spanjudge.emit.report"} <= loaded
     assert json.loads((tmp_path / "r.json").read_text())["sessions"]
+
+
+def test_eval_leaves_the_stdlib_it_does_not_use_alone(tmp_path: Path) -> None:
+    # `-S`: no `.pth` hooks or sitecustomize (some preload pathlib or tempfile at every start;
+    # the test's sys.path is passed on, so the same spanjudge is found), so what is loaded is
+    # what spanjudge asked for.
+    traces = FIXTURES / "claude_code" / "claude_code.jsonl"
+    argv = ("eval", str(traces), "-q", "-o", str(tmp_path / "t.txt"))
+    loaded = _modules_after(*argv, cwd=tmp_path, flags=("-S",))
+    assert sorted(m for m in ("pathlib", "tempfile", "gzip", "difflib") if m in loaded) == []

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
-from pathlib import Path
 from typing import Any
 
 from spanjudge.config_values import DURATION_HINT, durations
@@ -268,9 +268,13 @@ def parse_config(doc: Any, source: str | None = None) -> Config:
         problems.append("expectations_files: expected a list of paths")
         files = []
     # Relative paths in a file are relative to its directory (without a file: the cwd).
-    base = Path(source).parent if source else None
+    base = None
+    if source:
+        from pathlib import Path  # only when a file is read (start-up cost)
+
+        base = Path(source).parent
     for i, name in enumerate(files):
-        path = str(name) if base is None or Path(str(name)).is_absolute() else str(base / str(name))
+        path = str(name) if base is None or os.path.isabs(str(name)) else str(base / str(name))
         try:
             entries.extend(load_expectations_file(path))
         except ConfigError as exc:
@@ -322,7 +326,8 @@ def load_config(path: str | None) -> Config:
     if path is None:
         return parse_config({})
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
     except OSError as exc:
         raise ConfigError(f"cannot read configuration file: {exc.strerror}", source=path) from None
     import yaml  # only when a file is read: `load_config(None)` needs no parser

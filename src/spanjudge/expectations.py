@@ -7,7 +7,6 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from spanjudge.conditions import validate_rules
@@ -109,7 +108,8 @@ def parse_entries(doc: Any, source: str) -> list[SessionEntry]:
 
 def load_expectations_file(path: str) -> list[SessionEntry]:
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
     except OSError as exc:
         raise ConfigError(f"cannot read expectations file: {exc.strerror}", source=path) from None
     import yaml  # only when a file is read (start-up cost)

@@ -6,7 +6,6 @@ order, status, final answer). Tool outputs are never read, so text planted in th
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 import re
@@ -125,6 +124,8 @@ class HeuristicJudge:
             return entries, names[chosen.lower()], ""
         if entries:
             # A name the catalogue does not offer cannot be the right choice, however close.
+            import difflib
+
             close = difflib.get_close_matches(chosen.lower(), list(names), n=1, cutoff=0.6)
             hint = f"; closest offered: {names[close[0]]!r}" if close else ""
             return entries, chosen, f" (not in the catalogue{hint})"

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spanjudge.lazy_re import LazyPattern
 from spanjudge.trajectory.skills import EMPTY_LIBRARY, Skill, SkillLibrary
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 _FRONT_MATTER = LazyPattern(r"\A\ufeff?---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(.*)\Z", re.S)
 
@@ -65,6 +67,8 @@ def parse_skills(
         problems.append(f"{path}.paths: expected a list of directories holding skill folders")
         return EMPTY_LIBRARY
     skills: dict[str, Skill] = {}
+    from pathlib import Path  # only when a skills section is configured (start-up cost)
+
     for i, entry in enumerate(paths):
         where = f"{path}.paths[{i}]"
         folder = Path(entry).expanduser()

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import gzip
 import json
+import os
 import struct
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import IO
 
 from spanjudge.errors import InputError
@@ -39,6 +38,8 @@ def _open_text(path: str) -> IO[str]:
         return sys.stdin
     if path.endswith(".gz"):
         # utf-8-sig: a byte-order mark some editors add is not part of the first line
+        import gzip  # only for .gz input (start-up cost)
+
         return gzip.open(path, "rt", encoding="utf-8-sig")
     return open(path, encoding="utf-8-sig")
 
@@ -50,9 +51,9 @@ def read_input(
 ) -> Iterator[Chunk]:
     """Yield decoded chunks. Unreadable files raise `InputError`; so do undecodable lines,
     unless ``on_error`` is given, which then receives the error and reading continues."""
-    if path != "-" and not Path(path).exists():
+    if path != "-" and not os.path.exists(path):
         raise InputError("no such file", file=path)
-    if path != "-" and Path(path).is_dir():
+    if path != "-" and os.path.isdir(path):
         raise InputError("is a directory, expected an OTLP JSON lines or .pb file", file=path)
     if path.endswith(_PROTOBUF_SUFFIXES):
         yield from _read_protobuf(path, limits, on_error)
@@ -146,8 +147,11 @@ def _read_protobuf(
     path: str, limits: Limits, on_error: Callable[[InputError], None] | None
 ) -> Iterator[Chunk]:
     try:
-        data = Path(path).read_bytes()
+        with open(path, "rb") as handle:
+            data = handle.read()
         if path.endswith(".gz"):
+            import gzip
+
             data = gzip.decompress(data)
     except (OSError, EOFError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
