@@ -10,6 +10,8 @@ and are closed on event time (idle timeout) and released before the file ends.
 Reported, all measured in this run on this machine:
 - spans/s of `spanjudge eval` (recognition, sessions, every default evaluator, JSON report to
   /dev/null) and the same for the floor: reading the lines and `json.loads` only; the ratio.
+  Beside them: spanjudge's input side alone (reading and decoding into span records) and the
+  same floor with `orjson.loads`, the parser spanjudge uses when it is installed.
 - peak RSS of each, in a fresh subprocess, for the full file and for a quarter of it: memory that
   does not grow with file size is bounded by open sessions.
 - sessions/s of Strands Evals' best route on the same file (`strands_evals_route.py`: json.loads,
@@ -67,15 +69,30 @@ def generate(path: Path, megabytes: int) -> int:
     return replica
 
 
-def floor(path: str) -> dict[str, float]:
+def floor(path: str, parser: str = "json") -> dict[str, float]:
+    loads = json.loads
+    if parser == "orjson":
+        import orjson
+
+        loads = orjson.loads
     started = time.perf_counter()
     spans = 0
     with open(path, encoding="utf-8") as handle:
         for line in handle:
-            doc = json.loads(line)
+            doc = loads(line)
             for rs in doc["resourceSpans"]:
                 for ss in rs["scopeSpans"]:
                     spans += len(ss["spans"])
+    elapsed = time.perf_counter() - started
+    return {"spans": spans, "seconds": elapsed, "max_rss_mb": _rss_mb()}
+
+
+def read_only(path: str) -> dict[str, float]:
+    """spanjudge's input side alone: reading and decoding into span records, no evaluation."""
+    from spanjudge.spans.files import read_input
+
+    started = time.perf_counter()
+    spans = sum(len(chunk.spans) for chunk in read_input(path))
     elapsed = time.perf_counter() - started
     return {"spans": spans, "seconds": elapsed, "max_rss_mb": _rss_mb()}
 
@@ -128,7 +145,13 @@ def main() -> None:
     args = parser.parse_args()
     if args.child:
         mode, path = args.child
-        print(json.dumps(floor(path) if mode == "floor" else spanjudge_run(path)))
+        runs = {
+            "floor": floor,
+            "floor-orjson": lambda p: floor(p, "orjson"),
+            "read": read_only,
+            "spanjudge": spanjudge_run,
+        }
+        print(json.dumps(runs[mode](path)))
         return
     with tempfile.TemporaryDirectory() as tmp:
         big = Path(tmp) / "big.jsonl"
@@ -137,6 +160,8 @@ def main() -> None:
         generate(small, max(1, args.mb // 4))
         print(f"generated {big.stat().st_size / 1e6:.0f} MB ({replicas} replicas of the fixtures)")
         base = _child("floor", str(big))
+        fast = _orjson_floor(str(big))
+        read = _child("read", str(big))
         full = _child("spanjudge", str(big))
         quarter = _child("spanjudge", str(small))
         base_rate = base["spans"] / base["seconds"]
@@ -150,6 +175,20 @@ def main() -> None:
             f"   peak RSS {full['max_rss_mb']:.0f} MB   ({full['sessions']:,} sessions)"
         )
         print(f"ratio spanjudge / floor:   {rate / base_rate:.2f}x")
+        read_rate = read["spans"] / read["seconds"]
+        print(
+            f"input side alone:          {read_rate:12,.0f} spans/s"
+            f"   ({read_rate / base_rate:.2f}x the floor: reading + decoding, no evaluation)"
+        )
+        if fast is not None:
+            fast_rate = fast["spans"] / fast["seconds"]
+            print(
+                f"orjson.loads only:         {fast_rate:12,.0f} spans/s"
+                f"   (spanjudge / it {rate / fast_rate:.2f}x; input side / it"
+                f" {read_rate / fast_rate:.2f}x)"
+            )
+        else:
+            print("orjson.loads only: skipped (orjson is not installed)")
         print(
             f"peak RSS at 1/4 the file:  {quarter['max_rss_mb']:.0f} MB "
             f"(full / quarter = {full['max_rss_mb'] / quarter['max_rss_mb']:.2f}x for 4x the input)"
@@ -170,6 +209,14 @@ def main() -> None:
             print(
                 "Strands Evals route: skipped (run scripts/setup-strands-evals, or --strands-evals)"
             )
+
+
+def _orjson_floor(path: str) -> dict[str, float] | None:
+    try:
+        import orjson  # noqa: F401
+    except ImportError:
+        return None
+    return _child("floor-orjson", path)
 
 
 def _strands_evals(python: str, path: str) -> dict[str, float]:

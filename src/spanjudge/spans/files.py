@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from spanjudge.errors import InputError
+from spanjudge.spans.jsonfast import decode_fast
 from spanjudge.spans.limits import DEFAULT_LIMITS, Limits
 from spanjudge.spans.otlp_json import decode_json_document
 from spanjudge.spans.otlp_proto import SpanProblem, decode_request, parse_request
@@ -70,6 +71,11 @@ def read_input(
             lineno += 1
             stripped = line.strip()
             if not stripped:
+                continue
+            fast = decode_fast(stripped, limits)
+            if fast is not None:  # the ordinary line; anything else is read as before
+                first = False
+                yield Chunk(path, lineno, fast, [], len(line))
                 continue
             try:
                 doc = json.loads(stripped)

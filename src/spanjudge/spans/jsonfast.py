@@ -1,0 +1,362 @@
+"""The fast road for OTLP JSON: orjson when it is installed, and a strict one-pass decoder.
+
+`decode_fast` answers only for the ordinary case: a document that `orjson` parses and whose
+every span has the usual shapes (hex or base64 ids, integer or decimal-string times, scalar or
+scalar-array attribute values, nothing to cut). Its records are then exactly those of
+``decode_json_document(json.loads(data))``. Anything else (no orjson, invalid JSON, a lone
+surrogate, NaN, an odd or bad field, a value over a cap) gets ``None``, and the caller takes
+the general road, which says what is wrong and where. The decoder reads every value with its
+exact type, so orjson's one silent difference from `json` (an integer literal beyond 64 bits
+comes back as a float) can only reach a ``doubleValue``, where both give the same float.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+from typing import Any
+
+from spanjudge.spans.ids import id_from_text
+from spanjudge.spans.limits import Limits
+from spanjudge.spans.record import (
+    SPAN_KINDS,
+    STATUS_CODES,
+    AttrValue,
+    SpanEvent,
+    SpanLink,
+    SpanRecord,
+)
+
+# orjson.loads once looked up (None: not installed); imported on first use, as it brings in
+# datetime, uuid and zoneinfo, which a run that reads no JSON need not pay for at start-up.
+_orjson_loads: Any = ...
+
+
+def _orjson() -> Any:
+    global _orjson_loads
+    if _orjson_loads is ...:
+        try:
+            import orjson
+
+            _orjson_loads = orjson.loads
+        except ImportError:  # the product runs on the standard library alone, only slower
+            _orjson_loads = None
+    return _orjson_loads
+
+
+_KIND_NAMES = {f"SPAN_KIND_{k.upper()}": k for k in SPAN_KINDS}
+_STATUS_NAMES = {f"STATUS_CODE_{s.upper()}": s for s in STATUS_CODES}
+_HEX_DIGITS = "0123456789abcdefABCDEF"
+_ZERO_TRACE = "0" * 32
+_ZERO_SPAN = "0" * 16
+_FLOAT_WORDS = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
+
+
+def _slot_setters(cls: type, names: tuple[str, ...]) -> tuple[Any, ...]:
+    """Setters of a frozen slotted dataclass's fields, ``names`` exactly its fields: a record is
+    made with `object.__new__` and these (three times cheaper than its ``__init__``, which
+    matters at millions of spans and events)."""
+    if tuple(f.name for f in fields(cls)) != names:
+        raise RuntimeError(f"{cls.__name__} gained or lost a field: update spans/jsonfast.py")
+    return tuple(cls.__dict__[name].__set__ for name in names)
+
+
+_new = object.__new__
+_SET_EVENT = _slot_setters(SpanEvent, ("name", "time_unix_nano", "attributes"))
+_SET_RECORD = _slot_setters(
+    SpanRecord,
+    (
+        "trace_id",
+        "span_id",
+        "parent_span_id",
+        "name",
+        "start_unix_nano",
+        "end_unix_nano",
+        "kind",
+        "status",
+        "status_message",
+        "attributes",
+        "events",
+        "links",
+        "resource",
+        "scope_name",
+        "scope_version",
+        "truncated",
+    ),
+)
+_SET_HEAD, _SET_TAIL = _SET_RECORD[:9], _SET_RECORD[9:]
+
+
+class _Decline(Exception):
+    """Not the ordinary case: the general decoder takes the whole document."""
+
+
+_DECLINE = _Decline()
+
+
+def available() -> bool:
+    """Whether orjson is installed (without it `decode_fast` always answers None)."""
+    return _orjson() is not None
+
+
+def loads(data: str | bytes) -> Any:
+    """`json.loads`, through orjson where it can: input orjson refuses (a lone surrogate, NaN,
+    1e400, deep nesting) goes to `json.loads`, so errors and their messages are json's.
+    Unlike `json.loads`, an integer literal beyond 64 bits comes back as a float."""
+    parse = _orjson()
+    if parse is not None:
+        try:
+            return parse(data)
+        except ValueError:
+            pass
+    return json.loads(data)
+
+
+def decode_fast(data: str | bytes, limits: Limits) -> list[SpanRecord] | None:
+    """The spans of one OTLP JSON traces document, or None: take the general road."""
+    parse = _orjson()
+    if parse is None:
+        return None
+    try:
+        doc = parse(data)
+    except ValueError:
+        return None
+    try:
+        return _document(doc, limits)
+    except Exception:  # any odd shape: the general decoder says what it is
+        return None
+
+
+def _document(doc: Any, limits: Limits) -> list[SpanRecord]:
+    resource_spans = doc["resourceSpans"]
+    if type(resource_spans) is not list:
+        raise _DECLINE
+    records: list[SpanRecord] = []
+    append = records.append
+    for rs in resource_spans:
+        if type(rs) is not dict:
+            raise _DECLINE
+        res = rs.get("resource")
+        if res is None:
+            resource: dict[str, AttrValue] = {}
+        elif type(res) is dict:
+            resource = _attrs(res.get("attributes"), limits)
+        else:
+            raise _DECLINE
+        scope_spans = rs.get("scopeSpans") or rs.get("scope_spans") or []
+        if type(scope_spans) is not list:
+            raise _DECLINE
+        for ss in scope_spans:
+            if type(ss) is not dict:
+                raise _DECLINE
+            spans = ss.get("spans") or []
+            if type(spans) is not list:
+                raise _DECLINE
+            scope = ss.get("scope")
+            scope_name = scope_version = None
+            if type(scope) is dict:
+                scope_name = _optional_text(scope.get("name"))
+                scope_version = _optional_text(scope.get("version"))
+            elif scope:
+                raise _DECLINE
+            for span in spans:
+                append(_span(span, resource, scope_name, scope_version, limits))
+    return records
+
+
+def _optional_text(value: Any) -> str | None:
+    if value is None or value.__class__ is str:
+        return value or None
+    raise _DECLINE
+
+
+def _hex_id(text: Any, size: int, zero: str, what: str) -> str:
+    if text.__class__ is not str:
+        raise _DECLINE
+    if len(text) == 2 * size and not text.strip(_HEX_DIGITS):
+        value: str = text.lower()
+        if value == zero:
+            raise _DECLINE
+        return value
+    return id_from_text(text, size, what)  # base64 (protobuf JSON mapping); IdError declines
+
+
+def _int(value: Any) -> int:
+    kind = value.__class__
+    if kind is str:
+        return int(value)  # ValueError declines
+    if kind is int:
+        return value  # type: ignore[no-any-return]
+    raise _DECLINE
+
+
+def _span(
+    span: Any,
+    resource: dict[str, AttrValue],
+    scope_name: str | None,
+    scope_version: str | None,
+    limits: Limits,
+) -> SpanRecord:
+    if type(span) is not dict:
+        raise _DECLINE
+    get = span.get
+    trace_id = _hex_id(get("traceId"), 16, _ZERO_TRACE, "traceId")
+    span_id = _hex_id(get("spanId"), 8, _ZERO_SPAN, "spanId")
+    parent = get("parentSpanId")
+    if not parent or parent == _ZERO_SPAN or parent == "AAAAAAAAAAA=":
+        parent = None
+    else:
+        parent = _hex_id(parent, 8, _ZERO_SPAN, "parentSpanId")
+        if parent == span_id:
+            raise _DECLINE
+    kind = get("kind")
+    if kind.__class__ is int and 0 <= kind < 6:
+        kind = SPAN_KINDS[kind]
+    elif kind is None:
+        kind = "unspecified"
+    else:
+        kind = _KIND_NAMES[kind]  # KeyError (or TypeError) declines
+    status_obj = get("status")
+    status = "unset"
+    message = None
+    if status_obj:
+        if type(status_obj) is not dict:
+            raise _DECLINE
+        code = status_obj.get("code")
+        if code.__class__ is int and 0 <= code < 3:
+            status = STATUS_CODES[code]
+        elif code is not None:
+            status = _STATUS_NAMES[code]
+        message = _optional_text(status_obj.get("message"))
+    start = get("startTimeUnixNano", 0)
+    if start.__class__ is str:
+        start = int(start)  # ValueError declines
+    elif start.__class__ is not int:
+        raise _DECLINE
+    end = get("endTimeUnixNano", start)
+    if end.__class__ is str:
+        end = int(end)
+    elif end.__class__ is not int:
+        raise _DECLINE
+    if end < start:
+        raise _DECLINE
+    name = get("name", "")
+    if name.__class__ is not str:
+        raise _DECLINE
+    events: tuple[SpanEvent, ...] = ()
+    raw_events = get("events")
+    if raw_events:
+        if type(raw_events) is not list or len(raw_events) > limits.max_events_per_span:
+            raise _DECLINE
+        set_name, set_time, set_attrs = _SET_EVENT
+        out = []
+        for ev in raw_events:
+            if type(ev) is not dict:
+                raise _DECLINE
+            ev_name = ev.get("name", "")
+            when = ev.get("timeUnixNano", 0)
+            if ev_name.__class__ is not str:
+                raise _DECLINE
+            if when.__class__ is str:
+                when = int(when)  # ValueError declines
+            elif when.__class__ is not int:
+                raise _DECLINE
+            event = _new(SpanEvent)
+            set_name(event, ev_name)
+            set_time(event, when)
+            set_attrs(event, _attrs(ev.get("attributes"), limits))
+            out.append(event)
+        events = tuple(out)
+    links: tuple[SpanLink, ...] = ()
+    raw_links = get("links")
+    if raw_links:
+        if type(raw_links) is not list:
+            raise _DECLINE
+        links = tuple(
+            SpanLink(
+                trace_id=_hex_id(link["traceId"], 16, _ZERO_TRACE, "traceId"),
+                span_id=_hex_id(link["spanId"], 8, _ZERO_SPAN, "spanId"),
+            )
+            for link in raw_links
+        )
+    (s_trace, s_span, s_parent, s_name, s_start, s_end, s_kind, s_status, s_message) = _SET_HEAD
+    (s_attrs, s_events, s_links, s_resource, s_scope, s_version, s_truncated) = _SET_TAIL
+    record = _new(SpanRecord)
+    s_trace(record, trace_id)
+    s_span(record, span_id)
+    s_parent(record, parent)
+    s_name(record, name)
+    s_start(record, start)
+    s_end(record, end)
+    s_kind(record, kind)
+    s_status(record, status)
+    s_message(record, message)
+    s_attrs(record, _attrs(get("attributes"), limits))
+    s_events(record, events)
+    s_links(record, links)
+    s_resource(record, resource)
+    s_scope(record, scope_name)
+    s_version(record, scope_version)
+    s_truncated(record, 0)
+    return record
+
+
+def _attrs(items: Any, limits: Limits) -> dict[str, AttrValue]:
+    if not items:
+        return {}
+    if type(items) is not list or len(items) > limits.max_attrs_per_span:
+        raise _DECLINE
+    cap = limits.max_attr_chars
+    out: dict[str, AttrValue] = {}
+    for kv in items:
+        value = kv["value"]  # a missing value (or kv not a dict) declines
+        key = kv["key"]
+        text = value.get("stringValue")
+        if text.__class__ is str and key.__class__ is str and len(text) <= cap:
+            out[key] = text
+            continue
+        if key.__class__ is not str or text is not None or type(value) is not dict:
+            raise _DECLINE
+        out[key] = _other_value(value, limits)
+    return out
+
+
+def _scalar(value: Any) -> AttrValue:
+    """An AnyValue other than a string, as `any_value_json` reads it; odd ones decline."""
+    if "intValue" in value:
+        return _int(value["intValue"])
+    if "doubleValue" in value:
+        raw = value["doubleValue"]
+        kind = raw.__class__
+        if kind is float or kind is int:
+            return float(raw)
+        return _FLOAT_WORDS[raw]  # KeyError (or TypeError) declines
+    if "boolValue" in value:
+        return bool(value["boolValue"])
+    raise _DECLINE
+
+
+def _other_value(value: dict[str, Any], limits: Limits) -> AttrValue:
+    if "intValue" in value or "doubleValue" in value or "boolValue" in value:
+        return _scalar(value)
+    if "arrayValue" not in value:
+        raise _DECLINE
+    array = value["arrayValue"]
+    items = array.get("values") if type(array) is dict else array
+    if not items:
+        return ()
+    if type(items) is not list or len(items) > limits.max_array_len:
+        raise _DECLINE
+    cap = limits.max_attr_chars
+    out: list[AttrValue] = []
+    for item in items:
+        if type(item) is not dict:
+            raise _DECLINE
+        text = item.get("stringValue")
+        if text is None:
+            out.append(_scalar(item))
+        elif text.__class__ is str and len(text) <= cap:
+            out.append(text)
+        else:
+            raise _DECLINE
+    return tuple(out)
