@@ -196,6 +196,8 @@ def measure(python: str, env: dict[str, str], args: argparse.Namespace, tmp: str
         "python_c_pass_cpu_median_s": round(base_cpu, 4),
         "spanjudge_eval_cpu_median_s": round(eval_cpu, 4),
         "cpu_ratio": round(eval_cpu / base_cpu, 2),
+        # The fastest run of each: what is left when the shared machine's noise is least.
+        "cpu_min_ratio": round(min(c for _, c in spanjudge) / min(c for _, c in baseline), 2),
     }
 
 
@@ -251,7 +253,8 @@ def main() -> int:
             f" CPU {f['spanjudge_eval_cpu_median_s'] * 1000:4.0f} ms; python -c pass wall"
             f" {f['python_c_pass_median_s'] * 1000:3.0f} ms, CPU"
             f" {f['python_c_pass_cpu_median_s'] * 1000:3.0f} ms; ratio wall {f['ratio']:.2f}x,"
-            f" CPU {f['cpu_ratio']:.2f}x (target <= {TARGET:g}x)"
+            f" CPU {f['cpu_ratio']:.2f}x (fastest runs {f['cpu_min_ratio']:.2f}x; target <="
+            f" {TARGET:g}x)"
         )
     return 0
 

@@ -90,3 +90,14 @@ def test_a_report_past_the_memory_limit_goes_through_a_temporary_file_whole() ->
     spool.copy_to(out)
     spool.close()
     assert out.getvalue() == "".join(pieces)
+
+
+def test_main_called_in_process_leaves_the_callers_logging_as_it_was(tmp_path: Path) -> None:
+    import logging
+
+    from spanjudge.cli import main
+
+    ours = logging.getLogger("spanjudge")
+    before = ours.level
+    assert main(["eval", str(TRACES), "-vv", "-q", "-o", str(tmp_path / "r.txt")]) in (0, 1)
+    assert ours.level == before

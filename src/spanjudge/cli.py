@@ -284,10 +284,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The subcommand's usage, not the top level's: that is where the flag was looked for.
         commands[args.command].error(f"unrecognized arguments: {' '.join(rest)}")
     args.verbose += getattr(args, "sub_verbose", 0)
+    ours = logging.getLogger("spanjudge")
+    level = ours.level  # put back when main returns: a caller's process keeps its logging
     if args.command != "serve":  # serve sets up its own logging (--log-level)
         logging.basicConfig(level=logging.WARNING, format="spanjudge: %(levelname)s: %(message)s")
-        levels = {0: logging.WARNING, 1: logging.INFO}
-        logging.getLogger("spanjudge").setLevel(levels.get(args.verbose, logging.DEBUG))
+        ours.setLevel({0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG))
     try:
         if args.command == "eval":
             return cmd_eval(args)
@@ -325,6 +326,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_INTERNAL
+    finally:
+        ours.setLevel(level)
 
 
 if __name__ == "__main__":
