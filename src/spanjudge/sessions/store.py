@@ -6,11 +6,13 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from sys import getsizeof
 from typing import Literal
 
 from spanjudge import semconv
 from spanjudge.sessions.deadlines import DeadlineQueue
 from spanjudge.sessions.keys import TRACE_ID_SOURCE, session_key
+from spanjudge.sessions.sizes import SESSION_BASE, estimate_size
 from spanjudge.spans.record import SpanRecord
 
 CloseReason = Literal[
@@ -19,6 +21,7 @@ CloseReason = Literal[
 # Reasons after which the session may still have been going: evaluated, marked incomplete.
 INCOMPLETE_REASONS = frozenset({"shutdown", "evicted", "max_age"})
 _MAX_TRACE_KEYS = 200_000
+__all__ = ["ClosePolicy", "ClosedSession", "OpenSession", "SessionStore", "estimate_size"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,18 +74,6 @@ class ClosedSession:
         return not self.partial and self.reason not in INCOMPLETE_REASONS
 
 
-def estimate_size(span: SpanRecord) -> int:
-    """A cheap upper-bound-ish estimate of a span's retained bytes (for the memory budget)."""
-    size = 400
-    for key, value in span.attributes.items():
-        size += 64 + len(key) + (len(value) if isinstance(value, str) else 16)
-    for event in span.events:
-        size += 120
-        for key, value in event.attributes.items():
-            size += 64 + len(key) + (len(value) if isinstance(value, str) else 16)
-    return size
-
-
 class SessionStore:
     """Groups spans into sessions and decides when each closes.
 
@@ -101,9 +92,15 @@ class SessionStore:
         self._trace_key: dict[str, str] = {}
         self._pending: dict[str, list[SpanRecord]] = {}  # spans of traces with no key yet
         self._pending_since: dict[str, float] = {}
-        self._closed_spans: OrderedDict[str, tuple[SpanRecord, ...]] = OrderedDict()
+        self._pending_bytes: dict[str, int] = {}
+        # spans of the last closed sessions, kept so a late span re-opens them whole
+        self._closed_spans: OrderedDict[str, tuple[tuple[SpanRecord, ...], int]] = OrderedDict()
         self._revisions: OrderedDict[str, int] = OrderedDict()
+        # The memory budget (`max_open_bytes`) covers all three: open sessions, the spans of
+        # traces with no session key yet, and the retained spans of closed sessions.
         self.open_bytes = 0
+        self.pending_bytes = 0
+        self.retained_bytes = 0
         # Open sessions and key-less traces by the earliest time a close policy may fire for
         # them, so a tick visits only those whose time has come, not every open session.
         self._deadlines = DeadlineQueue()
@@ -122,6 +119,11 @@ class SessionStore:
             key = self._trace_key.get(span.trace_id)
             if key is None:
                 self._pending.setdefault(span.trace_id, []).append(span)
+                size = estimate_size(span)
+                self._pending_bytes[span.trace_id] = (
+                    self._pending_bytes.get(span.trace_id, 0) + size
+                )
+                self.pending_bytes += size
                 if span.trace_id not in self._pending_since:
                     self._pending_since[span.trace_id] = now
                     self._opened += 1
@@ -154,7 +156,11 @@ class SessionStore:
             revision = 1
             partial = False
             previous = self._revisions.pop(key, None)
-            earlier = self._closed_spans.pop(key, None)
+            kept = self._closed_spans.pop(key, None)
+            earlier = None
+            if kept is not None:
+                earlier, kept_bytes = kept
+                self.retained_bytes -= kept_bytes
             if previous is not None:
                 revision = previous + 1
                 partial = earlier is None
@@ -168,7 +174,9 @@ class SessionStore:
                 last_seen=now,
                 partial=partial,
                 order=self._opened,
+                size_bytes=SESSION_BASE + getsizeof(key),
             )
+            self.open_bytes += session.size_bytes
             self.open[key] = session
             self._deadlines.schedule(key, session.order, self._deadline(session))
             for old in earlier or ():
@@ -200,7 +208,13 @@ class SessionStore:
             deadline = close_at
         return deadline
 
+    @property
+    def memory_bytes(self) -> int:
+        """What the memory budget counts: open sessions, key-less traces, retained spans."""
+        return self.open_bytes + self.pending_bytes + self.retained_bytes
+
     def _forget_pending(self, trace_id: str) -> None:
+        self.pending_bytes -= self._pending_bytes.pop(trace_id, 0)
         self._pending_since.pop(trace_id, None)
         self._pending_deadlines.discard(trace_id)
 
@@ -278,13 +292,25 @@ class SessionStore:
         return ready
 
     def _evict_over_budget(self) -> list[ClosedSession]:
-        out = []
-        while self.open and (
-            self.open_bytes > self.policy.max_open_bytes
-            or len(self.open) > self.policy.max_open_sessions
-        ):
-            oldest = next(iter(self.open))
-            out.append(self._close(oldest, "evicted"))
+        out: list[ClosedSession] = []
+        budget = self.policy.max_open_bytes
+        # Retained spans go first (a late span then re-opens its session as partial); then
+        # the oldest open session or key-less trace, whichever began first.
+        while self._closed_spans and self.memory_bytes > budget:
+            self.retained_bytes -= self._closed_spans.popitem(last=False)[1][1]
+        while (self.open or self._pending) and self.memory_bytes > budget:
+            oldest = next(iter(self.open.values()), None)
+            trace_id = next(iter(self._pending_since), None)
+            if trace_id is not None and (
+                oldest is None or self._pending_since[trace_id] < oldest.first_seen
+            ):
+                out.extend(self._close_pending(trace_id, "evicted"))
+            else:
+                assert oldest is not None
+                out.append(self._close(oldest.key, "evicted"))
+            self.evicted += 1
+        while len(self.open) > self.policy.max_open_sessions:
+            out.append(self._close(next(iter(self.open)), "evicted"))
             self.evicted += 1
         return out
 
@@ -304,9 +330,11 @@ class SessionStore:
         self._deadlines.discard(key)
         self.open_bytes -= session.size_bytes
         spans = tuple(session.spans)
-        self._closed_spans[key] = spans
-        while len(self._closed_spans) > self.policy.keep_closed_sessions:
-            self._closed_spans.popitem(last=False)
+        if self.policy.keep_closed_sessions > 0 and reason != "evicted":  # evicted for memory
+            self._closed_spans[key] = (spans, session.size_bytes)
+            self.retained_bytes += session.size_bytes
+            while len(self._closed_spans) > self.policy.keep_closed_sessions:
+                self.retained_bytes -= self._closed_spans.popitem(last=False)[1][1]
         self._revisions[key] = session.revision
         while len(self._revisions) > self.policy.keep_closed_revisions:
             self._revisions.popitem(last=False)
