@@ -22,6 +22,7 @@ from spanjudge.recognition.skill_text import front_matter_name as front_matter_n
 from spanjudge.recognition.skill_text import unwrap
 from spanjudge.recognition.skill_tools import known_loader
 from spanjudge.trajectory.effects import DEFAULT_EFFECT_MAP
+from spanjudge.trajectory.slot_init import faster_init
 from spanjudge.trajectory.steps import SkillStatus, Step
 
 # Argument names that say "this value is a skill's name" whatever the tool is called.
@@ -107,6 +108,9 @@ class ToolFacts:
     call_id: str | None = None
     agent_name: str | None = None
     tool_schemas: Mapping[str, Any] = field(default_factory=dict)
+
+
+faster_init(ToolFacts)  # one per tool span
 
 
 def tool_step(facts: ToolFacts, base: Mapping[str, Any]) -> Step:

@@ -38,8 +38,27 @@ def values(span: SpanRecord, key: str) -> list[AttrValue]:
     return found
 
 
+# The span whose messages were decoded last, with them by key: a preset reads a span's input
+# and output messages for several facts in a row. (A tuple read and replaced whole: threads
+# that recognise different spans each keep their own.)
+_last: tuple[SpanRecord | None, dict[str, list[dict[str, Any]]]] = (None, {})
+
+
 def messages(span: SpanRecord, key: str) -> list[dict[str, Any]]:
-    """Decoded `gen_ai.input.messages` / `gen_ai.output.messages` (latest conventions)."""
+    """Decoded `gen_ai.input.messages` / `gen_ai.output.messages` (latest conventions).
+    Callers never change what it returns (it is shared by the calls on one span)."""
+    global _last
+    memo = _last
+    if memo[0] is not span:
+        memo = (span, {})
+        _last = memo
+    found = memo[1].get(key)
+    if found is None:
+        found = memo[1][key] = _messages(span, key)
+    return found
+
+
+def _messages(span: SpanRecord, key: str) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for value in values(span, key):
         out.extend(_decoded(value) if isinstance(value, str) else _message_list(value))

@@ -105,25 +105,27 @@ def _service_name(spans: Sequence[SpanRecord]) -> str | None:
 
 
 def _terminal_state(spans: Sequence[SpanRecord]) -> Mapping[str, Any] | None:
+    key = semconv.SJ_TERMINAL_STATE
     state = None
     for span in spans:
-        candidates = [span.attributes.get(semconv.SJ_TERMINAL_STATE)]
-        candidates += [
-            ev.attributes.get(semconv.SJ_TERMINAL_STATE)
-            for ev in span.events
-            if ev.name == semconv.SJ_TERMINAL_STATE or semconv.SJ_TERMINAL_STATE in ev.attributes
-        ]
-        for raw in candidates:
-            if isinstance(raw, str):
-                try:
-                    decoded = json.loads(raw)
-                except ValueError:
-                    continue
-                if isinstance(decoded, dict):
-                    state = decoded
-            elif isinstance(raw, dict):
-                state = raw
+        raw = span.attributes.get(key)
+        if raw is not None:
+            state = _state(raw, state)
+        for ev in span.events:
+            if ev.name == key or key in ev.attributes:
+                state = _state(ev.attributes.get(key), state)
     return state
+
+
+def _state(raw: Any, state: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """A recorded terminal state (a JSON object, as text or a mapping), else ``state``."""
+    if isinstance(raw, str):
+        try:
+            decoded = json.loads(raw)
+        except ValueError:
+            return state
+        return decoded if isinstance(decoded, dict) else state
+    return raw if isinstance(raw, dict) else state
 
 
 def _derive_final_answers(steps: list[Step]) -> list[Step]:
@@ -228,11 +230,15 @@ def assemble(
         final_answer = answers[max(answers)]
     expected: list[str] = []
     task_id = run_seed = agent_name = None
+    listed: Any = None
     for span in spans:
         attrs = _session_attrs(span)
-        for skill in _str_list(attrs.get(semconv.SJ_EXPECTED_SKILLS)):
-            if skill not in expected:
-                expected.append(skill)
+        named = attrs.get(semconv.SJ_EXPECTED_SKILLS)
+        if named is not None and named != listed:  # every span repeats the same list
+            listed = named
+            for skill in _str_list(named):
+                if skill not in expected:
+                    expected.append(skill)
         task_id = task_id or _opt_str(attrs.get(semconv.SJ_TASK_ID))
         run_seed = run_seed or _opt_str(attrs.get(semconv.SJ_RUN_SEED))
         agent_name = agent_name or _opt_str(span.attributes.get(semconv.GEN_AI_AGENT_NAME))

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from spanjudge.trajectory.slot_init import faster_init
+
 BodySource = Literal["trace", "directory"]
 StepKind = Literal["agent_turn", "model_call", "tool_call", "skill_load", "final_answer"]
 StepStatus = Literal["ok", "error", "unset"]
@@ -94,3 +96,6 @@ class Step:
         if self.kind == "skill_load":
             return self.skill_status == "failed"
         return self.status == "error" or self.error is not None
+
+
+faster_init(Step)  # several per span (and per `dataclasses.replace`): see slot_init
