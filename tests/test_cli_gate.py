@@ -301,3 +301,17 @@ def test_the_table_legend_defines_coverage_as_the_report_computes_it(capsys):  #
         applicable -= counts["not_applicable"]
         judged = counts["pass"] + counts["fail"]
         assert counts["coverage"] == (judged / applicable if applicable else None)
+
+
+def test_an_evaluator_crash_is_logged_in_the_cli_format_without_verbose(
+    crashing_plugin: Path, traces: Path
+) -> None:
+    # Without -v, `logging` is set up only when something is logged: this is such a run.
+    config = str(crashing_plugin.parent / "only-crashy.yaml")
+    done = _with_plugin(crashing_plugin, "eval", str(traces), "--config", config)
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert any(
+        line.startswith("spanjudge: ERROR: evaluator") and "crashy" in line for line in lines
+    ), done.stderr
+    assert "Traceback (most recent call last)" in done.stderr  # logged once, with its traceback

@@ -101,3 +101,21 @@ def test_main_called_in_process_leaves_the_callers_logging_as_it_was(tmp_path: P
     before = ours.level
     assert main(["eval", str(TRACES), "-vv", "-q", "-o", str(tmp_path / "r.txt")]) in (0, 1)
     assert ours.level == before
+
+
+def test_a_configured_judges_warning_keeps_the_cli_format_without_verbose(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from tests.judges.chat_server import Scripted, chat_server, completion
+    from tests.test_cli_judges import TRACES as JUDGED
+    from tests.test_cli_judges import config
+
+    # llama.cpp's server refuses json_schema with HTTP 500: the judge says so, once, and moves on.
+    refusal = Scripted(status=500, body={"error": {"message": "json_schema is not supported"}})
+    answer = completion(json.dumps({"rating": "no", "rationale": "asked for release notes"}))
+    with chat_server(refusal, *[answer] * 200) as server:
+        done = _run(
+            "eval", str(JUDGED), "--config", str(config(tmp_path, server.base_url)), cwd=tmp_path
+        )
+    warned = [line for line in done.stderr.splitlines() if "refused response_format" in line]
+    assert len(warned) == 1 and warned[0].startswith("spanjudge: WARNING: judge llm:"), done.stderr

@@ -8,12 +8,13 @@ imported inside the command that uses them.
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import stat
 import sys
 from collections.abc import Sequence
+from typing import Any
 
+from spanjudge import logs
 from spanjudge._version import __version__
 from spanjudge.calibrate import add_parser as add_calibrate_parser
 from spanjudge.calibrate import cmd_calibrate
@@ -21,7 +22,6 @@ from spanjudge.errors import ConfigError, InputError, OutputError, SpanJudgeErro
 from spanjudge.gate import EXIT_FAIL, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
 
 FORMATS = ("table", "json", "junit", "html")
-log = logging.getLogger("spanjudge.cli")
 
 EVAL_EPILOG = """\
 inputs:
@@ -67,11 +67,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from spanjudge.engine import Engine
     from spanjudge.expectations import ExpectationResolver, load_expectations_file
     from spanjudge.gate import Tally, TallyingWriter, decide
+    from spanjudge.logs import logger
     from spanjudge.offline import run_offline
 
+    # -v: INFO, -vv: DEBUG; without -v nothing is logged here, and `logging` is not imported.
+    log: Any = logger("spanjudge.cli") if args.verbose else _Silent()
     config = load_config(args.config)
     log.info("configuration: %s", args.config or "none (the embedded defaults)")
     engine = Engine(config)
+    if "logging" in sys.modules:  # a configured judge logs on its own: give it the CLI's format
+        logger("spanjudge")
     if args.expect:
         engine.add_expectations(ExpectationResolver(load_expectations_file(args.expect)))
         log.info("expectations: %s", args.expect)
@@ -97,7 +102,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         summary, stats = run_offline(
             args.inputs,
             engine,
-            TallyingWriter(LoggingWriter(writer), tally),
+            TallyingWriter(LoggingWriter(writer, log) if args.verbose > 1 else writer, tally),
             skip_invalid=args.skip_invalid,
             progress=sys.stderr.isatty() and not args.quiet,
             on_skip=on_skip,
@@ -154,6 +159,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
     for line in reasons:
         print(line, file=sys.stderr)
     return code
+
+
+class _Silent:
+    """The log of a run without -v."""
+
+    def info(self, *args: Any) -> None:
+        pass
+
+    debug = info
 
 
 def cmd_serve(args: argparse.Namespace, rest: Sequence[str]) -> int:
@@ -284,11 +298,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The subcommand's usage, not the top level's: that is where the flag was looked for.
         commands[args.command].error(f"unrecognized arguments: {' '.join(rest)}")
     args.verbose += getattr(args, "sub_verbose", 0)
-    ours = logging.getLogger("spanjudge")
-    level = ours.level  # put back when main returns: a caller's process keeps its logging
-    if args.command != "serve":  # serve sets up its own logging (--log-level)
+    restore: list[Any] = []  # put back when main returns: a caller's process keeps its logging
+
+    def set_up_logging() -> None:
+        import logging
+
         logging.basicConfig(level=logging.WARNING, format="spanjudge: %(levelname)s: %(message)s")
+        ours = logging.getLogger("spanjudge")
+        restore.append((ours, ours.level))
         ours.setLevel({0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG))
+
+    if args.command != "serve":  # serve sets up its own logging (--log-level)
+        # eval without -v may log nothing at all: then it need not import `logging`.
+        logs.on_first_use(set_up_logging)
+        if args.verbose or args.command != "eval":
+            logs.logger("spanjudge")
     try:
         if args.command == "eval":
             return cmd_eval(args)
@@ -327,7 +351,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return EXIT_INTERNAL
     finally:
-        ours.setLevel(level)
+        logs.cancel(set_up_logging)
+        for ours, level in restore:
+            ours.setLevel(level)
 
 
 if __name__ == "__main__":

@@ -4,15 +4,12 @@ to stdout or through ``--output`` (a regular file atomically, anything else writ
 from __future__ import annotations
 
 import io
-import logging
 import os
 import stat
 from collections.abc import Iterator
 from typing import Any, TextIO
 
 from spanjudge.errors import OutputError
-
-log = logging.getLogger("spanjudge.cli")
 
 
 def make_writer(fmt: str, out: TextIO, colour: bool, strict: bool, width: int | None) -> Any:
@@ -70,25 +67,25 @@ class Spool:
 
 
 class LoggingWriter:
-    """Passes everything to ``writer``; at DEBUG (-vv) logs each session as it is written."""
+    """Passes everything to ``writer`` and logs each session, at DEBUG, as it is written."""
 
-    def __init__(self, writer: Any) -> None:
+    def __init__(self, writer: Any, log: Any) -> None:
         self.writer = writer
+        self.log = log
 
     def begin(self) -> None:
         self.writer.begin()
 
     def session(self, result: Any) -> None:
-        if log.isEnabledFor(logging.DEBUG):
-            outcomes = [v.outcome for v in result.verdicts]
-            log.debug(
-                "session %s: %d verdict(s): %d pass, %d fail, %d not evaluated",
-                result.trajectory.session_id,
-                len(outcomes),
-                outcomes.count("pass"),
-                outcomes.count("fail"),
-                outcomes.count("not_evaluated"),
-            )
+        outcomes = [v.outcome for v in result.verdicts]
+        self.log.debug(
+            "session %s: %d verdict(s): %d pass, %d fail, %d not evaluated",
+            result.trajectory.session_id,
+            len(outcomes),
+            outcomes.count("pass"),
+            outcomes.count("fail"),
+            outcomes.count("not_evaluated"),
+        )
         self.writer.session(result)
 
     def end(self, summary: Any, input_report: dict[str, Any]) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -32,8 +31,6 @@ from spanjudge.values import (
     not_evaluated,
     skill_key,
 )
-
-log = logging.getLogger("spanjudge")
 
 
 def coverage_of(
@@ -116,7 +113,7 @@ class Engine:
         self.judge_for = judge_for or judge_lookup(self.config)
         # An evaluator exception is an `evaluator_error` verdict (contract); the guard logs it
         # once per evaluator and, under the test suite, re-raises it.
-        self.guard = Guard(log, "evaluator")
+        self.guard = Guard("spanjudge", "evaluator")
         self.judging = Judging()
 
     def add_expectations(self, resolver: ExpectationResolver) -> None:

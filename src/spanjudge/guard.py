@@ -12,10 +12,13 @@ a test that makes something fail on purpose opts out with `contained()`.
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import logging
 
 RAISE_ENV = "SPANJUDGE_RAISE_INTERNAL_ERRORS"
 _contained_depth = 0
@@ -41,11 +44,12 @@ def contained() -> Iterator[None]:
 
 class Guard:
     """One owner's failures: ``errors`` counts them, the first per ``where`` is logged with its
-    traceback, ``on_error(where)`` sees each (for a metric)."""
+    traceback, ``on_error(where)`` sees each (for a metric). ``logger`` may be a logger's name:
+    `logging` is then imported only when there is a failure to log (start-up cost)."""
 
     def __init__(
         self,
-        logger: logging.Logger,
+        logger: logging.Logger | str,
         what: str,
         on_error: Callable[[str], None] | None = None,
     ) -> None:
@@ -64,6 +68,10 @@ class Guard:
             if where not in self._warned:
                 self._warned.add(where)
                 suffix = f" on {detail}" if detail else ""
+                if isinstance(self.log, str):
+                    from spanjudge.logs import logger
+
+                    self.log = logger(self.log)
                 self.log.exception(
                     "%s %s failed%s (logged once, every occurrence counted)",
                     self.what,

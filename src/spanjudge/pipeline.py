@@ -10,7 +10,6 @@ once per kind, counted, and the remaining sessions and sinks still run.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -30,7 +29,6 @@ from spanjudge.values import SessionResult
 if TYPE_CHECKING:  # offline runs record no telemetry: the metrics API is not imported for it
     from spanjudge.emit.metrics import SelfTelemetry
 
-log = logging.getLogger("spanjudge")
 _OWN_SCOPE_PREFIX = semconv.SJ_SCOPE_NAME + "."
 # Sessions evaluated whose judged verdicts are still out: each holds its trajectory in memory.
 MAX_PENDING_SESSIONS = 1_000
@@ -132,7 +130,9 @@ class Pipeline:
         self.raise_errors = raise_errors
         self.own_spans_skipped = 0
         self.guard = Guard(
-            log, "spanjudge", on_error=telemetry.internal_error if telemetry is not None else None
+            "spanjudge",
+            "spanjudge",
+            on_error=telemetry.internal_error if telemetry is not None else None,
         )
         self.non_agent_traces = 0
         self._in_flight: dict[str, int] = {}  # key -> revision evaluated, not yet confirmed

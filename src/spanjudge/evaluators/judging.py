@@ -17,30 +17,29 @@ After ``fork`` the child starts fresh pools (threads do not survive a fork).
 
 from __future__ import annotations
 
-import logging
 import os
 import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from spanjudge.evaluators.base import EvaluationContext, Evaluator
 from spanjudge.judges.heuristic import HEURISTIC
 from spanjudge.reasons import JUDGE_TIMEOUT
 from spanjudge.values import Verdict, not_evaluated
 
-log = logging.getLogger("spanjudge")
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
 
 DEFAULT_DEADLINE_S = 300.0
 DEFAULT_CONCURRENCY = 4
 
 RunEvaluator = Callable[[Evaluator, EvaluationContext], list[Verdict]]
-_Job = tuple[Future[list[Verdict]], Callable[[], list[Verdict]]]
+_Job = tuple["Future[list[Verdict]]", Callable[[], list[Verdict]]]
 
 
 class JudgePool:
@@ -55,6 +54,8 @@ class JudgePool:
         self._pid = os.getpid()
 
     def submit(self, fn: Callable[[], list[Verdict]]) -> Future[list[Verdict]]:
+        from concurrent.futures import Future  # only with a judge that waits (start-up cost)
+
         future: Future[list[Verdict]] = Future()
         self._ensure_started()
         self._jobs.put((future, fn))
@@ -143,6 +144,8 @@ class Judgments:
         One still running then is `not_evaluated` / `judge_timeout`, its late result dropped."""
         done = dict(self._done)
         for i, flight in self._pending.items():
+            from concurrent.futures import TimeoutError as FutureTimeout
+
             cut = flight.due if until is None else min(flight.due, until)
             try:
                 done[i] = flight.job.result(timeout=max(0.0, cut - self._clock()))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
@@ -11,8 +10,6 @@ from spanjudge.recognition.base import Recogniser, SessionFinaliser
 from spanjudge.registry import Registry
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import Step
-
-log = logging.getLogger("spanjudge")
 
 
 class RecogniserFactory(Protocol):
@@ -47,7 +44,7 @@ class RecogniserRegistry:
         self.finalisers: list[SessionFinaliser] = [
             r for r in self.recognisers if isinstance(r, SessionFinaliser)
         ]
-        self.guard = Guard(log, "recognition preset")
+        self.guard = Guard("spanjudge", "recognition preset")
 
     @classmethod
     def default(cls) -> RecogniserRegistry:
