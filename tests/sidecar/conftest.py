@@ -25,6 +25,8 @@ def make_sidecar(tmp_path: Path) -> Iterator[MakeSidecar]:
             "http_endpoint": "127.0.0.1:0",
             "metrics_endpoint": None,
             "tick_interval_s": 0.05,
+            # in this process: tests look into the worker's store
+            "workers": 1,
             "export": {"enabled": False},
             "spool": {"path": str(tmp_path / f"spool{len(started)}.db")},
         }

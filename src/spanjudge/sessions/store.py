@@ -146,6 +146,13 @@ class SessionStore:
             for earlier in waiting:
                 self._append(key, source, earlier, now)
 
+    def release_pending(self, trace_id: str) -> int:
+        """Drop the spans of a key-less trace still waiting for its key (another store took
+        them); returns how many were dropped."""
+        spans = self._pending.pop(trace_id, [])
+        self._forget_pending(trace_id)
+        return len(spans)
+
     def add_all(self, spans: Iterable[SpanRecord]) -> None:
         for span in spans:
             self.add(span)

@@ -118,6 +118,9 @@ class ServeConfig:
     shutdown_timeout_s: float = 20.0
     on_shutdown: str = "spool"
     grpc_workers: int = 8
+    # Evaluation processes, each owning the sessions whose key hashes to it; 1 evaluates in
+    # the serve process itself.
+    workers: int = 1
 
 
 _NESTED: dict[str, type] = {
@@ -318,6 +321,8 @@ def parse_serve(raw: Any, path: str, problems: list[str], base: Path | None = No
         problems.append(f"{path}.input.max_request_bytes: at least 1024 bytes")
     if config.tick_interval_s <= 0:
         problems.append(f"{path}.tick_interval_s: must be above 0")
+    if config.workers < 1:
+        problems.append(f"{path}.workers: at least 1 (1 evaluates in the serve process)")
     export = config.export
     # The OTLP exporters take URLs; a bare host:port (gRPC) is read as http://host:port.
     if (

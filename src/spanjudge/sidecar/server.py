@@ -31,6 +31,7 @@ from spanjudge.sidecar.handling import Handler, SidecarTelemetry, bearer_ok
 from spanjudge.sidecar.http_receiver import HttpReceiver
 from spanjudge.sidecar.metrics_server import MetricsServer
 from spanjudge.sidecar.recovery import open_spool
+from spanjudge.sidecar.shards import ShardedWorker
 from spanjudge.sidecar.spool import MemorySpool, Spool
 from spanjudge.sidecar.worker import Worker
 
@@ -50,9 +51,17 @@ class Endpoints:
     grpc: str | None
     http: str | None
     metrics: str | None
+    # process ids of the evaluation processes (none when evaluation runs in this process)
+    workers: tuple[int, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"grpc": self.grpc, "http": self.http, "metrics": self.metrics, "pid": os.getpid()}
+        return {
+            "grpc": self.grpc,
+            "http": self.http,
+            "metrics": self.metrics,
+            "pid": os.getpid(),
+            "workers": list(self.workers),
+        }
 
 
 def _host(endpoint: str) -> str:
@@ -193,20 +202,31 @@ class Sidecar:
             sinks.insert(
                 0, OtelVerdictSink(self.export.tracer_provider, self.export.logger_provider)
             )
-        self.worker = Worker(
-            self.engine,
-            sinks,
-            self.spool,
-            policy=config.policy,
-            limits=config.limits,
-            checks=serve.input,
-            telemetry=telemetry,
-            max_pending_spans=serve.max_pending_spans,
-            max_pending_age_s=serve.max_pending_age_s,
-            tick_interval_s=serve.tick_interval_s,
-            flush_timeout_s=serve.flush_timeout_s,
-            export_full=lambda: self.export.full,
-        )
+        settings: dict[str, Any] = {
+            "policy": config.policy,
+            "limits": config.limits,
+            "checks": serve.input,
+            "telemetry": telemetry,
+            "max_pending_spans": serve.max_pending_spans,
+            "max_pending_age_s": serve.max_pending_age_s,
+            "tick_interval_s": serve.tick_interval_s,
+            "flush_timeout_s": serve.flush_timeout_s,
+            "export_full": lambda: self.export.full,
+        }
+        # An engine handed in (tests, embedding) cannot be sent to other processes.
+        self.workers = 1 if engine is not None else serve.workers
+        if self.workers == 1:
+            self.worker: Worker = Worker(self.engine, sinks, self.spool, **settings)
+        else:
+            self.worker = ShardedWorker(
+                self.engine,
+                sinks,
+                self.spool,
+                workers=self.workers,
+                config=config,
+                keep_evaluated=serve.spool.keep_evaluated,
+                **settings,
+            )
         self.handler = Handler(
             self.worker,
             limits=config.limits,
@@ -271,7 +291,8 @@ class Sidecar:
             if serve.metrics_endpoint
             else None
         )
-        self.endpoints = Endpoints(grpc=grpc_at, http=http_at, metrics=metrics_at)
+        pids = self.worker.pids if isinstance(self.worker, ShardedWorker) else ()
+        self.endpoints = Endpoints(grpc=grpc_at, http=http_at, metrics=metrics_at, workers=pids)
         return self.endpoints
 
     def _start_grpc(self) -> int:

@@ -56,6 +56,7 @@ class Worker:
         flush_timeout_s: float = 10.0,
         export_full: Callable[[], bool] = lambda: False,
         clock: Callable[[], float] = time.monotonic,
+        durable: bool | None = None,
     ) -> None:
         self.spool = spool
         self.guard = Guard(
@@ -75,7 +76,8 @@ class Worker:
         self.tick_interval_s = tick_interval_s
         self.flush_timeout_s = flush_timeout_s
         self.export_full = export_full
-        self.durable = isinstance(spool, Spool)
+        # whether open sessions outlive a shutdown in the spool (an evaluation process is told)
+        self.durable = isinstance(spool, Spool) if durable is None else durable
         self.pending_spans = 0
         # SQLite's message while the spool cannot write; /healthz is not ready meanwhile.
         self.storage_problem: str | None = None
@@ -104,8 +106,8 @@ class Worker:
                 raise Overloaded("shutting down")
             if self.crashed is not None:
                 raise Overloaded(f"the evaluation worker died ({self.crashed}); restarting")
-            if self._queued_at and time.monotonic() - self._queued_at[0] > self.max_pending_age_s:
-                behind = time.monotonic() - self._queued_at[0]
+            behind = self._behind_s()
+            if behind > self.max_pending_age_s:
                 raise Overloaded(f"evaluation is {behind:.0f}s behind the accepted requests")
             if self.pending_spans + n > self.max_pending_spans and self.pending_spans > 0:
                 raise Overloaded(f"{self.pending_spans} spans waiting for the pipeline")
@@ -123,9 +125,17 @@ class Worker:
                 self._storage_failed(exc)
                 raise Overloaded(f"the spool cannot store the request: {exc}") from None
             self._storage_ok()
-            self.pending_spans += n
-            self._queue.put((request_id, records))
-            self._queued_at.append(time.monotonic())
+            self._enqueue(request_id, records)
+
+    def _behind_s(self) -> float:
+        """How long the oldest request not yet taken by the pipeline has waited (lock held)."""
+        return time.monotonic() - self._queued_at[0] if self._queued_at else 0.0
+
+    def _enqueue(self, request_id: int, records: list[SpanRecord]) -> None:
+        """Hand one spooled request's spans to evaluation, in spool id order (lock held)."""
+        self.pending_spans += len(records)
+        self._queue.put((request_id, records))
+        self._queued_at.append(time.monotonic())
 
     def _storage_failed(self, exc: StorageError) -> None:
         if self.storage_problem is None:  # the cause once, not once a request
@@ -155,9 +165,8 @@ class Worker:
             records = [
                 r for r in decoded.records if group_of(r, self._key_attributes) in stored.groups
             ]
-            self.pending_spans += len(records)
-            self._queue.put((stored.request_id, records))
-            self._queued_at.append(time.monotonic())
+            with self._submit_lock:
+                self._enqueue(stored.request_id, records)
             count += len(records)
         return count
 
@@ -222,17 +231,24 @@ class Worker:
     def _confirm(self) -> None:
         for evaluated in self.pipeline.take_evaluated():
             session = evaluated.session
-            trace_groups = {"t:" + s.trace_id for s in session.spans}
+            # Its own group and the traces of its key-less spans: a trace whose key-less spans
+            # are another session's (one closed idle before the key came) keeps its rows.
+            groups = {group_of(s, self._key_attributes) for s in session.spans}
+            groups.discard("s:" + session.key)
             self._unconfirmed.append(
                 Completion(
                     key=session.key,
                     revision=session.revision,
-                    groups=("s:" + session.key, *sorted(trace_groups)),
+                    groups=("s:" + session.key, *sorted(groups)),
                     # The last request taken when the session closed: its judged verdicts may
                     # come ticks later, and rows added since belong to what is open now.
                     upto=evaluated.mark,
                 )
             )
+        self._commit()
+
+    def _commit(self) -> None:
+        """Flush the sinks; once every one confirmed, release the sessions from the spool."""
         if not self._unconfirmed or self._abandoned:
             return
         if not self.pipeline.flush(self.flush_timeout_s):

@@ -1,0 +1,292 @@
+"""One evaluation process of `serve.workers` > 1: the child side.
+
+The parent (`sidecar.shards`) routes each span to the process that owns its session and sends
+it here with the spool id of its request. This process runs the same `Worker` loop as the
+single-process sidecar (store, engine, ticks, shutdown modes), but its "sinks" and "spool" are
+the pipe back to the parent: results go back to be emitted, and completions (with the mark of
+the last request this process had taken when the session closed) go back to be confirmed in
+the one spool once the parent's sinks accepted them. Nothing here writes the spool; it only
+reads the revisions recorded as evaluated, so a re-opened session never reuses a verdict id.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import logging
+import sqlite3
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any, cast
+
+from spanjudge.config import Config
+from spanjudge.emit.metrics import SelfTelemetry
+from spanjudge.engine import Engine
+from spanjudge.sidecar.config import InputConfig
+from spanjudge.sidecar.spool import Completion, Stored
+from spanjudge.sidecar.worker import Worker
+from spanjudge.spans.record import SpanRecord
+from spanjudge.values import SessionResult
+
+log = logging.getLogger("spanjudge.sidecar")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProcessSettings:
+    """What an evaluation process needs to build its worker (sent once, at spawn)."""
+
+    index: int
+    config: Config
+    checks: InputConfig
+    spool_path: str | None  # None: the spool is off (revisions only in memory)
+    keep_evaluated: int
+    tick_interval_s: float
+    log_level: int
+
+
+class _Channel:
+    """The pipe to the parent; any thread may send."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.lock = threading.Lock()
+
+    def send(self, message: tuple[Any, ...]) -> None:
+        with self.lock:
+            self.conn.send(message)
+
+
+class _Telemetry(SelfTelemetry):
+    """Self-telemetry recorded here and handed to the parent's instruments with each message."""
+
+    def __init__(self) -> None:
+        super().__init__(None)
+        self._counts: collections.Counter[tuple[str, str]] = collections.Counter()
+        self._durations: list[float] = []
+        self._lock = threading.Lock()
+
+    def set_open_sessions_callback(self, fn: Callable[[], int]) -> None:
+        self._open_fn = fn
+
+    def open_sessions(self) -> int:
+        fn = self._open_fn
+        return fn() if fn is not None else 0
+
+    def _count(self, what: str, label: str, n: int = 1) -> None:
+        with self._lock:
+            self._counts[(what, label)] += n
+
+    def spans_received(self, n: int) -> None:
+        if n:
+            self._count("received", "", n)
+
+    def spans_dropped(self, n: int, reason: str) -> None:
+        if n:
+            self._count("dropped", reason, n)
+
+    def evaluation_duration(self, seconds: float) -> None:
+        with self._lock:
+            self._durations.append(seconds)
+
+    def session_closed(self, state: str) -> None:
+        self._count("closed", state)
+
+    def non_agent_trace(self) -> None:
+        self._count("non_agent", "")
+
+    def internal_error(self, where: str) -> None:
+        self._count("internal", where)
+
+    def take(self) -> tuple[dict[tuple[str, str], int], list[float]]:
+        with self._lock:
+            counts, self._counts = dict(self._counts), collections.Counter()
+            durations, self._durations = self._durations, []
+        return counts, durations
+
+
+def replay_telemetry(
+    telemetry: SelfTelemetry, counts: dict[tuple[str, str], int], durations: list[float]
+) -> None:
+    """Record in the parent what an evaluation process counted since its last message."""
+    for (what, label), n in counts.items():
+        if what == "received":
+            telemetry.spans_received(n)
+        elif what == "dropped":
+            telemetry.spans_dropped(n, label)
+        elif what == "non_agent":
+            for _ in range(n):
+                telemetry.non_agent_trace()
+        else:
+            for _ in range(n):
+                if what == "closed":
+                    telemetry.session_closed(label)
+                else:
+                    telemetry.internal_error(label)
+    for seconds in durations:
+        telemetry.evaluation_duration(seconds)
+
+
+class _ForwardSink:
+    """The process's one sink: results are sent to the parent when the worker flushes."""
+
+    def __init__(self, channel: _Channel) -> None:
+        self.channel = channel
+        self._results: list[SessionResult] = []
+
+    def emit(self, result: SessionResult) -> None:
+        self._results.append(result)
+
+    def flush(self, timeout_s: float) -> bool:
+        if self._results:
+            results, self._results = self._results, []
+            self.channel.send(("results", results))
+        return True
+
+    def shutdown(self) -> None:
+        return None
+
+
+class _Ledger:
+    """Stands in for the spool: completions go to the parent; revisions are read from the
+    spool file (what earlier runs recorded) and remembered for what this process handed out."""
+
+    def __init__(self, channel: _Channel, path: str | None, keep: int) -> None:
+        self.bytes = self.max_bytes = self.requests = 0
+        self.channel = channel
+        self._db: sqlite3.Connection | None = None
+        if path is not None:
+            self._db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        self._revisions: collections.OrderedDict[str, int] = collections.OrderedDict()
+        self._keep = keep
+        self._lock = threading.Lock()
+
+    def room_for(self, size: int) -> bool:
+        return True
+
+    def append(self, body: bytes, fmt: str, groups: Iterable[str]) -> int:
+        raise RuntimeError("an evaluation process does not spool requests")
+
+    def replay(self) -> Iterator[Stored]:
+        return iter(())
+
+    def last_request_id(self) -> int:
+        return 0
+
+    def complete(self, done: Sequence[Completion]) -> None:
+        with self._lock:
+            for item in done:
+                self._revisions[item.key] = max(item.revision, self._revisions.get(item.key, 0))
+                self._revisions.move_to_end(item.key)
+            while len(self._revisions) > self._keep:
+                self._revisions.popitem(last=False)
+        self.channel.send(("done", list(done)))
+
+    def revision(self, key: str) -> int:
+        with self._lock:
+            known = self._revisions.get(key, 0)
+            if self._db is None:
+                return known
+            row = self._db.execute(
+                "SELECT revision FROM evaluated WHERE skey = ?", (key,)
+            ).fetchone()
+        return max(known, int(row[0]) if row else 0)
+
+    def close(self) -> None:
+        if self._db is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.close()
+
+
+class _ProcessWorker(Worker):
+    """The worker loop of one evaluation process: items carry the key-less traces another
+    process took over, and each tick tells the parent how far intake got."""
+
+    channel: _Channel
+    relay: _Telemetry
+    added_upto = 0
+
+    def _add(self, item: object) -> None:
+        request_id, records, released = cast(tuple[int, list[SpanRecord], list[str]], item)
+        super()._add((request_id, records))
+        for trace_id in released:
+            self.pipeline.store.release_pending(trace_id)
+        self.added_upto = request_id
+
+    def enqueue(self, request_id: int, records: list[SpanRecord], released: list[str]) -> None:
+        with self._submit_lock:
+            self.pending_spans += len(records)
+            self._queue.put((request_id, records, released))
+            self._queued_at.append(time.monotonic())
+
+    def _tick(self) -> None:
+        super()._tick()
+        self.report()
+
+    def report(self) -> None:
+        counts, durations = self.relay.take()
+        self.channel.send(
+            ("progress", self.added_upto, counts, durations, self.relay.open_sessions())
+        )
+
+
+def run(settings: ProcessSettings, conn: Connection, out: Connection, paused: Any) -> None:
+    """The process's entry point (spawned): build the worker, take items until told to stop."""
+    logging.basicConfig(
+        level=settings.log_level,
+        format=f"%(asctime)s %(levelname)s %(name)s[worker {settings.index}]: %(message)s",
+        stream=sys.stderr,
+    )
+    channel = _Channel(out)
+    config = settings.config
+    relay = _Telemetry()
+    ledger = _Ledger(channel, settings.spool_path, settings.keep_evaluated)
+    worker = _ProcessWorker(
+        Engine(config),
+        [],
+        ledger,  # type: ignore[arg-type]  # the spool's interface, over the pipe
+        policy=config.policy,
+        limits=config.limits,
+        checks=settings.checks,
+        telemetry=relay,
+        tick_interval_s=settings.tick_interval_s,
+        export_full=paused.is_set,
+        durable=settings.spool_path is not None,
+    )
+    worker.channel = channel
+    worker.relay = relay
+    # Results are the parent's to emit: no sink (plugins included) runs in this process.
+    worker.pipeline.sinks = [_ForwardSink(channel)]
+    worker.start()
+    channel.send(("ready", None))
+    code = 0
+    try:
+        code = _serve(worker, conn, channel)
+    finally:
+        ledger.close()
+    sys.exit(code)
+
+
+def _serve(worker: _ProcessWorker, conn: Connection, channel: _Channel) -> int:
+    while True:
+        if worker.crashed is not None:
+            channel.send(("crashed", worker.crashed))
+            return 1
+        if not conn.poll(0.2):
+            continue
+        try:
+            message = conn.recv()
+        except EOFError:  # the parent is gone: nothing here may be confirmed any more
+            return 1
+        if message[0] == "add":
+            for request_id, records, released in message[1]:
+                worker.enqueue(request_id, records, released)
+        elif message[0] == "stop":
+            _, evaluate_open, deadline = message
+            worker.stop(evaluate_open=evaluate_open, deadline=deadline)
+            worker.report()
+            channel.send(("bye", worker.unconfirmed_sessions))
+            return 0

@@ -1,0 +1,128 @@
+"""Which evaluation process owns a span, when `serve.workers` > 1.
+
+A session belongs to the process its key hashes to (CRC-32 of the key: stable across restarts
+and processes, unlike `hash()`). A key-less span belongs where its trace's key went (the store
+joins key-less spans to the first session key seen in their trace); a key-less span of a trace
+with no key yet goes to the process its trace id hashes to, where it waits as the store would
+let it wait. When the trace's key arrives and is owned elsewhere, the spans that waited are
+sent again to the owner, right after the keyed span, and the first process is told to release
+them, so every span is in exactly the session a single store would have put it in.
+
+The spans that wait are held here for half the idle timeout (the owner closes such a trace as
+a session of its own after the whole timeout; the margin covers the pipe's delay) and at most
+``max_held_spans`` of them; a key that comes later finds them already judged as their trace's
+own session, as a single store does after the idle timeout.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from spanjudge.sessions.keys import session_key
+from spanjudge.spans.record import SpanRecord
+
+_MAX_TRACES = 200_000  # as the store: the oldest traces' keys are forgotten first
+
+
+def owner(key: str, workers: int) -> int:
+    """The evaluation process (0-based) that owns session ``key``."""
+    return zlib.crc32(key.encode("utf-8", "surrogatepass")) % workers
+
+
+@dataclass(slots=True)
+class _Held:
+    process: int
+    since: float
+    spans: list[SpanRecord] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Routed:
+    """One process's part of a request: spans in order, and traces it must release."""
+
+    records: list[SpanRecord] = field(default_factory=list)
+    released: list[str] = field(default_factory=list)
+
+
+class Router:
+    """Not thread-safe: the sidecar routes under its submit lock, in spool id order."""
+
+    def __init__(
+        self,
+        workers: int,
+        key_attributes: Sequence[str],
+        *,
+        hold_s: float,
+        max_held_spans: int = 100_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.workers = workers
+        self.key_attributes = tuple(key_attributes)
+        self.hold_s = hold_s
+        self.max_held_spans = max_held_spans
+        self.clock = clock
+        self._trace_owner: OrderedDict[str, int] = OrderedDict()
+        self._held: OrderedDict[str, _Held] = OrderedDict()
+        self.held_spans = 0
+        self.moved_spans = 0
+
+    def route(self, records: Sequence[SpanRecord]) -> dict[int, Routed]:
+        out: dict[int, Routed] = {}
+
+        def part(process: int) -> Routed:
+            routed = out.get(process)
+            if routed is None:
+                routed = out[process] = Routed()
+            return routed
+
+        now = self.clock()
+        self._expire(now)
+        for record in records:
+            trace_id = record.trace_id
+            found = session_key(record, self.key_attributes)
+            if found is None:
+                process = self._trace_owner.get(trace_id)
+                if process is None:
+                    held = self._held.get(trace_id)
+                    if held is None:
+                        held = self._held[trace_id] = _Held(owner(trace_id, self.workers), now)
+                    held.spans.append(record)
+                    self.held_spans += 1
+                    process = held.process
+                part(process).records.append(record)
+                continue
+            process = owner(found[0], self.workers)
+            target = part(process)
+            target.records.append(record)
+            if trace_id in self._trace_owner:
+                continue
+            self._remember(trace_id, process)
+            waited = self._held.pop(trace_id, None)
+            if waited is None:
+                continue
+            self.held_spans -= len(waited.spans)
+            if waited.process != process:
+                target.records.extend(waited.spans)
+                part(waited.process).released.append(trace_id)
+                self.moved_spans += len(waited.spans)
+        return out
+
+    def _remember(self, trace_id: str, process: int) -> None:
+        self._trace_owner[trace_id] = process
+        if len(self._trace_owner) > _MAX_TRACES:
+            for _ in range(_MAX_TRACES // 4):
+                self._trace_owner.popitem(last=False)
+
+    def _expire(self, now: float) -> None:
+        """Spans that waited too long stay where they are: their trace is their session."""
+        while self._held:
+            trace_id, held = next(iter(self._held.items()))
+            if now - held.since < self.hold_s and self.held_spans <= self.max_held_spans:
+                return
+            del self._held[trace_id]
+            self.held_spans -= len(held.spans)
+            self._remember(trace_id, held.process)

@@ -1,0 +1,288 @@
+"""`serve.workers` > 1: evaluation in several processes, one spool, one set of sinks.
+
+`ShardedWorker` keeps the single worker's receiver side (budgets, the spool written before the
+ack, backpressure) and its confirmation step (flush every sink, then release the sessions from
+the spool), and hands evaluation to N spawned processes (`sidecar.evaluation_process`), each
+owning the sessions whose key hashes to it (`sidecar.routing`). A process sends back results,
+which are emitted here, and completions, which are confirmed here once the sinks accepted
+them. Each completion carries the spool id of the last request its process had taken when the
+session closed: a session's spool rows are all in requests routed to its owner, so that mark
+releases exactly what the owner consumed, whatever the other processes are doing.
+
+A process that dies makes the sidecar not ready (`crashed`), and `serve` exits non-zero; what
+it had not confirmed is still spooled and replayed by the next start.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from multiprocessing.connection import wait
+from typing import Any
+
+from spanjudge.config import Config
+from spanjudge.emit.base import Sink
+from spanjudge.engine import Engine
+from spanjudge.sidecar import evaluation_process
+from spanjudge.sidecar.evaluation_process import ProcessSettings, replay_telemetry
+from spanjudge.sidecar.routing import Router
+from spanjudge.sidecar.spool import MemorySpool, Spool
+from spanjudge.sidecar.worker import Worker
+from spanjudge.spans.record import SpanRecord
+from spanjudge.values import SessionResult
+
+log = logging.getLogger("spanjudge.sidecar")
+_CONTEXT = multiprocessing.get_context("spawn")  # never fork a process that runs threads
+_START_TIMEOUT_S = 120.0
+_BATCH = 256  # requests per message to a process
+
+
+@dataclass(eq=False)
+class _Process:
+    index: int
+    process: Any = None  # multiprocessing.Process, once started
+    inbox: Any = None  # Connection parent -> process
+    outbox: Any = None  # Connection process -> parent
+    feed: queue.SimpleQueue[object] = field(default_factory=queue.SimpleQueue)
+    # (request id, spans, accepted at) handed over and not yet taken by the process's pipeline
+    backlog: deque[tuple[int, int, float]] = field(default_factory=deque)
+    open_sessions: int = 0
+    said_bye: bool = False
+    gone: bool = False
+    feeder: threading.Thread | None = None
+
+    @property
+    def name(self) -> str:
+        return f"evaluation process {self.index} (pid {self.process.pid})"
+
+
+class ShardedWorker(Worker):
+    """A `Worker` whose evaluation runs in ``workers`` processes; same interface."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        sinks: Sequence[Sink],
+        spool: Spool | MemorySpool,
+        *,
+        workers: int,
+        config: Config,
+        checks: Any,
+        keep_evaluated: int,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(engine, sinks, spool, checks=checks, **kwargs)
+        policy = config.policy
+        # This process's pipeline only emits (its store stays empty); sessions are counted
+        # open where they are.
+        self._router = Router(workers, policy.key_attributes, hold_s=policy.idle_timeout_s / 2)
+        self._paused = _CONTEXT.Event()
+        self._settings = [
+            ProcessSettings(
+                index=i,
+                config=config,
+                checks=checks,
+                spool_path=spool.path if isinstance(spool, Spool) else None,
+                keep_evaluated=keep_evaluated,
+                tick_interval_s=self.tick_interval_s,
+                log_level=logging.getLogger().getEffectiveLevel(),
+            )
+            for i in range(workers)
+        ]
+        # Filled by replay before `start`, by receivers after.
+        self._processes = [_Process(index=i) for i in range(workers)]
+        if self.telemetry is not None:
+            self.telemetry.set_open_sessions_callback(
+                lambda: sum(p.open_sessions for p in self._processes)
+            )
+
+    @property
+    def pids(self) -> tuple[int, ...]:
+        return tuple(p.process.pid for p in self._processes if p.process is not None)
+
+    # --- receiver side (submit lock held) ---
+
+    def _enqueue(self, request_id: int, records: list[SpanRecord]) -> None:
+        now = time.monotonic()
+        for index, routed in self._router.route(records).items():
+            target = self._processes[index]
+            n = len(routed.records)
+            target.feed.put((request_id, routed.records, routed.released))
+            target.backlog.append((request_id, n, now))
+            self.pending_spans += n
+
+    def _behind_s(self) -> float:
+        heads = [p.backlog[0][2] for p in self._processes if p.backlog]
+        return time.monotonic() - min(heads) if heads else 0.0
+
+    # --- processes ---
+
+    def start(self) -> None:
+        """Spawn the processes and wait until each one built its engine."""
+        for settings in self._settings:
+            inbox_read, inbox = _CONTEXT.Pipe(duplex=False)
+            outbox, outbox_write = _CONTEXT.Pipe(duplex=False)
+            process = _CONTEXT.Process(
+                target=evaluation_process.run,
+                args=(settings, inbox_read, outbox_write, self._paused),
+                name=f"spanjudge-eval-{settings.index}",
+                daemon=True,
+            )
+            process.start()
+            inbox_read.close()
+            outbox_write.close()
+            p = self._processes[settings.index]
+            p.process, p.inbox, p.outbox = process, inbox, outbox
+        deadline = time.monotonic() + _START_TIMEOUT_S
+        for p in self._processes:
+            if not p.outbox.poll(max(0.0, deadline - time.monotonic())):
+                self._kill_all()
+                raise RuntimeError(f"{p.name} did not start within {_START_TIMEOUT_S:.0f}s")
+            try:
+                p.outbox.recv()  # "ready"
+            except EOFError:
+                p.process.join(5)
+                code = p.process.exitcode
+                self._kill_all()
+                raise RuntimeError(f"{p.name} failed to start (exit code {code})") from None
+        for p in self._processes:
+            p.feeder = threading.Thread(
+                target=self._feed, args=(p,), name=f"spanjudge-feed-{p.index}", daemon=True
+            )
+            p.feeder.start()
+        self._thread = threading.Thread(target=self._run, name="spanjudge-sidecar", daemon=True)
+        self._thread.start()
+        log.info("evaluating in %d processes", len(self._processes))
+
+    def _feed(self, p: _Process) -> None:
+        """Send queued requests to one process, several per message."""
+        try:
+            while True:
+                first = p.feed.get()
+                if isinstance(first, tuple) and first and first[0] == "stop":
+                    p.inbox.send(first)
+                    return
+                batch = [first]
+                stop: object = None
+                while len(batch) < _BATCH:
+                    try:
+                        item = p.feed.get_nowait()
+                    except queue.Empty:
+                        break
+                    if isinstance(item, tuple) and item and item[0] == "stop":
+                        stop = item
+                        break
+                    batch.append(item)
+                p.inbox.send(("add", batch))
+                if stop is not None:
+                    p.inbox.send(stop)
+                    return
+        except (OSError, ValueError) as exc:  # the process is gone; the reader reports it
+            log.debug("%s: cannot send: %s", p.name, exc)
+
+    def _loop(self) -> None:
+        """Take what the processes send, emit, and confirm; until every one said bye."""
+        while True:
+            live = [p for p in self._processes if not p.gone and not p.said_bye]
+            if not live:
+                return
+            if self._abandoned:
+                return
+            if self.export_full():
+                self._paused.set()
+            else:
+                self._paused.clear()
+            ready = wait([p.outbox for p in live], timeout=self.tick_interval_s)
+            for p in live:
+                if p.outbox in ready:
+                    self._receive(p)
+            self._safe(self._commit)
+
+    def _receive(self, p: _Process) -> None:
+        while not p.gone and p.outbox.poll():
+            try:
+                message = p.outbox.recv()
+            except (EOFError, OSError):
+                self._gone(p)
+                return
+            self._handle(p, message)
+
+    def _handle(self, p: _Process, message: tuple[Any, ...]) -> None:
+        kind = message[0]
+        if kind == "results":
+            for result in message[1]:
+                self._emit(result)
+        elif kind == "done":
+            self._unconfirmed.extend(message[1])
+        elif kind == "progress":
+            _, upto, counts, durations, open_sessions = message
+            p.open_sessions = open_sessions
+            if self.telemetry is not None:
+                replay_telemetry(self.telemetry, counts, durations)
+            with self._submit_lock:
+                while p.backlog and p.backlog[0][0] <= upto:
+                    self.pending_spans -= p.backlog.popleft()[1]
+        elif kind == "crashed":
+            self._died(p, message[1])
+        elif kind == "bye":
+            p.said_bye = True
+
+    def _emit(self, result: SessionResult) -> None:
+        for sink in self.pipeline.sinks:
+            try:
+                sink.emit(result)
+            except Exception:
+                self.guard.failed(f"emit:{type(sink).__name__}")
+
+    def _gone(self, p: _Process) -> None:
+        p.gone = True
+        if not p.said_bye:
+            p.process.join(2)
+            self._died(p, f"exited with code {p.process.exitcode}")
+
+    def _died(self, p: _Process, why: str) -> None:
+        if self.crashed is None:
+            self.crashed = f"{p.name} {why}"
+            log.critical(
+                "%s stopped: %s; its sessions stay in the spool until the next start", p.name, why
+            )
+
+    # --- shutdown ---
+
+    def stop(self, *, evaluate_open: bool, deadline: float) -> None:
+        """Stop intake; each process drains, evaluates or keeps its open sessions, and says bye;
+        then the last results are flushed and confirmed."""
+        with self._submit_lock:
+            self._stopped.set()
+        now = time.monotonic()
+        # The processes' judges get most of the budget; flushing the sinks here the rest.
+        until = now + 0.75 * max(0.0, deadline - now)
+        for p in self._processes:
+            p.feed.put(("stop", evaluate_open, until))
+        if self._thread is not None:
+            self._thread.join(max(0.0, deadline - time.monotonic()))
+            if self._thread.is_alive():
+                self._abandoned = True
+                log.error("evaluation processes did not stop in time; their sessions stay spooled")
+                self._kill_all()
+                return
+        self.flush_timeout_s = max(0.1, deadline - time.monotonic())
+        self._safe(self._commit)
+        for p in self._processes:
+            if p.process is None:
+                continue
+            p.inbox.close()
+            p.process.join(max(0.1, deadline - time.monotonic()))
+        self._kill_all()
+
+    def _kill_all(self) -> None:
+        for p in self._processes:
+            if p.process is not None and p.process.is_alive():
+                p.process.kill()
+                p.process.join(5)

@@ -1,0 +1,288 @@
+"""`serve.workers: 2`: evaluation in two processes behind one real `spanjudge serve` gives what
+one process gives, uses both, and a dead evaluation process is seen and stops the server."""
+
+from __future__ import annotations
+
+import collections
+import os
+import signal
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace.export import SpanExportResult
+
+from spanjudge.sessions.keys import session_key
+from spanjudge.spans.files import read_input
+from spanjudge.spans.record import SpanRecord
+from tests.sidecar import test_crash
+from tests.sidecar.helpers import (
+    FIXTURES,
+    SidecarProcess,
+    VerdictServer,
+    synthetic_session,
+    to_sdk,
+    wait_for,
+)
+
+pytestmark = pytest.mark.slow
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+# fixtures whose traces carry key-less spans (joined to a session by their trace) and sessions
+# that span several traces
+MIXED = [
+    FIXTURES / "adk" / "adk.jsonl",
+    FIXTURES / "agent_framework" / "agent_framework.jsonl",
+    FIXTURES / "haystack" / "haystack.jsonl",
+    FIXTURES / "mcp" / "mcp_openinference.jsonl",
+    FIXTURES / "genai_manual" / "genai_manual.jsonl",
+    FIXTURES / "openllmetry" / "openllmetry.jsonl",
+    FIXTURES / "strands" / "strands_default.jsonl",
+]
+
+
+def _config(tmp: Path, workers: int, **serve: Any) -> dict[str, Any]:
+    return {
+        "sessions": {"idle_timeout_s": 120.0, "end_grace_s": 0.2},
+        "serve": {
+            "grpc_endpoint": "127.0.0.1:0",
+            "http_endpoint": "127.0.0.1:0",
+            "metrics_endpoint": None,
+            "tick_interval_s": 0.05,
+            "workers": workers,
+            "spool": {"path": str(tmp / "spool.db")},
+            **serve,
+        },
+    }
+
+
+def _env(verdicts: VerdictServer) -> dict[str, str]:
+    return {"OTEL_EXPORTER_OTLP_ENDPOINT": verdicts.endpoint, "OTEL_EXPORTER_OTLP_INSECURE": "true"}
+
+
+def _as_exported() -> list[SpanRecord]:
+    """Every span of the mixed fixtures in the order an SDK exports them: by end time, so a
+    trace's key-less children mostly arrive before the root that carries the session key."""
+    spans = [s for path in MIXED for chunk in read_input(str(path)) for s in chunk.spans]
+    return sorted(spans, key=lambda s: s.end_unix_nano)
+
+
+def _keyless_first(spans: list[SpanRecord]) -> int:
+    """Key-less spans sent before the first keyed span of their trace."""
+    keyed_traces: set[str] = set()
+    early = 0
+    for span in spans:
+        if session_key(span) is not None:
+            keyed_traces.add(span.trace_id)
+        elif span.trace_id not in keyed_traces:
+            early += 1
+    return early
+
+
+def _run(tmp: Path, workers: int, spans: list[SpanRecord]) -> VerdictServer:
+    tmp.mkdir()
+    verdicts = VerdictServer()
+    sidecar = SidecarProcess(tmp, _config(tmp, workers, on_shutdown="evaluate"), _env(verdicts))
+    sidecar.start()
+    try:
+        exporter = OTLPSpanExporter(endpoint=sidecar.endpoints["grpc"], insecure=True)
+        for i in range(0, len(spans), 3):  # small requests: a trace spans many of them
+            assert exporter.export(to_sdk(spans[i : i + 3])) == SpanExportResult.SUCCESS
+        exporter.shutdown()
+        assert sidecar.terminate() == 0  # on_shutdown evaluate: every session is judged now
+    finally:
+        if sidecar.proc is not None and sidecar.proc.poll() is None:
+            sidecar.kill9()
+    time.sleep(0.5)
+    verdicts.stop()
+    return verdicts
+
+
+def _verdicts(server: VerdictServer) -> dict[str, tuple[Any, ...]]:
+    return {
+        vid: (
+            v["session.id"],
+            v["spanjudge.revision"],
+            v["gen_ai.evaluation.name"],
+            v["spanjudge.outcome"],
+            v.get("gen_ai.evaluation.score.value"),
+            v.get("gen_ai.evaluation.score.label"),
+        )
+        for vid, v in server.received.verdicts().items()
+    }
+
+
+def test_two_workers_give_the_verdicts_one_worker_gives(tmp_path: Path) -> None:
+    spans = _as_exported()
+    assert _keyless_first(spans) > 50  # the routing of waiting key-less spans is exercised
+    one = _verdicts(_run(tmp_path / "one", 1, spans))
+    two_server = _run(tmp_path / "two", 2, spans)
+    two = _verdicts(two_server)
+    assert len(one) > 100
+    assert two == one
+    # each session judged once, its verdicts delivered as log records too
+    assert all(len(revs) == 1 for revs in two_server.received.sessions().values())
+    assert two_server.received.log_ids() == two_server.received.span_ids()
+
+
+def _send_sessions(endpoint: str, prefix: str, n: int) -> list[str]:
+    exporter = OTLPSpanExporter(endpoint=endpoint, insecure=True, timeout=30)
+    sent = []
+    for i in range(n):
+        session_id = f"{prefix}-{i:03d}"
+        if exporter.export(synthetic_session(session_id)) == SpanExportResult.SUCCESS:
+            sent.append(session_id)
+    exporter.shutdown()
+    return sent
+
+
+def test_sessions_are_spread_over_both_processes(tmp_path: Path) -> None:
+    verdicts = VerdictServer()
+    sidecar = SidecarProcess(tmp_path, _config(tmp_path, 2), _env(verdicts)).start()
+    try:
+        pids = sidecar.endpoints["workers"]
+        assert len(pids) == 2 and sidecar.endpoints["pid"] not in pids
+        before = [cpu_seconds(pid) for pid in pids]
+        sent = _send_sessions(sidecar.endpoints["grpc"], "spread", 300)
+        assert wait_for(lambda: set(verdicts.received.sessions()) >= set(sent), 60)
+        used = [cpu_seconds(pid) - start for pid, start in zip(pids, before, strict=True)]
+        # both evaluated a fair share (300 sessions hash about evenly over two processes)
+        assert min(used) > 0.25 * sum(used), used
+        assert sidecar.terminate() == 0
+    finally:
+        if sidecar.proc is not None and sidecar.proc.poll() is None:
+            sidecar.kill9()
+        verdicts.stop()
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of process ``pid`` so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+def _healthz(http: str) -> int:
+    try:
+        with urllib.request.urlopen(f"http://{http}/healthz", timeout=5) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_kill9_of_an_evaluation_process_is_seen_and_nothing_is_lost(tmp_path: Path) -> None:
+    verdicts = VerdictServer()
+    sidecar = SidecarProcess(tmp_path, _config(tmp_path, 2), _env(verdicts)).start()
+    second: SidecarProcess | None = None
+    try:
+        endpoint = sidecar.endpoints["grpc"]
+        assert _healthz(sidecar.endpoints["http"]) == 200
+        sent = _send_sessions(endpoint, "before", 40)
+        assert len(sent) == 40
+        victim = sidecar.endpoints["workers"][1]
+        os.kill(victim, signal.SIGKILL)
+        assert wait_for(lambda: _healthz(sidecar.endpoints["http"]) == 503, 10)
+        assert sidecar.proc is not None
+        assert sidecar.proc.wait(30) == 1  # exits by itself, visibly
+        assert "evaluation process 1" in sidecar.log.read_text()
+        # the next start on the same spool judges every acknowledged session, once
+        second = SidecarProcess(tmp_path, _config(tmp_path, 2), _env(verdicts)).start()
+        assert wait_for(lambda: set(verdicts.received.sessions()) >= set(sent), 60)
+        assert all(revs == {1} for revs in verdicts.received.sessions().values())
+        assert second.terminate() == 0
+    finally:
+        for proc in (sidecar, second):
+            if proc is not None and proc.proc is not None and proc.proc.poll() is None:
+                proc.kill9()
+        verdicts.stop()
+
+
+def test_kill9_of_the_server_with_two_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    original = test_crash._config
+
+    def with_workers(tmp: Path, grpc_endpoint: str) -> dict[str, Any]:
+        config = original(tmp, grpc_endpoint)
+        config["serve"]["workers"] = 2
+        return config
+
+    monkeypatch.setattr(test_crash, "_config", with_workers)
+    test_crash.test_kill9_mid_load_loses_nothing_and_evaluates_once(tmp_path)
+
+
+def test_shutdown_evaluate_with_two_workers_emits_each_session_once(tmp_path: Path) -> None:
+    verdicts = VerdictServer()
+    config = _config(tmp_path, 2, on_shutdown="evaluate")
+    sidecar = SidecarProcess(tmp_path, config, _env(verdicts)).start()
+    second: SidecarProcess | None = None
+    try:
+        endpoint = sidecar.endpoints["grpc"]
+        # open sessions (no end marker) and ended ones still inside their end grace
+        exporter = OTLPSpanExporter(endpoint=endpoint, insecure=True)
+        open_ids = [f"open-{i:02d}" for i in range(30)]
+        for session_id in open_ids:
+            spans = synthetic_session(session_id, end=False)
+            assert exporter.export(spans) == SpanExportResult.SUCCESS
+        exporter.shutdown()
+        ended = _send_sessions(endpoint, "ended", 30)
+        assert sidecar.terminate() == 0
+        expected = set(open_ids) | set(ended)
+        assert wait_for(lambda: set(verdicts.received.sessions()) >= expected, 10)
+        # a restart on the same spool has nothing left to emit
+        second = SidecarProcess(tmp_path, config, _env(verdicts)).start()
+        time.sleep(2.0)
+        assert second.terminate() == 0
+        counts: dict[str, int] = {}
+        for span in verdicts.received.eval_spans:
+            session_id = span["attrs"]["session.id"]
+            counts[session_id] = counts.get(session_id, 0) + 1
+        assert set(counts) == expected
+        assert set(counts.values()) == {1}, {k: v for k, v in counts.items() if v != 1}
+        records = collections.Counter(
+            r["spanjudge.verdict.id"] for r in verdicts.received.log_records
+        )
+        assert records and set(records.values()) == {1}
+    finally:
+        for proc in (sidecar, second):
+            if proc is not None and proc.proc is not None and proc.proc.poll() is None:
+                proc.kill9()
+        verdicts.stop()
+
+
+def test_workers_setting_is_checked(tmp_path: Path) -> None:
+    sidecar = SidecarProcess(tmp_path, _config(tmp_path, 0))
+    with pytest.raises(RuntimeError, match=r"serve\.workers: at least 1"):
+        sidecar.start()
+    assert sidecar.proc is not None and sidecar.proc.wait(10) == 2
+
+
+def test_send_loop_keeps_working_under_concurrent_clients(tmp_path: Path) -> None:
+    """Several client threads at once: every acknowledged session is judged once."""
+    verdicts = VerdictServer()
+    sidecar = SidecarProcess(tmp_path, _config(tmp_path, 2), _env(verdicts)).start()
+    try:
+        endpoint = sidecar.endpoints["grpc"]
+        results: list[list[str]] = []
+
+        def client(i: int) -> None:
+            results.append(_send_sessions(endpoint, f"c{i}", 40))
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        sent = {s for part in results for s in part}
+        assert len(sent) == 160
+        assert wait_for(lambda: set(verdicts.received.sessions()) >= sent, 60)
+        assert all(revs == {1} for revs in verdicts.received.sessions().values())
+        assert sidecar.terminate() == 0
+    finally:
+        if sidecar.proc is not None and sidecar.proc.poll() is None:
+            sidecar.kill9()
+        verdicts.stop()
