@@ -23,10 +23,14 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, cast
 
+from opentelemetry.sdk.resources import Resource
+
 from spanjudge.config import Config
 from spanjudge.emit.metrics import SelfTelemetry
+from spanjudge.emit.otel import OtelVerdictSink
 from spanjudge.engine import Engine
-from spanjudge.sidecar.config import InputConfig
+from spanjudge.sidecar.config import ExportConfig, InputConfig
+from spanjudge.sidecar.export import VerdictExport, build_verdict_export
 from spanjudge.sidecar.spool import Completion, Stored
 from spanjudge.sidecar.worker import Worker
 from spanjudge.spans.record import SpanRecord
@@ -41,6 +45,8 @@ class ProcessSettings:
 
     index: int
     config: Config
+    export: ExportConfig
+    resource: dict[str, Any]  # the serve process's resource: verdicts carry its identity
     checks: InputConfig
     spool_path: str | None  # None: the spool is off (revisions only in memory)
     keep_evaluated: int
@@ -207,6 +213,7 @@ class _ProcessWorker(Worker):
 
     channel: _Channel
     relay: _Telemetry
+    export: VerdictExport | None = None
     added_upto = 0
 
     def _add(self, item: object) -> None:
@@ -228,8 +235,9 @@ class _ProcessWorker(Worker):
 
     def report(self) -> None:
         counts, durations = self.relay.take()
+        full = self.export is not None and self.export.full
         self.channel.send(
-            ("progress", self.added_upto, counts, durations, self.relay.open_sessions())
+            ("progress", self.added_upto, counts, durations, self.relay.open_sessions(), full)
         )
 
 
@@ -244,6 +252,15 @@ def run(settings: ProcessSettings, conn: Connection, out: Connection, paused: An
     config = settings.config
     relay = _Telemetry()
     ledger = _Ledger(channel, settings.spool_path, settings.keep_evaluated)
+    export: VerdictExport | None = None
+    sinks: list[Any] = []
+    if settings.export.enabled:
+        # Evaluation spans and log records are built and exported here (that costs as much
+        # as evaluating); the parent releases a session once this flush and its own succeeded.
+        export = build_verdict_export(
+            settings.export, Resource.create(settings.resource), relay.internal_error
+        )
+        sinks.append(OtelVerdictSink(export.tracer_provider, export.logger_provider))
     worker = _ProcessWorker(
         Engine(config),
         [],
@@ -253,13 +270,14 @@ def run(settings: ProcessSettings, conn: Connection, out: Connection, paused: An
         checks=settings.checks,
         telemetry=relay,
         tick_interval_s=settings.tick_interval_s,
-        export_full=paused.is_set,
+        export_full=lambda: paused.is_set() or (export is not None and export.full),
         durable=settings.spool_path is not None,
     )
     worker.channel = channel
     worker.relay = relay
-    # Results are the parent's to emit: no sink (plugins included) runs in this process.
-    worker.pipeline.sinks = [_ForwardSink(channel)]
+    worker.export = export
+    # Metrics and plugin sinks are the parent's: results go back to it (after the export).
+    worker.pipeline.sinks = [*sinks, _ForwardSink(channel)]
     worker.start()
     channel.send(("ready", None))
     code = 0
@@ -268,6 +286,10 @@ def run(settings: ProcessSettings, conn: Connection, out: Connection, paused: An
     finally:
         ledger.close()
     sys.exit(code)
+
+
+def _nothing() -> None:
+    return None
 
 
 def _serve(worker: _ProcessWorker, conn: Connection, channel: _Channel) -> int:
@@ -286,7 +308,28 @@ def _serve(worker: _ProcessWorker, conn: Connection, channel: _Channel) -> int:
                 worker.enqueue(request_id, records, released)
         elif message[0] == "stop":
             _, evaluate_open, deadline = message
-            worker.stop(evaluate_open=evaluate_open, deadline=deadline)
+            export = worker.export
+            # At the deadline the exporters give up (retries end, a call in flight is cut).
+            watchdog = threading.Timer(
+                max(0.0, deadline - time.monotonic()), export.abort if export else _nothing
+            )
+            watchdog.daemon = True
+            watchdog.start()
+            try:
+                worker.stop(evaluate_open=evaluate_open, deadline=deadline)
+            finally:
+                watchdog.cancel()
+            if export is not None:
+                if export.backlog:
+                    log.warning(
+                        "shutdown: could not export %d verdict item(s) before the deadline;"
+                        " the spans of %d evaluated session(s) stay in the spool and are"
+                        " evaluated and exported again on the next start",
+                        export.backlog,
+                        worker.unconfirmed_sessions,
+                    )
+                    export.abort()
+                export.shutdown()
             worker.report()
             channel.send(("bye", worker.unconfirmed_sessions))
             return 0

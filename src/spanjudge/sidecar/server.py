@@ -196,9 +196,11 @@ class Sidecar:
                 batch_counters=True,
             )
         ]
-        if serve.export.enabled:
+        # An engine handed in (tests, embedding) cannot be sent to other processes.
+        self.workers = 1 if engine is not None else serve.workers
+        if serve.export.enabled and self.workers == 1:
             # Building evaluation spans and log records costs as much as evaluating; only
-            # worth it when they go somewhere.
+            # worth it when they go somewhere. (Evaluation processes export their own.)
             sinks.insert(
                 0, OtelVerdictSink(self.export.tracer_provider, self.export.logger_provider)
             )
@@ -213,8 +215,6 @@ class Sidecar:
             "flush_timeout_s": serve.flush_timeout_s,
             "export_full": lambda: self.export.full,
         }
-        # An engine handed in (tests, embedding) cannot be sent to other processes.
-        self.workers = 1 if engine is not None else serve.workers
         if self.workers == 1:
             self.worker: Worker = Worker(self.engine, sinks, self.spool, **settings)
         else:
@@ -224,6 +224,8 @@ class Sidecar:
                 self.spool,
                 workers=self.workers,
                 config=config,
+                export=serve.export,
+                resource=dict(resource.attributes),
                 keep_evaluated=serve.spool.keep_evaluated,
                 **settings,
             )

@@ -30,6 +30,7 @@ from spanjudge.config import Config
 from spanjudge.emit.base import Sink
 from spanjudge.engine import Engine
 from spanjudge.sidecar import evaluation_process
+from spanjudge.sidecar.config import ExportConfig
 from spanjudge.sidecar.evaluation_process import ProcessSettings, replay_telemetry
 from spanjudge.sidecar.routing import Router
 from spanjudge.sidecar.spool import MemorySpool, Spool
@@ -53,6 +54,7 @@ class _Process:
     # (request id, spans, accepted at) handed over and not yet taken by the process's pipeline
     backlog: deque[tuple[int, int, float]] = field(default_factory=deque)
     open_sessions: int = 0
+    export_full: bool = False
     said_bye: bool = False
     gone: bool = False
     feeder: threading.Thread | None = None
@@ -73,6 +75,8 @@ class ShardedWorker(Worker):
         *,
         workers: int,
         config: Config,
+        export: ExportConfig,
+        resource: dict[str, Any],
         checks: Any,
         keep_evaluated: int,
         **kwargs: Any,
@@ -87,6 +91,8 @@ class ShardedWorker(Worker):
             ProcessSettings(
                 index=i,
                 config=config,
+                export=export,
+                resource=resource,
                 checks=checks,
                 spool_path=spool.path if isinstance(spool, Spool) else None,
                 keep_evaluated=keep_evaluated,
@@ -97,6 +103,10 @@ class ShardedWorker(Worker):
         ]
         # Filled by replay before `start`, by receivers after.
         self._processes = [_Process(index=i) for i in range(workers)]
+        # Each process exports its own verdicts: a backlog in any one pauses them all and
+        # refuses new requests (retryable), as the single worker does for its own.
+        own_export_full = self.export_full
+        self.export_full = lambda: own_export_full() or any(p.export_full for p in self._processes)
         if self.telemetry is not None:
             self.telemetry.set_open_sessions_callback(
                 lambda: sum(p.open_sessions for p in self._processes)
@@ -221,8 +231,9 @@ class ShardedWorker(Worker):
         elif kind == "done":
             self._unconfirmed.extend(message[1])
         elif kind == "progress":
-            _, upto, counts, durations, open_sessions = message
+            _, upto, counts, durations, open_sessions, export_full = message
             p.open_sessions = open_sessions
+            p.export_full = export_full
             if self.telemetry is not None:
                 replay_telemetry(self.telemetry, counts, durations)
             with self._submit_lock:
