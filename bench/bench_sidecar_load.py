@@ -243,6 +243,7 @@ def sustained(args: argparse.Namespace, directory: str, workers: int) -> dict[st
         # last verdict: what evaluation sustains whatever the clients managed to send
         "judged_sessions_per_s": round(len(acked) / (sent_s + drain_s), 1),
         "sidecar_cpu_s": round(cpu, 1),  # the serve process and its evaluation processes
+        "sidecar_cpu_ms_per_session": round(1000 * cpu / max(len(acked), 1), 2),
     }
 
 
@@ -441,6 +442,10 @@ def main(argv: list[str] | None = None) -> int:
             "judged_sessions_per_s_ratio": round(
                 several["judged_sessions_per_s"] / max(one["judged_sessions_per_s"], 1e-9), 2
             ),
+            "cpu_ms_per_session": [
+                one["sidecar_cpu_ms_per_session"],
+                several["sidecar_cpu_ms_per_session"],
+            ],
             "evaluated_vs_accepted": [
                 one["ratio_evaluated_vs_accepted"],
                 several["ratio_evaluated_vs_accepted"],

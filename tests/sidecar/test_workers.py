@@ -10,11 +10,16 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from concurrent import futures
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2_grpc
+from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2, metrics_service_pb2_grpc
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from spanjudge.sessions.keys import session_key
@@ -23,8 +28,12 @@ from spanjudge.spans.record import SpanRecord
 from tests.sidecar import test_crash
 from tests.sidecar.helpers import (
     FIXTURES,
+    Received,
     SidecarProcess,
     VerdictServer,
+    _Logs,
+    _Traces,
+    _value,
     synthetic_session,
     to_sdk,
     wait_for,
@@ -84,9 +93,44 @@ def _keyless_first(spans: list[SpanRecord]) -> int:
     return early
 
 
-def _run(tmp: Path, workers: int, spans: list[SpanRecord]) -> VerdictServer:
+class _Counters(metrics_service_pb2_grpc.MetricsServiceServicer):
+    """The latest cumulative value of every `spanjudge.*` counter series the sidecar sent."""
+
+    def __init__(self) -> None:
+        self.values: dict[tuple[str, frozenset[tuple[str, Any]]], float] = {}
+
+    def Export(self, request: Any, context: Any) -> Any:
+        for rm in request.resource_metrics:
+            for sm in rm.scope_metrics:
+                for metric in sm.metrics:
+                    if metric.WhichOneof("data") != "sum":
+                        continue
+                    for point in metric.sum.data_points:
+                        attrs = frozenset((kv.key, _value(kv.value)) for kv in point.attributes)
+                        value = point.as_int if point.HasField("as_int") else point.as_double
+                        self.values[(metric.name, attrs)] = value
+        return metrics_service_pb2.ExportMetricsServiceResponse()
+
+
+class _Receiver(VerdictServer):
+    """The helpers' verdict receiver, with the counters of the metrics export kept too."""
+
+    def __init__(self) -> None:
+        self.received = Received()
+        self.counters = _Counters()
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        trace_service_pb2_grpc.add_TraceServiceServicer_to_server(
+            _Traces(self.received), self.server
+        )
+        logs_service_pb2_grpc.add_LogsServiceServicer_to_server(_Logs(self.received), self.server)
+        metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(self.counters, self.server)
+        self.port = self.server.add_insecure_port("127.0.0.1:0")
+        self.server.start()
+
+
+def _run(tmp: Path, workers: int, spans: list[SpanRecord]) -> _Receiver:
     tmp.mkdir()
-    verdicts = VerdictServer()
+    verdicts = _Receiver()
     sidecar = SidecarProcess(tmp, _config(tmp, workers, on_shutdown="evaluate"), _env(verdicts))
     sidecar.start()
     try:
@@ -120,11 +164,16 @@ def _verdicts(server: VerdictServer) -> dict[str, tuple[Any, ...]]:
 def test_two_workers_give_the_verdicts_one_worker_gives(tmp_path: Path) -> None:
     spans = _as_exported()
     assert _keyless_first(spans) > 50  # the routing of waiting key-less spans is exercised
-    one = _verdicts(_run(tmp_path / "one", 1, spans))
+    one_server = _run(tmp_path / "one", 1, spans)
+    one = _verdicts(one_server)
     two_server = _run(tmp_path / "two", 2, spans)
     two = _verdicts(two_server)
     assert len(one) > 100
     assert two == one
+    # the same counts reached the metrics too (one /metrics, fed from both processes)
+    counted = {k: v for k, v in one_server.counters.values.items() if "verdicts" in k[0]}
+    assert sum(counted.values()) == len(one)
+    assert two_server.counters.values == one_server.counters.values
     # each session judged once, its verdicts delivered as log records too
     assert all(len(revs) == 1 for revs in two_server.received.sessions().values())
     assert two_server.received.log_ids() == two_server.received.span_ids()

@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from typing import Any, cast
 
@@ -137,14 +137,26 @@ def replay_telemetry(
 
 
 class _ForwardSink:
-    """The process's one sink: results are sent to the parent when the worker flushes."""
+    """Results for the parent's metrics sink, sent when the worker flushes (after the export)."""
 
     def __init__(self, channel: _Channel) -> None:
         self.channel = channel
         self._results: list[SessionResult] = []
 
     def emit(self, result: SessionResult) -> None:
-        self._results.append(result)
+        # What the parent's metrics sink reads: verdicts, expectation, agent, skills, stats.
+        # The steps and turns (most of a result's size) stay here.
+        slim = replace(
+            result.trajectory,
+            turns=(),
+            steps=(),
+            final_answer=None,
+            terminal_state=None,
+            tool_schemas={},
+            retry_span_ids=(),
+            backtrack_span_ids=(),
+        )
+        self._results.append(replace(result, trajectory=slim))
 
     def flush(self, timeout_s: float) -> bool:
         if self._results:
@@ -217,16 +229,22 @@ class _ProcessWorker(Worker):
     added_upto = 0
 
     def _add(self, item: object) -> None:
-        request_id, records, released = cast(tuple[int, list[SpanRecord], list[str]], item)
+        request_id, records, released, resent = cast(
+            tuple[int, list[SpanRecord], list[str], int], item
+        )
         super()._add((request_id, records))
+        if resent:  # counted when they first arrived, in the process that released them
+            self.relay.spans_received(-resent)
         for trace_id in released:
             self.pipeline.store.release_pending(trace_id)
         self.added_upto = request_id
 
-    def enqueue(self, request_id: int, records: list[SpanRecord], released: list[str]) -> None:
+    def enqueue(
+        self, request_id: int, records: list[SpanRecord], released: list[str], resent: int
+    ) -> None:
         with self._submit_lock:
             self.pending_spans += len(records)
-            self._queue.put((request_id, records, released))
+            self._queue.put((request_id, records, released, resent))
             self._queued_at.append(time.monotonic())
 
     def _tick(self) -> None:
@@ -276,8 +294,9 @@ def run(settings: ProcessSettings, conn: Connection, out: Connection, paused: An
     worker.channel = channel
     worker.relay = relay
     worker.export = export
-    # Metrics and plugin sinks are the parent's: results go back to it (after the export).
-    worker.pipeline.sinks = [*sinks, _ForwardSink(channel)]
+    # Plugin sinks (`emit.sinks`) run here, each process with its own; the metrics sink is
+    # the parent's (one /metrics): results go back to it, without their steps and turns.
+    worker.pipeline.sinks = [*sinks, *worker.pipeline.sinks, _ForwardSink(channel)]
     worker.start()
     channel.send(("ready", None))
     code = 0
@@ -304,8 +323,8 @@ def _serve(worker: _ProcessWorker, conn: Connection, channel: _Channel) -> int:
         except EOFError:  # the parent is gone: nothing here may be confirmed any more
             return 1
         if message[0] == "add":
-            for request_id, records, released in message[1]:
-                worker.enqueue(request_id, records, released)
+            for request_id, records, released, resent in message[1]:
+                worker.enqueue(request_id, records, released, resent)
         elif message[0] == "stop":
             _, evaluate_open, deadline = message
             export = worker.export

@@ -22,6 +22,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from spanjudge.pipeline import is_own_span
 from spanjudge.sessions.keys import session_key
 from spanjudge.spans.record import SpanRecord
 
@@ -46,6 +47,8 @@ class Routed:
 
     records: list[SpanRecord] = field(default_factory=list)
     released: list[str] = field(default_factory=list)
+    # agent spans among ``records`` sent a second time (already counted as received once)
+    resent: int = 0
 
 
 class Router:
@@ -107,6 +110,9 @@ class Router:
             self.held_spans -= len(waited.spans)
             if waited.process != process:
                 target.records.extend(waited.spans)
+                target.resent += sum(
+                    1 for s in waited.spans if not is_own_span(s.scope_name, s.name)
+                )
                 part(waited.process).released.append(trace_id)
                 self.moved_spans += len(waited.spans)
         return out

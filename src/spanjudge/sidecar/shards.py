@@ -82,6 +82,8 @@ class ShardedWorker(Worker):
         **kwargs: Any,
     ) -> None:
         super().__init__(engine, sinks, spool, checks=checks, **kwargs)
+        # Only the sinks given (metrics) run here; plugin sinks run in the processes.
+        self.pipeline.sinks = list(sinks)
         policy = config.policy
         # This process's pipeline only emits (its store stays empty); sessions are counted
         # open where they are.
@@ -123,7 +125,7 @@ class ShardedWorker(Worker):
         for index, routed in self._router.route(records).items():
             target = self._processes[index]
             n = len(routed.records)
-            target.feed.put((request_id, routed.records, routed.released))
+            target.feed.put((request_id, routed.records, routed.released, routed.resent))
             target.backlog.append((request_id, n, now))
             self.pending_spans += n
 
