@@ -72,3 +72,43 @@ def test_the_default_spool_and_absolute_paths_are_left_alone(conf: Path, tmp_pat
     absolute = tmp_path / "var" / "spool.db"
     (conf / "serve.yaml").write_text(f"serve: {{spool: {{path: {absolute}}}}}\n")
     assert serve_config(load_config(str(conf / "serve.yaml"))).spool.path == str(absolute)
+
+
+def test_serve_started_elsewhere_spools_beside_its_config(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    conf, elsewhere = tmp_path / "conf", tmp_path / "elsewhere"
+    conf.mkdir()
+    elsewhere.mkdir()
+    endpoints = {f"{n}_endpoint": "127.0.0.1:0" for n in ("grpc", "http", "metrics")}
+    (conf / "serve.yaml").write_text(
+        "serve: {"
+        + ", ".join(f"{k}: '{v}'" for k, v in endpoints.items())
+        + ", spool: {path: spool.db}, shutdown_timeout_s: 5}\n"
+    )
+    ready = tmp_path / "ready.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_EXPORTER_OTLP")}
+    argv = ["serve", "--config", "../conf/serve.yaml", "--ready-file", str(ready)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "spanjudge.cli", *argv],
+        cwd=elsewhere,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert ready.exists(), "serve did not start"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert f"spool {conf / 'spool.db'}" in err, err
+    assert (conf / "spool.db").exists() and not (elsewhere / "spool.db").exists()
