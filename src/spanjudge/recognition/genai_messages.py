@@ -106,7 +106,17 @@ def block_text(block: Any) -> str | None:
 
 def content_text(content: Any) -> str | None:
     """Join the text of a message's content (a string, a block list, or a JSON string of them)."""
-    content = read_json(content) if isinstance(content, str) else content
+    if isinstance(content, str):
+        return _text_of(content)
+    return _content_text(content)
+
+
+@lru_cache(maxsize=1024)  # every model call repeats the conversation so far (and its system
+def _text_of(content: str) -> str | None:  # prompt): each message's text is joined once
+    return _content_text(read_json(content))
+
+
+def _content_text(content: Any) -> str | None:
     if isinstance(content, dict):
         if "parts" in content:  # an OTel message
             return content_text(content["parts"])
