@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from functools import lru_cache
 from typing import Any
 
 from spanjudge.errors import JudgeError
@@ -60,6 +61,17 @@ def _level(in_order: float, reordered: bool) -> str:
     return names[index]
 
 
+@lru_cache(maxsize=64)
+def _idf(entries: tuple[CatalogueEntry, ...]) -> Mapping[str, float]:
+    # Words every entry shares tell the skills apart poorly: weight by rarity (idf).
+    counts: dict[str, int] = {}
+    for entry in entries:
+        for term in tokens(entry.name) | tokens(entry.description):
+            counts[term] = counts.get(term, 0) + 1
+    n = len(entries)
+    return {term: math.log(1 + n / df) for term, df in counts.items()}
+
+
 class HeuristicJudge:
     """`Judge` implementation; stateless and thread-safe."""
 
@@ -91,18 +103,17 @@ class HeuristicJudge:
     # --- selection and omission -------------------------------------------------------------
 
     @staticmethod
-    def _weights(entries: Sequence[CatalogueEntry]) -> dict[str, float]:
-        # Words every entry shares tell the skills apart poorly: weight by rarity (idf).
-        counts: dict[str, int] = {}
-        for entry in entries:
-            for term in tokens(entry.name) | tokens(entry.description):
-                counts[term] = counts.get(term, 0) + 1
-        n = len(entries)
-        return {term: math.log(1 + n / df) for term, df in counts.items()}
+    def _weights(entries: Sequence[CatalogueEntry]) -> Mapping[str, float]:
+        # Every session of an agent offers the same catalogue: weighed once (read-only).
+        key = tuple(entries)
+        try:
+            return _idf(key)
+        except TypeError:  # an entry that cannot be hashed (a plugin's): weighed each time
+            return _idf.__wrapped__(key)
 
     @staticmethod
     def _score(
-        entry: CatalogueEntry, current: set[str], prior: set[str], weights: dict[str, float]
+        entry: CatalogueEntry, current: set[str], prior: set[str], weights: Mapping[str, float]
     ) -> tuple[float, list[str]]:
         name_terms = tokens(entry.name)
         terms = name_terms | tokens(entry.description)

@@ -79,5 +79,4 @@ _MARKERS = tuple(
 
 
 def has_indexed_messages(span: SpanRecord) -> bool:
-    attrs = span.attributes
-    return any(marker in attrs for marker in _MARKERS)
+    return not span.attributes.keys().isdisjoint(_MARKERS)
