@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from spanjudge.trajectory.model import Trajectory
+from spanjudge.trajectory.slot_init import faster_init
 
 Outcome = Literal["pass", "fail", "not_evaluated"]
 OUTCOMES: tuple[Outcome, ...] = ("pass", "fail", "not_evaluated")
@@ -99,6 +100,11 @@ class Verdict:
         if self.details:
             out["details"] = self.details
         return out
+
+
+# several of each per session: see trajectory.slot_init
+faster_init(Target)
+faster_init(Verdict)
 
 
 def not_evaluated(

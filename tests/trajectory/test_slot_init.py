@@ -11,6 +11,7 @@ import pytest
 from spanjudge.recognition.evidence import ToolFacts
 from spanjudge.trajectory.slot_init import faster_init
 from spanjudge.trajectory.steps import Step
+from spanjudge.values import Verdict
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -28,6 +29,24 @@ class Faster:
     b: int = 3
     c: dict[str, Any] = dataclasses.field(default_factory=dict)
     d: tuple[str, ...] = ()
+
+
+@faster_init
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class Checked:
+    n: int
+
+    def __post_init__(self) -> None:
+        if self.n < 0:
+            raise ValueError("n must not be negative")
+
+
+def test_post_init_still_runs() -> None:
+    assert Checked(n=1).n == 1
+    with pytest.raises(ValueError, match="negative"):
+        Checked(n=-1)
+    with pytest.raises(ValueError, match="needs a reason"):
+        Verdict(evaluator="e", outcome="not_evaluated", score=None, label="x", explanation="")
 
 
 def fields_of(obj: Any) -> dict[str, Any]:

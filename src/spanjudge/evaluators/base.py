@@ -11,6 +11,7 @@ from spanjudge.errors import did_you_mean
 from spanjudge.errors import unknown_options as unknown_options  # re-exported for evaluators
 from spanjudge.registry import Registry
 from spanjudge.trajectory.model import Trajectory
+from spanjudge.trajectory.slot_init import faster_init
 from spanjudge.values import Expectation, Verdict
 
 
@@ -22,6 +23,9 @@ class EvaluationContext:
     expectation: Expectation
     judge: Any = None
     shared: Mapping[str, Any] = field(default_factory=dict)
+
+
+faster_init(EvaluationContext)  # one per evaluator per session: see trajectory.slot_init
 
 
 @runtime_checkable

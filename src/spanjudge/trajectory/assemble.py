@@ -6,6 +6,7 @@ import dataclasses
 import json
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
+from operator import attrgetter
 from typing import Any
 
 from spanjudge import semconv
@@ -16,6 +17,8 @@ from spanjudge.trajectory.skills import EMPTY_LIBRARY, SkillLibrary
 from spanjudge.trajectory.stats import compute_stats
 from spanjudge.trajectory.steps import CatalogueEntry, Step
 
+_START = attrgetter("start_unix_nano")
+_TRACE_ID = attrgetter("trace_id")
 _STOP_REASONS = frozenset({"stop", "end_turn", "complete", "completed", "finish", "eos"})
 
 
@@ -252,7 +255,7 @@ def assemble(
         complete=meta.complete,
         revision=meta.revision,
         close_reason=meta.close_reason,
-        trace_ids=tuple(dict.fromkeys(s.trace_id for s in sorted(spans, key=_start))),
+        trace_ids=tuple(dict.fromkeys(map(_TRACE_ID, sorted(spans, key=_START)))),
         turns=turns,
         steps=tuple(numbered),
         skill_loads=skill_loads,
@@ -292,10 +295,6 @@ def _session_attrs(span: SpanRecord) -> Mapping[str, Any]:
                     value = decoded[key]
                     found[key] = tuple(value) if isinstance(value, list) else value
     return found
-
-
-def _start(span: SpanRecord) -> int:
-    return span.start_unix_nano
 
 
 def _opt_str(value: Any) -> str | None:

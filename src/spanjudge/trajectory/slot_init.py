@@ -17,11 +17,12 @@ _FACTORY = object()  # stands for "not given" where a field has a default factor
 
 
 def faster_init(cls: type) -> type:
-    """Give dataclass ``cls`` (frozen, ``slots=True``, ``kw_only=True``, no ``__post_init__``
-    and every field in ``__init__``) a descriptor-storing ``__init__``; returns ``cls``."""
+    """Give dataclass ``cls`` (frozen, ``slots=True``, ``kw_only=True``, every field in
+    ``__init__``, no ``InitVar``) a descriptor-storing ``__init__`` that ends with its
+    ``__post_init__`` when it has one, as the generated one does; returns ``cls``."""
     params = dataclasses.fields(cls)
     assert cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
-    assert not hasattr(cls, "__post_init__") and "__slots__" in cls.__dict__
+    assert "__slots__" in cls.__dict__
     assert all(f.init and f.kw_only for f in params)
     env: dict[str, Any] = {"_FACTORY": _FACTORY}
     signature, body = [], []
@@ -37,6 +38,8 @@ def faster_init(cls: type) -> type:
         else:
             signature.append(f.name)
         body.append(f"    _set{i}(self, {f.name})")
+    if hasattr(cls, "__post_init__"):
+        body.append("    self.__post_init__()")
     source = f"def __init__(self, *, {', '.join(signature)}):\n" + "\n".join(body) + "\n"
     namespace: dict[str, Any] = {}
     exec(source, env, namespace)  # generated from the class's own fields

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.effects import DEFAULT_EFFECT_MAP, EffectMap
@@ -58,8 +59,8 @@ def compute_stats(
     tool_calls = [s for s in steps if s.kind == "tool_call"]
     retried = retries(steps)
     undone = backtracks(steps, effects)
-    start = min((s.start_unix_nano for s in spans), default=0)
-    end = max((s.end_unix_nano for s in spans), default=0)
+    start = min(map(attrgetter("start_unix_nano"), spans), default=0)
+    end = max(map(attrgetter("end_unix_nano"), spans), default=0)
     stats = Stats(
         turns=turns,
         tool_calls=len(tool_calls),
