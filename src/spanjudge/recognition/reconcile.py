@@ -128,11 +128,11 @@ def _resumed_calls(steps: list[Step]) -> list[Step]:
     calls = [i for i, s in enumerate(steps) if s.kind in _TOOL_KINDS]
     for i in sorted(calls, key=lambda j: steps[j].start_unix_nano):
         step = steps[i]
-        key = (step.name, as_text(step.arguments))
         if step.result is None and not step.failed:
-            pending[key] = i
+            pending[(step.name, as_text(step.arguments))] = i
             continue
-        earlier = pending.pop(key, None)
+        # a key only while a call waits (as_text of the arguments costs)
+        earlier = pending.pop((step.name, as_text(step.arguments)), None) if pending else None
         if earlier is not None:
             dropped.add(earlier)
             if steps[earlier].trace_id != step.trace_id:
