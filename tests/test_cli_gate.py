@@ -253,6 +253,65 @@ def test_output_to_proc_self_fd_1_reaches_stdout(traces):  # type: ignore[no-unt
     assert '"sessions"' in done.stdout
 
 
+@pytest.mark.parametrize("mode", ["a", "w"], ids=[">>", "> after a header"])
+def test_output_dev_stdout_to_a_regular_file_keeps_what_is_already_there(tmp_path, traces, mode):  # type: ignore[no-untyped-def]
+    # `spanjudge eval -o /dev/stdout >> ci.log`, `{ echo header; spanjudge eval -o /dev/stdout; }
+    # > out.txt`: the report is added to the file behind stdout, as a shell redirection adds it.
+    log = tmp_path / "ci.log"
+    log.write_text("an earlier line\n")
+    with open(log, mode) as stdout:
+        if mode == "w":
+            stdout.write("header\n")
+            stdout.flush()
+        done = subprocess.run(
+            [*CLI, "eval", str(traces), "--format", "json", "-o", "/dev/stdout"],
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_env(),
+            timeout=120,
+        )
+    assert done.returncode == 0, done.stderr
+    text = log.read_text()
+    kept = "an earlier line\n" if mode == "a" else "header\n"
+    assert text.startswith(kept + '{"spanjudge_version"'), text[:200]
+    assert text.rstrip().endswith("}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ci.log", "traces.jsonl"]
+
+
+def test_a_crashed_runs_leftover_temporary_file_does_not_block_the_report(capsys, tmp_path, traces):  # type: ignore[no-untyped-def]
+    # A container's spanjudge often has the same pid every run; a run killed while writing left
+    # its temporary file behind.
+    report = tmp_path / "report.json"
+    leftover = tmp_path / f".report.json.{os.getpid()}.tmp"
+    leftover.write_text("half of an old report")
+    assert main(["eval", str(traces), "--format", "json", "-o", str(report)]) == 0
+    assert '"sessions"' in report.read_text()
+    assert "error" not in capsys.readouterr().err
+    assert leftover.read_text() == "half of an old report"  # not ours: left alone
+
+
+def test_a_failure_while_writing_leaves_the_old_report_whole(capsys, monkeypatch, tmp_path, traces):  # type: ignore[no-untyped-def]
+    import errno
+
+    from spanjudge.cli_output import Spool
+
+    report = tmp_path / "report.json"
+    report.write_text("the previous report")
+
+    def disk_full(self, out):  # type: ignore[no-untyped-def]
+        out.write("half a report")
+        out.flush()
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(Spool, "copy_to", disk_full)
+    assert main(["eval", str(traces), "--format", "json", "-o", str(report)]) == 2
+    err = capsys.readouterr().err
+    assert f"spanjudge: error: {report}: cannot write the report: No space left on device" in err
+    assert report.read_text() == "the previous report"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json", "traces.jsonl"]
+
+
 def test_progress_shows_a_percentage_when_the_size_is_known(tmp_path, traces):  # type: ignore[no-untyped-def]
     import pty
 

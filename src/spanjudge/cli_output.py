@@ -95,7 +95,9 @@ class LoggingWriter:
 def write_report(path: str, buf: Spool) -> None:
     """Write the report to ``path``. A regular file (or a symlink to one, which stays a link)
     is replaced atomically, never left half-written; anything else (`/dev/stdout`, a FIFO, a
-    device node) is written through, as a shell redirection would."""
+    device node) is written through, as a shell redirection would. A name for one of this
+    process's descriptors (`/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`) is appended to even
+    when it is a regular file: ``-o /dev/stdout >> log`` adds the report to the log."""
     try:
         info: os.stat_result | None = os.stat(path)
     except FileNotFoundError:
@@ -103,11 +105,13 @@ def write_report(path: str, buf: Spool) -> None:
     except OSError as exc:
         raise OutputError(f"cannot write the report: {exc.strerror}", file=path) from None
     target = os.path.realpath(path)
-    through_special = target.startswith(("/proc/", "/dev/"))
+    descriptor = _names_a_descriptor(path)
+    through_special = descriptor or target.startswith(("/proc/", "/dev/"))
     try:
         if (info is not None and not stat.S_ISREG(info.st_mode)) or through_special:
             try:
-                with open(path, "w", encoding="utf-8") as handle:
+                # "a" on a descriptor's name: "w" would truncate the file behind it.
+                with open(path, "a" if descriptor else "w", encoding="utf-8") as handle:
                     buf.copy_to(handle)
             except BrokenPipeError:
                 pass  # `-o /dev/stdout | head`, a FIFO's reader gone: the verdicts stand
@@ -117,16 +121,44 @@ def write_report(path: str, buf: Spool) -> None:
         raise OutputError(f"cannot write the report: {exc.strerror}", file=path) from None
 
 
+def _names_a_descriptor(path: str) -> bool:
+    """Whether ``path``, or a symlink it leads through, names an open file descriptor."""
+    name = os.path.abspath(path)
+    for _ in range(40):  # the kernel's own limit on links followed
+        if name in ("/dev/stdout", "/dev/stderr") or _is_fd_name(name):
+            return True
+        try:
+            link = os.readlink(name)
+        except OSError:
+            return False
+        name = os.path.normpath(os.path.join(os.path.dirname(name), link))
+    return False
+
+
+def _is_fd_name(name: str) -> bool:
+    parts = name.split("/")  # "", "dev", "fd", "1" / "", "proc", "self", "fd", "1"
+    if len(parts) == 4 and parts[1:3] == ["dev", "fd"]:
+        return parts[3].isdigit()
+    if len(parts) == 5 and parts[1] == "proc" and parts[3] == "fd":
+        return parts[4].isdigit() and (parts[2] in ("self", "thread-self") or parts[2].isdigit())
+    return False
+
+
 def _replace_atomically(target: str, buf: Spool, mode: int | None) -> None:
     directory, name = os.path.split(target)
-    tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
+    # The pid alone repeats (a container's process is often pid 1): a crashed run's leftover
+    # must neither block this one nor be taken for ours.
+    tmp = os.path.join(directory, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    made = False
     try:
         # "x": a new file with the umask's permissions; an existing report keeps its mode.
         with open(tmp, "x", encoding="utf-8") as handle:
+            made = True
             buf.copy_to(handle)
         if mode is not None:
             os.chmod(tmp, stat.S_IMODE(mode))
         os.replace(tmp, target)
+        made = False
     finally:
-        if os.path.lexists(tmp):
+        if made:
             os.remove(tmp)
