@@ -8,6 +8,7 @@ CLI registers its set-up (`on_first_use`) instead of importing `logging` up fron
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -15,6 +16,10 @@ if TYPE_CHECKING:
     import logging
 
 _setup: list[Callable[[], None]] = []
+# Threads logging for the first time at once (judges, the processor's) wait for the set-up:
+# none may log before it is done, or take a set-up another thread already took.
+_lock = threading.RLock()
+_running = 0  # set-ups under way (a set-up may itself ask for a logger: the lock is re-entrant)
 
 
 def on_first_use(setup: Callable[[], None]) -> None:
@@ -32,6 +37,13 @@ def logger(name: str) -> logging.Logger:
     """`logging.getLogger(name)`, after any pending set-up."""
     import logging
 
-    while _setup:
-        _setup.pop(0)()
+    global _running
+    if _setup or _running:
+        with _lock:
+            _running += 1
+            try:
+                while _setup:
+                    _setup.pop(0)()
+            finally:
+                _running -= 1
     return logging.getLogger(name)
