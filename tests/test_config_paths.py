@@ -4,6 +4,7 @@ anywhere finds its skills, its spool and its certificates beside it."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -112,3 +113,42 @@ def test_serve_started_elsewhere_spools_beside_its_config(tmp_path: Path) -> Non
     assert proc.returncode == 0, err
     assert f"spool {conf / 'spool.db'}" in err, err
     assert (conf / "spool.db").exists() and not (elsewhere / "spool.db").exists()
+
+
+def test_a_tilde_is_the_home_directory_in_every_key_naming_a_file(
+    conf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    shutil.copytree(FIXTURES / "skills" / "csv-report", home / "skills" / "csv-report")
+    (home / "expectations.yaml").write_text("sessions:\n  s1: {skills: [csv-report]}\n")
+    monkeypatch.setenv("HOME", str(home))
+    (conf / "spanjudge.yaml").write_text(
+        "expectations_files: [~/expectations.yaml]\n"
+        "skills: {paths: [~/skills]}\n"
+        "serve: {spool: {path: ~/spool.db}}\n"
+    )
+    config = load_config(str(conf / "spanjudge.yaml"))
+    assert [e.pattern for e in config.entries] == ["s1"]
+    assert "csv-report" in config.sections["skills"].skills
+    assert Path(serve_config(config).spool.path) == home / "spool.db"
+
+
+def test_a_tilde_is_expanded_in_a_configuration_built_without_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from spanjudge.config import parse_config
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    config = parse_config({"serve": {"spool": {"path": "~/spool.db"}}})
+    assert serve_config(config).spool.path == str(tmp_path / "spool.db")
+
+
+def test_a_symlinked_config_resolves_beside_the_name_given(conf: Path, tmp_path: Path) -> None:
+    # As the README says: the directory of the name given (a ConfigMap mount's links work).
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "serve.yaml").write_text("serve: {spool: {path: spool.db}}\n")
+    (conf / "serve.yaml").symlink_to(real / "serve.yaml")
+    assert serve_config(load_config(str(conf / "serve.yaml"))).spool.path == str(conf / "spool.db")
+    relative = serve_config(load_config("../conf/serve.yaml")).spool.path  # cwd: elsewhere/
+    assert os.path.abspath(relative) == str(conf / "spool.db")

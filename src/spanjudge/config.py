@@ -274,7 +274,8 @@ def parse_config(doc: Any, source: str | None = None) -> Config:
 
         base = Path(source).parent
     for i, name in enumerate(files):
-        path = str(name) if base is None or os.path.isabs(str(name)) else str(base / str(name))
+        path = os.path.expanduser(str(name))  # `~/...` as in skills.paths and the serve files
+        path = path if base is None or os.path.isabs(path) else str(base / path)
         try:
             entries.extend(load_expectations_file(path))
         except ConfigError as exc:

@@ -267,13 +267,13 @@ def spool_path_problem(file: str) -> str | None:
     return None
 
 
-def _relative_to(base: Path, config: ServeConfig, raw: Any) -> ServeConfig:
+def _relative_to(base: Path | None, config: ServeConfig, raw: Any) -> ServeConfig:
     """The files the configuration file names, relative to its directory (the default spool,
     not written there, stays in the current directory)."""
 
     def at(file: str | None) -> str | None:
         file = file and os.path.expanduser(file)
-        return file if not file or os.path.isabs(file) else os.path.join(base, file)
+        return file if not file or base is None or os.path.isabs(file) else os.path.join(base, file)
 
     spool, tls, export = config.spool, config.tls, config.export
     written = raw.get("spool") if isinstance(raw, Mapping) else None
@@ -298,8 +298,7 @@ def parse_serve(raw: Any, path: str, problems: list[str], base: Path | None = No
     """Validate the `serve` section (``raw`` may be None); appends every problem with its path.
     Files named relative are relative to ``base``, the configuration file's directory."""
     config: ServeConfig = _section(ServeConfig, raw, path, problems)
-    if base is not None:
-        config = _relative_to(base, config, raw)
+    config = _relative_to(base, config, raw)  # `~` expanded even without a file
     for name in ("grpc_endpoint", "http_endpoint", "metrics_endpoint"):
         endpoint = getattr(config, name)
         if endpoint is not None and (problem := _endpoint_problem(endpoint)):
