@@ -194,7 +194,7 @@ def sustained(args: argparse.Namespace, directory: str, workers: int) -> dict[st
             )
             for i in range(args.clients)
         ]
-        cpu_before = sum(cpu_seconds(pid) for pid in pids)
+        cpu_before = [cpu_seconds(pid) for pid in pids]
         started = time.monotonic()
         for client in clients:
             client.start()
@@ -213,7 +213,8 @@ def sustained(args: argparse.Namespace, directory: str, workers: int) -> dict[st
             time.sleep(0.2)
         drain_s = time.monotonic() - drain_started
         time.sleep(1.0)  # log records follow their spans within a flush
-        cpu = sum(cpu_seconds(pid) for pid in pids) - cpu_before
+        cpu_each = [cpu_seconds(pid) - before for pid, before in zip(pids, cpu_before, strict=True)]
+        cpu = sum(cpu_each)
     finally:
         proc.terminate()
         proc.wait(60)
@@ -244,6 +245,11 @@ def sustained(args: argparse.Namespace, directory: str, workers: int) -> dict[st
         "judged_sessions_per_s": round(len(acked) / (sent_s + drain_s), 1),
         "sidecar_cpu_s": round(cpu, 1),  # the serve process and its evaluation processes
         "sidecar_cpu_ms_per_session": round(1000 * cpu / max(len(acked), 1), 2),
+        # of which the serve process (receivers, spool, routing, metrics), then each evaluation
+        # process: with workers > 1 the busiest one bounds what a host's cores can sustain
+        "cpu_ms_per_session_by_process": [
+            round(1000 * c / max(len(acked), 1), 2) for c in cpu_each
+        ],
     }
 
 
