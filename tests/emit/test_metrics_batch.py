@@ -10,12 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.metrics import Counter, Histogram, MeterProvider
+from opentelemetry.sdk.metrics import AlwaysOnExemplarFilter, Counter, Histogram, MeterProvider
 from opentelemetry.sdk.metrics.export import AggregationTemporality, InMemoryMetricReader
 from opentelemetry.sdk.metrics.view import SumAggregation, View
+from opentelemetry.sdk.trace import TracerProvider
 
 from spanjudge.config import parse_config
 from spanjudge.emit.metrics import MetricsSink, score_views
+from spanjudge.emit.sdk_series import sdk_checked
 from spanjudge.engine import Engine
 from spanjudge.offline import run_offline
 from spanjudge.values import SessionResult
@@ -60,7 +62,7 @@ def _points(reader: InMemoryMetricReader) -> dict[Any, Any]:
                 for p in metric.data.data_points:
                     key = (metric.name, tuple(sorted(p.attributes.items())))
                     if hasattr(p, "bucket_counts"):
-                        out[key] = (tuple(p.bucket_counts), p.count, round(p.sum, 9), p.min, p.max)
+                        out[key] = (tuple(p.bucket_counts), p.count, p.sum, p.min, p.max)
                     else:
                         out[key] = p.value
     return out
@@ -171,3 +173,173 @@ def test_no_ttl_keeps_every_series(results: list[SessionResult]) -> None:
     before = _points(reader)
     clock.now += 10**9
     assert _points(reader).keys() == before.keys()
+
+
+def _agents_in(reader: InMemoryMetricReader) -> set[str]:
+    return {dict(attrs).get("gen_ai.agent.name") for _, attrs in _points(reader)} - {None}
+
+
+def _two_agents(results: list[SessionResult]) -> tuple[SessionResult, SessionResult]:
+    named = [r for r in results if r.trajectory.agent_name]
+    first = named[0]
+    second = next(r for r in named if r.trajectory.agent_name != first.trajectory.agent_name)
+    return first, second
+
+
+def test_an_expired_series_comes_back_from_zero(results: list[SessionResult]) -> None:
+    clock = _Clock()
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader], views=score_views())
+    sink = MetricsSink(provider, batch_counters=True, series_ttl_s=60, clock=clock)
+    first, _ = _two_agents(results)
+    sink.emit(first)
+    sink.flush(0.0)
+    once = _points(reader)
+    clock.now += 61
+    assert _agents_in(reader) == set()
+    sink.emit(first)
+    sink.flush(0.0)
+    # one session's counts, not two: the series restarted (Prometheus sees a counter reset)
+    again = {k: v for k, v in _points(reader).items() if k[0] != "spanjudge.label_series"}
+    assert again == {k: v for k, v in once.items() if k[0] != "spanjudge.label_series"}
+
+
+def _public_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the measurements handed to the SDK through its public API."""
+    from opentelemetry.sdk.metrics._internal.measurement_consumer import (
+        SynchronousMeasurementConsumer,
+    )
+
+    calls = [0]
+    real = SynchronousMeasurementConsumer.consume_measurement
+
+    def counted(self: Any, measurement: Any) -> None:
+        calls[0] += 1
+        real(self, measurement)
+
+    monkeypatch.setattr(SynchronousMeasurementConsumer, "consume_measurement", counted)
+    return calls
+
+
+def test_the_merge_is_used_on_the_installed_sdk(
+    results: list[SessionResult], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from opentelemetry.sdk.version import __version__
+
+    assert sdk_checked(), (
+        f"opentelemetry-sdk {__version__}: check emit/sdk_series.py's use of its internals"
+        " against this version, then add it to CHECKED_SDK"
+    )
+    calls = _public_calls(monkeypatch)
+    _run(results, batched=True)
+    assert calls[0] == 0
+
+
+def test_an_sdk_version_not_checked_gets_the_public_api_and_keeps_its_series(
+    results: list[SessionResult], monkeypatch: pytest.MonkeyPatch, caplog: Any
+) -> None:
+    monkeypatch.setattr("spanjudge.emit.sdk_series.CHECKED_SDK", frozenset({(0, 1)}))
+    calls = _public_calls(monkeypatch)
+    assert _run(results, batched=True) == _run(results, batched=False)
+    assert calls[0] > 0
+    # series cannot be removed there: none expires, and the cap on names still holds
+    clock = _Clock()
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader], views=score_views())
+    sink = MetricsSink(
+        provider, batch_counters=True, series_ttl_s=60, max_label_values=1, clock=clock
+    )
+    first, second = _two_agents(results)
+    sink.emit(first)
+    sink.flush(0.0)
+    clock.now += 61
+    assert _agents_in(reader) == {first.trajectory.agent_name}
+    sink.emit(second)
+    sink.flush(0.0)
+    assert _agents_in(reader) == {first.trajectory.agent_name, "other"}
+    assert "cannot be removed" in caplog.text
+
+
+def test_series_expire_with_always_on_exemplars(results: list[SessionResult]) -> None:
+    """Exemplars on every value make the sink use the public API; its series still expire."""
+    clock = _Clock()
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(
+        metric_readers=[reader], views=score_views(), exemplar_filter=AlwaysOnExemplarFilter()
+    )
+    sink = MetricsSink(
+        provider, batch_counters=True, series_ttl_s=60, max_label_values=1, clock=clock
+    )
+    first, second = _two_agents(results)
+    sink.emit(first)
+    sink.flush(0.0)
+    assert _exemplars(reader)  # recorded through the public API
+    clock.now += 61
+    assert _agents_in(reader) == set()
+    sink.emit(second)  # the one place under the cap is free again
+    sink.flush(0.0)
+    assert _agents_in(reader) == {second.trajectory.agent_name}
+
+
+def test_a_view_folding_series_keeps_them_and_the_cap(results: list[SessionResult]) -> None:
+    """A View whose attribute filter folds several series into one: they cannot be removed one
+    by one, so they stay exported and their agent name keeps its place under the cap."""
+    keys = {"gen_ai.agent.name", "gen_ai.evaluation.name"}
+    clock = _Clock()
+    reader = InMemoryMetricReader()
+    views = [*score_views(), View(instrument_name="spanjudge.verdicts", attribute_keys=keys)]
+    provider = MeterProvider(metric_readers=[reader], views=views)
+    sink = MetricsSink(
+        provider, batch_counters=True, series_ttl_s=60, max_label_values=1, clock=clock
+    )
+    first, second = _two_agents(results)
+    sink.emit(first)
+    sink.flush(0.0)
+    clock.now += 61
+    assert _agents_in(reader) == {first.trajectory.agent_name}  # the verdict series
+    sink.emit(second)
+    sink.flush(0.0)
+    assert _agents_in(reader) == {first.trajectory.agent_name, "other"}
+
+
+def _exemplars(reader: InMemoryMetricReader) -> dict[Any, Any]:
+    out: dict[Any, Any] = {}
+    data = reader.get_metrics_data()
+    for rm in data.resource_metrics if data else ():
+        for sm in rm.scope_metrics:
+            for metric in sm.metrics:
+                for p in metric.data.data_points:
+                    if p.exemplars:
+                        key = (metric.name, tuple(sorted(p.attributes.items())))
+                        out[key] = sorted((e.value, e.trace_id) for e in p.exemplars)
+    return out
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_exemplars_inside_a_sampled_span(results: list[SessionResult], batched: bool) -> None:
+    """With the default trace-based exemplar filter, values recorded inside a sampled span
+    carry exemplars of it, batched or not."""
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader], views=score_views())
+    sink = MetricsSink(provider, batch_counters=batched)
+    tracer = TracerProvider().get_tracer("test")
+    with tracer.start_as_current_span("work") as span:
+        sink.emit(results[0])
+        sink.flush(0.0)
+    found = _exemplars(reader)
+    assert any(name == "spanjudge.session.duration" for name, _ in found)
+    trace_id = span.get_span_context().trace_id
+    assert {t for values in found.values() for _, t in values} == {trace_id}
+
+
+def test_label_series_counts_the_series_without_a_ttl(results: list[SessionResult]) -> None:
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader], views=score_views())
+    sink = MetricsSink(provider, batch_counters=True, series_ttl_s=0)
+    for result in results[:5]:
+        sink.emit(result)
+    sink.flush(0.0)
+    points = _points(reader)
+    carrying_agent = [k for k in points if "gen_ai.agent.name" in dict(k[1])]
+    [gauge] = [v for (name, _), v in points.items() if name == "spanjudge.label_series"]
+    assert gauge == len(carrying_agent) > 0

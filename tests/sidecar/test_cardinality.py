@@ -79,7 +79,7 @@ def test_stale_series_expire_and_free_their_label(tmp_path: Path) -> None:
     name it carried gives its place under `labels.max_values` back to a new agent."""
     config = {
         "sessions": {"idle_timeout_s": 60, "end_grace_s": 0.1},
-        "labels": {"max_values": 1, "series_ttl": "1500ms"},
+        "labels": {"max_values": 1, "series_ttl": "3s"},  # seen before it expires, under load
         "serve": {
             "grpc_endpoint": "127.0.0.1:0",
             "http_endpoint": None,

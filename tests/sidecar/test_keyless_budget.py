@@ -72,3 +72,7 @@ def test_keyless_traces_are_bounded_by_the_memory_budget(make_sidecar: MakeSidec
     assert wait_for(lambda: store.memory_bytes <= budget, 10)
     # what was evaluated is released from the spool; what is left is within the budget
     assert wait_for(lambda: sidecar.worker.evaluated_sessions == _evicted(scrape()), 10)
+    # nothing acknowledged is lost: each trace is evaluated or still spooled (one request each)
+    assert wait_for(
+        lambda: sidecar.spool.requests + sidecar.worker.evaluated_sessions == TRACES, 10
+    )

@@ -96,10 +96,12 @@ class MetricsSink:
             {} if batch_counters else None
         )
         self._values: dict[tuple[Any, tuple[tuple[str, str], ...]], list[float]] = {}
-        # Series -> when last updated (for `series_ttl_s`); guarded by the lock, as metric
-        # readers expire series from their own thread.
+        # Series -> when last updated (for `series_ttl_s` and `spanjudge.label_series`). The
+        # lock covers emit, flush and expiry: metric readers expire series from their own
+        # thread, and a name must not be released while a series of it waits for the flush.
         self._updated: dict[tuple[Any, tuple[tuple[str, str], ...]], float] = {}
         self._lock = threading.Lock()
+        self._unexpirable_warned = False
         self._ttl = series_ttl_s if series_ttl_s else None
         self._clock = clock
         self._sdk = SdkSeries()
@@ -158,6 +160,10 @@ class MetricsSink:
         )
 
     def emit(self, result: SessionResult) -> None:
+        with self._lock:
+            self._emit(result)
+
+    def _emit(self, result: SessionResult) -> None:
         trajectory = result.trajectory
         agent = self._agents(trajectory.agent_name) if trajectory.agent_name else UNKNOWN_AGENT
         skill_label = self._labels.for_session(result)
@@ -233,9 +239,7 @@ class MetricsSink:
         key = (counter, tuple(attrs.items()))
         if self._batched is None:
             counter.add(value, attrs)
-            if self._ttl is not None:
-                with self._lock:
-                    self._updated[key] = self._clock()
+            self._updated[key] = self._clock()
             return
         self._batched[key] = self._batched.get(key, 0) + value
 
@@ -243,9 +247,7 @@ class MetricsSink:
         key = (histogram, tuple(attrs.items()))
         if self._batched is None:
             histogram.record(value, attrs)
-            if self._ttl is not None:
-                with self._lock:
-                    self._updated[key] = self._clock()
+            self._updated[key] = self._clock()
             return
         values = self._values.get(key)
         if values is None:
@@ -256,11 +258,11 @@ class MetricsSink:
     def flush(self, timeout_s: float) -> bool:
         # Metric readers collect on their own schedule (or on scrape); only batched counter
         # increments and histogram values wait here.
-        if not self._batched and not self._values:
-            return True
-        batched, self._batched = self._batched or {}, {}
-        values, self._values = self._values, {}
         with self._lock:
+            if not self._batched and not self._values:
+                return True
+            batched, self._batched = self._batched or {}, {}
+            values, self._values = self._values, {}
             write = self._sdk.write
             for (counter, items), total in batched.items():
                 if not write(counter, items, total):
@@ -270,10 +272,9 @@ class MetricsSink:
                     attrs = dict(items)
                     for value in recorded:
                         histogram.record(value, attrs)
-            if self._ttl is not None:
-                now = self._clock()
-                self._updated.update(dict.fromkeys(batched, now))
-                self._updated.update(dict.fromkeys(values, now))
+            now = self._clock()
+            self._updated.update(dict.fromkeys(batched, now))
+            self._updated.update(dict.fromkeys(values, now))
         return True
 
     def expire(self) -> int:
@@ -283,13 +284,17 @@ class MetricsSink:
         with self._lock:
             if self._ttl is None:
                 return len(self._updated)
-            cutoff = self._clock() - self._ttl
+            now = self._clock()
+            cutoff = now - self._ttl
             stale = [key for key, at in self._updated.items() if at < cutoff]
             if not stale:
                 return len(self._updated)
             for key in stale:
-                del self._updated[key]
-                self._sdk.forget(*key)
+                if self._sdk.forget(*key):
+                    del self._updated[key]
+                else:  # still exported: it keeps its name's place (tried again a ttl later)
+                    self._updated[key] = now
+                    self._warn_unexpirable()
             agents: set[str] = set()
             skills: set[str] = set()
             # names in series still waiting for the flush stay admitted too
@@ -304,6 +309,17 @@ class MetricsSink:
             self._labels.budget.release(skills)
             self._seen_agents &= agents  # a returning agent gets its zero series again
             return len(self._updated)
+
+    def _warn_unexpirable(self) -> None:
+        if not self._unexpirable_warned:
+            self._unexpirable_warned = True
+            log.warning(
+                "labels.series_ttl: stale metric series cannot be removed from this meter"
+                " provider (%s); they stay exported, and so do their agent and skill names",
+                "a View with attribute_keys on them"
+                if self._sdk.checked
+                else "opentelemetry-sdk is not a version whose internals spanjudge checked",
+            )
 
     def _observe_series(self, options: CallbackOptions) -> Iterable[Observation]:
         return [Observation(self.expire())]

@@ -4,18 +4,21 @@ The SDK takes one measurement per API call, and each call costs ~15 us per metri
 (exemplar filter, attribute hashing, locks): recording a session's ~22 histogram values was
 most of the sidecar's metrics cost. `SdkSeries.write` merges the values one series collected since
 the last flush into the SDK's own explicit-bucket aggregation of every reader in one step,
-exactly as that many `Histogram.record` (or `Counter.add`) calls would: same buckets, sum,
-count, min and max.
+exactly as that many `Histogram.record` (or `Counter.add`) calls would: same buckets, sum (added
+in the same order), count, min and max.
 
 The SDK also never forgets a series; `SdkSeries.forget` removes one from every reader (the
 Collector's Prometheus exporter expires series after `metric_expiration` in the same way), so
 that a series not updated for `labels.series_ttl` disappears from `/metrics` and the OTLP export.
+Recorded again later, it starts from zero (a new start time; Prometheus sees a counter reset).
 
-Both reach into SDK internals (the SDK version is pinned in pyproject.toml, and
-tests/emit/test_metrics_batch.py compares the result with the public API's). Where they are not
-as expected (another SDK version, a View with another aggregation or an attribute filter, an
-exemplar filter that samples everything, a no-op provider), `write` returns False and the
-caller uses the public API, and `forget` does nothing.
+Both reach into SDK internals, so both are used only on the SDK minor versions whose internals
+were checked (`CHECKED_SDK`; tests/emit/test_metrics_batch.py compares the result with the
+public API's and fails when the installed SDK is not among them). Elsewhere, and wherever the
+case is not the plain one (a View with another aggregation or an attribute filter, an exemplar
+filter that may sample this value, a disabled meter, a no-op provider), `write` returns False
+and the caller uses the public API; `forget` returns False where it cannot remove the series.
+These are checks, not exception handlers: an error inside is a bug and is raised.
 """
 
 from __future__ import annotations
@@ -24,29 +27,74 @@ import math
 from bisect import bisect_left
 from typing import Any
 
+from opentelemetry.context import get_current
+
+# (major, minor) versions of opentelemetry-sdk whose internals this module was checked against.
+CHECKED_SDK = frozenset({(1, 45)})
+
+
+def sdk_checked() -> bool:
+    """Whether the installed opentelemetry-sdk is one of `CHECKED_SDK`."""
+    from opentelemetry.sdk.version import __version__
+
+    major, _, rest = __version__.partition(".")
+    minor = rest.partition(".")[0]
+    return major.isdigit() and minor.isdigit() and (int(major), int(minor)) in CHECKED_SDK
+
+
+class _Plan:
+    """One instrument's SDK storages: its view matches (one per reader and view), the kind of
+    value `write` may merge (None: public API only) and whether `forget` can remove series."""
+
+    __slots__ = (
+        "exemplar_filter",
+        "exemplars",
+        "forgettable",
+        "kind",
+        "matches",
+        "real",
+        "storages",
+    )
+
+    def __init__(self, storages: Any, real: Any, matches: list[Any], consumer: Any) -> None:
+        self.storages = storages
+        self.real = real
+        self.matches = matches
+        self.kind = _kind(matches)
+        self.exemplar_filter = consumer._sdk_config.exemplar_filter
+        self.exemplars = _exemplars(self.exemplar_filter)
+        # a View's attribute filter folds several series into one: none can be removed alone
+        self.forgettable = bool(matches) and all(m._view._attribute_keys is None for m in matches)
+
 
 class SdkSeries:
     """Writes batches into, and forgets series from, the SDK storages of the instruments it is
     given; caches what it looked up (per instrument: its storages; per series: the SDK key)."""
 
     def __init__(self) -> None:
-        self._plans: dict[int, tuple[Any, Any, list[Any] | None]] = {}
+        self.checked = sdk_checked()
+        self._plans: dict[int, _Plan | None] = {}
         self._keys: dict[tuple[tuple[str, str], ...], Any] = {}
-        self.failed: BaseException | None = None  # internals not as expected: public API only
 
-    def _plan(self, instrument: Any) -> list[Any] | None:
-        """The SDK's storages of ``instrument`` (one per reader and view), when usable here."""
+    def _plan(self, instrument: Any) -> _Plan | None:
+        """The SDK's storages of ``instrument``, or None: not an SDK instrument we know."""
+        if not self.checked:
+            return None
         real = getattr(instrument, "_real_instrument", None) or instrument  # the API's proxy
         consumer = getattr(real, "_measurement_consumer", None)
         storages = getattr(consumer, "_reader_storages", None)
-        if storages is None:
+        if storages is None:  # a no-op or proxy instrument: nothing of the SDK's to write into
             return None
         plan = self._plans.get(id(instrument))
-        if plan is not None and plan[0] is storages and plan[1] is real:
-            return plan[2]
-        matches = _usable(real, consumer, storages)
-        self._plans[id(instrument)] = (storages, real, matches)
-        return matches
+        # `_reader_storages` is replaced, never mutated, when a reader is added or removed
+        if plan is not None and plan.storages is storages and plan.real is real:
+            return plan
+        matches: list[Any] = []
+        for storage in list(storages.values()):
+            matches.extend(storage._get_or_init_view_instrument_match(real))
+        plan = _Plan(storages, real, matches, consumer)
+        self._plans[id(instrument)] = plan
+        return plan
 
     def _key(self, items: tuple[tuple[str, str], ...]) -> Any:
         key = self._keys.get(items)
@@ -61,80 +109,73 @@ class SdkSeries:
     def write(self, instrument: Any, items: tuple[tuple[str, str], ...], values: Any) -> bool:
         """Add ``values`` (a list of histogram values, or a counter's summed increment) to one
         series at once; False: nothing was written, use the public API."""
-        if self.failed is not None:
-            return False
-        try:
-            matches = self._plan(instrument)
-            if matches is None:
-                return False
-            key = self._key(items)
-        except Exception as exc:  # internals of another SDK version: the public API from now on
-            self.failed = exc
+        plan = self._plan(instrument)
+        if plan is None or not plan.forgettable:
             return False
         histogram = isinstance(values, list)
-        if _kind(matches) != ("histogram" if histogram else "sum"):
+        if plan.kind != ("histogram" if histogram else "sum"):
             return False
+        real = plan.real
+        if not real._is_enabled():  # the meter's configuration may change at any time
+            return False
+        if plan.exemplars != "off" and (
+            # the merge offers nothing to the exemplar reservoir: only where the SDK would not
+            plan.exemplars == "any"
+            or plan.exemplar_filter.should_sample(0.0, 0, None, get_current())
+        ):
+            return False
+        key = self._key(items)
         if histogram:
-            good = [v for v in values if math.isfinite(v) and v >= 0]  # what record() keeps
-            if len(good) != len(values):
-                return False  # the SDK's own warnings for what it drops
-            _merge_histogram(matches, key, items, good)
+            if not all(math.isfinite(v) and v >= 0 for v in values):  # what record() drops
+                return False  # the SDK's own warnings for those
+            _merge_histogram(plan.matches, key, items, values)
         else:
             if not (math.isfinite(values) and values >= 0):
                 return False
-            _merge_sum(matches, key, items, values)
+            _merge_sum(plan.matches, key, items, values)
         return True
 
-    def forget(self, instrument: Any, items: tuple[tuple[str, str], ...]) -> None:
-        """Remove one series of ``instrument`` from every reader; it reappears (from zero) when
-        recorded again."""
-        if self.failed is not None:
-            return
-        try:
-            matches = self._plan(instrument)
-            if matches is None:
-                return
-            key = self._key(items)
-        except Exception as exc:
-            self.failed = exc
-            return
+    def forget(self, instrument: Any, items: tuple[tuple[str, str], ...]) -> bool:
+        """Remove one series of ``instrument`` from every reader (it reappears, from zero, when
+        recorded again); False: it cannot be removed here (it stays exported)."""
+        plan = self._plan(instrument)
+        if plan is None or not plan.forgettable:
+            return False
+        key = self._key(items)
         self._keys.pop(items, None)
-        for match in matches:
+        for match in plan.matches:
             with match._lock:
                 match._attributes_aggregation.pop(key, None)
+        return True
 
 
-def _usable(real: Any, consumer: Any, storages: Any) -> list[Any] | None:
+def _kind(matches: list[Any]) -> str | None:
+    """ "histogram" or "sum" when every storage aggregates that way, else None."""
     from opentelemetry.sdk.metrics._internal.aggregation import (
         _ExplicitBucketHistogramAggregation,
         _SumAggregation,
     )
-    from opentelemetry.sdk.metrics._internal.exemplar import AlwaysOnExemplarFilter
 
-    enabled = getattr(real, "_is_enabled", None)
-    if enabled is not None and not enabled():
-        return None
-    config = getattr(consumer, "_sdk_config", None)
-    if isinstance(getattr(config, "exemplar_filter", None), AlwaysOnExemplarFilter):
-        return None  # exemplars would be expected from every value
-    matches: list[Any] = []
-    for storage in list(storages.values()):
-        matches.extend(storage._get_or_init_view_instrument_match(real))
-    for match in matches:
-        # a View's attribute filter may fold several series into one: the public API then
-        if match._view._attribute_keys is not None:
-            return None
-        if type(match._aggregation) not in (_ExplicitBucketHistogramAggregation, _SumAggregation):
-            return None
-    if len({type(match._aggregation) for match in matches}) != 1:
-        return None
-    return matches or None
+    kinds = {type(match._aggregation) for match in matches}
+    if kinds == {_ExplicitBucketHistogramAggregation}:
+        return "histogram"
+    if kinds == {_SumAggregation}:
+        return "sum"
+    return None
 
 
-def _kind(matches: list[Any]) -> str | None:
-    """ "histogram" or "sum" when every storage aggregates that way (checked by `_usable`)."""
-    name = type(matches[0]._aggregation).__name__
-    return {"_ExplicitBucketHistogramAggregation": "histogram", "_SumAggregation": "sum"}.get(name)
+def _exemplars(exemplar_filter: Any) -> str:
+    """When the SDK offers a value to the exemplar reservoir: "off" never, "trace" inside a
+    sampled span (the same answer for every value of a flush), "any" (an unknown filter,
+    whose decision may depend on each value: the public API only)."""
+    from opentelemetry.sdk.metrics._internal.exemplar import (
+        AlwaysOffExemplarFilter,
+        TraceBasedExemplarFilter,
+    )
+
+    if type(exemplar_filter) is AlwaysOffExemplarFilter:
+        return "off"
+    return "trace" if type(exemplar_filter) is TraceBasedExemplarFilter else "any"
 
 
 def _aggregation(match: Any, key: Any, items: tuple[tuple[str, str], ...]) -> Any:
@@ -150,27 +191,27 @@ def _merge_histogram(
 ) -> None:
     if not values:
         return
-    total, low, high = math.fsum(values), min(values), max(values)
+    low, high = min(values), max(values)
     for match in matches:
         if match._reset_on_collect:  # a delta collection may swap the storage: as record() does
             with match._lock:
                 aggregation = match._get_or_create_aggregation(key, dict(items))
-                _into_histogram(aggregation, values, total, low, high)
+                _into_histogram(aggregation, values, low, high)
         else:
-            _into_histogram(_aggregation(match, key, items), values, total, low, high)
+            _into_histogram(_aggregation(match, key, items), values, low, high)
 
 
-def _into_histogram(
-    aggregation: Any, values: list[float], total: float, low: float, high: float
-) -> None:
+def _into_histogram(aggregation: Any, values: list[float], low: float, high: float) -> None:
     bounds = aggregation._boundaries
     with aggregation._lock:
         if aggregation._value is None:
             aggregation._value = aggregation._get_empty_bucket_counts()
         counts = aggregation._value
-        for value in values:
+        total = aggregation._sum
+        for value in values:  # added one by one, as record() does: the same float sum
             counts[bisect_left(bounds, value)] += 1
-        aggregation._sum += total
+            total += value
+        aggregation._sum = total
         if aggregation._record_min_max:
             aggregation._min = min(aggregation._min, low)
             aggregation._max = max(aggregation._max, high)
