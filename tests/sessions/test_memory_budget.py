@@ -102,3 +102,20 @@ def test_spans_kept_for_closed_sessions_count_against_the_budget() -> None:
     [latest] = store.close("end_of_input")
     assert not latest.partial and len(latest.spans) == 6
     assert 0 < peak <= 30_000
+
+
+def test_estimate_follows_real_memory_of_array_and_kvlist_values() -> None:
+    """OTLP array and kvlist values (tuples and dicts here) are charged by their elements: an
+    attribute of many long strings is not one small object to the budget."""
+
+    def fill(store: SessionStore) -> None:
+        for i in range(200):
+            attrs = {
+                "session.id": f"s{i // 4}",
+                "tags": tuple(f"{i}-{n}-" + "t" * 300 for n in range(20)),
+                "doc": {"title": f"{i} " + "d" * 500, "parts": (1, 2.5, True, "p" * 200)},
+            }
+            store.add(span(i, trace=i // 4 + 1, attrs=attrs))
+
+    real, store = _traced(fill)
+    assert 0.77 <= real / store.open_bytes <= 1.3, (real, store.open_bytes)

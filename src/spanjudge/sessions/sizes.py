@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from sys import getsizeof
 
-from spanjudge.spans.record import Attributes, SpanEvent, SpanRecord
+from spanjudge.spans.record import Attributes, AttrValue, SpanEvent, SpanRecord
 
 _STR = getsizeof("")  # a str object without its characters (ASCII)
 _KEY = _STR + 24  # an attribute key: a str of a typical name's length (`gen_ai.tool.name`)
@@ -49,13 +49,32 @@ EVENT_BASE = getsizeof(SpanEvent(name="", time_unix_nano=0)) + _NANOS + 8 + _STR
 SESSION_BASE = 1024
 
 
+_NESTED = frozenset({tuple, dict})
+
+
 def _attributes(attrs: Attributes) -> int:
     """An attribute dict: per entry its slot, key and value object; plus the text of string
-    values at their width (1 byte a character when ASCII, else what CPython holds)."""
+    values at their width (1 byte a character when ASCII, else what CPython holds), and the
+    elements of array and kvlist values (tuples and dicts)."""
     size = _DICT + len(attrs) * _ENTRY
     for value in attrs.values():
         if type(value) is str:
             size += len(value) if value.isascii() else getsizeof(value) - _STR
+        elif type(value) in _NESTED:
+            size += _nested(value)  # type: ignore[arg-type]
+    return size
+
+
+def _nested(value: tuple[AttrValue, ...] | dict[str, AttrValue]) -> int:
+    """An array (tuple) or kvlist (dict) value beyond the value header already charged."""
+    if isinstance(value, dict):
+        return _attributes(value)
+    size = getsizeof(value) - _STR
+    for item in value:
+        if isinstance(item, (tuple, dict)):
+            size += _STR + _nested(item)
+        elif item is not None and not isinstance(item, bool):  # None, bools: shared objects
+            size += getsizeof(item)
     return size
 
 
