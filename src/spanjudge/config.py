@@ -200,6 +200,11 @@ def _series_ttl(raw: Any, problems: list[str]) -> float:
     """`labels.series_ttl` (a duration) or `labels.series_ttl_s`; 0: series never expire."""
     if not isinstance(raw, Mapping):
         return _SERIES_TTL_S
+    if "series_ttl" in raw and not isinstance(raw["series_ttl"], str):  # `series_ttl: 300`
+        problems.append(
+            "labels.series_ttl: expected a duration such as 30s, 15m, 1h (seconds as a number"
+            f" go in series_ttl_s), got {raw['series_ttl']!r}"
+        )
     ttl = durations(raw, ["series_ttl_s"], "labels", problems).get("series_ttl_s", _SERIES_TTL_S)
     if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not ttl >= 0:
         problems.append(f"labels.series_ttl_s: expected {DURATION_HINT} (0: never), got {ttl!r}")

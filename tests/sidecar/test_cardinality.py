@@ -128,6 +128,9 @@ def test_series_ttl_setting_problems() -> None:
     with pytest.raises(ConfigError) as raised:
         parse_config({"labels": {"series_ttl": "soon", "max_values": 3}})
     assert any(p.startswith("labels.series_ttl: expected") for p in raised.value.problems)
+    with pytest.raises(ConfigError) as raised:  # a bare number is no duration: not ignored
+        parse_config({"labels": {"series_ttl": 300}})
+    assert any(p.startswith("labels.series_ttl: expected") for p in raised.value.problems)
     with pytest.raises(ConfigError) as raised:
         parse_config({"labels": {"series_ttl_s": -1}})
     assert any(p.startswith("labels.series_ttl_s: expected") for p in raised.value.problems)
