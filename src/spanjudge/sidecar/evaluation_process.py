@@ -14,6 +14,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import logging
+import signal
 import sqlite3
 import sys
 import threading
@@ -261,6 +262,11 @@ class _ProcessWorker(Worker):
 
 def run(settings: ProcessSettings, conn: Connection, out: Connection, paused: Any) -> None:
     """The process's entry point (spawned): build the worker, take items until told to stop."""
+    # The serve process runs the shutdown (each mode, within its deadline): a SIGTERM or Ctrl-C
+    # sent to every process at once (systemd's default KillMode, a terminal's process group)
+    # must not end this one midway. It ends when told, or when the serve process is gone.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     logging.basicConfig(
         level=settings.log_level,
         format=f"%(asctime)s %(levelname)s %(name)s[worker {settings.index}]: %(message)s",

@@ -1,0 +1,145 @@
+"""`serve.workers` across restarts and signals: a spool written with one number of evaluation
+processes replays with another (each session judged once, as one process judges it), and a
+SIGTERM that reaches every process of the server at once (systemd's default `KillMode`, Ctrl-C
+in a terminal) still runs the configured shutdown in each one."""
+
+from __future__ import annotations
+
+import collections
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace.export import SpanExportResult
+
+from spanjudge.spans.record import SpanRecord
+from tests.sidecar.helpers import SidecarProcess, VerdictServer, synthetic_session, to_sdk, wait_for
+from tests.sidecar.test_workers import _as_exported, _env, _Receiver, _verdicts
+
+pytestmark = pytest.mark.slow
+
+
+def _config(tmp: Path, workers: int) -> dict[str, Any]:
+    # Nothing closes by itself while the test runs: every session is open (or waiting out a
+    # long end grace) when the server is killed, so all of it is in the spool.
+    return {
+        "sessions": {"idle_timeout_s": 300.0, "end_grace_s": 300.0},
+        "serve": {
+            "grpc_endpoint": "127.0.0.1:0",
+            "http_endpoint": "127.0.0.1:0",
+            "metrics_endpoint": None,
+            "tick_interval_s": 0.05,
+            "workers": workers,
+            "on_shutdown": "evaluate",
+            "spool": {"path": str(tmp / "spool.db")},
+        },
+    }
+
+
+def _send(endpoint: str, spans: list[SpanRecord]) -> None:
+    exporter = OTLPSpanExporter(endpoint=endpoint, insecure=True)
+    try:
+        for i in range(0, len(spans), 3):  # small requests: a trace spans many of them
+            assert exporter.export(to_sdk(spans[i : i + 3])) == SpanExportResult.SUCCESS
+    finally:
+        exporter.shutdown()
+
+
+def _stop(*processes: SidecarProcess | None) -> None:
+    for proc in processes:
+        if proc is not None and proc.proc is not None and proc.proc.poll() is None:
+            proc.kill9()
+
+
+def _judged(tmp: Path, before: int, after: int, spans: list[SpanRecord]) -> _Receiver:
+    """Send ``spans`` to a server with ``before`` processes, kill -9 it, start one with
+    ``after`` on the same spool and stop it: the shutdown judges what was replayed."""
+    tmp.mkdir()
+    verdicts = _Receiver()
+    first = SidecarProcess(tmp, _config(tmp, before), _env(verdicts)).start()
+    second: SidecarProcess | None = None
+    try:
+        _send(first.endpoints["grpc"], spans)
+        first.kill9()
+        second = SidecarProcess(tmp, _config(tmp, after), _env(verdicts)).start()
+        assert second.terminate() == 0
+    finally:
+        _stop(first, second)
+        verdicts.stop()
+    return verdicts
+
+
+@pytest.mark.parametrize(("before", "after"), [(2, 3), (2, 1), (1, 2)])
+def test_a_spool_written_with_n_workers_replays_with_another_n(
+    tmp_path: Path, before: int, after: int
+) -> None:
+    spans = _as_exported()
+    reference = _verdicts(_judged(tmp_path / "same", 1, 1, spans))
+    assert len(reference) > 100
+    changed = _judged(tmp_path / "changed", before, after, spans)
+    # the same sessions with the same verdicts and ids: none split, none judged twice
+    assert _verdicts(changed) == reference
+    assert all(len(revisions) == 1 for revisions in changed.received.sessions().values())
+    assert changed.received.log_ids() == changed.received.span_ids()
+
+
+def test_sigterm_to_every_process_runs_the_shutdown_once(tmp_path: Path) -> None:
+    """systemd stops a unit by sending SIGTERM to all its processes, a terminal's Ctrl-C
+    sends SIGINT to the whole group: the evaluation processes leave the shutdown to `serve`."""
+    verdicts = VerdictServer()
+    sidecar = SidecarProcess(tmp_path, _config(tmp_path, 2), _env(verdicts)).start()
+    second: SidecarProcess | None = None
+    try:
+        exporter = OTLPSpanExporter(endpoint=sidecar.endpoints["grpc"], insecure=True)
+        sent = [f"open-{i:02d}" for i in range(40)]
+        for session_id in sent:
+            spans = synthetic_session(session_id, end=False)
+            assert exporter.export(spans) == SpanExportResult.SUCCESS
+        exporter.shutdown()
+        pids = [sidecar.endpoints["pid"], *sidecar.endpoints["workers"]]
+        assert len(pids) == 3
+        for pid in pids:
+            os.kill(pid, signal.SIGTERM)
+        assert sidecar.terminate() == 0
+        # on_shutdown evaluate: every open session was judged at the shutdown
+        assert set(verdicts.received.sessions()) == set(sent)
+        log = sidecar.log.read_text()
+        assert "Traceback" not in log and "stopped:" not in log, log
+        # and a restart has nothing left to judge
+        second = SidecarProcess(tmp_path, _config(tmp_path, 2), _env(verdicts)).start()
+        assert second.terminate() == 0
+        counts = collections.Counter(s["attrs"]["session.id"] for s in verdicts.received.eval_spans)
+        assert set(counts.values()) == {1}, counts
+    finally:
+        _stop(sidecar, second)
+        verdicts.stop()
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie waiting for its reaper has ended)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state not in ("Z", "X")
+
+
+def test_kill9_of_the_server_leaves_no_evaluation_process_behind(tmp_path: Path) -> None:
+    verdicts = VerdictServer()
+    sidecar = SidecarProcess(tmp_path, _config(tmp_path, 2), _env(verdicts)).start()
+    try:
+        exporter = OTLPSpanExporter(endpoint=sidecar.endpoints["grpc"], insecure=True)
+        for i in range(10):
+            spans = synthetic_session(f"open-{i}", end=False)
+            assert exporter.export(spans) == SpanExportResult.SUCCESS
+        exporter.shutdown()
+        children = sidecar.endpoints["workers"]
+        assert len(children) == 2 and all(_alive(pid) for pid in children)
+        sidecar.kill9()
+        assert wait_for(lambda: not any(_alive(pid) for pid in children), 15), children
+    finally:
+        _stop(sidecar)
+        verdicts.stop()
