@@ -14,6 +14,7 @@ import grpc
 import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
+import spanjudge.sidecar.intake as intake
 from spanjudge.guard import contained
 from tests.sidecar.conftest import MakeSidecar
 from tests.sidecar.helpers import synthetic_session, wait_for
@@ -68,4 +69,27 @@ def test_internal_error_is_retryable_logged_once_and_counted(
     monkeypatch.setattr(sidecar.spool, "append", real_append)
     assert post(sidecar, _body("bug-http-0"))[0] == 200
     assert grpc_call(sidecar, _body("bug-grpc-0"))[0] == grpc.StatusCode.OK
+    assert wait_for(lambda: sidecar.worker.evaluated_sessions == 2, 20)
+
+
+def test_running_out_of_memory_while_decoding_is_retryable(
+    make_sidecar: MakeSidecar, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A MemoryError may pass (other requests finish, memory is freed): answered retryable on
+    both receivers, not as the malformed input the decoder's catch-all reports."""
+    sidecar = make_sidecar(sessions={"idle_timeout_s": 60, "end_grace_s": 0.1})
+    real = intake.decode_request
+
+    def out_of_memory(*args: Any, **kwargs: Any) -> Any:
+        raise MemoryError
+
+    monkeypatch.setattr(intake, "decode_request", out_of_memory)
+    with contained():
+        status, headers, _ = post(sidecar, _body("oom-http"))
+        code, _ = grpc_call(sidecar, _body("oom-grpc"))
+    assert status == 503 and int(headers["Retry-After"]) >= 1
+    assert code == grpc.StatusCode.UNAVAILABLE
+    monkeypatch.setattr(intake, "decode_request", real)
+    assert post(sidecar, _body("oom-http"))[0] == 200  # the client's retry
+    assert grpc_call(sidecar, _body("oom-grpc"))[0] == grpc.StatusCode.OK
     assert wait_for(lambda: sidecar.worker.evaluated_sessions == 2, 20)

@@ -125,7 +125,7 @@ def decode_body(data: bytes, fmt: str, limits: Limits, checks: InputConfig) -> D
                 # ignored, so `{}` is a valid empty request; OTLP answers it with success.
                 return Decoded([], [])
             records, problems = decode_json_document(doc, limits)
-    except BadRequest:
+    except (BadRequest, MemoryError):  # out of memory may pass: answered retryable upstream
         raise
     except RecursionError:
         raise BadRequest("request nests values too deeply") from None
