@@ -343,3 +343,70 @@ def test_label_series_counts_the_series_without_a_ttl(results: list[SessionResul
     carrying_agent = [k for k in points if "gen_ai.agent.name" in dict(k[1])]
     [gauge] = [v for (name, _), v in points.items() if name == "spanjudge.label_series"]
     assert gauge == len(carrying_agent) > 0
+
+
+def test_collections_running_alongside_lose_and_double_nothing(
+    results: list[SessionResult],
+) -> None:
+    """A delta and a cumulative reader collecting from another thread while the batched sink
+    emits and flushes (as the OTLP periodic reader and Prometheus scrapes do in the sidecar):
+    the deltas add up to the cumulative points, and those equal one SDK call per value. (The
+    merge takes the SDK's own locks where `record()` does; this cannot force that race.)"""
+    import threading
+
+    delta = InMemoryMetricReader(preferred_temporality=DELTA)
+    cumulative = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[delta, cumulative], views=score_views())
+    sink = MetricsSink(provider, batch_counters=True)
+    totals: dict[Any, list[Any]] = {}
+    collections = [0]
+
+    def add_deltas() -> None:
+        for key, value in _points(delta).items():
+            counts = value[0] + (value[1],) if isinstance(value, tuple) else (value,)
+            seen = totals.setdefault(key, [0] * len(counts))
+            totals[key] = [a + b for a, b in zip(seen, counts, strict=True)]
+        _points(cumulative)
+        collections[0] += 1
+
+    done = threading.Event()
+
+    def collect() -> None:
+        while not done.is_set():
+            add_deltas()
+
+    thread = threading.Thread(target=collect)
+    thread.start()
+    sessions = results * 3
+    try:
+        for i, result in enumerate(sessions, 1):
+            sink.emit(result)
+            if i % 2 == 0:
+                sink.flush(0.0)
+        sink.flush(0.0)
+    finally:
+        done.set()
+        thread.join()
+    add_deltas()
+    assert collections[0] > 2
+
+    def rounded(points: dict[Any, Any]) -> dict[Any, Any]:
+        # the SDK folds each collection's histogram sum into its running total: floats added
+        # in another grouping than with no collection in between, by either road
+        return {
+            k: (v[0], v[1], round(v[2], 6), v[3], v[4]) if isinstance(v, tuple) else v
+            for k, v in points.items()
+            if k[0] != "spanjudge.label_series"
+        }
+
+    final = rounded(_points(cumulative))
+    reference = MetricsSink(
+        MeterProvider(metric_readers=[expected := InMemoryMetricReader()], views=score_views())
+    )
+    for result in sessions:
+        reference.emit(result)
+    want = rounded(_points(expected))
+    assert final == want
+    for key, value in want.items():
+        counts = value[0] + (value[1],) if isinstance(value, tuple) else (value,)
+        assert totals.get(key) == list(counts), key
