@@ -110,9 +110,15 @@ class SdkSeries:
         """Add ``values`` (a list of histogram values, or a counter's summed increment) to one
         series at once; False: nothing was written, use the public API."""
         plan = self._plan(instrument)
-        if plan is None or not plan.forgettable:
+        if plan is None:
             return False
         histogram = isinstance(values, list)
+        if not plan.matches:  # no reader: record() would store nothing (bad values: its warnings)
+            if histogram:
+                return all(math.isfinite(v) and v >= 0 for v in values)
+            return bool(math.isfinite(values) and values >= 0)
+        if not plan.forgettable:
+            return False
         if plan.kind != ("histogram" if histogram else "sum"):
             return False
         real = plan.real
