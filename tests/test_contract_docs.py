@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from spanjudge import reasons
+from spanjudge import reasons, semconv
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,3 +36,12 @@ def test_the_check_sees_the_tables() -> None:
     # Guards the regex above: the tables it reads must be found at all.
     documented = _table_keys((ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8"))
     assert {"skill_loaded", "robustness", "no_expectation", "judge_error"} <= documented
+
+
+def test_every_metric_name_is_in_the_emission_table() -> None:
+    """Emitted names are a contract: each `semconv.M_*` metric is spelled out in section 8."""
+    text = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    table = "\n".join(line for line in text.splitlines() if line.startswith("| `spanjudge."))
+    names = {v for k, v in vars(semconv).items() if k.startswith("M_") and isinstance(v, str)}
+    missing = sorted(name for name in names if f"`{name}`" not in table)
+    assert not missing, f"ARCHITECTURE.md section 8's metrics table lacks: {missing}"
