@@ -41,3 +41,28 @@ def test_a_pattern_is_compiled_on_first_use_only() -> None:
     assert lazy.pattern == "(unclosed"
     with pytest.raises(re.error):
         lazy.search("x")
+
+
+def test_every_module_pattern_in_spanjudge_compiles() -> None:
+    # Compiled on first use, a typo in a rarely used recogniser's pattern would pass every import
+    # and fail in production on the first span that reaches it: compile them all here.
+    import importlib
+    import pkgutil
+
+    import spanjudge
+
+    patterns = {}
+    for module in pkgutil.walk_packages(spanjudge.__path__, "spanjudge."):
+        if module.name.endswith("__main__"):  # `python -m` entry points run when imported
+            continue
+        for name, value in vars(importlib.import_module(module.name)).items():
+            if isinstance(value, LazyPattern):
+                patterns[f"{module.name}.{name}"] = value
+    assert len(patterns) > 50  # the recognisers', judges' and conditions' patterns
+    failures = {}
+    for where, lazy in patterns.items():
+        try:
+            re.compile(lazy.pattern, lazy._flags)
+        except re.error as exc:
+            failures[where] = str(exc)
+    assert failures == {}
