@@ -119,3 +119,34 @@ def test_a_configured_judges_warning_keeps_the_cli_format_without_verbose(tmp_pa
         )
     warned = [line for line in done.stderr.splitlines() if "refused response_format" in line]
     assert len(warned) == 1 and warned[0].startswith("spanjudge: WARNING: judge llm:"), done.stderr
+
+
+def _coloured_on_a_terminal(*argv: str, **env: str) -> bool:
+    """Whether ``spanjudge ARGV`` colours its stdout when stdout is a terminal (a pty)."""
+    import pty
+
+    parent, child = pty.openpty()
+    environ = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "TERM")}
+    environ.update({"TERM": "xterm-256color", **env})
+    proc = subprocess.Popen([*CLI, *argv], stdout=child, stderr=subprocess.DEVNULL, env=environ)
+    os.close(child)
+    out = b""
+    try:
+        while chunk := os.read(parent, 1 << 16):
+            out += chunk
+    except OSError:  # EIO: the child closed the terminal
+        pass
+    finally:
+        os.close(parent)
+    assert proc.wait(timeout=120) in (0, 1)
+    assert b"PASS" in out
+    return ESC.encode() in out
+
+
+@pytest.mark.parametrize("command", [["eval", str(TRACES)], ["demo"]], ids=["eval", "demo"])
+def test_a_terminal_is_coloured_unless_no_color_or_term_dumb(command: list[str]) -> None:
+    assert _coloured_on_a_terminal(*command)
+    assert not _coloured_on_a_terminal(*command, NO_COLOR="1")
+    assert not _coloured_on_a_terminal(*command, TERM="dumb")
+    assert not _coloured_on_a_terminal(*command, "--no-color")
+    assert _coloured_on_a_terminal(*command, "--no-color", "--color")  # the last one given wins

@@ -208,7 +208,7 @@ def _colour_option(parser: argparse.ArgumentParser) -> None:
         "--color",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="colour the outcomes (default: on a terminal, unless NO_COLOR is set)",
+        help="colour the outcomes (default: on a terminal, unless NO_COLOR is set or TERM=dumb)",
     )
 
 

@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         "--color",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="colour the outcomes (default: on a terminal, unless NO_COLOR is set)",
+        help="colour the outcomes (default: on a terminal, unless NO_COLOR is set or TERM=dumb)",
     )
     args = parser.parse_args(argv)
     results, counts = run_demo()

@@ -39,10 +39,12 @@ EXPLANATION_WIDTH = 90  # fits a terminal line; files and pipes get explanations
 
 def use_colour(choice: bool | None, out: TextIO | None) -> bool:
     """``--color`` (True) and ``--no-color`` (False) decide; without either (None) the outcomes
-    are coloured on a terminal, unless the ``NO_COLOR`` environment variable is set."""
+    are coloured on a terminal, unless the ``NO_COLOR`` environment variable is set or the
+    terminal says it has no colours (``TERM=dumb``, as for git and ls)."""
     if choice is not None:
         return choice
-    return out is not None and out.isatty() and not os.environ.get("NO_COLOR")
+    plain = os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb"
+    return out is not None and out.isatty() and not plain
 
 
 def session_lines(
