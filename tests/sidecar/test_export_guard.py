@@ -15,7 +15,8 @@ import pytest
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SpanExportResult
 
-from spanjudge.guard import contained
+from spanjudge.guard import Guard, contained
+from spanjudge.sidecar.export import ConfirmingSpanProcessor
 from spanjudge.sidecar.server import Sidecar
 from tests.sidecar.conftest import MakeSidecar
 from tests.sidecar.helpers import VerdictServer, synthetic_session, wait_for
@@ -113,3 +114,24 @@ def test_an_endpoint_failure_is_no_internal_error(
     finally:
         sidecar.stop()  # before its endpoint goes
         verdicts.stop()
+
+
+def test_a_call_cut_by_the_shutdown_abort_is_no_bug() -> None:
+    """At the shutdown deadline the worker aborts the exporters; a call in flight then fails
+    (gRPC: ValueError "Cannot invoke RPC on closed channel!"). That is the abort, not a bug:
+    not raised even under the test suite, not counted, and the verdicts stay unconfirmed."""
+    guard = Guard(logging.getLogger("spanjudge.sidecar"), "sidecar")
+
+    class Aborted:
+        def export(self, batch: Any) -> Any:
+            processor.abort()  # the deadline passes while this call is on the wire
+            raise ValueError("Cannot invoke RPC on closed channel!")
+
+        def shutdown(self) -> None:
+            pass
+
+    processor = ConfirmingSpanProcessor(Aborted(), guard)
+    processor.on_end(synthetic_session("aborted")[0])
+    assert processor.force_flush() is False
+    assert guard.errors == 0
+    assert processor.backlog == 1  # kept: the spool still holds its session

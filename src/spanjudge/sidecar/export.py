@@ -55,9 +55,15 @@ class _Confirming:
     handed to ``guard`` (logged once, counted, re-raised under the test suite).
     """
 
-    def __init__(self, export: Callable[[Sequence[Any]], bool], guard: Guard) -> None:
+    def __init__(
+        self,
+        export: Callable[[Sequence[Any]], bool],
+        guard: Guard,
+        aborted: Callable[[], bool] = lambda: False,
+    ) -> None:
         self._export = export
         self._guard = guard
+        self._aborted = aborted
         self._outage = False
         self._items: list[Any] = []
         self._lock = threading.Lock()
@@ -94,6 +100,8 @@ class _Confirming:
         try:
             ok = self._export(batch)
         except Exception as exc:
+            if self._aborted():  # shut down under a call in flight (gRPC: "closed channel")
+                return False
             if not endpoint_failure(exc):
                 self._guard.failed("verdict export")
                 return False
@@ -148,10 +156,11 @@ class ConfirmingSpanProcessor(_Confirmed, SpanProcessor):
     """Queues ended spans; `force_flush` exports them and says whether all were accepted."""
 
     def __init__(self, exporter: Any, guard: Guard | None = None) -> None:
-        self._exporter = _Once(exporter)
+        self._exporter = once = _Once(exporter)
         self._queue = _Confirming(
             lambda batch: exporter.export(batch) == SpanExportResult.SUCCESS,
             guard or Guard(log, "sidecar"),
+            lambda: once.done,
         )
 
     def on_start(self, span: Any, parent_context: Any = None) -> None:
@@ -167,11 +176,12 @@ class ConfirmingLogProcessor(_Confirmed, LogRecordProcessor):
     def __init__(self, exporter: Any, guard: Guard | None = None) -> None:
         from opentelemetry.sdk._logs import ReadableLogRecord
 
-        self._exporter = _Once(exporter)
+        self._exporter = once = _Once(exporter)
         self._readable = ReadableLogRecord
         self._queue = _Confirming(
             lambda batch: exporter.export(batch) == LogRecordExportResult.SUCCESS,
             guard or Guard(log, "sidecar"),
+            lambda: once.done,
         )
 
     def on_emit(self, log_record: Any) -> None:
