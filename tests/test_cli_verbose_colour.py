@@ -150,3 +150,19 @@ def test_a_terminal_is_coloured_unless_no_color_or_term_dumb(command: list[str])
     assert not _coloured_on_a_terminal(*command, TERM="dumb")
     assert not _coloured_on_a_terminal(*command, "--no-color")
     assert _coloured_on_a_terminal(*command, "--no-color", "--color")  # the last one given wins
+
+
+def test_calibrate_verbose_after_the_subcommand_says_what_it_read(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from spanjudge.calibration import load_labels
+    from tests.test_calibrate import LABELS
+    from tests.test_calibrate import TRACES as LABELLED
+
+    done = _run("calibrate", str(LABELS), *LABELLED, "-v", cwd=tmp_path)
+    info = [line for line in done.stderr.splitlines() if line.startswith("spanjudge: INFO: ")]
+    assert f"spanjudge: INFO: labels: {len(load_labels(str(LABELS)))} from {LABELS}" in info
+    assert [f"spanjudge: INFO: reading {path}" for path in LABELLED] == [
+        line for line in info if "reading" in line
+    ]
+    assert done.stdout.startswith("evaluator")  # stdout is the table alone
+    quiet = _run("calibrate", str(LABELS), *LABELLED, cwd=tmp_path)
+    assert "INFO" not in quiet.stderr, quiet.stderr

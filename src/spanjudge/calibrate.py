@@ -50,10 +50,18 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 def cmd_calibrate(args: argparse.Namespace, out: Any = None) -> int:
     from spanjudge.calibration import load_labels, run
     from spanjudge.config import load_config
+    from spanjudge.logs import logger
 
+    log = logger("spanjudge.cli")  # -v: INFO, as `eval -v` says what it read
     out = out or sys.stdout
     labels = load_labels(args.labels)
-    rows = run(labels, args.inputs, load_config(args.config), args.expect)
+    log.info("labels: %d from %s", len(labels), args.labels)
+    config = load_config(args.config)
+    log.info("configuration: %s", args.config or "none (the embedded defaults)")
+    for path in args.inputs:
+        log.info("reading %s", path)
+    rows = run(labels, args.inputs, config, args.expect)
+    log.info("%d evaluator/judge pair(s) compared", len(rows))
     if args.format == "json":
         json.dump({"labels": len(labels), "agreement": rows}, out, indent=1)
         out.write("\n")
