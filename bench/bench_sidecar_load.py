@@ -7,7 +7,8 @@
    acknowledged session, its evaluation span and its log records (goal: none missing).
 2. CPU per span: the same requests through `spanjudge serve` (spool on, export off) and through
    a floor receiver that parses each request AND walks every attribute into Python values, each
-   server in its own process; spans per CPU-second of the server process (goal: >= 0.5x).
+   server in its own process; spans per CPU-second of the server process (goal: >= 0.5x), and
+   how serve's CPU splits between its evaluation thread and the rest (receivers, spool).
 3. Memory: resident set size per open session and per retained span (a fresh process fills a
    `SessionStore`), against the store's own budget estimate (`open_bytes`).
 
@@ -50,6 +51,12 @@ _PAGE = os.sysconf("SC_PAGE_SIZE")
 def cpu_seconds(pid: int) -> float:
     """User + system CPU of process ``pid`` so far (Linux /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+def thread_cpu_seconds(native_id: int) -> float:
+    """User + system CPU of one thread of this process so far (Linux /proc)."""
+    fields = Path(f"/proc/self/task/{native_id}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / _TICKS
 
 
@@ -295,7 +302,7 @@ def _floor_server(conn: Any) -> None:
     )
     conn.send(server.add_insecure_port("127.0.0.1:0"))
     server.start()
-    _report(conn, lambda: walked[0])
+    _report(conn, lambda request: walked[0])
 
 
 def _sidecar_server(conn: Any, spool: str) -> None:
@@ -319,14 +326,21 @@ def _sidecar_server(conn: Any, spool: str) -> None:
     sidecar.start()
     assert sidecar.grpc is not None
     conn.send(sidecar.grpc.port)
-    _report(conn, lambda: sidecar.worker.evaluated_sessions)
+
+    def answer(request: str) -> Any:
+        if request == "worker_cpu":  # the evaluation thread's CPU (the rest: receivers, spool)
+            thread = getattr(sidecar.worker, "_thread", None)
+            return thread_cpu_seconds(thread.native_id) if thread is not None else None
+        return sidecar.worker.evaluated_sessions
+
+    _report(conn, answer)
     sidecar.stop()
 
 
 def _report(conn: Any, count: Any) -> None:
-    """Answer `count()` each time the parent asks, until it says stop."""
-    while conn.recv() != "stop":
-        conn.send(count())
+    """Answer `count(request)` each time the parent asks, until it says stop."""
+    while (request := conn.recv()) != "stop":
+        conn.send(count(request))
 
 
 def cpu_per_span(args: argparse.Namespace, directory: str) -> dict[str, Any]:
@@ -348,6 +362,8 @@ def cpu_per_span(args: argparse.Namespace, directory: str) -> dict[str, Any]:
         call(ExportTraceServiceRequest().SerializeToString(), timeout=60)  # warm
         assert proc.pid is not None
         before = cpu_seconds(proc.pid)
+        parent.send("worker_cpu")
+        worker_before = parent.recv()
         with futures.ThreadPoolExecutor(args.clients) as pool:
             list(pool.map(_send_retrying, [call] * len(requests), requests))
         while True:
@@ -356,6 +372,12 @@ def cpu_per_span(args: argparse.Namespace, directory: str) -> dict[str, Any]:
                 break
             time.sleep(0.05)
         cpu = cpu_seconds(proc.pid) - before
+        parent.send("worker_cpu")
+        worker_after = parent.recv()
+        if name == "sidecar" and worker_before is not None and worker_after is not None:
+            # where serve's CPU goes: the evaluation thread vs receivers, spool and the rest
+            out["sidecar_worker_thread_cpu_s"] = round(worker_after - worker_before, 2)
+            out["sidecar_other_threads_cpu_s"] = round(cpu - (worker_after - worker_before), 2)
         parent.send("stop")
         proc.join(60)
         channel.close()
