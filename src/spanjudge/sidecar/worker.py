@@ -21,7 +21,7 @@ from spanjudge.emit.base import Sink
 from spanjudge.emit.metrics import SelfTelemetry
 from spanjudge.engine import Engine
 from spanjudge.guard import Guard
-from spanjudge.pipeline import Pipeline
+from spanjudge.pipeline import Pipeline, is_own_span
 from spanjudge.sessions.store import ClosePolicy, SessionStore
 from spanjudge.sidecar.config import InputConfig
 from spanjudge.sidecar.intake import BadRequest, decode_body
@@ -97,6 +97,9 @@ class Worker:
 
     def submit(self, body: bytes, fmt: str, records: list[SpanRecord]) -> None:
         """Spool and queue one request's accepted spans; raises `Overloaded` when full."""
+        # spanjudge's own spans (verdicts routed back here) are never evaluated: spooled, no
+        # session would ever release them, and the spool would fill up with them.
+        records = [r for r in records if not is_own_span(r.scope_name, r.name)]
         if not records:
             return
         n = len(records)
