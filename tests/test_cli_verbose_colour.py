@@ -166,3 +166,21 @@ def test_calibrate_verbose_after_the_subcommand_says_what_it_read(tmp_path) -> N
     assert done.stdout.startswith("evaluator")  # stdout is the table alone
     quiet = _run("calibrate", str(LABELS), *LABELLED, cwd=tmp_path)
     assert "INFO" not in quiet.stderr, quiet.stderr
+
+
+def test_demo_verbose_says_what_it_ran_and_emitted(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    done = _run("demo", "-vv", cwd=tmp_path)
+    lines = done.stderr.splitlines()
+    assert (
+        "spanjudge: INFO: running 3 scripted scenario(s) through SpanJudgeProcessor"
+        " (in-memory exporters)" in lines
+    ), done.stderr
+    sessions = [line for line in lines if line.startswith("spanjudge: DEBUG: session demo-")]
+    assert len(sessions) == 3, done.stderr
+    # the totals the demo prints on stdout, said on stderr too
+    assert "spanjudge: INFO: 3 session(s) judged; 3 evaluation span(s)," in done.stderr
+    assert "emitted: 3 spanjudge.evaluate span(s)" in done.stdout
+    once = _run("-v", "demo", cwd=tmp_path)
+    assert "INFO: running 3 scripted" in once.stderr and "DEBUG" not in once.stderr
+    quiet = _run("demo", cwd=tmp_path)
+    assert "INFO" not in quiet.stderr, quiet.stderr

@@ -99,7 +99,22 @@ def main(argv: list[str] | None = None) -> int:
         help="colour the outcomes (default: on a terminal, unless NO_COLOR is set or TERM=dumb)",
     )
     args = parser.parse_args(argv)
+    from spanjudge.logs import logger
+
+    log = logger("spanjudge.cli")  # -v: INFO, -vv: DEBUG, as `eval -v` says what it ran
+    log.info(
+        "running %d scripted scenario(s) through SpanJudgeProcessor (in-memory exporters)",
+        len(SCENARIOS),
+    )
     results, counts = run_demo()
+    for result in results:
+        log.debug("session %s: %d verdict(s)", result.trajectory.session_id, len(result.verdicts))
+    log.info(
+        "%d session(s) judged; %d evaluation span(s), %d log record(s) emitted",
+        len(results),
+        counts["evaluation_spans"],
+        counts["log_records"],
+    )
     out = sys.stdout
     out.write("spanjudge demo: a scripted agent (no network, no model) judged in-process\n")
     for scenario in SCENARIOS:
