@@ -32,7 +32,7 @@ from spanjudge.emit.otel import OtelVerdictSink
 from spanjudge.engine import Engine
 from spanjudge.sidecar.config import ExportConfig, InputConfig
 from spanjudge.sidecar.export import VerdictExport, build_verdict_export
-from spanjudge.sidecar.spool import Completion, Stored
+from spanjudge.sidecar.spool import Completion, Stored, remember_revisions
 from spanjudge.sidecar.worker import Worker
 from spanjudge.spans.record import SpanRecord
 from spanjudge.values import SessionResult
@@ -197,11 +197,7 @@ class _Ledger:
 
     def complete(self, done: Sequence[Completion]) -> None:
         with self._lock:
-            for item in done:
-                self._revisions[item.key] = max(item.revision, self._revisions.get(item.key, 0))
-                self._revisions.move_to_end(item.key)
-            while len(self._revisions) > self._keep:
-                self._revisions.popitem(last=False)
+            remember_revisions(self._revisions, done, self._keep)
         self.channel.send(("done", list(done)))
 
     def revision(self, key: str) -> int:

@@ -235,6 +235,18 @@ class Spool:
             self._db.close()
 
 
+def remember_revisions(
+    revisions: OrderedDict[str, int], done: Sequence[Completion], keep: int
+) -> None:
+    """Record the highest revision evaluated per session key, keeping the ``keep`` most recent
+    keys (the caller holds its lock)."""
+    for item in done:
+        revisions[item.key] = max(item.revision, revisions.get(item.key, 0))
+        revisions.move_to_end(item.key)
+    while len(revisions) > keep:
+        revisions.popitem(last=False)
+
+
 class MemorySpool:
     """The spool switched off: nothing durable; revisions kept for a bounded number of keys."""
 
@@ -263,11 +275,7 @@ class MemorySpool:
 
     def complete(self, done: Sequence[Completion]) -> None:
         with self._lock:
-            for item in done:
-                self._revisions[item.key] = max(item.revision, self._revisions.get(item.key, 0))
-                self._revisions.move_to_end(item.key)
-            while len(self._revisions) > self._keep:
-                self._revisions.popitem(last=False)
+            remember_revisions(self._revisions, done, self._keep)
 
     def revision(self, key: str) -> int:
         with self._lock:

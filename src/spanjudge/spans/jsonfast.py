@@ -13,18 +13,19 @@ comes back as a float) can only reach a ``doubleValue``, where both give the sam
 from __future__ import annotations
 
 import json
-from dataclasses import fields
 from typing import Any
 
 from spanjudge.spans.ids import id_from_text
 from spanjudge.spans.limits import Limits
 from spanjudge.spans.record import (
     SPAN_KINDS,
+    SPAN_RECORD_FIELDS,
     STATUS_CODES,
     AttrValue,
     SpanEvent,
     SpanLink,
     SpanRecord,
+    slot_setters,
 )
 
 # orjson.loads once looked up (None: not installed); imported on first use, as it brings in
@@ -52,38 +53,9 @@ _ZERO_SPAN = "0" * 16
 _FLOAT_WORDS = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
 
 
-def _slot_setters(cls: type, names: tuple[str, ...]) -> tuple[Any, ...]:
-    """Setters of a frozen slotted dataclass's fields, ``names`` exactly its fields: a record is
-    made with `object.__new__` and these (three times cheaper than its ``__init__``, which
-    matters at millions of spans and events)."""
-    if tuple(f.name for f in fields(cls)) != names:
-        raise RuntimeError(f"{cls.__name__} gained or lost a field: update spans/jsonfast.py")
-    return tuple(cls.__dict__[name].__set__ for name in names)
-
-
 _new = object.__new__
-_SET_EVENT = _slot_setters(SpanEvent, ("name", "time_unix_nano", "attributes"))
-_SET_RECORD = _slot_setters(
-    SpanRecord,
-    (
-        "trace_id",
-        "span_id",
-        "parent_span_id",
-        "name",
-        "start_unix_nano",
-        "end_unix_nano",
-        "kind",
-        "status",
-        "status_message",
-        "attributes",
-        "events",
-        "links",
-        "resource",
-        "scope_name",
-        "scope_version",
-        "truncated",
-    ),
-)
+_SET_EVENT = slot_setters(SpanEvent, ("name", "time_unix_nano", "attributes"))
+_SET_RECORD = slot_setters(SpanRecord, SPAN_RECORD_FIELDS)
 _SET_HEAD, _SET_TAIL = _SET_RECORD[:9], _SET_RECORD[9:]
 
 
