@@ -162,32 +162,18 @@ def compare(labels: Iterable[Label], results: Mapping[str, Any]) -> list[dict[st
     return [table[k].to_json() for k in sorted(table)]
 
 
-class _Keep:
-    def __init__(self) -> None:
-        self.results: dict[str, Any] = {}
-
-    def begin(self) -> None:
-        pass
-
-    def session(self, result: Any) -> None:
-        self.results[result.trajectory.session_id] = result
-
-    def end(self, summary: Any, input_report: Any) -> None:
-        pass
-
-
 def run(
     labels: Sequence[Label], inputs: Sequence[str], config: Any, expect: str | None = None
 ) -> list[dict[str, Any]]:
     from spanjudge.engine import Engine
     from spanjudge.expectations import ExpectationResolver, load_expectations_file
-    from spanjudge.offline import run_offline
+    from spanjudge.offline import KeepResults, run_offline
 
     wanted = {lab.evaluator for lab in labels if lab.evaluator in OPT_IN_EVALUATORS}
     extra: dict[str, Any] = {name: {} for name in wanted if name not in config.evaluators}
     engine = Engine(replace(config, evaluators={**config.evaluators, **extra}))
     if expect:
         engine.add_expectations(ExpectationResolver(load_expectations_file(expect)))
-    keep = _Keep()
+    keep = KeepResults()
     run_offline(list(inputs), engine, keep)
     return compare(labels, keep.results)

@@ -18,7 +18,7 @@ import pytest
 
 from spanjudge.config import parse_config
 from spanjudge.engine import Engine
-from spanjudge.offline import run_offline
+from spanjudge.offline import KeepResults, run_offline
 from tests.conftest import scenario_files
 
 LISBON = "What's the weather going to be like in Lisbon tomorrow? Should I bring a jacket?"
@@ -46,29 +46,13 @@ def _sessions(*scenarios: str) -> list[tuple[Path, dict[str, Any]]]:
     return out
 
 
-class _Keep:
-    """A report writer that keeps each session's result (trajectory included)."""
-
-    def __init__(self) -> None:
-        self.results: dict[str, Any] = {}
-
-    def begin(self) -> None:
-        pass
-
-    def session(self, result: Any) -> None:
-        self.results[result.trajectory.session_id] = result
-
-    def end(self, summary: Any, input_report: Any) -> None:
-        pass
-
-
 def _judge(source: Path, edits: dict[str, str], tmp_path: Path, session_id: str) -> Any:
     text = source.read_text(encoding="utf-8")
     for old, new in edits.items():
         text = text.replace(old, new)
     edited = tmp_path / source.name
     edited.write_text(text, encoding="utf-8")
-    keep = _Keep()
+    keep = KeepResults()
     run_offline([str(edited)], Engine(parse_config({})), keep)
     return keep.results[session_id]
 
