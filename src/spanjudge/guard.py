@@ -13,6 +13,7 @@ a test that makes something fail on purpose opts out with `contained()`.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -58,15 +59,22 @@ class Guard:
         self.on_error = on_error
         self.errors = 0
         self._warned: set[str] = set()
+        # Two threads failing in one place at once: one logs it, both are counted.
+        self._lock = threading.Lock()
 
     def failed(self, where: str, detail: str = "") -> None:
         """Call from an ``except`` block: the exception being handled is the failure."""
-        self.errors += 1
+        with self._lock:
+            self.errors += 1
+            first = where not in self._warned
+            self._warned.add(where)
         try:
             if self.on_error is not None:
                 self.on_error(where)
-            if where not in self._warned:
-                self._warned.add(where)
+        except Exception:  # a failing metric must not cost the log line
+            pass
+        try:
+            if first:
                 suffix = f" on {detail}" if detail else ""
                 if isinstance(self.log, str):
                     from spanjudge.logs import logger
