@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from typing import Any, cast
 
+from opentelemetry import metrics
 from opentelemetry.sdk.resources import Resource
 
 from spanjudge.config import Config
@@ -32,6 +33,7 @@ from spanjudge.emit.otel import OtelVerdictSink
 from spanjudge.engine import Engine
 from spanjudge.sidecar.config import ExportConfig, InputConfig
 from spanjudge.sidecar.export import VerdictExport, build_verdict_export
+from spanjudge.sidecar.relay_metrics import RelayMeterProvider
 from spanjudge.sidecar.spool import Completion, Stored, remember_revisions
 from spanjudge.sidecar.worker import Worker
 from spanjudge.spans.record import SpanRecord
@@ -222,6 +224,7 @@ class _ProcessWorker(Worker):
 
     channel: _Channel
     relay: _Telemetry
+    meters: RelayMeterProvider | None = None
     export: VerdictExport | None = None
     added_upto = 0
 
@@ -251,8 +254,17 @@ class _ProcessWorker(Worker):
     def report(self) -> None:
         counts, durations = self.relay.take()
         full = self.export is not None and self.export.full
+        recorded = self.meters.take() if self.meters is not None else ({}, {})
         self.channel.send(
-            ("progress", self.added_upto, counts, durations, self.relay.open_sessions(), full)
+            (
+                "progress",
+                self.added_upto,
+                counts,
+                durations,
+                self.relay.open_sessions(),
+                full,
+                recorded,
+            )
         )
 
 
@@ -269,6 +281,10 @@ def run(settings: ProcessSettings, conn: Connection, out: Connection, paused: An
         stream=sys.stderr,
     )
     channel = _Channel(out)
+    # Judges (and plugins) count on the global meter provider: relayed to the serve process's,
+    # as if they had run there. Set before the engine builds the judges.
+    meters = RelayMeterProvider()
+    metrics.set_meter_provider(meters)
     config = settings.config
     relay = _Telemetry()
     ledger = _Ledger(channel, settings.spool_path, settings.keep_evaluated)
@@ -295,6 +311,7 @@ def run(settings: ProcessSettings, conn: Connection, out: Connection, paused: An
     )
     worker.channel = channel
     worker.relay = relay
+    worker.meters = meters
     worker.export = export
     # Plugin sinks (`emit.sinks`) run here, each process with its own; the metrics sink is
     # the parent's (one /metrics): results go back to it, without their steps and turns.

@@ -32,6 +32,7 @@ from spanjudge.engine import Engine
 from spanjudge.sidecar import evaluation_process
 from spanjudge.sidecar.config import ExportConfig
 from spanjudge.sidecar.evaluation_process import ProcessSettings, replay_telemetry
+from spanjudge.sidecar.relay_metrics import Replayer
 from spanjudge.sidecar.routing import Router
 from spanjudge.sidecar.spool import MemorySpool, Spool
 from spanjudge.sidecar.worker import Worker
@@ -105,6 +106,10 @@ class ShardedWorker(Worker):
         ]
         # Filled by replay before `start`, by receivers after.
         self._processes = [_Process(index=i) for i in range(workers)]
+        # (key, revision) of results a sink here failed on: their completions are dropped
+        self._not_emitted: set[tuple[str, int]] = set()
+        # what judges and plugins recorded on the processes' global meter providers
+        self._meters = Replayer()
         # Each process exports its own verdicts: a backlog in any one pauses them all and
         # refuses new requests (retryable), as the single worker does for its own.
         own_export_full = self.export_full
@@ -229,15 +234,24 @@ class ShardedWorker(Worker):
         kind = message[0]
         if kind == "results":
             for result in message[1]:
-                self._emit(result)
+                if not self._emit(result):
+                    trajectory = result.trajectory
+                    self._not_emitted.add((trajectory.session_id, trajectory.revision))
         elif kind == "done":
-            self._unconfirmed.extend(message[1])
+            # A session a sink here failed on stays spooled, as with one process (its
+            # completion follows its result, from the same process).
+            for done in message[1]:
+                if (done.key, done.revision) in self._not_emitted:
+                    self._not_emitted.discard((done.key, done.revision))
+                else:
+                    self._unconfirmed.append(done)
         elif kind == "progress":
-            _, upto, counts, durations, open_sessions, export_full = message
+            _, upto, counts, durations, open_sessions, export_full, recorded = message
             p.open_sessions = open_sessions
             p.export_full = export_full
             if self.telemetry is not None:
                 replay_telemetry(self.telemetry, counts, durations)
+            self._meters.replay(recorded)
             with self._submit_lock:
                 while p.backlog and p.backlog[0][0] <= upto:
                     self.pending_spans -= p.backlog.popleft()[1]
@@ -246,12 +260,15 @@ class ShardedWorker(Worker):
         elif kind == "bye":
             p.said_bye = True
 
-    def _emit(self, result: SessionResult) -> None:
+    def _emit(self, result: SessionResult) -> bool:
+        emitted = True
         for sink in self.pipeline.sinks:
             try:
                 sink.emit(result)
             except Exception:
+                emitted = False
                 self.guard.failed(f"emit:{type(sink).__name__}")
+        return emitted
 
     def _gone(self, p: _Process) -> None:
         p.gone = True
