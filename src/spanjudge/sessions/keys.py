@@ -13,9 +13,16 @@ TRACE_ID_SOURCE = "trace_id"
 
 def session_key(span: SpanRecord, extra_attributes: Sequence[str] = ()) -> tuple[str, str] | None:
     """(key, source attribute) from the span, then its resource; None when neither has one."""
-    for attribute in (*DEFAULT_KEY_ATTRIBUTES, *extra_attributes):
-        for attrs in (span.attributes, span.resource):
-            value = attrs.get(attribute)
-            if value is not None and value != "":
-                return str(value), attribute
+    attrs = span.attributes
+    resource = span.resource
+    keys = DEFAULT_KEY_ATTRIBUTES
+    if extra_attributes:
+        keys = (*keys, *extra_attributes)
+    for attribute in keys:
+        value = attrs.get(attribute)
+        if value is None or value == "":
+            value = resource.get(attribute)
+            if value is None or value == "":
+                continue
+        return str(value), attribute
     return None

@@ -134,15 +134,19 @@ class SessionStore:
             self._append(key, "", span, now)
             return
         key, source = found
-        self._trace_key.setdefault(span.trace_id, key)
-        if len(self._trace_key) > _MAX_TRACE_KEYS:
+        trace_id = span.trace_id
+        trace_keys = self._trace_key
+        if trace_id not in trace_keys:
+            trace_keys[trace_id] = key
+        if len(trace_keys) > _MAX_TRACE_KEYS:
             # Oldest traces first (insertion order); their sessions are long closed.
-            for old in list(self._trace_key)[: _MAX_TRACE_KEYS // 4]:
-                del self._trace_key[old]
+            for old in list(trace_keys)[: _MAX_TRACE_KEYS // 4]:
+                del trace_keys[old]
         self._append(key, source, span, now)
-        waiting = self._pending.pop(span.trace_id, None)
-        self._forget_pending(span.trace_id)
-        if waiting and self._trace_key[span.trace_id] == key:
+        waiting = self._pending.pop(trace_id, None)
+        if waiting is not None or trace_id in self._pending_since:
+            self._forget_pending(trace_id)
+        if waiting and self._trace_key[trace_id] == key:
             for earlier in waiting:
                 self._append(key, source, earlier, now)
 

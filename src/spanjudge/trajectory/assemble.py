@@ -235,6 +235,10 @@ def assemble(
     task_id = run_seed = agent_name = None
     listed: Any = None
     for span in spans:
+        own = span.attributes
+        agent_name = agent_name or _opt_str(own.get(semconv.GEN_AI_AGENT_NAME))
+        if not _may_have_session_attrs(own, span.resource):
+            continue  # most spans: none of the keys below, so nothing to read
         attrs = _session_attrs(span)
         named = attrs.get(semconv.SJ_EXPECTED_SKILLS)
         if named is not None and named != listed:  # every span repeats the same list
@@ -244,7 +248,6 @@ def assemble(
                     expected.append(skill)
         task_id = task_id or _opt_str(attrs.get(semconv.SJ_TASK_ID))
         run_seed = run_seed or _opt_str(attrs.get(semconv.SJ_RUN_SEED))
-        agent_name = agent_name or _opt_str(span.attributes.get(semconv.GEN_AI_AGENT_NAME))
     if turns and turns[0].agent_name:
         agent_name = turns[0].agent_name
     if agent_name is None:
@@ -272,6 +275,20 @@ def assemble(
         truncated_values=sum(s.truncated for s in spans),
         retry_span_ids=tuple(s.span_id for s in retried),
         backtrack_span_ids=tuple(s.span_id for s in undone),
+    )
+
+
+def _may_have_session_attrs(attrs: Mapping[str, Any], resource: Mapping[str, Any]) -> bool:
+    """Whether `_session_attrs` can find anything: one of its keys or OpenInference metadata."""
+    expected, task, seed = semconv.SJ_EXPECTED_SKILLS, semconv.SJ_TASK_ID, semconv.SJ_RUN_SEED
+    return (
+        expected in attrs
+        or task in attrs
+        or seed in attrs
+        or semconv.OI_METADATA in attrs
+        or expected in resource
+        or task in resource
+        or seed in resource
     )
 
 

@@ -33,6 +33,8 @@ def backtracks(steps: Sequence[Step], effects: EffectMap = DEFAULT_EFFECT_MAP) -
         if step.kind != "tool_call":
             continue
         effect = effects.effect(step.name)
+        if effect not in ("create", "modify", "delete"):
+            continue  # reads and external calls neither write nor undo anything
         resource = effects.resource(step.arguments)
         if resource is None:
             continue
