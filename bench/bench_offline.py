@@ -75,7 +75,7 @@ def floor(path: str, parser: str = "json") -> dict[str, float]:
         import orjson
 
         loads = orjson.loads
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     spans = 0
     with open(path, encoding="utf-8") as handle:
         for line in handle:
@@ -83,18 +83,16 @@ def floor(path: str, parser: str = "json") -> dict[str, float]:
             for rs in doc["resourceSpans"]:
                 for ss in rs["scopeSpans"]:
                     spans += len(ss["spans"])
-    elapsed = time.perf_counter() - started
-    return {"spans": spans, "seconds": elapsed, "max_rss_mb": _rss_mb()}
+    return _timed(started, cpu, spans=spans)
 
 
 def read_only(path: str) -> dict[str, float]:
     """spanjudge's input side alone: reading and decoding into span records, no evaluation."""
     from spanjudge.spans.files import read_input
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     spans = sum(len(chunk.spans) for chunk in read_input(path))
-    elapsed = time.perf_counter() - started
-    return {"spans": spans, "seconds": elapsed, "max_rss_mb": _rss_mb()}
+    return _timed(started, cpu, spans=spans)
 
 
 def spanjudge_run(path: str) -> dict[str, float]:
@@ -102,14 +100,17 @@ def spanjudge_run(path: str) -> dict[str, float]:
     from spanjudge.engine import Engine
     from spanjudge.offline import run_offline
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     with open("/dev/null", "w") as sink:
         summary, stats = run_offline([path], Engine(), JsonReportWriter(sink))
-    elapsed = time.perf_counter() - started
+    return _timed(started, cpu, spans=stats.spans, sessions=summary.sessions)
+
+
+def _timed(started: float, cpu: float, **counts: int) -> dict[str, float]:
     return {
-        "spans": stats.spans,
-        "sessions": summary.sessions,
-        "seconds": elapsed,
+        **counts,
+        "seconds": time.perf_counter() - started,
+        "cpu_seconds": time.process_time() - cpu,
         "max_rss_mb": _rss_mb(),
     }
 
@@ -118,12 +119,15 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _child(mode: str, path: str) -> dict[str, float]:
+def _child(mode: str, path: str, src: Path = ROOT / "src") -> dict[str, float]:
+    """One measurement in a fresh interpreter that imports spanjudge from ``src``."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")]))
     out = subprocess.run(
         [sys.executable, __file__, "--child", mode, path],
         capture_output=True,
         text=True,
         check=True,
+        env=env,
     )
     result: dict[str, float] = json.loads(out.stdout)
     return result
@@ -133,6 +137,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=int, default=200, help="size of the generated file (MB)")
     parser.add_argument("--child", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="measure each N times, alternating, and keep the least CPU time of each",
+    )
+    parser.add_argument(
+        "--against",
+        metavar="SRC",
+        type=Path,
+        help="another tree's src/ (a checkout of main): its eval alternates with this tree's",
+    )
     parser.add_argument(
         "--strands-evals",
         metavar="PYTHON",
@@ -159,64 +175,93 @@ def main() -> None:
         replicas = generate(big, args.mb)
         generate(small, max(1, args.mb // 4))
         print(f"generated {big.stat().st_size / 1e6:.0f} MB ({replicas} replicas of the fixtures)")
-        base = _child("floor", str(big))
-        fast = _orjson_floor(str(big))
-        read = _child("read", str(big))
-        full = _child("spanjudge", str(big))
-        quarter = _child("spanjudge", str(small))
-        base_rate = base["spans"] / base["seconds"]
-        rate = full["spans"] / full["seconds"]
-        print(
-            f"floor (json.loads only):   {base_rate:12,.0f} spans/s"
-            f"   peak RSS {base['max_rss_mb']:.0f} MB"
-        )
-        print(
-            f"spanjudge eval:            {rate:12,.0f} spans/s"
-            f"   peak RSS {full['max_rss_mb']:.0f} MB   ({full['sessions']:,} sessions)"
-        )
-        print(f"ratio spanjudge / floor:   {rate / base_rate:.2f}x")
-        read_rate = read["spans"] / read["seconds"]
-        print(
-            f"input side alone:          {read_rate:12,.0f} spans/s"
-            f"   ({read_rate / base_rate:.2f}x the floor: reading + decoding, no evaluation)"
-        )
-        if fast is not None:
-            fast_rate = fast["spans"] / fast["seconds"]
-            print(
-                f"orjson.loads only:         {fast_rate:12,.0f} spans/s"
-                f"   (spanjudge / it {rate / fast_rate:.2f}x; input side / it"
-                f" {read_rate / fast_rate:.2f}x)"
-            )
-        else:
-            print("orjson.loads only: skipped (orjson is not installed)")
-        print(
-            f"peak RSS at 1/4 the file:  {quarter['max_rss_mb']:.0f} MB "
-            f"(full / quarter = {full['max_rss_mb'] / quarter['max_rss_mb']:.2f}x for 4x the input)"
-        )
+        _report(args, str(big), str(small))
+
+
+def _report(args: argparse.Namespace, big: str, small: str) -> None:
+    """Rates on CPU time (the machines are shared: wall time there measures the neighbours),
+    each the least of ``--repeat`` runs alternated with the others, with the range beside."""
+    fast_available = _has_orjson()
+    runs: dict[str, list[dict[str, float]]] = {}
+    for _ in range(max(1, args.repeat)):
+        runs.setdefault("floor", []).append(_child("floor", big))
+        if fast_available:
+            runs.setdefault("orjson", []).append(_child("floor-orjson", big))
+        runs.setdefault("read", []).append(_child("read", big))
+        runs.setdefault("full", []).append(_child("spanjudge", big))
+        if args.against:
+            runs.setdefault("against", []).append(_child("spanjudge", big, args.against))
         if args.strands_evals:
-            peer = _strands_evals(args.strands_evals, str(big))
-            ours = full["sessions"] / full["seconds"]
-            theirs = peer["sessions"] / peer["seconds"]
-            print(
-                f"Strands Evals route:       {theirs:12,.1f} sessions/s"
-                f"   ({peer['sessions']:,} sessions, SkillInvoked passed {peer['skill_passed']:,})"
-            )
-            print(
-                f"spanjudge eval:            {ours:12,.1f} sessions/s   (every default evaluator)"
-            )
-            print(f"ratio spanjudge / Strands Evals per session: {ours / theirs:.2f}x")
-        else:
-            print(
-                "Strands Evals route: skipped (run scripts/setup-strands-evals, or --strands-evals)"
-            )
+            runs.setdefault("peer", []).append(_strands_evals(args.strands_evals, big))
+    quarter = _child("spanjudge", small)
+    full = min(runs["full"], key=_cpu)
+    base_rate, rate, read_rate = (_rate(runs[k]) for k in ("floor", "full", "read"))
+    n = len(runs["full"])
+    print(f"rates per CPU second, best of {n} alternated run(s) [range]:")
+    print(f"floor (json.loads only):   {base_rate:12,.0f} spans/s  {_range(runs['floor'])}")
+    print(
+        f"spanjudge eval:            {rate:12,.0f} spans/s  {_range(runs['full'])}"
+        f"   peak RSS {full['max_rss_mb']:.0f} MB   ({full['sessions']:,} sessions)"
+    )
+    print(f"ratio spanjudge / floor:   {rate / base_rate:.2f}x   (goal >= 0.5x)")
+    print(
+        f"input side alone:          {read_rate:12,.0f} spans/s  {_range(runs['read'])}"
+        f"   ({read_rate / base_rate:.2f}x the floor: reading + decoding, no evaluation)"
+    )
+    if fast_available:
+        fast_rate = _rate(runs["orjson"])
+        print(
+            f"orjson.loads only:         {fast_rate:12,.0f} spans/s  {_range(runs['orjson'])}"
+            f"   (spanjudge / it {rate / fast_rate:.2f}x; input side / it"
+            f" {read_rate / fast_rate:.2f}x)"
+        )
+    else:
+        print("orjson.loads only: skipped (orjson is not installed)")
+    if args.against:
+        other = _rate(runs["against"])
+        print(
+            f"spanjudge eval, {args.against}: {other:,.0f} spans/s  {_range(runs['against'])}"
+            f"   (this tree / it {rate / other:.2f}x)"
+        )
+    print(
+        f"peak RSS at 1/4 the file:  {quarter['max_rss_mb']:.0f} MB "
+        f"(full / quarter = {full['max_rss_mb'] / quarter['max_rss_mb']:.2f}x for 4x the input)"
+    )
+    if args.strands_evals:
+        peer = min(runs["peer"], key=_cpu)
+        ours = full["sessions"] / _cpu(full)
+        theirs = peer["sessions"] / _cpu(peer)
+        print(
+            f"Strands Evals route:       {theirs:12,.1f} sessions/s"
+            f"   ({peer['sessions']:,} sessions, SkillInvoked passed {peer['skill_passed']:,})"
+        )
+        print(f"spanjudge eval:            {ours:12,.1f} sessions/s   (every default evaluator)")
+        print(f"ratio spanjudge / Strands Evals per session: {ours / theirs:.2f}x   (goal >= 2x)")
+    else:
+        print("Strands Evals route: skipped (run scripts/setup-strands-evals, or --strands-evals)")
 
 
-def _orjson_floor(path: str) -> dict[str, float] | None:
+def _cpu(result: dict[str, float]) -> float:
+    # an older route script reports wall time only
+    return result.get("cpu_seconds", result["seconds"])
+
+
+def _rate(results: list[dict[str, float]]) -> float:
+    best = min(results, key=_cpu)
+    return best["spans"] / _cpu(best)
+
+
+def _range(results: list[dict[str, float]]) -> str:
+    rates = sorted(r["spans"] / _cpu(r) for r in results)
+    return f"[{rates[0]:,.0f}-{rates[-1]:,.0f}]"
+
+
+def _has_orjson() -> bool:
     try:
         import orjson  # noqa: F401
     except ImportError:
-        return None
-    return _child("floor-orjson", path)
+        return False
+    return True
 
 
 def _strands_evals(python: str, path: str) -> dict[str, float]:
