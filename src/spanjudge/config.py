@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from spanjudge.config_values import DURATION_HINT, durations
@@ -21,6 +20,7 @@ from spanjudge.expectations import (
 from spanjudge.judges.registry import parse_judges
 from spanjudge.recognition.declared import parse_conventions, session_keys
 from spanjudge.recognition.skills_dir import parse_skills
+from spanjudge.records import field, fields, record_class, replace
 from spanjudge.sessions.store import ClosePolicy
 from spanjudge.spans.limits import Limits
 from spanjudge.trajectory.effects import EFFECTS, EffectMap
@@ -66,7 +66,7 @@ def register_section(name: str, parser: SectionParser, *, paths: bool = False) -
         WITH_PATHS.add(name)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class Config:
     policy: ClosePolicy = field(default_factory=ClosePolicy)
     rules: tuple[Rule, ...] = ()

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from spanjudge.emit.summary import Summary
 from spanjudge.engine import Engine
 from spanjudge.errors import InputError
 from spanjudge.pipeline import Pipeline, is_own_span
+from spanjudge.records import field, record_class, replace
 from spanjudge.sessions.store import SessionStore
 from spanjudge.spans.files import read_input
 from spanjudge.values import SessionResult
@@ -43,7 +42,7 @@ class KeepResults:
         pass
 
 
-@dataclass(slots=True)
+@record_class(slots=True)
 class InputStats:
     files: int = 0
     lines: int = 0
@@ -161,7 +160,7 @@ def _run(
     clock = EventClock()
     # Memory bounded by open sessions: closed sessions keep only their revision number, so a
     # late span in the file re-opens its session as the next, partial (incomplete) revision.
-    policy = dataclasses.replace(engine.config.policy, keep_closed_sessions=0)
+    policy = replace(engine.config.policy, keep_closed_sessions=0)
     summary = Summary()
     pipeline = Pipeline(
         engine,

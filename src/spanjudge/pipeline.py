@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from spanjudge import semconv
@@ -21,6 +20,7 @@ from spanjudge.emit.plugins import EmitSettings, configured_sinks
 from spanjudge.engine import Engine, PendingResult
 from spanjudge.errors import ConfigError
 from spanjudge.guard import Guard
+from spanjudge.records import record_class, replace
 from spanjudge.sessions.store import ClosedSession, CloseReason, SessionStore
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.model import Trajectory
@@ -78,7 +78,7 @@ class RevisionLedger(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class Evaluated:
     """A session whose result every sink took, with the ``mark`` its close was given."""
 
@@ -86,7 +86,7 @@ class Evaluated:
     mark: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class _Pending:
     session: ClosedSession
     result: PendingResult

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry import _logs, metrics, trace
@@ -37,6 +36,7 @@ from spanjudge.config import Config, load_config
 from spanjudge.emit.metrics import score_views
 from spanjudge.errors import ConfigError
 from spanjudge.processor import SpanJudgeProcessor
+from spanjudge.records import record_class
 
 __all__ = ["Telemetry", "configure_opentelemetry"]
 
@@ -46,7 +46,7 @@ _KINDS = ("otlp", "console", "none")
 _PROTOCOLS = ("grpc", "http/protobuf")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class Telemetry:
     """The providers `configure_opentelemetry` built, and the processor it attached."""
 

@@ -1,17 +1,17 @@
 """The values every stage and sink share: verdicts, expectations, coverage, session results.
 
-Values only (frozen dataclasses and their JSON forms), no behaviour: sinks, reports and
-third-party code import this module without pulling in the engine (ARCHITECTURE.md section 5).
+Values only (frozen records, see `spanjudge.records`, and their JSON forms), no behaviour: sinks,
+reports and third-party code import this module without pulling in the engine (ARCHITECTURE.md
+section 5).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from spanjudge.records import field, record_class
 from spanjudge.trajectory.model import Trajectory
-from spanjudge.trajectory.slot_init import faster_init
 
 Outcome = Literal["pass", "fail", "not_evaluated"]
 OUTCOMES: tuple[Outcome, ...] = ("pass", "fail", "not_evaluated")
@@ -23,7 +23,7 @@ def skill_key(name: str) -> str:
     return name.strip().lower()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class Target:
     skill: str | None = None
     span_id: str | None = None
@@ -39,7 +39,7 @@ class Target:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class Verdict:
     """One judgement. ``not_evaluated`` always has a ``reason`` and never a score."""
 
@@ -102,11 +102,6 @@ class Verdict:
         return out
 
 
-# several of each per session: see trajectory.slot_init
-faster_init(Target)
-faster_init(Verdict)
-
-
 def not_evaluated(
     evaluator: str,
     reason: str,
@@ -134,7 +129,7 @@ def not_evaluated(
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class Expectation:
     """The merged requirements for one session, with where each came from."""
 
@@ -145,7 +140,7 @@ class Expectation:
     sources: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class Coverage:
     """How much of what should have been judged was judged (ARCHITECTURE.md section 5)."""
 
@@ -168,7 +163,7 @@ class Coverage:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class SessionResult:
     """One evaluated session: what every sink receives."""
 

@@ -13,11 +13,11 @@ the report), so a plugin sink sees every evaluated session whichever front end e
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from spanjudge.emit.base import Sink
 from spanjudge.errors import did_you_mean
+from spanjudge.records import field, record_class
 from spanjudge.registry import Registry
 
 
@@ -33,7 +33,7 @@ SINKS: Registry[SinkFactory] = Registry("sink", "spanjudge.sinks", {})
 _KEYS = ("sinks",)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class EmitSettings:
     """The validated ``emit`` section: plugin sink name -> its options, in configured order."""
 

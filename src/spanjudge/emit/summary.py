@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from math import comb
 from typing import Any
 
 from spanjudge.reasons import NOT_APPLICABLE
+from spanjudge.records import field, record_class
 from spanjudge.values import OUTCOMES, SessionResult, Verdict
 
 
@@ -59,7 +59,7 @@ def _seed_key(run: dict[str, Any]) -> tuple[int, float, str]:
         return (1, 0.0, str(seed))
 
 
-@dataclass(slots=True)
+@record_class(slots=True)
 class TaskProfile:
     """Every component of the trajectory vector across the runs of one task
     (ARCHITECTURE.md section 5).
@@ -166,7 +166,7 @@ class TaskProfile:
         }
 
 
-@dataclass(slots=True)
+@record_class(slots=True)
 class Summary:
     sessions: int = 0
     complete: int = 0

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from spanjudge import reasons
 from spanjudge.errors import did_you_mean
 from spanjudge.errors import unknown_options as unknown_options  # re-exported for evaluators
+from spanjudge.records import field, record_class
 from spanjudge.registry import Registry
 from spanjudge.trajectory.model import Trajectory
-from spanjudge.trajectory.slot_init import faster_init
 from spanjudge.values import Expectation, Verdict
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class EvaluationContext:
     """What an evaluator may look at. ``judge`` is the judge configured for this evaluator."""
 
@@ -23,9 +22,6 @@ class EvaluationContext:
     expectation: Expectation
     judge: Any = None
     shared: Mapping[str, Any] = field(default_factory=dict)
-
-
-faster_init(EvaluationContext)  # one per evaluator per session: see trajectory.slot_init
 
 
 @runtime_checkable

@@ -10,7 +10,6 @@ One verdict per loaded skill on five levels: fully 1.0, mostly 0.75, partially 0
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from spanjudge import reasons
@@ -19,6 +18,7 @@ from spanjudge.evaluators.ask import ask, error_verdict, judge_of
 from spanjudge.evaluators.base import EvaluationContext, unknown_options
 from spanjudge.judges.base import JudgeRequest, requests_up_to
 from spanjudge.reasons import BODY_NOT_RECORDED, LOAD_FAILED, LOAD_UNRESOLVED, NOT_INVOKED
+from spanjudge.records import record_class
 from spanjudge.trajectory.model import SkillLoad
 from spanjudge.values import Target, Verdict, not_evaluated
 
@@ -30,7 +30,7 @@ def _key(name: str) -> str:
     return name.strip().lower()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class InstructionFollowing:
     name: str = NAME
     pass_threshold: float = DEFAULT_PASS_THRESHOLD

@@ -22,13 +22,13 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from spanjudge.evaluators.base import EvaluationContext, Evaluator
 from spanjudge.judges.heuristic import HEURISTIC
 from spanjudge.reasons import JUDGE_TIMEOUT
+from spanjudge.records import record_class
 from spanjudge.values import Verdict, not_evaluated
 
 if TYPE_CHECKING:
@@ -109,7 +109,7 @@ def _waits(judge: Any) -> bool:
     return judge is not None and judge is not HEURISTIC and callable(getattr(judge, "judge", None))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class _InFlight:
     job: Future[list[Verdict]]
     due: float  # clock time of its deadline

@@ -9,7 +9,6 @@ expectations' ``success``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from spanjudge import reasons
@@ -19,6 +18,7 @@ from spanjudge.evaluators.ask import ask, error_verdict, judge_of
 from spanjudge.evaluators.base import EvaluationContext
 from spanjudge.judges.base import JudgeRequest
 from spanjudge.reasons import INVALID_CONDITION, NO_CONDITION, NO_FINAL_ANSWER, SESSION_INCOMPLETE
+from spanjudge.records import field, record_class
 from spanjudge.trajectory.hidden import hidden
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.values import Target, Verdict, not_evaluated
@@ -26,7 +26,7 @@ from spanjudge.values import Target, Verdict, not_evaluated
 NAME = reasons.OUTCOME
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class Outcome:
     name: str = NAME
     rules: Mapping[str, Any] = field(default_factory=dict)

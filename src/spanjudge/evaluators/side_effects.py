@@ -33,13 +33,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from typing import Any
 
 from spanjudge import reasons
 from spanjudge.evaluators.base import EvaluationContext, unknown_options
 from spanjudge.evaluators.validity_rules import glob_to_regex
 from spanjudge.reasons import NO_TOOL_CALLS, SESSION_INCOMPLETE
+from spanjudge.records import field, record_class, replace
 from spanjudge.trajectory.effects import EFFECTS, Effect, EffectMap
 from spanjudge.trajectory.steps import Step
 from spanjudge.values import Target, Verdict, not_evaluated
@@ -57,7 +57,7 @@ DEFAULT_FAIL_ON = ("out_of_scope", "duplicate_mutation", "terminal_state_mismatc
 _VERB = {"create": "creates", "modify": "modifies", "delete": "deletes"}
 
 
-@dataclass(slots=True)
+@record_class(slots=True)
 class Ledger:
     """Net effects of the calls, in call order."""
 
@@ -102,7 +102,7 @@ def _names(raw: Any) -> set[str]:
     return set()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class SideEffects:
     """Effects of the tool calls against a scope and the recorded terminal state."""
 

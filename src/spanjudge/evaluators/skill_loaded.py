@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from spanjudge import reasons
 from spanjudge.evaluators.base import EvaluationContext, unknown_options
 from spanjudge.reasons import NO_EXPECTATION, SESSION_INCOMPLETE
+from spanjudge.records import record_class
 from spanjudge.trajectory.model import SkillLoad
 from spanjudge.values import Target, Verdict, not_evaluated, skill_key
 
 NAME = reasons.SKILL_LOADED
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class SkillLoaded:
     name: str = NAME
 

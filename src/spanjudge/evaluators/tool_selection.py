@@ -9,7 +9,6 @@ span and ``tool_call_id``; pass = right tool (judge "yes"). Skill loads are not 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
 from typing import Any
 
 from spanjudge import reasons
@@ -17,6 +16,7 @@ from spanjudge.errors import JudgeError
 from spanjudge.evaluators.ask import ask, error_verdict, judge_of
 from spanjudge.evaluators.base import EvaluationContext, unknown_options
 from spanjudge.judges.base import JudgeKind, JudgeRequest, requests_up_to
+from spanjudge.records import record_class, replace
 from spanjudge.values import Target, Verdict, not_evaluated
 
 NAME = reasons.TOOL_SELECTION
@@ -81,7 +81,7 @@ def judge_tool_calls(
     return verdicts
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class ToolSelection:
     name: str = NAME
 

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from spanjudge import reasons
@@ -60,6 +59,7 @@ from spanjudge.evaluators.validity_schema import (
     validate_schema,
 )
 from spanjudge.reasons import NO_CONSTRAINTS, SESSION_INCOMPLETE
+from spanjudge.records import field, record_class
 from spanjudge.trajectory.steps import Step
 from spanjudge.values import Target, Verdict, not_evaluated
 
@@ -77,7 +77,7 @@ OPTIONS = (
 _MAX_LISTED = 20  # violations spelled out in the explanation; all of them stay in details
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class TrajectoryValidity:
     """Constraints on the tool calls of a session; see the module docstring."""
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from spanjudge.evaluators.validity_schema import schema_error
+from spanjudge.records import record_class
 
 RULE_KINDS = ("glob", "regex", "not_glob", "not_regex")
 
@@ -63,7 +63,7 @@ def _limit(raw: Any, path: str, problems: list[str]) -> int | None:
     return raw
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class ArgRule:
     """One argument constraint: the value must (or, for ``not_*``, must not) match."""
 

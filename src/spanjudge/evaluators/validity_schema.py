@@ -15,10 +15,10 @@ import importlib
 import importlib.util
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from spanjudge.evaluators.schema_subset import Check, Unsupported, compile_subset, run
+from spanjudge.records import record_class
 
 # Found without importing it: jsonschema costs ~100 ms of start-up, and most runs check no schema.
 VALIDATOR = "jsonschema" if importlib.util.find_spec("jsonschema") is not None else "builtin"
@@ -85,7 +85,7 @@ def _with_jsonschema() -> bool:
     return VALIDATOR == "jsonschema" and _jsonschema is not None
 
 
-@dataclass(slots=True)
+@record_class(slots=True)
 class _Checked:
     """One schema, checked once: its problem, and how to validate against it."""
 

@@ -16,10 +16,10 @@ A judge that cannot answer raises `JudgeError`; it never guesses a rating.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from spanjudge.errors import JudgeError
+from spanjudge.records import field, record_class
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.trajectory.steps import CatalogueEntry, Step
 
@@ -56,7 +56,7 @@ def ratings_for(kind: JudgeKind) -> dict[str, float]:
     return LEVELS if kind == "instruction_following" else BINARY
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class JudgeRequest:
     """Everything a judge may look at for one question.
 
@@ -82,7 +82,7 @@ class JudgeRequest:
     tool_schemas: Mapping[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class Judgement:
     """A rating from ``ratings_for(kind)`` with its score and a human-readable rationale."""
 

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import replace
 from typing import Any
 
 from spanjudge.errors import JudgeError
 from spanjudge.judges.base import Judge, Judgement, JudgeRequest
 from spanjudge.lazy_re import LazyPattern
+from spanjudge.records import replace
 
 _PLANTED = LazyPattern(
     "|".join(

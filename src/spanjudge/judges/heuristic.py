@@ -10,7 +10,6 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
@@ -23,6 +22,7 @@ from spanjudge.judges.lexicon import related
 from spanjudge.judges.text import SkillStep, align, parse_skill, tokens
 from spanjudge.lazy_re import LazyPattern
 from spanjudge.reasons import BODY_NOT_RECORDED, NO_CATALOGUE, NO_OBSERVABLE_STEPS, NO_REQUEST
+from spanjudge.records import replace
 from spanjudge.trajectory.steps import CatalogueEntry, Step
 
 NAME = "heuristic"

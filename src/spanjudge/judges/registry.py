@@ -40,13 +40,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from spanjudge import reasons
 from spanjudge.errors import ConfigError
 from spanjudge.judges.base import Judge
 from spanjudge.judges.heuristic import HEURISTIC
+from spanjudge.records import field, record_class
 from spanjudge.registry import Registry
 
 if TYPE_CHECKING:
@@ -148,7 +148,7 @@ _KEYS: dict[str, dict[str, tuple[type, float | None]]] = {
 _REQUIRED = {"openai": ("base_url", "model"), "bedrock": ("model",), "heuristic": ()}
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class JudgeSpec:
     """One validated entry of the ``judges`` section."""
 

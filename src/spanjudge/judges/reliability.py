@@ -9,7 +9,6 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry import metrics
@@ -21,11 +20,12 @@ from spanjudge.judges.evidence import check_evidence
 from spanjudge.judges.guard import cross_check
 from spanjudge.judges.heuristic import HEURISTIC
 from spanjudge.judges.prompts import build_messages, parse_reply
+from spanjudge.records import record_class
 
 Messages = list[dict[str, str]]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class Reply:
     """A model's raw answer and the tokens it reported (None when not reported)."""
 
@@ -42,7 +42,7 @@ class RetryableJudgeError(JudgeError):
         self.retry_after_s = retry_after_s
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class CallPolicy:
     """How one networked judge calls its endpoint, and how long a session waits for it."""
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from spanjudge.lazy_re import LazyPattern
+from spanjudge.records import record_class
 
 _WORD = LazyPattern(r"[a-z0-9]+")
 _STOP = frozenset(
@@ -152,7 +152,7 @@ def _tokens(text: str) -> set[str]:
     return {stem(w) for w in words if w not in _STOP and len(w) > 1}
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class SkillStep:
     """One instruction of a SKILL.md body."""
 
@@ -165,7 +165,7 @@ class SkillStep:
     subject: frozenset[str] = frozenset()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class SkillDoc:
     name: str | None
     description: str | None

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable
 
+from spanjudge.records import replace
 from spanjudge.trajectory.hidden import hidden
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.trajectory.steps import Step
@@ -43,10 +43,10 @@ def without_hidden_text(trajectory: Trajectory) -> Trajectory:
         trajectory.final_answer
     ):
         return trajectory
-    return dataclasses.replace(
+    return replace(
         trajectory,
         turns=tuple(
-            dataclasses.replace(
+            replace(
                 t,
                 final_answer=None if hidden(t.final_answer) else t.final_answer,
                 request=None if hidden(t.request) else t.request,

@@ -20,7 +20,6 @@ result in the next model call's `new_context`; `finalise` turns that into a fail
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Sequence
 
@@ -32,6 +31,7 @@ from spanjudge.recognition.base import (
     span_fields,
 )
 from spanjudge.recognition.evidence import ToolFacts, tool_step
+from spanjudge.records import replace
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import CatalogueEntry, Step
 
@@ -127,7 +127,7 @@ class ClaudeCodeRecogniser:
         catalogue = parse_skill_listing(_text(span, semconv.CC_SYSTEM_REMINDERS)) or (
             parse_skill_listing(_text(span, semconv.CC_NEW_CONTEXT))
         )
-        return dataclasses.replace(
+        return replace(
             self._step(span, "model_call", text=_text(span, semconv.CC_MODEL_OUTPUT)),
             name=_text(span, semconv.CC_MODEL) or span.name,
             model=_text(span, semconv.CC_MODEL),
@@ -159,7 +159,7 @@ class ClaudeCodeRecogniser:
         step = tool_step(facts, span_fields(span, PRESET))
         # the body arrives as a later user message ("Base directory for this skill: ..."),
         # attached in `finalise`; the tool result itself only says the skill was launched
-        return dataclasses.replace(step, skill_body=None, skill_body_source=None)
+        return replace(step, skill_body=None, skill_body_source=None)
 
     def finalise(self, steps: list[Step], spans: Sequence[SpanRecord]) -> list[Step]:
         """Merge tool outcomes, attach skill bodies, add unseen failed loads and final answers."""
@@ -188,12 +188,12 @@ class ClaudeCodeRecogniser:
             error = error or _text(execution, semconv.CC_ERROR) or execution.status_message
             error = error or "tool execution failed"
         if step.kind == "tool_call":
-            return dataclasses.replace(step, status="error" if failed else step.status, error=error)
+            return replace(step, status="error" if failed else step.status, error=error)
         if failed:
-            return dataclasses.replace(step, status="error", skill_status="failed", error=error)
+            return replace(step, status="error", skill_status="failed", error=error)
         if step.skill_status == "unresolved" and success is True:
             # default tracing records no result text; a successful execution is the result
-            return dataclasses.replace(step, skill_status="loaded")
+            return replace(step, skill_status="loaded")
         return step
 
     def _read_context(self, steps: list[Step], span: SpanRecord) -> list[Step]:
@@ -246,7 +246,7 @@ class ClaudeCodeRecogniser:
                     last[step.trace_id] = step
         return [
             # tokens stay on the model call so that they are counted once
-            dataclasses.replace(
+            replace(
                 step,
                 kind="final_answer",
                 seq=2,
@@ -280,7 +280,5 @@ def _attach_body(
         return steps
     chosen = (exact or candidates)[-1]
     updated = list(steps)
-    updated[chosen] = dataclasses.replace(
-        steps[chosen], skill_body=rest.strip(), skill_body_source="trace"
-    )
+    updated[chosen] = replace(steps[chosen], skill_body=rest.strip(), skill_body_source="trace")
     return updated

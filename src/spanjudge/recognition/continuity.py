@@ -25,7 +25,6 @@ A session found incomplete gets ``complete=False`` (so every evaluator applies i
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -33,6 +32,7 @@ from spanjudge import reasons
 from spanjudge import semconv as sc
 from spanjudge.recognition import genai_messages, openinference_messages
 from spanjudge.recognition.base import parse_json
+from spanjudge.records import record_class, replace
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.values import Outcome, Verdict, not_evaluated
@@ -60,7 +60,7 @@ HISTORY_DEPENDENT: Mapping[str, frozenset[Outcome]] = {
 }
 
 
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class _Message:
     role: str
     has_text: bool
@@ -183,7 +183,7 @@ def check(trajectory: Trajectory, spans: Sequence[SpanRecord]) -> Trajectory:
     evidence = missing_prior_turns(trajectory, spans)
     if evidence is None:
         return trajectory
-    return dataclasses.replace(trajectory, complete=False, prior_turns_missing=evidence)
+    return replace(trajectory, complete=False, prior_turns_missing=evidence)
 
 
 def mark(trajectory: Trajectory, verdicts: Sequence[Verdict]) -> list[Verdict]:

@@ -32,7 +32,6 @@ from __future__ import annotations
 import fnmatch
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from spanjudge.errors import did_you_mean
@@ -40,6 +39,7 @@ from spanjudge.lazy_re import LazyPattern
 from spanjudge.recognition.base import as_text, parse_json, span_error, span_fields
 from spanjudge.recognition.catalogue import parse_catalogue
 from spanjudge.recognition.evidence import ToolFacts, tool_step
+from spanjudge.records import field, record_class
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import Step, ToolRequest
 
@@ -62,7 +62,7 @@ TOP_KEYS = ("session_key", "claims", *ROLE_FIELDS)
 _SEGMENT = LazyPattern(r"([^.\[\]]+)|\[(\*|-?\d+|[^=\]]+=[^\]]*)\]|(\.)")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class FieldRef:
     """`attribute#path`: where one fact lives."""
 
@@ -118,7 +118,7 @@ def parse_field(text: str) -> FieldRef:
     return FieldRef(attribute=attribute.strip(), path=tuple(steps))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class Role:
     """Which spans play a role (a turn, a model call, a tool call) and where their facts are."""
 
@@ -158,7 +158,7 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int) or (isinstance(value, str) and value.isdigit())
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class DeclaredRecogniser:
     """A recogniser built from a `conventions:` entry of the configuration."""
 
@@ -253,9 +253,9 @@ class DeclaredRecogniser:
 
 
 def _with_catalogue(step: Step, catalogue: Any) -> Step:
-    import dataclasses
+    from spanjudge.records import replace
 
-    return dataclasses.replace(step, catalogue=catalogue)
+    return replace(step, catalogue=catalogue)
 
 
 def parse_conventions(raw: Any, path: str, problems: list[str]) -> tuple[DeclaredRecogniser, ...]:

@@ -10,10 +10,10 @@ once).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 
 from spanjudge.recognition.evidence import front_matter_name
+from spanjudge.records import replace
 from spanjudge.trajectory.steps import Step
 
 _FENCES = ("```", "~~~")
@@ -74,7 +74,7 @@ def _split(step: Step) -> Step:
     if len(documents) < 2:
         return step
     own = documents.pop(step.skill or "", None)
-    return dataclasses.replace(
+    return replace(
         step,
         skill_body=own if own is not None else step.skill_body,
         also_loaded=tuple(documents.items()),

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from spanjudge.lazy_re import LazyPattern
@@ -21,8 +20,8 @@ from spanjudge.recognition.base import as_text, error_in_payload, is_refusal, ma
 from spanjudge.recognition.skill_text import front_matter_name as front_matter_name
 from spanjudge.recognition.skill_text import unwrap
 from spanjudge.recognition.skill_tools import known_loader
+from spanjudge.records import field, record_class
 from spanjudge.trajectory.effects import DEFAULT_EFFECT_MAP
-from spanjudge.trajectory.slot_init import faster_init
 from spanjudge.trajectory.steps import SkillStatus, Step
 
 # Argument names that say "this value is a skill's name" whatever the tool is called.
@@ -92,7 +91,7 @@ _BODY_KEYS = ("instructions", "body", "content", "text", "output", "stdout")
 _SCALAR = LazyPattern(r"true|false|-?\d+(\.\d+)?")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class ToolFacts:
     """What a preset read off one executed tool call; evidence rules decide the rest."""
 
@@ -108,9 +107,6 @@ class ToolFacts:
     call_id: str | None = None
     agent_name: str | None = None
     tool_schemas: Mapping[str, Any] = field(default_factory=dict)
-
-
-faster_init(ToolFacts)  # one per tool span
 
 
 def tool_step(facts: ToolFacts, base: Mapping[str, Any]) -> Step:
@@ -170,7 +166,7 @@ def _may_hold_skill_md(text: str | None) -> bool:
 
 def as_skill_load(step: Step, skill: str, body: str | None, *, has_result: bool) -> Step:
     """Re-read a tool step as a load of ``skill``; its status comes from the evidence."""
-    from dataclasses import replace
+    from spanjudge.records import replace
 
     status, reason = load_status(step, skill, has_result=has_result, body=body)
     return replace(

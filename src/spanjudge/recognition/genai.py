@@ -15,7 +15,6 @@ answers an unknown skill with a success status and refusal text.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -41,6 +40,7 @@ from spanjudge.recognition.genai_messages import (
     tool_requests,
     tool_schemas,
 )
+from spanjudge.records import replace
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import Step
 
@@ -179,7 +179,7 @@ class GenAIRecogniser:
                 first = models.get(step.trace_id, [])
                 span = by_id.get(first[0].span_id) if first else None
                 if span is not None and (request := last_user_text(span)):
-                    step = dataclasses.replace(step, text=request)
+                    step = replace(step, text=request)
             out.append(step)
         turn_traces = {s.trace_id for s in steps if s.kind == "agent_turn"}
         for trace_id, calls in models.items():
@@ -193,7 +193,7 @@ class GenAIRecogniser:
                 if text and text.strip() and not asked_tools:
                     if (reason or "stop").lower() in STOP_REASONS:
                         out.append(
-                            dataclasses.replace(
+                            replace(
                                 call,
                                 kind="final_answer",
                                 text=text.strip(),

@@ -17,7 +17,6 @@ Whether a tool call loaded a skill, and with what status, is the shared evidence
 from __future__ import annotations
 
 import ast
-import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,6 +25,7 @@ from spanjudge.lazy_re import LazyPattern
 from spanjudge.recognition.base import as_text, parse_json, span_error, span_fields
 from spanjudge.recognition.catalogue import parse_catalogue
 from spanjudge.recognition.evidence import ToolFacts, tool_step
+from spanjudge.records import replace
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import CatalogueEntry, Step
 
@@ -135,9 +135,7 @@ class HaystackRecogniser:
             failure=failure,
         )
         step = tool_step(facts, span_fields(span, self.name))
-        return dataclasses.replace(
-            step, catalogue=_catalogue(span.str_attr(sc.HAYSTACK_TOOL_DESCRIPTION))
-        )
+        return replace(step, catalogue=_catalogue(span.str_attr(sc.HAYSTACK_TOOL_DESCRIPTION)))
 
 
 def _catalogue(text: str | None) -> tuple[CatalogueEntry, ...]:

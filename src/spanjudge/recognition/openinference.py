@@ -17,7 +17,6 @@ openinference-instrumentation-langchain 0.1.80, see fixtures/deepagents/):
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -42,6 +41,7 @@ from spanjudge.recognition.openinference_messages import (
     tool_schemas,
     user_request,
 )
+from spanjudge.records import replace
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import CatalogueEntry, Step
 
@@ -101,7 +101,7 @@ class OpenInferenceRecogniser:
         output = span.attributes.get(semconv.OI_OUTPUT_VALUE)
         if not isinstance(output, str) or not output.strip() or parse_json(output) is not output:
             return [turn]
-        answer = dataclasses.replace(turn, kind="final_answer", text=output.strip(), seq=1)
+        answer = replace(turn, kind="final_answer", text=output.strip(), seq=1)
         return [turn, answer]
 
     def _model_call(self, span: SpanRecord) -> Step:
@@ -230,7 +230,7 @@ def _with_call_from_parent(step: Step, by_id: Mapping[str, SpanRecord]) -> Step:
     call = calls[0]
     arguments = call["args"] if isinstance(call["args"], Mapping) else step.arguments
     call_id = step.tool_call_id or (str(call["id"]) if call.get("id") else None)
-    return dataclasses.replace(step, arguments=arguments, tool_call_id=call_id)
+    return replace(step, arguments=arguments, tool_call_id=call_id)
 
 
 def _requests_from_model_input(steps: list[Step], by_id: Mapping[str, SpanRecord]) -> list[Step]:
@@ -251,7 +251,7 @@ def _requests_from_model_input(steps: list[Step], by_id: Mapping[str, SpanRecord
         if step.kind == "agent_turn" and step.preset == PRESET and not step.text and span:
             users = [m.text for m in messages(span, "input") if m.role in USER_ROLES and m.text]
             if users:
-                step = dataclasses.replace(step, text=users[-1].strip())
+                step = replace(step, text=users[-1].strip())
         out.append(step)
     return out
 
@@ -270,7 +270,7 @@ def _pinned_skill_loads(steps: Sequence[Step], by_id: Mapping[str, SpanRecord]) 
                 continue
             seen.add(match.group(1))
             loads.append(
-                dataclasses.replace(
+                replace(
                     step,
                     kind="skill_load",
                     name="pinned_skill",
@@ -361,7 +361,7 @@ def _final_answers(steps: Sequence[Step]) -> list[Step]:
             if known is None or step.end_unix_nano >= known.end_unix_nano:
                 last[step.trace_id] = step
     return [
-        dataclasses.replace(
+        replace(
             step,
             kind="final_answer",
             name="final_answer",

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Mapping
 from functools import lru_cache
@@ -14,6 +13,7 @@ from spanjudge.lazy_re import LazyPattern
 from spanjudge.recognition.base import (
     parse_json,
 )
+from spanjudge.records import record_class
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import CatalogueEntry, ToolRequest
 
@@ -29,7 +29,7 @@ BOLD_SKILL = LazyPattern(r"^[-*]\s+\*\*([^*\n]+?)\*\*:\s*(.+?)\s*$", re.M)
 USER_ROLES = frozenset({"user", "human"})
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record_class(frozen=True, slots=True)
 class Message:
     role: str
     text: str | None

@@ -18,7 +18,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 
@@ -32,6 +31,7 @@ from spanjudge.recognition.evidence import (
     skill_md_read,
     skill_of_call,
 )
+from spanjudge.records import replace
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.skills import EMPTY_LIBRARY, SkillLibrary
 from spanjudge.trajectory.steps import Step
@@ -111,7 +111,7 @@ def _merge_nested(
         # each fills what the other lacks
         inner = steps[dropped]
         if kind == "model_call" and inner.input_tokens is not None:
-            out[keeper] = dataclasses.replace(
+            out[keeper] = replace(
                 out[keeper], input_tokens=inner.input_tokens, output_tokens=inner.output_tokens
             )
         out[keeper] = _fill(out[keeper], inner)
@@ -140,9 +140,7 @@ def _resumed_calls(steps: list[Step]) -> list[Step]:
     if not dropped:
         return steps
     return [
-        dataclasses.replace(s, continuation=True)
-        if s.kind == "agent_turn" and s.trace_id in resumed
-        else s
+        replace(s, continuation=True) if s.kind == "agent_turn" and s.trace_id in resumed else s
         for i, s in enumerate(steps)
         if i not in dropped
     ]
@@ -162,7 +160,7 @@ def _fill(keep: Step, other: Step) -> Step:
         changes["error"] = other.error
         if keep.kind == "skill_load":  # a joined span says it failed: no body was loaded
             changes.update(skill_status="failed", skill_body=None, skill_body_source=None)
-    return dataclasses.replace(keep, **changes) if changes else keep  # type: ignore[arg-type]
+    return replace(keep, **changes) if changes else keep  # type: ignore[arg-type]
 
 
 def _requested_arguments(steps: list[Step]) -> list[Step]:
@@ -178,7 +176,7 @@ def _requested_arguments(steps: list[Step]) -> list[Step]:
             match = next((r for r in same if s.arguments in r.arguments.values()), None)
             if match is not None:
                 requests.remove(match)
-                s = dataclasses.replace(s, arguments=dict(match.arguments))
+                s = replace(s, arguments=dict(match.arguments))
         out.append(s)
     return out
 
@@ -314,7 +312,7 @@ def _bodies_from_messages(steps: list[Step]) -> list[Step]:
                 and name in _strings_of(out[i].arguments)
             ]
             if waiting:
-                out[waiting[-1]] = dataclasses.replace(
+                out[waiting[-1]] = replace(
                     out[waiting[-1]], skill_body=body, skill_body_source="trace"
                 )
             elif asking:
@@ -372,7 +370,7 @@ def _one_activation(steps: list[Step]) -> list[Step]:
             continue
         keeper = out[keeper_at]
         if not keeper.skill_body and skill_md_read(keeper.arguments) is None:
-            keeper = dataclasses.replace(
+            keeper = replace(
                 keeper,
                 skill_status=step.skill_status,
                 skill_body=step.skill_body,
@@ -382,7 +380,7 @@ def _one_activation(steps: list[Step]) -> list[Step]:
         elif step.skill_status != "loaded":
             continue  # a failed re-read of a skill already loaded is its own attempt
         out[keeper_at] = keeper
-        out[i] = dataclasses.replace(step, activation_of=keeper.span_id)
+        out[i] = replace(step, activation_of=keeper.span_id)
     return out
 
 
@@ -390,10 +388,8 @@ def _with_body_source(step: Step, library: SkillLibrary) -> Step:
     if step.kind != "skill_load" or step.skill_status != "loaded":
         return step
     if step.skill_body:
-        return (
-            step if step.skill_body_source else dataclasses.replace(step, skill_body_source="trace")
-        )
+        return step if step.skill_body_source else replace(step, skill_body_source="trace")
     known = library.get(step.skill)
     if known is None:
         return step
-    return dataclasses.replace(step, skill_body=known.body, skill_body_source="directory")
+    return replace(step, skill_body=known.body, skill_body_source="directory")

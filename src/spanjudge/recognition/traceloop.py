@@ -11,7 +11,6 @@ inside are `gen_ai.*` spans, read by the GenAI preset (legacy indexed messages i
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,6 +18,7 @@ from spanjudge import semconv as sc
 from spanjudge.recognition.base import as_text, parse_json, span_error, span_fields
 from spanjudge.recognition.evidence import ToolFacts, tool_step
 from spanjudge.recognition.genai_messages import last_user_text
+from spanjudge.records import replace
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import Step
 
@@ -92,7 +92,7 @@ class TraceloopRecogniser:
                 model = first.get(step.trace_id)
                 span = by_id.get(model.span_id) if model else None
                 if span is not None and (request := last_user_text(span)):
-                    step = dataclasses.replace(step, text=request)
+                    step = replace(step, text=request)
             out.append(step)
         return out
 

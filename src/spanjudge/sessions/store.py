@@ -5,11 +5,11 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from sys import getsizeof
 from typing import Literal
 
 from spanjudge import semconv
+from spanjudge.records import field, record_class
 from spanjudge.sessions.deadlines import DeadlineQueue
 from spanjudge.sessions.keys import TRACE_ID_SOURCE, session_key
 from spanjudge.sessions.sizes import SESSION_BASE, estimate_size
@@ -24,7 +24,7 @@ _MAX_TRACE_KEYS = 200_000
 __all__ = ["ClosePolicy", "ClosedSession", "OpenSession", "SessionStore", "estimate_size"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class ClosePolicy:
     """When sessions close. Times are seconds on the store's clock."""
 
@@ -43,7 +43,7 @@ class ClosePolicy:
     key_attributes: tuple[str, ...] = ()
 
 
-@dataclass(slots=True)
+@record_class(slots=True)
 class OpenSession:
     key: str
     key_source: str
@@ -59,7 +59,7 @@ class OpenSession:
     order: int = 0  # place in the store's opening order (the order due sessions close in)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class ClosedSession:
     key: str
     key_source: str

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, detach, set_value
@@ -24,6 +23,7 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from spanjudge.guard import Guard
+from spanjudge.records import record_class
 from spanjudge.sidecar.config import ExportConfig
 
 log = logging.getLogger("spanjudge.sidecar")
@@ -196,7 +196,7 @@ class ConfirmingLogProcessor(_Confirmed, LogRecordProcessor):
         )
 
 
-@dataclass(slots=True)
+@record_class(slots=True)
 class VerdictExport:
     """The providers the OTLP verdict sink writes to, and their confirming processors."""
 

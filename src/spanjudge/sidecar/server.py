@@ -11,7 +11,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry import metrics
@@ -24,6 +23,7 @@ from spanjudge.emit.metrics import MetricsSink, SelfTelemetry, score_views
 from spanjudge.emit.otel import OtelVerdictSink
 from spanjudge.engine import Engine
 from spanjudge.errors import ConfigError
+from spanjudge.records import record_class
 from spanjudge.sidecar.config import ServeConfig
 from spanjudge.sidecar.export import build_metric_readers, build_verdict_export
 from spanjudge.sidecar.grpc_receiver import GrpcReceiver
@@ -44,7 +44,7 @@ def _adopt_as_global(provider: MeterProvider) -> None:
         metrics.set_meter_provider(provider)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class Endpoints:
     """Where the started sidecar listens (ports resolved when 0 was configured)."""
 

@@ -22,13 +22,13 @@ import threading
 import time
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from multiprocessing.connection import wait
 from typing import Any
 
 from spanjudge.config import Config
 from spanjudge.emit.base import Sink
 from spanjudge.engine import Engine
+from spanjudge.records import field, record_class
 from spanjudge.sidecar import evaluation_process
 from spanjudge.sidecar.config import ExportConfig
 from spanjudge.sidecar.evaluation_process import ProcessSettings, replay_telemetry
@@ -45,7 +45,7 @@ _START_TIMEOUT_S = 120.0
 _BATCH = 256  # requests per message to a process
 
 
-@dataclass(eq=False)
+@record_class(eq=False)
 class _Process:
     index: int
     process: Any = None  # multiprocessing.Process, once started

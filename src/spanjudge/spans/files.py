@@ -8,10 +8,10 @@ import stat
 import struct
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import IO
 
 from spanjudge.errors import InputError
+from spanjudge.records import record_class
 from spanjudge.spans.jsonfast import decode_fast
 from spanjudge.spans.limits import DEFAULT_LIMITS, Limits
 from spanjudge.spans.otlp_json import decode_json_document
@@ -19,7 +19,7 @@ from spanjudge.spans.otlp_proto import SpanProblem, decode_request, parse_reques
 from spanjudge.spans.record import SpanRecord
 
 
-@dataclass(frozen=True, slots=True)
+@record_class(frozen=True, slots=True)
 class Chunk:
     """Spans decoded from one line (JSON) or one message (protobuf) of one input."""
 

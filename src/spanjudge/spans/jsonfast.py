@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from spanjudge.records import slot_setters
 from spanjudge.spans.ids import id_from_text
 from spanjudge.spans.limits import Limits
 from spanjudge.spans.record import (
@@ -25,7 +26,6 @@ from spanjudge.spans.record import (
     SpanEvent,
     SpanLink,
     SpanRecord,
-    slot_setters,
 )
 
 # orjson.loads once looked up (None: not installed); imported on first use, as it brings in

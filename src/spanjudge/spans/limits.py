@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from spanjudge.records import record_class
 from spanjudge.spans.record import AttrValue
 
 TRUNCATION_MARK = "…[truncated by spanjudge]"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class Limits:
     """Caps applied while decoding. Values over a cap are cut, marked and counted, never dropped."""
 

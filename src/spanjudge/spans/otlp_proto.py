@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from spanjudge.records import record_class, slot_setters
 from spanjudge.spans.ids import IdError, id_from_bytes, optional_parent
 from spanjudge.spans.limits import DEFAULT_LIMITS, Limits, cap_value
 from spanjudge.spans.record import (
@@ -16,7 +16,6 @@ from spanjudge.spans.record import (
     SpanEvent,
     SpanLink,
     SpanRecord,
-    slot_setters,
 )
 
 if TYPE_CHECKING:
@@ -27,7 +26,7 @@ if TYPE_CHECKING:
     from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 
-@dataclass(frozen=True, slots=True)
+@record_class(frozen=True, slots=True)
 class SpanProblem:
     """One span of a request that could not be decoded, with the field path and why."""
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import Literal, TypeAlias
+
+from spanjudge.records import field, record_class
 
 # Attribute values after normalisation: OTLP arrays become tuples, kvlists become dicts,
 # bytes become lowercase hex strings.
@@ -27,21 +28,21 @@ STATUS_CODES: tuple[StatusCode, ...] = ("unset", "ok", "error")
 EMPTY_ATTRS: Attributes = {}
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class SpanEvent:
     name: str
     time_unix_nano: int
     attributes: Attributes = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class SpanLink:
     trace_id: str
     span_id: str
     attributes: Attributes = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class SpanRecord:
     """A finished span, with ids as lowercase hex and times in Unix nanoseconds."""
 
@@ -81,7 +82,8 @@ class SpanRecord:
         return max(0, self.end_unix_nano - self.start_unix_nano) / 1e9
 
 
-# The field order the fast decoders (spans/jsonfast.py, spans/otlp_proto.py) build records in.
+# The field order the fast decoders (spans/jsonfast.py, spans/otlp_proto.py) build records in
+# (`spanjudge.records.slot_setters` checks it against the class).
 SPAN_RECORD_FIELDS = (
     "trace_id",
     "span_id",
@@ -100,17 +102,3 @@ SPAN_RECORD_FIELDS = (
     "scope_version",
     "truncated",
 )
-
-
-def slot_setters(cls: type, names: tuple[str, ...]) -> tuple[Any, ...]:
-    """Setters of a frozen slotted dataclass's fields, ``names`` exactly its fields: a record is
-    made with `object.__new__` and these (about three times cheaper than its ``__init__``, which
-    matters at millions of spans and events)."""
-    from dataclasses import fields
-
-    if tuple(f.name for f in fields(cls)) != names:
-        raise RuntimeError(
-            f"{cls.__name__} gained or lost a field: update spans/record.py SPAN_RECORD_FIELDS"
-            " and the fast decoders (spans/jsonfast.py, spans/otlp_proto.py)"
-        )
-    return tuple(cls.__dict__[name].__set__ for name in names)

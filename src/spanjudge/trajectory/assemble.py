@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
@@ -10,6 +9,7 @@ from operator import attrgetter
 from typing import Any
 
 from spanjudge import semconv
+from spanjudge.records import record_class, replace
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.effects import DEFAULT_EFFECT_MAP, EffectMap
 from spanjudge.trajectory.model import SkillLoad, Trajectory, Turn
@@ -22,7 +22,7 @@ _TRACE_ID = attrgetter("trace_id")
 _STOP_REASONS = frozenset({"stop", "end_turn", "complete", "completed", "finish", "eos"})
 
 
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class SessionMeta:
     """What session assembly knows about a session besides its spans."""
 
@@ -141,7 +141,7 @@ def _derive_final_answers(steps: list[Step]) -> list[Step]:
             last[step.turn] = step
     failed = [s for s in steps if s.kind == "agent_turn" and s.status == "error"]
     extra = [
-        dataclasses.replace(step, kind="final_answer", name="final_answer", seq=step.seq + 1)
+        replace(step, kind="final_answer", name="final_answer", seq=step.seq + 1)
         for turn, step in last.items()
         if turn not in has_answer
         and step.text
@@ -179,7 +179,7 @@ def assemble(
     for step in ordered:
         turn = _turn_of(step, root_ids, root_starts, spans_by_id)
         # replace() costs ~10 us on a Step: only pay it when the turn differs.
-        numbered.append(step if step.turn == turn else dataclasses.replace(step, turn=turn))
+        numbered.append(step if step.turn == turn else replace(step, turn=turn))
     numbered = _derive_final_answers(numbered)
     numbered.sort(key=position)
     answers: dict[int, str] = {}

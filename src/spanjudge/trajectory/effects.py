@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
+
+from spanjudge.records import field, record_class
 
 Effect = Literal["read", "create", "modify", "delete", "external"]
 EFFECTS: tuple[Effect, ...] = ("read", "create", "modify", "delete", "external")
@@ -34,7 +35,7 @@ DEFAULT_EFFECT_PATTERNS: tuple[tuple[str, Effect], ...] = (
 RESOURCE_ARGS: tuple[str, ...] = ("path", "file_path", "filename", "file", "key", "id")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class EffectMap:
     """Effect per tool: explicit overrides first, then the default patterns."""
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
+from spanjudge.records import field, record_class
 from spanjudge.trajectory.steps import BodySource, CatalogueEntry, SkillStatus, Step
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class Turn:
     index: int
     span_id: str
@@ -21,7 +21,7 @@ class Turn:
     end_unix_nano: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class SkillLoad:
     skill: str
     status: SkillStatus
@@ -38,7 +38,7 @@ class SkillLoad:
         return bool(self.body)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class Stats:
     """ARCHITECTURE.md section 4 (Contract)."""
 
@@ -68,7 +68,7 @@ class Stats:
         }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class Trajectory:
     """Everything the evaluators see about one session."""
 

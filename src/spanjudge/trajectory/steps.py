@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from spanjudge.trajectory.slot_init import faster_init
+from spanjudge.records import field, record_class
 
 BodySource = Literal["trace", "directory"]
 StepKind = Literal["agent_turn", "model_call", "tool_call", "skill_load", "final_answer"]
@@ -21,7 +20,7 @@ STEP_KINDS: tuple[StepKind, ...] = (
 )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class CatalogueEntry:
     """One skill offered to the agent (from `<available_skills>` blocks and equivalents)."""
 
@@ -29,7 +28,7 @@ class CatalogueEntry:
     description: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class ToolRequest:
     """A tool call a model asked for in its output (executed or not)."""
 
@@ -38,7 +37,7 @@ class ToolRequest:
     arguments: Any = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@record_class(frozen=True, slots=True, kw_only=True)
 class Step:
     """One recognised unit of agent activity.
 
@@ -96,6 +95,3 @@ class Step:
         if self.kind == "skill_load":
             return self.skill_status == "failed"
         return self.status == "error" or self.error is not None
-
-
-faster_init(Step)  # several per span (and per `dataclasses.replace`): see slot_init
