@@ -17,7 +17,7 @@ from spanjudge.sessions.store import SessionStore
 from spanjudge.spans.files import read_input
 from spanjudge.values import SessionResult
 
-_GC_THRESHOLD = 10_000  # allocations between young-generation collections during a run
+_GC_THRESHOLD = 50_000  # allocations between young-generation collections during a run
 
 
 class ReportWriter(Protocol):

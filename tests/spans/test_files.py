@@ -85,3 +85,21 @@ def test_spans_repeated_in_the_input_are_counted_and_reported(tmp_path: Path) ->
     assert report["input"]["spans"] == 4 and report["input"]["duplicate_spans"] == 2
     assert any("2 span(s) repeated" in p for p in report["input"]["problems"])
     assert [s["spans"] for s in report["sessions"]] == [2]
+
+
+def test_a_file_over_a_megabyte_is_read_the_same_from_its_first_line(tmp_path: Path) -> None:
+    """Such a file takes the fast road from its first line (not only after the first megabyte):
+    a pretty-printed document and a bad line are still read and named as in a small file."""
+    doc = json.loads(_line())
+    padding = {"key": "pad", "value": {"stringValue": "x" * (1 << 20)}}
+    doc["resourceSpans"][0]["resource"]["attributes"].append(padding)
+    pretty = tmp_path / "big.json"
+    pretty.write_text(json.dumps(doc, indent=2), encoding="utf-8")
+    assert pretty.stat().st_size > 1 << 20
+    assert sum(len(c.spans) for c in read_input(str(pretty))) == 2
+    lines = tmp_path / "big.jsonl"
+    line = json.dumps(doc)
+    lines.write_text(line + "\n" + line[:-5] + "\n", encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        list(read_input(str(lines)))
+    assert info.value.line == 2 and "looks truncated" in str(info.value)
