@@ -25,6 +25,7 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 from spanjudge.guard import Guard
 from spanjudge.records import record_class
 from spanjudge.sidecar.config import ExportConfig
+from spanjudge.sidecar.export_health import ExportHealth, export_health
 
 log = logging.getLogger("spanjudge.sidecar")
 _BATCH = 512
@@ -51,8 +52,9 @@ class _Confirming:
     while `VerdictExport.full` holds; one tick can still overshoot by the sessions it closes.
 
     An exporter that raises keeps its batch queued either way: an endpoint failure (see
-    `endpoint_failure`) is warned about once per outage and retried; anything else is a bug,
-    handed to ``guard`` (logged once, counted, re-raised under the test suite).
+    `endpoint_failure`) is retried, and said once per outage by ``health`` (as a failed call
+    is); anything else is a bug, handed to ``guard`` (logged once, counted, re-raised under
+    the test suite).
     """
 
     def __init__(
@@ -60,11 +62,12 @@ class _Confirming:
         export: Callable[[Sequence[Any]], bool],
         guard: Guard,
         aborted: Callable[[], bool] = lambda: False,
+        health: tuple[ExportHealth, str] | None = None,
     ) -> None:
         self._export = export
         self._guard = guard
         self._aborted = aborted
-        self._outage = False
+        self._health, self._signal = health or (export_health(ExportConfig()), "verdicts")
         self._items: list[Any] = []
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
@@ -105,10 +108,9 @@ class _Confirming:
             if not endpoint_failure(exc):
                 self._guard.failed("verdict export")
                 return False
-            if not self._outage:
-                log.warning("verdict endpoint failed (%s); the verdicts stay queued", exc)
-            ok = False
-        self._outage = not ok
+            self._health.result(self._signal, False, exc)
+            return False
+        self._health.result(self._signal, ok)
         return ok
 
 
@@ -155,12 +157,15 @@ class _Confirmed:
 class ConfirmingSpanProcessor(_Confirmed, SpanProcessor):
     """Queues ended spans; `force_flush` exports them and says whether all were accepted."""
 
-    def __init__(self, exporter: Any, guard: Guard | None = None) -> None:
+    def __init__(
+        self, exporter: Any, guard: Guard | None = None, health: ExportHealth | None = None
+    ) -> None:
         self._exporter = once = _Once(exporter)
         self._queue = _Confirming(
             lambda batch: exporter.export(batch) == SpanExportResult.SUCCESS,
             guard or Guard(log, "sidecar"),
             lambda: once.done,
+            (health, "traces") if health is not None else None,
         )
 
     def on_start(self, span: Any, parent_context: Any = None) -> None:
@@ -173,7 +178,9 @@ class ConfirmingSpanProcessor(_Confirmed, SpanProcessor):
 class ConfirmingLogProcessor(_Confirmed, LogRecordProcessor):
     """The log-record counterpart of `ConfirmingSpanProcessor`."""
 
-    def __init__(self, exporter: Any, guard: Guard | None = None) -> None:
+    def __init__(
+        self, exporter: Any, guard: Guard | None = None, health: ExportHealth | None = None
+    ) -> None:
         from opentelemetry.sdk._logs import ReadableLogRecord
 
         self._exporter = once = _Once(exporter)
@@ -182,6 +189,7 @@ class ConfirmingLogProcessor(_Confirmed, LogRecordProcessor):
             lambda batch: exporter.export(batch) == LogRecordExportResult.SUCCESS,
             guard or Guard(log, "sidecar"),
             lambda: once.done,
+            (health, "logs") if health is not None else None,
         )
 
     def on_emit(self, log_record: Any) -> None:
@@ -289,8 +297,11 @@ def build_verdict_export(
             OTLPSpanExporter,
         )
     guard = Guard(log, "sidecar", on_error=on_error)
-    spans = ConfirmingSpanProcessor(OTLPSpanExporter(**exporter_kwargs(config, "traces")), guard)
-    logs = ConfirmingLogProcessor(OTLPLogExporter(**exporter_kwargs(config, "logs")), guard)
+    health = export_health(config)
+    spans = ConfirmingSpanProcessor(
+        OTLPSpanExporter(**exporter_kwargs(config, "traces")), guard, health
+    )
+    logs = ConfirmingLogProcessor(OTLPLogExporter(**exporter_kwargs(config, "logs")), guard, health)
     tracer_provider.add_span_processor(spans)
     logger_provider.add_log_record_processor(logs)
     return VerdictExport(tracer_provider, logger_provider, spans, logs, config.max_queue_spans)
@@ -327,6 +338,7 @@ def build_metric_readers(config: ExportConfig) -> tuple[list[Any], MetricExportS
 
         base = HttpMetricExporter
     state = MetricExportState()
+    health = export_health(config)
 
     class Tracked(base):  # type: ignore[misc]
         def export(self, metrics_data: Any, timeout_millis: float = 10_000, **kwargs: Any) -> Any:
@@ -339,6 +351,7 @@ def build_metric_readers(config: ExportConfig) -> tuple[list[Any], MetricExportS
             finally:
                 state.last_ok = ok
                 state.busy = False
+                health.result("metrics", ok)
 
     exporter = Tracked(**exporter_kwargs(config, "metrics"))
     reader = PeriodicExportingMetricReader(

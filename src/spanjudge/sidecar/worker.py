@@ -88,6 +88,7 @@ class Worker:
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._last_added = 0
         self._unconfirmed: list[Completion] = []
+        self._unconfirmed_said = False  # said once per streak of failed flushes, not each tick
         self._thread: threading.Thread | None = None
         self._stopped = threading.Event()
         # Set when a shutdown gave up waiting: the thread ends at its next step, spool untouched.
@@ -256,8 +257,14 @@ class Worker:
             return
         if not self.pipeline.flush(self.flush_timeout_s):
             if not self._stopped.is_set():  # at shutdown the sidecar reports what stays spooled
-                log.warning("sinks did not confirm %d sessions; retrying", len(self._unconfirmed))
+                log.log(
+                    logging.DEBUG if self._unconfirmed_said else logging.WARNING,
+                    "sinks did not confirm %d sessions; they stay spooled and are retried",
+                    len(self._unconfirmed),
+                )
+                self._unconfirmed_said = True
             return
+        self._unconfirmed_said = False
         done, self._unconfirmed = self._unconfirmed, []
         try:
             self.spool.complete(done)
