@@ -16,9 +16,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from spanjudge import semconv
+from spanjudge import CollectingSink, semconv
 from spanjudge.config import Config
-from spanjudge.demo import CollectingSink
 from spanjudge.demo.agent import SCENARIOS, ScriptedAgent
 from spanjudge.emit.otel import OtelVerdictSink
 from spanjudge.emit.summary import Summary
@@ -32,7 +31,6 @@ from spanjudge.sidecar.worker import Worker
 from spanjudge.spans.otlp_json import sdk_spans_to_request
 from spanjudge.values import SessionResult
 from tests.conftest import write_jsonl
-from tests.support.reports import Collect
 
 
 def _processor_run() -> tuple[list[SessionResult], list[ReadableSpan]]:
@@ -76,7 +74,7 @@ def _sidecar_run(spans: list[ReadableSpan], spool_path: Path) -> list[SessionRes
 
 
 def _offline_run(path: Path) -> list[SessionResult]:
-    writer = Collect()
+    writer = CollectingSink()
     run_offline([str(path)], Engine(Config()), writer)
     return writer.results
 

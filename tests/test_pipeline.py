@@ -11,9 +11,8 @@ from typing import Any
 import pytest
 from opentelemetry.trace import Tracer
 
-from spanjudge import semconv
+from spanjudge import CollectingSink, semconv
 from spanjudge.config import Config
-from spanjudge.demo import CollectingSink
 from spanjudge.engine import Engine, PendingResult
 from spanjudge.sessions.store import ClosedSession
 from spanjudge.sidecar.config import InputConfig

@@ -11,13 +11,12 @@ from typing import Any
 import pytest
 from opentelemetry.trace import Tracer
 
-from spanjudge import semconv
+from spanjudge import CollectingSink, semconv
 from spanjudge.config import parse_config
 from spanjudge.engine import Engine
 from spanjudge.errors import ConfigError
 from spanjudge.offline import run_offline
 from tests.conftest import fake_distribution, recorded, write_jsonl
-from tests.support.reports import Collect
 
 PLUGIN_SOURCE = textwrap.dedent(
     """
@@ -126,7 +125,7 @@ def test_every_group_works_end_to_end(plugin: Any, tmp_path: Path) -> None:
             "emit": {"sinks": {"keeper": {"label": "kept"}}},
         }
     )
-    writer = Collect()
+    writer = CollectingSink()
     run_offline([str(_session_file(tmp_path))], Engine(config), writer)
     [result] = writer.results
     # recogniser: the hand-rolled tool spans are tool calls, which the evaluator counts

@@ -22,6 +22,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from spanjudge import CollectingSink
 from spanjudge.config import Config, parse_config
 from spanjudge.demo.agent import SCENARIOS, ScriptedAgent
 from spanjudge.emit.otel import OtelVerdictSink
@@ -35,29 +36,12 @@ ROOT = Path(__file__).resolve().parents[1]
 CSV, INCIDENT, WEATHER = SCENARIOS
 
 
-class Collect:
-    def __init__(self) -> None:
-        self.results: list[SessionResult] = []
-
-    def emit(self, result: SessionResult) -> None:
-        self.results.append(result)
-
-    def flush(self, timeout_s: float) -> bool:
-        return True
-
-    def shutdown(self) -> None:
-        pass
-
-    def sessions(self) -> list[str]:
-        return [r.trajectory.session_id for r in self.results]
-
-
 @dataclass
 class Rig:
     processor: SpanJudgeProcessor
     provider: TracerProvider
     spans: InMemorySpanExporter
-    collect: Collect
+    collect: CollectingSink
     reader: InMemoryMetricReader
     agent: ScriptedAgent
 
@@ -77,7 +61,7 @@ def rig(config: Config | None = None, *, sinks: Sequence[Any] = (), **kwargs: An
     provider = TracerProvider()
     spans = InMemorySpanExporter()
     reader = InMemoryMetricReader()
-    collect = Collect()
+    collect = CollectingSink()
     processor = SpanJudgeProcessor(
         config,
         tracer_provider=provider,
@@ -115,7 +99,7 @@ def test_flush_and_spans_after_shutdown_are_refused_quietly() -> None:
     r.agent.run(CSV)  # no end marker: the session is still open at shutdown
     r.processor.shutdown()
     # Shutdown evaluated the open session and marked it incomplete.
-    assert r.collect.sessions() == [CSV.session_id]
+    assert r.collect.session_ids() == [CSV.session_id]
     (result,) = r.collect.results
     assert result.trajectory.complete is False and result.trajectory.close_reason == "shutdown"
     (evaluation,) = [s for s in r.spans.get_finished_spans() if s.name == "spanjudge.evaluate"]
@@ -123,7 +107,7 @@ def test_flush_and_spans_after_shutdown_are_refused_quietly() -> None:
     assert r.processor.force_flush(1000) is False
     r.agent.run(INCIDENT, end_session=True)  # the agent still runs; nothing is queued
     assert r.processor.force_flush(1000) is False
-    assert r.collect.sessions() == [CSV.session_id]
+    assert r.collect.session_ids() == [CSV.session_id]
     # ...but what ended after shutdown is counted as dropped, not lost quietly
     dropped = r.metric("spanjudge.spans.dropped")
     assert dropped[frozenset({("reason", "after_shutdown")})] > 0
@@ -214,7 +198,7 @@ def test_broken_sink_and_bad_span_are_contained(caplog: pytest.LogCaptureFixture
     r.agent.run(CSV, end_session=True)
     r.agent.run(WEATHER, end_session=True)
     assert r.processor.force_flush(10_000) is False  # a sink failed to flush: say so
-    assert sorted(r.collect.sessions()) == sorted([CSV.session_id, WEATHER.session_id])
+    assert sorted(r.collect.session_ids()) == sorted([CSV.session_id, WEATHER.session_id])
     assert r.metric("spanjudge.spans.dropped") == {frozenset({("reason", "invalid_span")}): 1}
     errors = r.metric("spanjudge.internal_errors")
     assert errors[frozenset({("where", "emit:BrokenSink")})] == 2
@@ -244,7 +228,7 @@ class JudgeLike:
 
 def test_own_and_judge_spans_are_never_agent_activity() -> None:
     provider = TracerProvider()
-    collect = Collect()
+    collect = CollectingSink()
     judge = JudgeLike(provider)
     processor = SpanJudgeProcessor(
         tracer_provider=provider,
@@ -256,7 +240,7 @@ def test_own_and_judge_spans_are_never_agent_activity() -> None:
     assert processor.force_flush(10_000)
     # The evaluation span and the judge's span went through the processor again: no new session.
     assert processor.force_flush(10_000)
-    assert collect.sessions() == [CSV.session_id]
+    assert collect.session_ids() == [CSV.session_id]
     assert judge.suppressed == [True]  # instrumentation is suppressed around spanjudge's work
     processor.shutdown()
 
@@ -274,7 +258,7 @@ def test_worker_survives_fork() -> None:
             os.close(read_fd)
             r.agent.run(WEATHER, end_session=True)
             ok = r.processor.force_flush(10_000)
-            os.write(write_fd, json.dumps({"ok": ok, "sessions": r.collect.sessions()}).encode())
+            os.write(write_fd, json.dumps({"ok": ok, "sessions": r.collect.session_ids()}).encode())
             code = 0
         finally:
             os._exit(code)
@@ -285,7 +269,7 @@ def test_worker_survives_fork() -> None:
     assert os.waitstatus_to_exitcode(status) == 0
     assert child == {"ok": True, "sessions": [WEATHER.session_id]}
     assert r.processor.force_flush(10_000)
-    assert r.collect.sessions() == [CSV.session_id]  # the parent still evaluates its own
+    assert r.collect.session_ids() == [CSV.session_id]  # the parent still evaluates its own
     r.processor.shutdown()
 
 

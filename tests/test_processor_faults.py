@@ -10,27 +10,14 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
+from spanjudge import CollectingSink
 from spanjudge.demo.agent import SCENARIOS, ScriptedAgent
 from spanjudge.engine import Engine
 from spanjudge.evaluators.base import EvaluationContext
 from spanjudge.processor import SpanJudgeProcessor
-from spanjudge.values import SessionResult, Verdict
+from spanjudge.values import Verdict
 
 CSV, INCIDENT, WEATHER = SCENARIOS
-
-
-class Collect:
-    def __init__(self) -> None:
-        self.results: list[SessionResult] = []
-
-    def emit(self, result: SessionResult) -> None:
-        self.results.append(result)
-
-    def flush(self, timeout_s: float) -> bool:
-        return True
-
-    def shutdown(self) -> None:
-        pass
 
 
 class Exiting:
@@ -63,9 +50,11 @@ class Hanging:
         return [Verdict(evaluator=self.name, outcome="pass", score=1.0, label="ok", explanation="")]
 
 
-def _processor(evaluator: Any, **kwargs: Any) -> tuple[SpanJudgeProcessor, Collect, ScriptedAgent]:
+def _processor(
+    evaluator: Any, **kwargs: Any
+) -> tuple[SpanJudgeProcessor, CollectingSink, ScriptedAgent]:
     provider = TracerProvider()
-    collect = Collect()
+    collect = CollectingSink()
     processor = SpanJudgeProcessor(
         engine=Engine(evaluators=[evaluator]),
         sinks=[collect],

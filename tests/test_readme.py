@@ -45,7 +45,7 @@ PYTHON = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re
 def test_readme_in_process_full_form_runs_and_judges(tmp_path: Path) -> None:
     """The README's setup by hand, with in-memory exporters in place of OTLP ones and the demo
     agent."""
-    [_, snippet] = PYTHON
+    snippet = PYTHON[1]
     swaps = {
         "OTLPLogExporter()": "LOGS",
         "OTLPMetricExporter()": "METRICS",
@@ -117,6 +117,31 @@ def test_readme_short_form_exports_verdicts_over_real_otlp(tmp_path: Path) -> No
         assert any(name.startswith("spanjudge.") for name in received.metric_names)
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize(("scenario", "passes"), [(0, True), (1, False)])
+def test_readme_test_of_an_agent_with_a_collecting_sink(
+    scenario: int, passes: bool, tmp_path: Path
+) -> None:
+    """The README's block for an agent's own tests, with the demo agent: its assertion holds
+    for a session that passes and stops a session whose required skill never loaded."""
+    snippet = PYTHON[2]
+    run = "# ... run the agent on `provider` ..."
+    assert run in snippet
+    snippet = snippet.replace(
+        run, f"ScriptedAgent(provider).run(SCENARIOS[{scenario}], end_session=True)"
+    )
+    script = tmp_path / "agent_test.py"
+    script.write_text("from spanjudge.demo.agent import SCENARIOS, ScriptedAgent\n" + snippet)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env
+    )
+    if passes:
+        assert done.returncode == 0, done.stderr
+    else:
+        assert done.returncode == 1 and "AssertionError" in done.stderr, done.stderr
+        assert "skill_loaded" in done.stderr and "'fail'" in done.stderr
 
 
 SERVE_EXAMPLE = ROOT / "collector-config" / "spanjudge-serve.yaml"

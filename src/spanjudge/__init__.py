@@ -20,6 +20,7 @@ from spanjudge._version import __version__
 if TYPE_CHECKING:
     from spanjudge.config import Config, load_config, parse_config
     from spanjudge.emit.base import Sink
+    from spanjudge.emit.collecting import CollectingSink
     from spanjudge.emit.metrics import score_views
     from spanjudge.engine import Engine
     from spanjudge.errors import ConfigError, InputError, JudgeError, SpanJudgeError
@@ -52,6 +53,7 @@ _EXPORTS: dict[str, str] = {
     "JudgeRequest": "spanjudge.judges.base",
     "Judgement": "spanjudge.judges.base",
     "Sink": "spanjudge.emit.base",
+    "CollectingSink": "spanjudge.emit.collecting",
     "SpanJudgeError": "spanjudge.errors",
     "ConfigError": "spanjudge.errors",
     "InputError": "spanjudge.errors",
@@ -59,6 +61,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [  # the same names as _EXPORTS (a test keeps them equal), spelled out for linters
+    "CollectingSink",
     "Config",
     "ConfigError",
     "Coverage",

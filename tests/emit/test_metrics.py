@@ -15,6 +15,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 
+from spanjudge import CollectingSink
 from spanjudge.config import Config
 from spanjudge.demo.agent import SCENARIOS, ScriptedAgent
 from spanjudge.emit.metrics import score_views
@@ -143,20 +144,6 @@ def test_skill_labels_are_bounded() -> None:
     assert [dict(k)["gen_ai.skill.name"] for k in observed] == ["zz-private-7f3a"]
 
 
-class _Keep:
-    def __init__(self) -> None:
-        self.results: list[Any] = []
-
-    def emit(self, result: Any) -> None:
-        self.results.append(result)
-
-    def flush(self, timeout_s: float) -> bool:
-        return True
-
-    def shutdown(self) -> None:
-        pass
-
-
 def _verdict_points(reader: InMemoryMetricReader) -> dict[Any, Any]:
     data = reader.get_metrics_data()
     return {
@@ -172,7 +159,7 @@ def _verdict_points(reader: InMemoryMetricReader) -> dict[Any, Any]:
 def test_batched_counters_match_unbatched_once_flushed() -> None:
     from spanjudge.emit.metrics import MetricsSink
 
-    keep = _Keep()
+    keep = CollectingSink()
     tracer_provider = TracerProvider()
     processor = SpanJudgeProcessor(tracer_provider=tracer_provider, sinks=[keep])
     tracer_provider.add_span_processor(processor)

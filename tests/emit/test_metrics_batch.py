@@ -15,6 +15,7 @@ from opentelemetry.sdk.metrics.export import AggregationTemporality, InMemoryMet
 from opentelemetry.sdk.metrics.view import SumAggregation, View
 from opentelemetry.sdk.trace import TracerProvider
 
+from spanjudge import CollectingSink
 from spanjudge.config import parse_config
 from spanjudge.emit.metrics import MetricsSink, score_views
 from spanjudge.emit.sdk_series import sdk_checked
@@ -26,23 +27,9 @@ ROOT = Path(__file__).resolve().parents[2]
 DELTA = {Counter: AggregationTemporality.DELTA, Histogram: AggregationTemporality.DELTA}
 
 
-class _Collect:
-    def __init__(self) -> None:
-        self.results: list[SessionResult] = []
-
-    def begin(self) -> None:
-        pass
-
-    def session(self, result: SessionResult) -> None:
-        self.results.append(result)
-
-    def end(self, summary: Any, input_report: Any) -> None:
-        pass
-
-
 @pytest.fixture(scope="module")
 def results() -> list[SessionResult]:
-    out = _Collect()
+    out = CollectingSink()
     for folder in ("claude_code", "strands", "genai_manual"):
         config = parse_config(
             {"expectations_files": [str(ROOT / "fixtures" / folder / "expectations.yaml")]}

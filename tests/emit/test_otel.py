@@ -18,6 +18,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from spanjudge import CollectingSink
 from spanjudge.demo.agent import SCENARIOS, ScriptedAgent
 from spanjudge.emit.otel import OtelVerdictSink
 from spanjudge.processor import SpanJudgeProcessor
@@ -26,27 +27,13 @@ from spanjudge.values import SessionResult
 CSV, INCIDENT, _WEATHER = SCENARIOS
 
 
-class Collect:
-    def __init__(self) -> None:
-        self.results: list[SessionResult] = []
-
-    def emit(self, result: SessionResult) -> None:
-        self.results.append(result)
-
-    def flush(self, timeout_s: float) -> bool:
-        return True
-
-    def shutdown(self) -> None:
-        pass
-
-
 def _run(*turns: tuple[Any, bool]) -> tuple[list[ReadableSpan], list[Any], list[SessionResult]]:
     spans = InMemorySpanExporter()
     logs = InMemoryLogRecordExporter()
     tracer_provider = TracerProvider()
     logger_provider = LoggerProvider()
     logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
-    collect = Collect()
+    collect = CollectingSink()
     processor = SpanJudgeProcessor(
         tracer_provider=tracer_provider,
         sinks=[OtelVerdictSink(tracer_provider, logger_provider), collect],

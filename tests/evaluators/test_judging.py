@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from spanjudge import CollectingSink
 from spanjudge.config import parse_config
 from spanjudge.engine import Engine
 from spanjudge.evaluators.base import EvaluationContext
@@ -19,7 +20,6 @@ from spanjudge.offline import run_offline
 from spanjudge.reasons import JUDGED_EVALUATORS, OPT_IN_EVALUATORS
 from spanjudge.values import Verdict
 from tests.conftest import FIXTURES
-from tests.support.reports import Collect
 
 FIXTURE = FIXTURES / "genai_manual" / "genai_manual.jsonl"
 
@@ -50,7 +50,7 @@ def test_a_judge_past_its_deadline_costs_only_its_verdicts() -> None:
     engine = Engine(
         parse_config({}), judge_for=lambda name: stuck if name in JUDGED_EVALUATORS else None
     )
-    keep = Collect()
+    keep = CollectingSink()
     try:
         run_offline([str(FIXTURE)], engine, keep)
         # Every session was emitted while the judge still held every judgment it was given.
@@ -128,7 +128,7 @@ def test_concurrency_4_puts_four_judgments_in_flight_at_once(tmp_path: Path) -> 
         evaluators=[Asks(name=n) for n in names],
         judge_for=lambda name: meeting,
     )
-    keep = Collect()
+    keep = CollectingSink()
     run_offline([str(FIXTURE)], engine, keep)
     first = keep.results[0]
     assert [v.evaluator for v in first.verdicts] == names  # report order kept
@@ -147,7 +147,7 @@ def test_concurrency_1_runs_judgments_one_at_a_time() -> None:
         evaluators=[Asks(name="a"), Asks(name="b")],
         judge_for=lambda name: meeting,
     )
-    keep = Collect()
+    keep = CollectingSink()
     run_offline([str(FIXTURE)], engine, keep)
     # One worker: the second judgment never meets the first, each barrier wait breaks.
     verdicts = keep.results[0].verdicts
@@ -209,7 +209,7 @@ class AsksAboutSession:
 def test_offline_judgments_of_different_sessions_overlap_and_the_report_keeps_close_order() -> None:
     relay = Relay()
     engine = Engine(parse_config({}), evaluators=[AsksAboutSession()], judge_for=lambda name: relay)
-    keep = Collect()
+    keep = CollectingSink()
     run_offline([str(FIXTURE)], engine, keep)
     # The first session's judgment was answered only because a later session's started while
     # it was out: sessions were not judged one after another.
@@ -217,7 +217,7 @@ def test_offline_judgments_of_different_sessions_overlap_and_the_report_keeps_cl
     assert [v.explanation for r in keep.results for v in r.verdicts] == ["relayed"] * len(
         keep.results
     )
-    plain = Collect()
+    plain = CollectingSink()
     run_offline([str(FIXTURE)], Engine(parse_config({})), plain)
     order = [r.trajectory.session_id for r in plain.results]
     assert [r.trajectory.session_id for r in keep.results] == order

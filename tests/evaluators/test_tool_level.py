@@ -6,6 +6,7 @@ import json
 from dataclasses import replace
 from typing import Any
 
+from spanjudge import CollectingSink
 from spanjudge.config import parse_config
 from spanjudge.engine import Engine
 from spanjudge.evaluators.base import EvaluationContext, build_evaluators
@@ -18,7 +19,6 @@ from spanjudge.values import Expectation
 from tests.conftest import FIXTURES
 from tests.judges.builders import CSV_FOLLOWED, CSV_REQUEST, Answer, Load, Tool, trajectory
 from tests.judges.chat_server import chat_server, completion
-from tests.support.reports import Collect
 
 
 def _ctx(traj: Any, judge: Any = None) -> EvaluationContext:
@@ -75,7 +75,7 @@ def test_a_tool_not_offered_is_the_wrong_tool() -> None:
 
 def test_on_fixture_sessions_the_out_of_scope_delete_is_caught() -> None:
     engine = Engine(parse_config({"evaluators": {"tool_selection": {}, "tool_parameters": {}}}))
-    keep = Collect()
+    keep = CollectingSink()
     run_offline([str(FIXTURES / "strands" / "strands_trajectory.jsonl")], engine, keep)
     (result,) = [r for r in keep.results if "destructive" in r.trajectory.session_id]
     params = [v for v in result.verdicts if v.evaluator == "tool_parameters"]

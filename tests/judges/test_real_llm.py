@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from spanjudge import CollectingSink
 from spanjudge.config import parse_config
 from spanjudge.engine import Engine
 from spanjudge.evaluators.base import EvaluationContext
@@ -36,7 +37,6 @@ from spanjudge.offline import run_offline
 from spanjudge.values import Expectation
 from tests.conftest import FIXTURES, unavailable
 from tests.judges.builders import CSV_REORDERED_SKIPPED, CSV_REQUEST, Tool, trajectory
-from tests.support.reports import Collect
 
 MODEL = "smollm2"
 # Three judgments: the followed skill's selection and instructions, and a missed skill.
@@ -131,7 +131,7 @@ def test_a_real_server_judges_fixture_sessions_without_judge_errors(
     judge = _judge(server, deadline_s=600)
     evaluators = [SkillSelection(), SkillOmission(), InstructionFollowing()]
     engine = Engine(parse_config({}), evaluators=evaluators, judge_for=lambda name: judge)
-    keep = Collect()
+    keep = CollectingSink()
     with caplog.at_level(logging.WARNING, logger="spanjudge"):
         run_offline([_sessions(tmp_path, *SESSIONS)], engine, keep)
     assert sorted(r.trajectory.session_id for r in keep.results) == sorted(SESSIONS)
@@ -171,7 +171,7 @@ def test_a_deadline_shorter_than_the_model_gives_judge_timeout(server: str, tmp_
         parse_config({}),
         judge_for=lambda name: judge if name == "instruction_following" else None,
     )
-    keep = Collect()
+    keep = CollectingSink()
     run_offline([_sessions(tmp_path, SESSIONS[0])], engine, keep)
     (result,) = keep.results
     late = [v for v in result.verdicts if v.evaluator == "instruction_following"]

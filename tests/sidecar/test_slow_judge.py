@@ -12,9 +12,8 @@ from typing import Any
 
 from opentelemetry.trace import Tracer
 
-from spanjudge import semconv
+from spanjudge import CollectingSink, semconv
 from spanjudge.config import parse_config
-from spanjudge.demo import CollectingSink
 from spanjudge.engine import Engine
 from spanjudge.sidecar.config import InputConfig
 from spanjudge.sidecar.intake import FORMAT_PROTOBUF, decode_body

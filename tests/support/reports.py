@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from spanjudge import CollectingSink
 from spanjudge.config import parse_config
 from spanjudge.engine import Engine
 from spanjudge.offline import run_offline
@@ -15,25 +16,9 @@ from tests.conftest import FIXTURES
 STRANDS = FIXTURES / "strands"
 
 
-class Collect:
-    """A report writer that keeps the results."""
-
-    def __init__(self) -> None:
-        self.results: list[SessionResult] = []
-
-    def begin(self) -> None:
-        """Nothing to open."""
-
-    def session(self, result: SessionResult) -> None:
-        self.results.append(result)
-
-    def end(self, summary: Any, input_report: Any) -> None:
-        """Nothing to close."""
-
-
 def evaluate_fixture(path: Path, config: dict[str, Any]) -> dict[str, SessionResult]:
     """Every session of a fixture file, evaluated with ``config`` (parsed like a config file)."""
-    writer = Collect()
+    writer = CollectingSink()
     run_offline([str(path)], Engine(parse_config(config)), writer)
     return {r.trajectory.session_id: r for r in writer.results}
 

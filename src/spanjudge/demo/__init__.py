@@ -20,27 +20,14 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from spanjudge import semconv
 from spanjudge.demo.agent import SCENARIOS, ScriptedAgent
+from spanjudge.emit.collecting import CollectingSink
 from spanjudge.emit.metrics import MetricsSink, score_views
 from spanjudge.emit.otel import OtelVerdictSink
 from spanjudge.emit.table import EXPLANATION_WIDTH, render_table, use_colour
 from spanjudge.processor import SpanJudgeProcessor
 from spanjudge.values import SessionResult
 
-
-class CollectingSink:
-    """Keeps every result in memory (the demo prints them; tests read them)."""
-
-    def __init__(self) -> None:
-        self.results: list[SessionResult] = []
-
-    def emit(self, result: SessionResult) -> None:
-        self.results.append(result)
-
-    def flush(self, timeout_s: float) -> bool:
-        return True
-
-    def shutdown(self) -> None:
-        """Nothing to release."""
+__all__ = ["CollectingSink", "main", "run_demo"]  # CollectingSink: where it was defined before
 
 
 def run_demo(timeout_s: float = 30.0) -> tuple[list[SessionResult], dict[str, int]]:
