@@ -11,7 +11,7 @@ import argparse
 import os
 import stat
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from spanjudge import logs
@@ -291,6 +291,9 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Called with arguments, from a caller's process: its logging is put back on return. The
+    # command's own process (argv None) keeps the set-up to the end: atexit hooks log too.
+    in_process = argv is not None
     argv = list(sys.argv[1:] if argv is None else argv)
     parser, commands = build_parser()
     args, rest = parser.parse_known_args(argv)
@@ -298,14 +301,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The subcommand's usage, not the top level's: that is where the flag was looked for.
         commands[args.command].error(f"unrecognized arguments: {' '.join(rest)}")
     args.verbose += getattr(args, "sub_verbose", 0)
-    restore: list[Any] = []  # put back when main returns: a caller's process keeps its logging
+    restore: list[Callable[[], None]] = []  # undone on return when in_process
 
     def set_up_logging() -> None:
         import logging
 
+        root = logging.getLogger()
+        handlers, level = list(root.handlers), root.level
         logging.basicConfig(level=logging.WARNING, format="spanjudge: %(levelname)s: %(message)s")
+        added = [h for h in root.handlers if h not in handlers]
+
+        def undo_root() -> None:  # a caller's process gets its logging back as it was
+            root.setLevel(level)
+            for handler in added:
+                root.removeHandler(handler)
+
+        restore.append(undo_root)
         ours = logging.getLogger("spanjudge")
-        restore.append((ours, ours.level))
+        before = ours.level
+        restore.append(lambda: ours.setLevel(before))
         ours.setLevel({0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG))
 
     if args.command != "serve":  # serve sets up its own logging (--log-level)
@@ -352,8 +366,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERNAL
     finally:
         logs.cancel(set_up_logging)
-        for ours, level in restore:
-            ours.setLevel(level)
+        for undo in reversed(restore if in_process else []):
+            undo()
 
 
 if __name__ == "__main__":
