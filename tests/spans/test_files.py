@@ -59,6 +59,15 @@ def test_a_broken_first_line_of_json_lines_is_reported_at_that_line(tmp_path: Pa
     assert info.value.line == 1 and "looks truncated" in str(info.value)
 
 
+def test_a_line_that_is_not_json_at_all_is_not_called_truncated(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text("not json\n", encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        list(read_input(str(path)))
+    assert info.value.line == 1 and "invalid JSON" in str(info.value)
+    assert "truncated" not in str(info.value)
+
+
 def test_a_broken_pretty_printed_document_names_the_line_of_the_fault(tmp_path: Path) -> None:
     pretty = _inline_first_key(json.dumps(json.loads(_line()), indent=2)).splitlines()
     pretty[3] = pretty[3].replace('"', "", 1)

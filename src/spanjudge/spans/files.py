@@ -135,7 +135,8 @@ def _plain_file_size(path: str) -> int:
 
 
 def _json_error(path: str, lineno: int, text: str, exc: json.JSONDecodeError) -> InputError:
-    hint = " (the line looks truncated)" if not text.endswith("}") else ""
+    cut = text.lstrip().startswith("{") and not text.rstrip().endswith("}")
+    hint = " (the line looks truncated)" if cut else ""
     where = (
         f"{exc.msg} column {exc.colno}"
         if exc.msg.endswith(" at")
