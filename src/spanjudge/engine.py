@@ -160,15 +160,18 @@ class Engine:
         started = time.perf_counter()
         trajectory = trajectory or self.trajectory(closed)
         expectation = self.resolver.resolve(trajectory)
-        contexts = [
-            EvaluationContext(
-                trajectory=trajectory,
-                expectation=expectation,
-                judge=self.judge_for(evaluator.name),
-                shared={"effects": self.config.effects},
-            )
-            for evaluator in self.evaluators
-        ]
+        # Contexts differ only by judge: one per judge (most evaluators share theirs).
+        shared = {"effects": self.config.effects}
+        by_judge: dict[int, EvaluationContext] = {}
+        contexts = []
+        for evaluator in self.evaluators:
+            judge = self.judge_for(evaluator.name)
+            ctx = by_judge.get(id(judge))
+            if ctx is None:
+                ctx = by_judge[id(judge)] = EvaluationContext(
+                    trajectory=trajectory, expectation=expectation, judge=judge, shared=shared
+                )
+            contexts.append(ctx)
         # LLM-judged evaluators run on their judge's pool, under its deadline (judging.py).
         judgments = self.judging.start(self.evaluators, contexts, self._run, on_judged)
         return PendingResult(

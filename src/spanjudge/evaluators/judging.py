@@ -185,8 +185,13 @@ class Judging:
         guard)."""
         started = self._clock()
         pending: dict[int, _InFlight] = {}
+        pairs = list(zip(evaluators, contexts, strict=True))
+        waits = [_waits(ctx.judge) for ctx in contexts]
+        if not any(waits):  # every judge answers at once (the default): all run here
+            inline = {i: run_one(e, ctx) for i, (e, ctx) in enumerate(pairs)}
+            return Judgments([e.name for e in evaluators], inline, pending, self._clock)
         for i, (evaluator, ctx) in enumerate(zip(evaluators, contexts, strict=True)):
-            if _waits(ctx.judge):
+            if waits[i]:
                 deadline_s = _setting(ctx.judge, "deadline_s", DEFAULT_DEADLINE_S)
                 job = self.pool_for(ctx.judge).submit(partial(run_one, evaluator, ctx))
                 if on_judged is not None:

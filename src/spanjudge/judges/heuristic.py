@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -19,7 +19,7 @@ from spanjudge.judges.evidence import check_evidence
 from spanjudge.judges.heuristic_outcome import judge_outcome
 from spanjudge.judges.heuristic_tools import judge_tool_parameters, judge_tool_selection
 from spanjudge.judges.lexicon import related
-from spanjudge.judges.text import SkillStep, align, parse_skill, tokens
+from spanjudge.judges.text import SkillStep, align, parse_skill, tokens, tool_names
 from spanjudge.lazy_re import LazyPattern
 from spanjudge.reasons import BODY_NOT_RECORDED, NO_CATALOGUE, NO_OBSERVABLE_STEPS, NO_REQUEST
 from spanjudge.records import replace
@@ -236,7 +236,9 @@ class HeuristicJudge:
     # --- instruction following --------------------------------------------------------------
 
     @staticmethod
-    def _matches(step: SkillStep, event: Step, known: frozenset[str] = frozenset()) -> bool:
+    def _matches(
+        step: SkillStep, event: Step, known: Callable[[], frozenset[str]] = frozenset
+    ) -> bool:
         if step.answer:
             # An answer step asks for something ("the ticket id and the probable cause"): a reply
             # that says what the step names, or reports what the session dealt with (``known``:
@@ -247,15 +249,13 @@ class HeuristicJudge:
             said = tokens(event.text)
             if not step.subject or any(related(w) & step.subject for w in said):
                 return True
-            return len(said) >= _REPLY_MIN_WORDS and bool(said & known)
+            return len(said) >= _REPLY_MIN_WORDS and bool(said & known())
         if event.kind != "tool_call":
             return False
         name = event.name.lower()
         if step.tools:
-            return any(
-                name == t.lower() or name.endswith(("_" + t.lower(), "." + t.lower()))
-                for t in step.tools
-            )
+            names, suffixes = tool_names(step.tools)
+            return name in names or name.endswith(suffixes)
         name_terms = tokens(event.name)
         return bool(name_terms) and len(name_terms & tokens(step.text)) * 2 >= len(name_terms)
 
@@ -292,10 +292,21 @@ class HeuristicJudge:
                 f"no step of {request.skill!r} names a tool or an answer that spans could show",
                 error_type=NO_OBSERVABLE_STEPS,
             )
-        known = _known_words(request)
+        words: list[frozenset[str]] = []  # read only for a reply that names no subject word
+
+        def known() -> frozenset[str]:
+            if not words:
+                words.append(_known_words(request))
+            return words[0]
+
+        judged: dict[tuple[int, int], bool] = {}  # align asks about pairs again: judged once
 
         def matches(st: SkillStep, ev: Step) -> bool:
-            return self._matches(st, ev, known)
+            key = (st.index, id(ev))
+            found = judged.get(key)
+            if found is None:
+                found = judged[key] = self._matches(st, ev, known)
+            return found
 
         pairs = align(observable, events, matches)
         in_order = {st.index: ev for st, ev in pairs}

@@ -267,6 +267,14 @@ def parse_skill(body: str) -> SkillDoc:
     return SkillDoc(name=meta.get("name"), description=meta.get("description"), steps=tuple(steps))
 
 
+@lru_cache(maxsize=1024)  # a skill's steps name the same tools in every session
+def tool_names(tools: tuple[str, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
+    """A step's tools lower-cased, and the suffixes that name them as well (``mcp_read_csv``,
+    ``files.read_csv`` for ``read_csv``)."""
+    lowered = [t.lower() for t in tools]
+    return frozenset(lowered), tuple(p + t for t in lowered for p in ("_", "."))
+
+
 def align(
     steps: Sequence[SkillStep], events: Sequence[Any], match: Callable[[SkillStep, Any], bool]
 ) -> list[tuple[SkillStep, Any]]:

@@ -169,9 +169,9 @@ class ClaudeCodeRecogniser:
             if s.name == semconv.CC_TOOL_EXECUTION and s.parent_span_id
         }
         out = [self._with_outcome(step, outcomes.get(step.span_id)) for step in steps]
-        for span in sorted(spans, key=lambda s: s.start_unix_nano):
-            if span.name == semconv.CC_LLM_REQUEST:
-                out = self._read_context(out, span)
+        requests = [s for s in spans if s.name == semconv.CC_LLM_REQUEST]
+        for span in sorted(requests, key=lambda s: s.start_unix_nano):
+            out = self._read_context(out, span)
         return out + self._final_answers(out)
 
     def _with_outcome(self, step: Step, execution: SpanRecord | None) -> Step:

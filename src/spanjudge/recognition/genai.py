@@ -34,10 +34,10 @@ from spanjudge.recognition.genai_messages import (
     continues_turn,
     input_texts,
     last_user_text,
+    model_output,
     output,
     result_text,
     tool_io,
-    tool_requests,
     tool_schemas,
 )
 from spanjudge.records import replace
@@ -104,7 +104,7 @@ class GenAIRecogniser:
         return steps
 
     def _model(self, span: SpanRecord) -> Step:
-        text, reason, _ = output(span)
+        text, reason, _, requests = model_output(span)
         if reason is None:
             reasons = span.attributes.get(sc.GEN_AI_RESPONSE_FINISH_REASONS)
             if isinstance(reasons, tuple) and reasons:
@@ -127,7 +127,7 @@ class GenAIRecogniser:
             agent_name=span.str_attr(sc.GEN_AI_AGENT_NAME),
             catalogue=catalogue(span),
             tool_schemas=tool_schemas(span),
-            tool_requests=tool_requests(span),
+            tool_requests=requests,
             bodies_seen=bodies_in(input_texts(span)),
             error=span_error(span),
             **self._base(span),

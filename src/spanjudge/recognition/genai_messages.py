@@ -194,43 +194,50 @@ def continues_turn(span: SpanRecord) -> bool:
 
 def output(span: SpanRecord) -> tuple[str | None, str | None, bool]:
     """(text, finish reason, asked for tools) of the span's model or agent output."""
-    for message in reversed(messages(span, sc.GEN_AI_OUTPUT_MESSAGES)):
-        if message.get("role") in (None, "assistant", "model"):
-            reason = message.get("finish_reason")
-            text = content_text(parts(message, "text"))
-            return text, str(reason) if reason else None, bool(parts(message, "tool_call"))
-    for event in reversed(span.events):
-        if event.name == sc.EV_GEN_AI_CHOICE:
-            message = event.attributes.get("message")
-            reason = event.attributes.get("finish_reason")
-            decoded = read_json(message) if isinstance(message, str) else message
-            calls = isinstance(decoded, (list, tuple)) and any(
-                isinstance(b, dict) and ("toolUse" in b or b.get("type") == "tool_call")
-                for b in decoded
-            )
-            return content_text(message), str(reason) if reason else None, calls
-    return None, None, False
+    text, reason, asked, _ = model_output(span, requests=False)
+    return text, reason, asked
 
 
 def tool_requests(span: SpanRecord) -> tuple[ToolRequest, ...]:
     """The tool calls the model's last output asked for (`tool_call` parts, `toolUse` blocks)."""
+    return model_output(span)[3]
+
+
+def model_output(
+    span: SpanRecord, *, requests: bool = True
+) -> tuple[str | None, str | None, bool, tuple[ToolRequest, ...]]:
+    """`output` and `tool_requests` of one span, from one look for its last output (a model
+    call needs both). ``requests=False`` leaves the tool requests out (empty)."""
     for message in reversed(messages(span, sc.GEN_AI_OUTPUT_MESSAGES)):
         if message.get("role") in (None, "assistant", "model"):
-            return tuple(
+            reason = message.get("finish_reason")
+            text = content_text(parts(message, "text"))
+            calls = parts(message, "tool_call")
+            asked = tuple(
                 ToolRequest(
                     name=str(p.get("name") or ""),
                     call_id=str(p["id"]) if p.get("id") else None,
                     arguments=parse_json(p.get("arguments")),
                 )
-                for p in parts(message, "tool_call")
+                for p in (calls if requests else ())
             )
+            return text, str(reason) if reason else None, bool(calls), asked
     for event in reversed(span.events):
         if event.name == sc.EV_GEN_AI_CHOICE:
             message = event.attributes.get("message")
+            reason = event.attributes.get("finish_reason")
             decoded = read_json(message) if isinstance(message, str) else message
             blocks = decoded if isinstance(decoded, (list, tuple)) else ()
-            uses = [b["toolUse"] for b in blocks if isinstance(b, dict) and "toolUse" in b]
-            return tuple(
+            asked_tools = any(
+                isinstance(b, dict) and ("toolUse" in b or b.get("type") == "tool_call")
+                for b in blocks
+            )
+            uses = (
+                [b["toolUse"] for b in blocks if isinstance(b, dict) and "toolUse" in b]
+                if requests and asked_tools
+                else ()
+            )
+            asked = tuple(
                 ToolRequest(
                     name=str(u.get("name") or ""),
                     call_id=str(u["toolUseId"]) if u.get("toolUseId") else None,
@@ -239,7 +246,8 @@ def tool_requests(span: SpanRecord) -> tuple[ToolRequest, ...]:
                 for u in uses
                 if isinstance(u, dict)
             )
-    return ()
+            return content_text(message), str(reason) if reason else None, asked_tools, asked
+    return None, None, False, ()
 
 
 def system_text(span: SpanRecord) -> str | None:

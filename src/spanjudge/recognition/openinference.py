@@ -258,11 +258,14 @@ def _requests_from_model_input(steps: list[Step], by_id: Mapping[str, SpanRecord
 
 def _pinned_skill_loads(steps: Sequence[Step], by_id: Mapping[str, SpanRecord]) -> list[Step]:
     """Skills pinned as `<skill name=...>` user messages: one load where each first appears."""
+    calls = [s for s in steps if s.preset == PRESET and s.kind == "model_call"]
+    if not calls:
+        return []
     seen = {s.skill for s in steps if s.kind == "skill_load" and s.name == "pinned_skill"}
     loads = []
-    for step in sorted(steps, key=lambda s: s.start_unix_nano):
+    for step in sorted(calls, key=lambda s: s.start_unix_nano):
         span = by_id.get(step.span_id)
-        if step.preset != PRESET or step.kind != "model_call" or span is None:
+        if span is None:
             continue
         for message in messages(span, "input"):
             match = _PINNED.match(message.text or "") if message.role in USER_ROLES else None
@@ -322,12 +325,19 @@ def _without_handoffs(steps: list[Step], by_id: Mapping[str, SpanRecord]) -> lis
         for s in steps
         if s.kind == "agent_turn" and s.agent_name
     ]
+    if not agents:
+        return steps
 
     def handoff(step: Step) -> bool:
-        span = by_id.get(step.span_id)
-        if step.kind != "tool_call" or span is None or semconv.OI_TOOL_NAME in span.attributes:
+        if step.kind != "tool_call":
             return False
-        target = as_text(span.attributes.get(semconv.OI_OUTPUT_VALUE))
+        span = by_id.get(step.span_id)
+        if span is None or semconv.OI_TOOL_NAME in span.attributes:
+            return False
+        output = span.attributes.get(semconv.OI_OUTPUT_VALUE)
+        if output is None:  # no agent name to hand off to
+            return False
+        target = as_text(output)
         return any(
             t == step.trace_id and name == target and start >= step.start_unix_nano
             for t, name, start in agents
