@@ -1,10 +1,24 @@
 """`spanjudge serve` under sustained load, with every ratio measured in the same run.
 
-1. Sustained load: a real `spanjudge serve` process, verdicts exported over OTLP to a receiver in
-   this process, several client processes sending ended sessions as fast as they are accepted
-   for ``--seconds``. Reports sessions accepted/s and evaluated/s (verdicts delivered while the
-   clients sent; goal: evaluated >= accepted), then waits for a drain and counts, per
-   acknowledged session, its evaluation span and its log records (goal: none missing).
+1. Sustained load: a real `spanjudge serve` process (its default backpressure unless
+   ``--max-pending-age-s``), verdicts exported over OTLP to a receiver in this process, several
+   client processes sending 8-session requests (sessions ended) as fast as they are accepted
+   for ``--seconds``, a refused request retried after 50 ms as an exporter retries. Reported:
+   - ``accepted_sessions_per_s``: sessions in acknowledged requests / sending time (from the
+     clients' start to the last client's end; client start-up included);
+   - ``requests_refused_retryable``: answers UNAVAILABLE (or a client deadline), each retried;
+   - ``evaluated_sessions_per_s``: sessions whose evaluation span reached the receiver while the
+     clients sent / the same time; ``ratio_evaluated_vs_accepted`` is the two over the whole
+     run, so the backlog accepted and not yet judged at the end counts against it (a bounded
+     backlog weighs less the longer the run);
+   - ``second_half_*``: the same two counts over the second half of the time between the first
+     and last acknowledgement (acknowledgement times and first receipt of each evaluation span,
+     on the host's one monotonic clock): the steady state once the backlog stopped growing,
+     goal evaluated >= accepted (a backlog that keeps growing shows as below 1.0);
+   - ``verdict_latency_s_p50/p99/max``: per acknowledged session, from its request's
+     acknowledgement to the first evaluation span received (what backpressure must bound);
+   then waits for a drain and counts, per acknowledged session, its evaluation span and its log
+   records (goal: none missing, none twice).
 2. CPU per span: the same requests through `spanjudge serve` (spool on, export off) and through
    a floor receiver that parses each request AND walks every attribute into Python values, each
    server in its own process; spans per CPU-second of the server process (goal: >= 0.5x), and
@@ -17,12 +31,13 @@
    verdict) of 2 over 1 (goal: >= 1.6x on a 2-core machine). The clients share the cores.
 
     python bench/bench_sidecar_load.py [--clients 3] [--seconds 20] [--spans-per-session 6]
-        [--workers 2] [--load-only]
+        [--workers 2] [--load-only] [--max-pending-age-s S] [--timeline]
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import multiprocessing
 import os
@@ -132,10 +147,12 @@ def _sessions_request(first: int, count: int, spans: int) -> bytes:
 
 
 def _load_client(target: str, index: int, seconds: float, spans: int, out: Any) -> None:
-    """Send 8-session requests until ``seconds`` are up; report the acknowledged session ids."""
+    """Send 8-session requests until ``seconds`` are up, retrying a refused one as an OTLP
+    exporter does; report when each request was acknowledged (CLOCK_MONOTONIC, which every
+    process on the host shares) and how many answers were retryable refusals."""
     channel = grpc.insecure_channel(target)
     call = channel.unary_unary(EXPORT, request_serializer=None, response_deserializer=None)
-    acked: list[str] = []
+    acked: list[tuple[int, float]] = []  # (index of the request's first session, acked at)
     refused = 0
     next_index = index * 10_000_000
     deadline = time.monotonic() + seconds
@@ -149,14 +166,26 @@ def _load_client(target: str, index: int, seconds: float, spans: int, out: Any) 
             refused += 1
             time.sleep(0.05)  # retry the same sessions, as an exporter's retry would
             continue
-        acked.extend(f"bench-{i:06d}" for i in range(next_index, next_index + 8))
+        acked.append((next_index, time.monotonic()))
         next_index += 8
     out.put((acked, refused))
     channel.close()
 
 
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
+
+
+def _percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
 def sustained(args: argparse.Namespace, directory: str, workers: int) -> dict[str, Any]:
     server, port, received = verdict_server()
+    directory = tempfile.mkdtemp(dir=directory)  # a fresh spool and ready file for each load
     config = Path(directory) / f"load-{workers}.yaml"
     ready = Path(directory) / f"ready-{workers}.json"
     config.write_text(
@@ -168,6 +197,11 @@ def sustained(args: argparse.Namespace, directory: str, workers: int) -> dict[st
                     "http_endpoint": None,
                     "metrics_endpoint": None,
                     "workers": workers,
+                    **(
+                        {"max_pending_age_s": args.max_pending_age_s}
+                        if args.max_pending_age_s is not None
+                        else {}
+                    ),
                     "spool": {"path": str(Path(directory) / f"load-{workers}.db")},
                     "export": {"endpoint": f"http://127.0.0.1:{port}", "insecure": True},
                 },
@@ -208,8 +242,15 @@ def sustained(args: argparse.Namespace, directory: str, workers: int) -> dict[st
         outcomes = [queue.get(timeout=args.seconds + 120) for _ in clients]
         for client in clients:
             client.join()
-        sent_s = time.monotonic() - started
-        acked = {sid for ids, _ in outcomes for sid in ids}
+        stopped = time.monotonic()
+        sent_s = stopped - started
+        acked_at = {
+            f"bench-{i:06d}": at
+            for requests, _ in outcomes
+            for first, at in requests
+            for i in range(first, first + 8)
+        }
+        acked = set(acked_at)
         with received.lock:
             evaluated_while_sending = len(received.spans)
         drain_started = time.monotonic()
@@ -231,8 +272,23 @@ def sustained(args: argparse.Namespace, directory: str, workers: int) -> dict[st
         no_span = [sid for sid in acked if sid not in received.spans]
         no_logs = [sid for sid in acked if received.logs.get(sid, 0) == 0]
         doubled = [sid for sid, n in received.spans.items() if n > 1]
+        first_seen = dict(received.first_seen)
     accepted_per_s = len(acked) / sent_s
     evaluated_per_s = evaluated_while_sending / sent_s
+    # The second half of the sending time: by then a bounded backlog has built up, and in a
+    # steady state as many sessions are judged as are accepted (a growing backlog shows here
+    # as evaluated < accepted). Both counted over the same window.
+    first_ack, last_ack = min(acked_at.values()), max(acked_at.values())
+    window = ((first_ack + last_ack) / 2, last_ack)
+    accepted_late = sum(1 for at in acked_at.values() if window[0] <= at < window[1])
+    evaluated_late = sum(1 for at in first_seen.values() if window[0] <= at < window[1])
+    # from the acknowledgement to the first evaluation span received, per session
+    latency = [first_seen[sid] - at for sid, at in acked_at.items() if sid in first_seen]
+    if args.timeline:  # sessions acknowledged and first evaluated in each second
+        acks = collections.Counter(int(at - started) for at in acked_at.values())
+        seen = collections.Counter(int(at - started) for at in first_seen.values())
+        steps = range(int(sent_s + drain_s) + 2)
+        print(f"workers {workers}:", [(acks[t], seen[t]) for t in steps], file=sys.stderr)
     return {
         "workers": workers,
         "clients": args.clients,
@@ -242,7 +298,13 @@ def sustained(args: argparse.Namespace, directory: str, workers: int) -> dict[st
         "accepted_sessions_per_s": round(accepted_per_s, 1),
         "evaluated_sessions_per_s": round(evaluated_per_s, 1),
         "ratio_evaluated_vs_accepted": round(evaluated_per_s / accepted_per_s, 3),
+        "second_half_accepted_sessions_per_s": round(accepted_late / (window[1] - window[0]), 1),
+        "second_half_evaluated_sessions_per_s": round(evaluated_late / (window[1] - window[0]), 1),
+        "second_half_ratio_evaluated_vs_accepted": round(evaluated_late / max(accepted_late, 1), 3),
         "goal_ratio": ">= 1.0",
+        "verdict_latency_s_p50": _round(_percentile(latency, 0.50)),
+        "verdict_latency_s_p99": _round(_percentile(latency, 0.99)),
+        "verdict_latency_s_max": _round(max(latency, default=None)),
         "drain_s": round(drain_s, 1),
         "acknowledged_without_evaluation_span": len(no_span),
         "acknowledged_without_log_records": len(no_logs),
@@ -453,6 +515,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cpu-sessions", type=int, default=3000)
     parser.add_argument("--memory-sessions", type=int, default=4000)
     parser.add_argument("--workers", type=int, default=2, help="compared against 1")
+    parser.add_argument(
+        "--max-pending-age-s",
+        type=float,
+        default=None,
+        help="serve.max_pending_age_s for the sustained loads (default: serve's own)",
+    )
+    parser.add_argument(
+        "--timeline",
+        action="store_true",
+        help="print (acknowledged, evaluated) sessions per second of each load on stderr",
+    )
     parser.add_argument(
         "--load-only", action="store_true", help="only the sustained loads (1 and --workers)"
     )

@@ -45,7 +45,13 @@ class _Raising:
         ]
 
 
-def _sidecar(tmp: Path, engine_extra: Any, verdicts: VerdictServer, **serve: Any) -> Sidecar:
+def _sidecar(
+    tmp: Path,
+    engine_extra: Any,
+    verdicts: VerdictServer,
+    sessions: dict[str, Any] | None = None,
+    **serve: Any,
+) -> Sidecar:
     raw = {
         "grpc_endpoint": "127.0.0.1:0",
         "http_endpoint": "127.0.0.1:0",
@@ -58,7 +64,7 @@ def _sidecar(tmp: Path, engine_extra: Any, verdicts: VerdictServer, **serve: Any
     problems: list[str] = []
     serve_config = parse_serve(raw, "serve", problems)
     assert not problems
-    config = parse_config({"sessions": {"idle_timeout_s": 60, "end_grace_s": 0.1}})
+    config = parse_config({"sessions": sessions or {"idle_timeout_s": 60, "end_grace_s": 0.1}})
     engine = Engine(config)
     if engine_extra is not None:
         engine.evaluators.append(engine_extra)

@@ -109,9 +109,11 @@ class ServeConfig:
     export: ExportConfig = field(default_factory=ExportConfig)
     input: InputConfig = field(default_factory=InputConfig)
     max_pending_spans: int = 200_000
-    # Refuse (retryable) while the oldest accepted request has waited this long for the worker:
-    # evaluation is behind, whatever the span count.
-    max_pending_age_s: float = 30.0
+    # Evaluation lag bound (`sidecar.lag`): refuse (retryable) while the oldest accepted request
+    # not yet taken through closing and evaluation has waited this long, or while what waits
+    # would take evaluation more than half of it at its measured rate. It bounds how long an
+    # accepted session waits for its verdicts, whatever the span count.
+    max_pending_age_s: float = 10.0
     retry_after_s: int = 2
     tick_interval_s: float = 0.25
     flush_timeout_s: float = 10.0

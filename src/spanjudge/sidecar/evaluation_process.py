@@ -31,6 +31,7 @@ from spanjudge.emit.metrics import SelfTelemetry
 from spanjudge.emit.otel import OtelVerdictSink
 from spanjudge.engine import Engine
 from spanjudge.records import record_class, replace
+from spanjudge.sidecar.asking_store import Asker, AskingStore
 from spanjudge.sidecar.config import ExportConfig, InputConfig
 from spanjudge.sidecar.export import VerdictExport, build_verdict_export
 from spanjudge.sidecar.relay_metrics import RelayMeterProvider
@@ -228,16 +229,17 @@ class _ProcessWorker(Worker):
     export: VerdictExport | None = None
     added_upto = 0
 
-    def _add(self, item: object) -> None:
+    def _add(self, item: object) -> int:
         request_id, records, released, resent = cast(
             tuple[int, list[SpanRecord], list[str], int], item
         )
-        super()._add((request_id, records))
+        added = super()._add((request_id, records))
         if resent:  # counted when they first arrived, in the process that released them
             self.relay.spans_received(-resent)
         for trace_id in released:
             self.pipeline.store.release_pending(trace_id)
         self.added_upto = request_id
+        return added
 
     def enqueue(
         self, request_id: int, records: list[SpanRecord], released: list[str], resent: int
@@ -245,7 +247,7 @@ class _ProcessWorker(Worker):
         with self._submit_lock:
             self.pending_spans += len(records)
             self._queue.put((request_id, records, released, resent))
-            self._queued_at.append(time.monotonic())
+            self.lag.accepted(request_id, len(records), time.monotonic())
 
     def _tick(self) -> None:
         super()._tick()
@@ -264,6 +266,7 @@ class _ProcessWorker(Worker):
                 self.relay.open_sessions(),
                 full,
                 recorded,
+                self.lag.rate,
             )
         )
 
@@ -309,6 +312,9 @@ def run(settings: ProcessSettings, conn: Connection, out: Connection, paused: An
         export_full=lambda: paused.is_set() or (export is not None and export.full),
         durable=settings.spool_path is not None,
     )
+    # A key-less trace it closes alone is judged only if its spans did not move meanwhile.
+    asker = Asker(channel.send)
+    worker.pipeline.store = AskingStore(config.policy, worker.pipeline.store.clock, asker)
     worker.channel = channel
     worker.relay = relay
     worker.meters = meters
@@ -320,7 +326,7 @@ def run(settings: ProcessSettings, conn: Connection, out: Connection, paused: An
     channel.send(("ready", None))
     code = 0
     try:
-        code = _serve(worker, conn, channel)
+        code = _serve(worker, conn, channel, asker)
     finally:
         ledger.close()
     sys.exit(code)
@@ -330,44 +336,58 @@ def _nothing() -> None:
     return None
 
 
-def _serve(worker: _ProcessWorker, conn: Connection, channel: _Channel) -> int:
+def _serve(worker: _ProcessWorker, conn: Connection, channel: _Channel, asker: Asker) -> int:
+    stopping: threading.Thread | None = None
     while True:
         if worker.crashed is not None:
             channel.send(("crashed", worker.crashed))
             return 1
+        if stopping is not None and not stopping.is_alive():
+            return 0
         if not conn.poll(0.2):
             continue
         try:
             message = conn.recv()
-        except EOFError:  # the parent is gone: nothing here may be confirmed any more
-            return 1
+        except EOFError:
+            if stopping is not None:  # the parent closed the pipe after the bye
+                stopping.join()
+                return 0
+            return 1  # the parent is gone: nothing here may be confirmed any more
         if message[0] == "add":
             for request_id, records, released, resent in message[1]:
                 worker.enqueue(request_id, records, released, resent)
-        elif message[0] == "stop":
-            _, evaluate_open, deadline = message
-            export = worker.export
-            # At the deadline the exporters give up (retries end, a call in flight is cut).
-            watchdog = threading.Timer(
-                max(0.0, deadline - time.monotonic()), export.abort if export else _nothing
+        elif message[0] == "answer":
+            asker.answered(message[1], message[2])
+        elif message[0] == "stop" and stopping is None:
+            # On its own thread: the last ticks may still ask questions, answered here.
+            stopping = threading.Thread(
+                target=_stop, args=(worker, channel, message[1], message[2]), daemon=True
             )
-            watchdog.daemon = True
-            watchdog.start()
-            try:
-                worker.stop(evaluate_open=evaluate_open, deadline=deadline)
-            finally:
-                watchdog.cancel()
-            if export is not None:
-                if export.backlog:
-                    log.warning(
-                        "shutdown: could not export %d verdict item(s) before the deadline;"
-                        " the spans of %d evaluated session(s) stay in the spool and are"
-                        " evaluated and exported again on the next start",
-                        export.backlog,
-                        worker.unconfirmed_sessions,
-                    )
-                    export.abort()
-                export.shutdown()
-            worker.report()
-            channel.send(("bye", worker.unconfirmed_sessions))
-            return 0
+            stopping.start()
+
+
+def _stop(worker: _ProcessWorker, channel: _Channel, evaluate_open: bool, deadline: float) -> None:
+    export = worker.export
+    # At the deadline the exporters give up (retries end, a call in flight is cut).
+    watchdog = threading.Timer(
+        max(0.0, deadline - time.monotonic()), export.abort if export else _nothing
+    )
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        worker.stop(evaluate_open=evaluate_open, deadline=deadline)
+    finally:
+        watchdog.cancel()
+    if export is not None:
+        if export.backlog:
+            log.warning(
+                "shutdown: could not export %d verdict item(s) before the deadline;"
+                " the spans of %d evaluated session(s) stay in the spool and are"
+                " evaluated and exported again on the next start",
+                export.backlog,
+                worker.unconfirmed_sessions,
+            )
+            export.abort()
+        export.shutdown()
+    worker.report()
+    channel.send(("bye", worker.unconfirmed_sessions))

@@ -8,10 +8,13 @@ let it wait. When the trace's key arrives and is owned elsewhere, the spans that
 sent again to the owner, right after the keyed span, and the first process is told to release
 them, so every span is in exactly the session a single store would have put it in.
 
-The spans that wait are held here for half the idle timeout (the owner closes such a trace as
-a session of its own after the whole timeout; the margin covers the pipe's delay) and at most
-``max_held_spans`` of them; a key that comes later finds them already judged as their trace's
-own session, as a single store does after the idle timeout.
+The first process never judges such a trace alone on its own say: when its store closes it
+(idle timeout, eviction over the memory budget), it asks `decide` first, and judges it only if
+its spans did not move; from then on they stay there. So a key arriving before the store
+closed the trace joins them, one arriving after finds them judged alone, as in one store, and
+no span is judged in two sessions. The spans that wait are held here until that answer (twice
+the idle timeout at most, a backstop) and at most ``max_held_spans`` of them: past that, the
+oldest stay where they are, and a key that comes later for them no longer moves them.
 """
 
 from __future__ import annotations
@@ -116,6 +119,21 @@ class Router:
                 part(waited.process).released.append(trace_id)
                 self.moved_spans += len(waited.spans)
         return out
+
+    def decide(self, trace_ids: Sequence[str], process: int) -> list[bool]:
+        """Whether ``process``, whose store closed these key-less traces, may judge each one
+        alone: yes unless its spans moved to the owner of a key that arrived meanwhile."""
+        answers = []
+        for trace_id in trace_ids:
+            held = self._held.pop(trace_id, None)
+            if held is not None:
+                self.held_spans -= len(held.spans)
+                self._remember(trace_id, held.process)
+                answers.append(held.process == process)
+                continue
+            owner = self._trace_owner.get(trace_id)
+            answers.append(owner is None or owner == process)
+        return answers
 
     def _remember(self, trace_id: str, process: int) -> None:
         self._trace_owner[trace_id] = process

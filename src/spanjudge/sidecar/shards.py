@@ -43,6 +43,12 @@ log = logging.getLogger("spanjudge.sidecar")
 _CONTEXT = multiprocessing.get_context("spawn")  # never fork a process that runs threads
 _START_TIMEOUT_S = 120.0
 _BATCH = 256  # requests per message to a process
+_END = ("end",)  # ends a feeder (after the process said bye)
+
+
+def _control(item: object) -> bool:
+    """A message for the process itself (stop, an answer), not a routed request."""
+    return isinstance(item, tuple) and bool(item) and isinstance(item[0], str)
 
 
 @record_class(eq=False)
@@ -54,6 +60,8 @@ class _Process:
     feed: queue.SimpleQueue[object] = field(default_factory=queue.SimpleQueue)
     # (request id, spans, accepted at) handed over and not yet taken by the process's pipeline
     backlog: deque[tuple[int, int, float]] = field(default_factory=deque)
+    backlog_spans: int = 0
+    rate: float | None = None  # spans per busy second its worker takes (it measures)
     open_sessions: int = 0
     export_full: bool = False
     said_bye: bool = False
@@ -88,7 +96,9 @@ class ShardedWorker(Worker):
         policy = config.policy
         # This process's pipeline only emits (its store stays empty); sessions are counted
         # open where they are.
-        self._router = Router(workers, policy.key_attributes, hold_s=policy.idle_timeout_s / 2)
+        # Key-less spans wait until their process asks whether it may judge them alone (its
+        # store closed their trace); twice the idle timeout is a backstop for memory.
+        self._router = Router(workers, policy.key_attributes, hold_s=2 * policy.idle_timeout_s)
         self._paused = _CONTEXT.Event()
         self._settings = [
             ProcessSettings(
@@ -132,11 +142,15 @@ class ShardedWorker(Worker):
             n = len(routed.records)
             target.feed.put((request_id, routed.records, routed.released, routed.resent))
             target.backlog.append((request_id, n, now))
+            target.backlog_spans += n
             self.pending_spans += n
 
     def _behind_s(self) -> float:
         heads = [p.backlog[0][2] for p in self._processes if p.backlog]
         return time.monotonic() - min(heads) if heads else 0.0
+
+    def _expected_wait_s(self) -> float:
+        return max((p.backlog_spans / p.rate for p in self._processes if p.rate), default=0.0)
 
     # --- processes ---
 
@@ -178,28 +192,32 @@ class ShardedWorker(Worker):
         log.info("evaluating in %d processes", len(self._processes))
 
     def _feed(self, p: _Process) -> None:
-        """Send queued requests to one process, several per message."""
+        """Send queued requests to one process, several per message, and the control messages
+        (answers, stop) in their order; until `stop` ends it."""
         try:
             while True:
                 first = p.feed.get()
-                if isinstance(first, tuple) and first and first[0] == "stop":
+                if _control(first):
+                    if first == _END:
+                        return
                     p.inbox.send(first)
-                    return
+                    continue
                 batch = [first]
-                stop: object = None
+                control: Any = None
                 while len(batch) < _BATCH:
                     try:
                         item = p.feed.get_nowait()
                     except queue.Empty:
                         break
-                    if isinstance(item, tuple) and item and item[0] == "stop":
-                        stop = item
+                    if _control(item):
+                        control = item
                         break
                     batch.append(item)
                 p.inbox.send(("add", batch))
-                if stop is not None:
-                    p.inbox.send(stop)
+                if control == _END:
                     return
+                if control is not None:
+                    p.inbox.send(control)
         except (OSError, ValueError) as exc:  # the process is gone; the reader reports it
             log.debug("%s: cannot send: %s", p.name, exc)
 
@@ -246,15 +264,22 @@ class ShardedWorker(Worker):
                 else:
                     self._unconfirmed.append(done)
         elif kind == "progress":
-            _, upto, counts, durations, open_sessions, export_full, recorded = message
+            _, upto, counts, durations, open_sessions, export_full, recorded, rate = message
             p.open_sessions = open_sessions
             p.export_full = export_full
+            p.rate = rate
             if self.telemetry is not None:
                 replay_telemetry(self.telemetry, counts, durations)
             self._meters.replay(recorded)
             with self._submit_lock:
                 while p.backlog and p.backlog[0][0] <= upto:
-                    self.pending_spans -= p.backlog.popleft()[1]
+                    n = p.backlog.popleft()[1]
+                    self.pending_spans -= n
+                    p.backlog_spans -= n
+        elif kind == "ask":  # may it judge these key-less traces alone (they did not move)?
+            with self._submit_lock:
+                answers = self._router.decide(message[2], p.index)
+            p.feed.put(("answer", message[1], answers))
         elif kind == "crashed":
             self._died(p, message[1])
         elif kind == "bye":
@@ -307,6 +332,9 @@ class ShardedWorker(Worker):
         for p in self._processes:
             if p.process is None:
                 continue
+            p.feed.put(_END)
+            if p.feeder is not None:
+                p.feeder.join(1.0)
             p.inbox.close()
             p.process.join(max(0.1, deadline - time.monotonic()))
         self._kill_all()

@@ -9,7 +9,6 @@ between re-evaluates those sessions on restart with the same revision, hence the
 
 from __future__ import annotations
 
-import collections
 import logging
 import queue
 import threading
@@ -25,12 +24,14 @@ from spanjudge.pipeline import Pipeline, is_own_span
 from spanjudge.sessions.store import ClosePolicy, SessionStore
 from spanjudge.sidecar.config import InputConfig
 from spanjudge.sidecar.intake import BadRequest, decode_body
+from spanjudge.sidecar.lag import LagMeter
 from spanjudge.sidecar.spool import Completion, MemorySpool, Spool, StorageError, group_of
 from spanjudge.spans.limits import Limits
 from spanjudge.spans.record import SpanRecord
 
 log = logging.getLogger("spanjudge.sidecar")
 _STOP = object()
+_CYCLE_S = 1.0  # about how long one cycle of adding and evaluating takes under load
 
 
 class Overloaded(Exception):
@@ -71,8 +72,8 @@ class Worker:
         self.checks = checks
         self.max_pending_spans = max_pending_spans
         self.max_pending_age_s = max_pending_age_s
-        # when each queued request was accepted, oldest first (the queue is FIFO)
-        self._queued_at: collections.deque[float] = collections.deque()
+        # the requests whose spans a tick has not yet taken through closing and evaluation
+        self.lag = LagMeter()
         self.tick_interval_s = tick_interval_s
         self.flush_timeout_s = flush_timeout_s
         self.export_full = export_full
@@ -113,6 +114,14 @@ class Worker:
             behind = self._behind_s()
             if behind > self.max_pending_age_s:
                 raise Overloaded(f"evaluation is {behind:.0f}s behind the accepted requests")
+            # Half the bound for what is waiting: a request accepted now is judged in about
+            # that time, and the age bound above stays a backstop for a wrong estimate.
+            ahead = self._expected_wait_s()
+            if ahead > self.max_pending_age_s / 2:
+                raise Overloaded(
+                    f"evaluation is behind the accepted requests: it needs {ahead:.0f}s for"
+                    " what is waiting"
+                )
             if self.pending_spans + n > self.max_pending_spans and self.pending_spans > 0:
                 raise Overloaded(f"{self.pending_spans} spans waiting for the pipeline")
             if self.export_full():
@@ -132,14 +141,19 @@ class Worker:
             self._enqueue(request_id, records)
 
     def _behind_s(self) -> float:
-        """How long the oldest request not yet taken by the pipeline has waited (lock held)."""
-        return time.monotonic() - self._queued_at[0] if self._queued_at else 0.0
+        """How long ago the oldest request was accepted whose spans no tick has yet taken
+        through closing and evaluation (lock held; `sidecar.lag`)."""
+        return self.lag.oldest_age_s(time.monotonic())
+
+    def _expected_wait_s(self) -> float:
+        """Seconds evaluation needs for what is lagging, at its measured rate (lock held)."""
+        return self.lag.expected_wait_s()
 
     def _enqueue(self, request_id: int, records: list[SpanRecord]) -> None:
         """Hand one spooled request's spans to evaluation, in spool id order (lock held)."""
         self.pending_spans += len(records)
         self._queue.put((request_id, records))
-        self._queued_at.append(time.monotonic())
+        self.lag.accepted(request_id, len(records), time.monotonic())
 
     def _storage_failed(self, exc: StorageError) -> None:
         if self.storage_problem is None:  # the cause once, not once a request
@@ -199,37 +213,53 @@ class Worker:
                 item = None
             if item is _STOP:
                 return
+            full = False
             if item is not None:
-                self._add(item)
-                # Take what else is waiting without sleeping, up to a tick's worth of work.
+                added = self._add(item)
+                # Take what else is waiting without sleeping, up to a tick's worth of time, and
+                # as many spans as a cycle of about a second evaluates: verdicts leave steadily.
+                cap = self.lag.cycle_spans(max(self.tick_interval_s, _CYCLE_S))
                 while time.monotonic() < next_tick:
+                    if added >= cap:
+                        full = True
+                        break
                     try:
                         item = self._queue.get_nowait()
                     except queue.Empty:
                         break
                     if item is _STOP or self._abandoned:
                         return
-                    self._add(item)
-            if time.monotonic() >= next_tick and not self._abandoned:
+                    added += self._add(item)
+            if (full or time.monotonic() >= next_tick) and not self._abandoned:
                 self._safe(self._tick)
                 next_tick = time.monotonic() + self.tick_interval_s
 
-    def _add(self, item: object) -> None:
+    def _add(self, item: object) -> int:
+        """Feed one request's spans to the pipeline; returns how many."""
         request_id, records = cast(tuple[int, list[SpanRecord]], item)
+        started = time.monotonic()
         try:
             self.pipeline.add(records)
         except Exception:  # the pipeline contains its own errors; this is a last guard
             self.guard.failed("add")
+        self.lag.busy(time.monotonic() - started)
         self._last_added = request_id
         with self._submit_lock:
             self.pending_spans -= len(records)
-            if self._queued_at:
-                self._queued_at.popleft()
+        return len(records)
 
     def _tick(self) -> None:
         # A full export backlog pauses evaluation: spans pile up, then receivers push back.
         if not self.export_full():
-            self.pipeline.tick(mark=self._last_added)
+            started = time.monotonic()
+            mark = self._last_added
+            self.pipeline.tick(mark=mark)
+            with self._submit_lock:  # what closed up to the mark is evaluated or judged now
+                self.lag.caught_up(mark)
+            self._confirm()
+            self.lag.busy(time.monotonic() - started)
+            self.lag.sample(time.monotonic())
+            return
         self._confirm()
 
     def _confirm(self) -> None:
