@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from spanjudge import records
 from spanjudge.recognition.evidence import ToolFacts
+from spanjudge.record_init import COMPILE_AFTER
 from spanjudge.trajectory.steps import Step
 from spanjudge.values import Verdict
 from tests.conftest import FIXTURES
@@ -63,7 +64,7 @@ def _body(field: Any, name: str, post_init: bool) -> dict[str, Any]:
     return body
 
 
-def _pair(key: str, post_init: bool = False) -> tuple[type, type]:
+def _pair(key: str, post_init: bool = False, tag: str = "") -> tuple[type, type]:
     """The same class body made twice: by `dataclasses.dataclass` and by `records.record`; both
     put in this module (pickle finds classes by name)."""
     made = []
@@ -71,7 +72,7 @@ def _pair(key: str, post_init: bool = False) -> tuple[type, type]:
         ("D", dataclasses.dataclass, dataclasses.field),
         ("R", records.record_class, records.field),
     ):
-        name = f"{kind}_{key}{'_post' if post_init else ''}"
+        name = f"{kind}_{key}{'_post' if post_init else ''}{tag}"
         cls = decorate(**OPTIONS[key])(type(name, (), _body(field, name, post_init)))
         globals()[name] = cls
         made.append(cls)
@@ -119,10 +120,15 @@ ARGS = [
 def test_construction_and_its_errors(
     key: str, post_init: bool, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> None:
-    d, r = (POST if post_init else PAIRS)[key]
-    made_d, made_r = _outcome(lambda: d(*args, **kwargs)), _outcome(lambda: r(*args, **kwargs))
-    _same(made_d[1], made_r[1])
-    assert made_r[0] == made_d[0]
+    # Fresh classes: a record's first instances go through the shared __init__ (record_init),
+    # later ones through the compiled one; both must give what dataclasses gives.
+    d, r = _pair(key, post_init, tag="_fresh")
+    made_d = _outcome(lambda: d(*args, **kwargs))
+    for _ in range(COMPILE_AFTER + 2):
+        made_r = _outcome(lambda: r(*args, **kwargs))
+        _same(made_d[1], made_r[1])
+        assert made_r[0] == made_d[0]
+    assert "__init__" in vars(r)  # compiled by now (or at the first call it could not bind)
 
 
 @pytest.mark.parametrize("key", OPTIONS)
@@ -270,8 +276,19 @@ def test_the_hot_classes_are_records_built_through_their_slots() -> None:
     assert ToolFacts(tool="x").tool_schemas == {}
     with pytest.raises(ValueError, match="needs a reason"):
         Verdict(evaluator="e", outcome="not_evaluated", score=None, label="x", explanation="")
-    assert "_set0(self, kind)" not in repr(Step.__init__)  # a function, compiled once
     assert "__dict__" not in dir(step)
+
+
+def test_init_is_compiled_once_the_class_is_hot_or_looked_up() -> None:
+    d, r = _pair("frozen_slots_kw", tag="_hot")
+    first = [r(a="x", b=i) for i in range(COMPILE_AFTER)]
+    assert not inspect.isfunction(vars(r)["__init__"])  # still the shared one
+    assert [x.b for x in first] == list(range(COMPILE_AFTER))
+    r(a="x")
+    assert inspect.isfunction(vars(r)["__init__"])
+    d, r = _pair("slots", tag="_looked_up")
+    assert str(inspect.signature(r.__init__)) == str(inspect.signature(d.__init__))
+    assert inspect.isfunction(vars(r)["__init__"])
 
 
 def test_eval_of_a_small_file_compiles_no_dataclass(tmp_path: Path) -> None:

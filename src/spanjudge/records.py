@@ -7,7 +7,7 @@
 generated functions per class when its module is imported (most of `spanjudge eval`'s start-up on
 a small file, with ``import dataclasses`` bringing in `inspect`). A record compiles nothing then:
 ``__eq__``, ``__hash__`` and ``__repr__`` are shared functions over the class's field tuple, and
-``__init__`` is compiled the first time it is looked up (the first instance). That ``__init__``
+``__init__`` is compiled only once the class is hot (`spanjudge.record_init`); that ``__init__``
 stores each field through its slot's descriptor, about twice as fast as the generated one.
 
 Only what spanjudge uses is supported: options ``frozen``, ``slots``, ``kw_only`` (all fields or
@@ -26,6 +26,9 @@ from operator import attrgetter
 from threading import get_ident
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
+from spanjudge.record_init import FACTORY, MISSING, LazyInit
+from spanjudge.record_init import method as _method
+
 if sys.version_info >= (3, 11):
     from typing import dataclass_transform
 else:  # pragma: no cover - Python 3.10: read by type checkers only
@@ -35,20 +38,6 @@ else:  # pragma: no cover - Python 3.10: read by type checkers only
 
 
 T = TypeVar("T")
-
-
-class _Marker:
-    __slots__ = ("shown",)
-
-    def __init__(self, shown: str) -> None:
-        self.shown = shown
-
-    def __repr__(self) -> str:
-        return self.shown
-
-
-MISSING: Any = _Marker("MISSING")  # "no default", as dataclasses.MISSING
-_FACTORY: Any = _Marker("<factory>")  # a parameter with a default factory, as in dataclasses
 
 
 class FrozenInstanceError(AttributeError):
@@ -201,7 +190,7 @@ def _build(cls: Any, *, frozen: bool, slots: bool, kw_only: bool, eq: bool) -> A
         "__record_options__": (frozen, slots, kw_only, eq),
         "__dataclass_fields__": _DataclassView(cls, "__dataclass_fields__"),
         "__dataclass_params__": _DataclassView(cls, "__dataclass_params__"),
-        "__init__": _LazyInit(cls),
+        "__init__": LazyInit(cls),
         "__repr__": _repr,
     }
     new["__match_args__"] = () if kw_only else names
@@ -233,11 +222,6 @@ def _values_of(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
         one = attrgetter(names[0])
         return lambda obj: (one(obj),)
     return lambda obj: ()
-
-
-def _method(cls: type, name: str, fn: Any) -> Any:
-    fn.__name__, fn.__qualname__, fn.__module__ = name, f"{cls.__qualname__}.{name}", cls.__module__
-    return fn
 
 
 def _eq_hash_of(cls: type, values: Callable[[Any], tuple[Any, ...]]) -> tuple[Any, Any]:
@@ -312,58 +296,10 @@ def _annotation(annotation: Any) -> str:
 def _signature(specs: tuple[Field, ...], kw_only: bool) -> str:
     parts = ["*"] if kw_only and specs else []
     for f in specs:
-        default = f.default if f.default is not MISSING else _FACTORY
+        default = f.default if f.default is not MISSING else FACTORY
         shown = "" if not _has_default(f) else f" = {default!r}"
         parts.append(f"{f.name}: {_annotation(f.type)}{shown}")
     return f"({', '.join(parts)})"
-
-
-class _LazyInit:
-    """``__init__`` until first looked up (the first instance, or `inspect.signature`): then
-    compiled from the fields and put in its place."""
-
-    __slots__ = ("cls",)
-
-    def __init__(self, cls: type) -> None:
-        self.cls = cls
-
-    def __get__(self, obj: Any, owner: Any = None) -> Any:
-        init = _compile_init(self.cls)
-        type.__setattr__(self.cls, "__init__", init)
-        return init if obj is None else init.__get__(obj, owner)
-
-
-def _compile_init(cls: Any) -> Any:
-    frozen, slots, kw_only, _ = cls.__record_options__
-    direct = slots and (frozen or cls.__setattr__ is object.__setattr__)
-    env: dict[str, Any] = {"_FACTORY": _FACTORY, "_osa": object.__setattr__}
-    signature, body = ["self", *(["*"] if kw_only and cls.__record_fields__ else [])], []
-    for i, f in enumerate(cls.__record_fields__):
-        name = f.name
-        if f.default is not MISSING:
-            env[f"_default{i}"] = f.default
-            signature.append(f"{name}=_default{i}")
-        elif f.default_factory is not MISSING:
-            env[f"_factory{i}"] = f.default_factory
-            signature.append(f"{name}=_FACTORY")
-            body.append(f"    if {name} is _FACTORY:\n        {name} = _factory{i}()")
-        else:
-            signature.append(name)
-        if direct:  # the slot's own descriptor: the store object.__setattr__ would do, faster
-            env[f"_set{i}"] = cls.__dict__[name].__set__
-            body.append(f"    _set{i}(self, {name})")
-        elif frozen:
-            body.append(f"    _osa(self, {name!r}, {name})")
-        else:
-            body.append(f"    self.{name} = {name}")
-    if hasattr(cls, "__post_init__"):
-        body.append("    self.__post_init__()")
-    source = f"def __init__({', '.join(signature)}):\n" + "\n".join(body or ["    pass"]) + "\n"
-    namespace: dict[str, Any] = {}
-    exec(source, env, namespace)  # generated from the class's own field names
-    init = namespace["__init__"]
-    init.__annotations__ = {f.name: f.type for f in cls.__record_fields__} | {"return": None}
-    return _method(cls, "__init__", init)
 
 
 class _DataclassView:

@@ -16,7 +16,6 @@ Whether a tool call loaded a skill, and with what status, is the shared evidence
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Iterator
 from typing import Any
 
@@ -152,6 +151,8 @@ def _input_catalogue(text: str | None) -> tuple[CatalogueEntry, ...]:
     if decoded is not text:
         strings = list(_strings(decoded))
     else:
+        import ast  # only here: a Python-literal payload (`ast` costs a millisecond to import)
+
         strings = []
         for literal in _LITERAL.findall(text):
             try:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-import struct
 import sys
 from collections.abc import Callable, Iterator
 from typing import IO
@@ -207,7 +206,7 @@ def _split_length_prefixed(data: bytes) -> list[bytes] | None:
     while pos < len(data):
         if pos + 4 > len(data):
             return None
-        (size,) = struct.unpack(">I", data[pos : pos + 4])
+        size = int.from_bytes(data[pos : pos + 4], "big")  # as struct ">I", without importing it
         if size == 0 or pos + 4 + size > len(data):
             return None
         out.append(data[pos + 4 : pos + 4 + size])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import binascii
 import re
 
@@ -30,6 +29,8 @@ def id_from_text(text: str, size: int, what: str) -> str:
         if value == "0" * (2 * size):
             raise IdError(f"{what} is all zeros (invalid)")
         return value
+    import base64  # only for protobuf's JSON mapping (hex ids need none)
+
     try:
         raw = base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
