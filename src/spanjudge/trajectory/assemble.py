@@ -180,8 +180,10 @@ def assemble(
         turn = _turn_of(step, root_ids, root_starts, spans_by_id)
         # replace() costs ~10 us on a Step: only pay it when the turn differs.
         numbered.append(step if step.turn == turn else replace(step, turn=turn))
-    numbered = _derive_final_answers(numbered)
-    numbered.sort(key=position)
+    derived = _derive_final_answers(numbered)
+    if len(derived) != len(numbered):  # answers added: place them (the rest is in order)
+        derived.sort(key=position)
+    numbered = derived
     answers: dict[int, str] = {}
     for step in numbered:
         if step.kind == "final_answer" and step.text:
