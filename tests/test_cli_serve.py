@@ -212,3 +212,27 @@ def test_unknown_serve_flag_shows_serves_usage(tmp_path):  # type: ignore[no-unt
     assert done.returncode == 2
     assert done.stderr.startswith("usage: spanjudge serve")
     assert "--no-such-flag" in done.stderr
+
+
+def test_a_log_level_that_is_none_is_a_usage_error(tmp_path):  # type: ignore[no-untyped-def]
+    """`--log-level verbose` started a server logging at INFO without a word; a lower-case
+    level is still a level."""
+    done = subprocess.run(
+        [*CLI, "serve", "--config", str(_config(tmp_path)), "--log-level", "verbose"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("usage: spanjudge serve")
+    assert "--log-level: invalid choice: 'VERBOSE'" in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["serve.yaml"]  # nothing started
+
+
+def test_a_lower_case_log_level_is_taken(tmp_path, serve):  # type: ignore[no-untyped-def]
+    running = serve("serve", "--config", str(_config(tmp_path)), "--log-level", "warning")
+    running.endpoints()
+    code, err = running.stop()
+    assert code == 0
+    assert "listening: " in err and "shutting down" not in err  # the INFO line is below WARNING

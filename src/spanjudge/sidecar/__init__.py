@@ -104,7 +104,13 @@ def _parser() -> argparse.ArgumentParser:
         "--ready-file",
         help="write the bound endpoints as JSON to this file once every receiver listens",
     )
-    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
+    parser.add_argument(
+        "--log-level",
+        default="INFO",
+        type=str.upper,  # any case; a level that is none is a usage error, not INFO in silence
+        choices=("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"),
+        help="DEBUG, INFO, WARNING, ERROR or CRITICAL (default INFO)",
+    )
     return parser
 
 
@@ -120,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     the spool), 2 on bad config (including a busy port or an unusable spool)."""
     args = _parser().parse_args(list(argv) if argv is not None else None)
     logging.basicConfig(
-        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
+        level=getattr(logging, args.log_level),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
