@@ -41,8 +41,23 @@ T = TypeVar("T")
 
 
 class FrozenInstanceError(AttributeError):
-    """Assignment to or deletion of a field of a frozen record (as dataclasses' error of the same
-    name, also an `AttributeError`)."""
+    """Assignment to or deletion of a field of a frozen record (an `AttributeError`, as
+    dataclasses' error of the same name; also that one when `dataclasses` is imported)."""
+
+
+_both: list[type] = []  # the error that is dataclasses' too, made once dataclasses is imported
+
+
+def _frozen_error(message: str) -> AttributeError:
+    """`FrozenInstanceError`, and `dataclasses.FrozenInstanceError` for code that catches that
+    one (it imported `dataclasses` to name it): what a frozen dataclass raised."""
+    known = sys.modules.get("dataclasses")
+    if known is None:
+        return FrozenInstanceError(message)
+    if not _both:
+        bases = (FrozenInstanceError, known.FrozenInstanceError)
+        _both.append(type("FrozenInstanceError", bases, {"__module__": __name__}))
+    return _both[0](message)  # type: ignore[no-any-return]
 
 
 class Field:
@@ -241,12 +256,12 @@ def _eq_hash_of(cls: type, values: Callable[[Any], tuple[Any, ...]]) -> tuple[An
 def _frozen_of(cls: Any, names: frozenset[str]) -> tuple[Any, Any]:
     def __setattr__(self: Any, name: str, value: Any) -> None:
         if type(self) is cls or name in names:
-            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+            raise _frozen_error(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)
 
     def __delattr__(self: Any, name: str) -> None:
         if type(self) is cls or name in names:
-            raise FrozenInstanceError(f"cannot delete field {name!r}")
+            raise _frozen_error(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)
 
     return _method(cls, "__setattr__", __setattr__), _method(cls, "__delattr__", __delattr__)
