@@ -62,6 +62,7 @@ def print_verdicts(exporter: InMemoryLogRecordExporter) -> None:
         if r.log_record.event_name == "gen_ai.evaluation.result"
     ]
     print(f"spanjudge: {len(records)} verdict(s)")
+    width = 90 if sys.stdout.isatty() else None  # as `spanjudge eval`: a file gets it whole
     for record in records:
         attrs = dict(record.attributes or {})
         outcome = str(attrs.get("spanjudge.outcome", "?")).upper().replace("_", " ")
@@ -69,7 +70,7 @@ def print_verdicts(exporter: InMemoryLogRecordExporter) -> None:
         why = " ".join(f"{reason}{attrs.get('gen_ai.evaluation.explanation', '')}".split())
         print(
             f"  {outcome:<13} {attrs.get('gen_ai.evaluation.name', '?'):<22}"
-            f" {attrs.get('gen_ai.skill.name', ''):<10} {why[:90]}"
+            f" {attrs.get('gen_ai.skill.name', ''):<10} {why[:width]}"
         )
 
 

@@ -61,3 +61,6 @@ def test_plain_otel_agent_prints_a_short_verdict_summary() -> None:
     assert skill.split()[:3] == ["PASS", "skill_loaded", "csv-report"]
     outcome = next(line for line in lines if " outcome " in line)
     assert outcome.split()[0] == "PASS" and "grand total is 2500" in outcome
+    # Not a terminal: explanations whole, as `spanjudge eval` writes them to a file or a pipe.
+    selection = next(line for line in lines if " skill_selection " in line)
+    assert selection.endswith("no skill catalogue and no skill description recorded"), selection
