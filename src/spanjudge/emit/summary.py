@@ -178,11 +178,15 @@ class Summary:
     def add(self, result: SessionResult) -> None:
         self.sessions += 1
         self.complete += int(result.trajectory.complete)
+        counts, by_evaluator = self.verdicts, self.by_evaluator
         for verdict in result.verdicts:
-            self.verdicts[verdict.outcome] += 1
-            per = self.by_evaluator.setdefault(
-                verdict.evaluator, {**dict.fromkeys(OUTCOMES, 0), "not_applicable": 0}
-            )
+            counts[verdict.outcome] += 1
+            per = by_evaluator.get(verdict.evaluator)
+            if per is None:  # (not a setdefault: its default would be built for every verdict)
+                per = by_evaluator[verdict.evaluator] = {
+                    **dict.fromkeys(OUTCOMES, 0),
+                    "not_applicable": 0,
+                }
             per[verdict.outcome] += 1
             if not_applicable(verdict):
                 per["not_applicable"] += 1

@@ -73,6 +73,7 @@ class GenAIRecogniser:
 
     def _turn(self, span: SpanRecord) -> list[Step]:
         agent = span.str_attr(sc.GEN_AI_AGENT_NAME) or span.str_attr(sc.GEN_AI_WORKFLOW_NAME)
+        base = self._base(span)
         steps = [
             Step(
                 kind="agent_turn",
@@ -83,7 +84,7 @@ class GenAIRecogniser:
                 catalogue=catalogue(span),
                 tool_schemas=tool_schemas(span),
                 error=span_error(span),
-                **self._base(span),
+                **base,
             )
         ]
         # Token totals on turn spans are cumulative (Strands: over the agent's life), so the
@@ -98,7 +99,7 @@ class GenAIRecogniser:
                     finish_reason=reason,
                     agent_name=agent,
                     seq=1,
-                    **self._base(span),
+                    **base,
                 )
             )
         return steps

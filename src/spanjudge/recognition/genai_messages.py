@@ -13,7 +13,8 @@ from spanjudge.recognition.base import (
     parse_json,
 )
 from spanjudge.recognition.catalogue import parse_catalogue, tool_catalogue
-from spanjudge.recognition.indexed_messages import has_indexed_messages, indexed_messages
+from spanjudge.recognition.indexed_messages import MARKERS as INDEXED_MARKERS
+from spanjudge.recognition.indexed_messages import indexed_messages
 from spanjudge.spans.record import AttrValue, SpanRecord
 from spanjudge.trajectory.steps import CatalogueEntry, ToolRequest
 
@@ -24,18 +25,6 @@ STOP_REASONS = frozenset({"stop", "end_turn", "completed", "stop_sequence"})
 
 
 # --------------------------------------------------------------------------- payload helpers
-
-
-def values(span: SpanRecord, key: str) -> list[AttrValue]:
-    """`key` from the span's attributes and from every GenAI event that carries it, in order."""
-    found: list[AttrValue] = []
-    value = span.attributes.get(key)
-    if value is not None:
-        found.append(value)
-    for event in span.events:
-        if event.name == sc.EV_GEN_AI_INFERENCE_DETAILS and event.attributes.get(key) is not None:
-            found.append(event.attributes[key])
-    return found
 
 
 # The span whose messages were decoded last, with them by key: a preset reads a span's input
@@ -60,11 +49,20 @@ def messages(span: SpanRecord, key: str) -> list[dict[str, Any]]:
 
 def _messages(span: SpanRecord, key: str) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    for value in values(span, key):
-        out.extend(_decoded(value) if isinstance(value, str) else _message_list(value))
-    if not out and has_indexed_messages(span):
+    attributes = span.attributes
+    found = attributes.get(key)  # `values`, inline: twice per span
+    if found is not None:
+        out.extend(_decoded(found) if isinstance(found, str) else _message_list(found))
+    for event in span.events:
+        if event.name == sc.EV_GEN_AI_INFERENCE_DETAILS:
+            found = event.attributes.get(key)
+            if found is not None:
+                out.extend(_decoded(found) if isinstance(found, str) else _message_list(found))
+    if out:
+        return out
+    if not attributes.keys().isdisjoint(INDEXED_MARKERS):
         return indexed_messages(span, key)
-    if not out and vertex_agent.has_vertex_messages(span):
+    if sc.GCP_VERTEX_AGENT_LLM_REQUEST in attributes:  # ADK 1.x's LlmRequest
         return vertex_agent.vertex_messages(span, key)
     return out
 
@@ -251,13 +249,20 @@ def model_output(
 
 
 def system_text(span: SpanRecord) -> str | None:
-    texts = [content_text(v) for v in values(span, sc.GEN_AI_SYSTEM_INSTRUCTIONS)]
-    texts += [
-        content_text(e.attributes.get("content"))
-        for e in span.events
-        if e.name == sc.EV_GEN_AI_SYSTEM_MESSAGE
-    ]
-    joined = "\n".join(t for t in texts if t)
+    # `values` of the system instructions, then the system message events: one pass
+    texts = []
+    found = span.attributes.get(sc.GEN_AI_SYSTEM_INSTRUCTIONS)
+    if found is not None:
+        texts.append(content_text(found))
+    events = []
+    for event in span.events:
+        if event.name == sc.EV_GEN_AI_SYSTEM_MESSAGE:
+            events.append(content_text(event.attributes.get("content")))
+        elif event.name == sc.EV_GEN_AI_INFERENCE_DETAILS:
+            found = event.attributes.get(sc.GEN_AI_SYSTEM_INSTRUCTIONS)
+            if found is not None:
+                texts.append(content_text(found))
+    joined = "\n".join(t for t in (*texts, *events) if t)
     if not joined:  # legacy conventions: the system prompt is an input message
         joined = "\n".join(
             t

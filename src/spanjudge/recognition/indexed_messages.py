@@ -71,12 +71,9 @@ def indexed_messages(span: SpanRecord, key: str) -> list[dict[str, Any]]:
     return out
 
 
-_MARKERS = tuple(
+# A span holds indexed messages when it has one of these (genai_messages reads them then).
+MARKERS = tuple(
     f"{base}.0.{field}"
     for base in (sc.GEN_AI_LEGACY_PROMPT, sc.GEN_AI_LEGACY_COMPLETION)
     for field in ("role", "content")
 )
-
-
-def has_indexed_messages(span: SpanRecord) -> bool:
-    return not span.attributes.keys().isdisjoint(_MARKERS)

@@ -79,6 +79,8 @@ class TraceloopRecogniser:
 
     def finalise(self, steps: list[Step], spans: Sequence[SpanRecord]) -> list[Step]:
         """A turn's request: the last user message of the first model call in its trace."""
+        if not any(s.kind == "agent_turn" and s.preset == self.name and not s.text for s in steps):
+            return steps  # no turn of ours without its request: nothing to fill
         by_id = {s.span_id: s for s in spans}
         first: dict[str, Step] = {}
         for step in steps:

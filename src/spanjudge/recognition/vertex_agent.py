@@ -93,10 +93,6 @@ def vertex_messages(span: SpanRecord, key: str) -> list[dict[str, Any]]:
     return []
 
 
-def has_vertex_messages(span: SpanRecord) -> bool:
-    return sc.GCP_VERTEX_AGENT_LLM_REQUEST in span.attributes
-
-
 def system_text(span: SpanRecord) -> str | None:
     request = _payload(span, sc.GCP_VERTEX_AGENT_LLM_REQUEST)
     config = request.get("config") if request else None
