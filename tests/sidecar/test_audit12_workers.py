@@ -1,0 +1,69 @@
+"""Audit of issue 12 with `serve.workers` > 1: a SIGTERM in `on_shutdown: spool` mode keeps what
+is open (and what waits out its end grace) spooled, and a restart with another number of
+processes judges each session once, with the verdicts one process gives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.sidecar.helpers import SidecarProcess
+from tests.sidecar.test_workers import _as_exported, _env, _Receiver, _verdicts
+from tests.sidecar.test_workers_restart import _send, _stop
+
+pytestmark = pytest.mark.slow
+
+
+def _config(tmp: Path, workers: int, on_shutdown: str) -> dict[str, Any]:
+    return {
+        # ended sessions close during the run; the rest are open at the SIGTERM
+        "sessions": {"idle_timeout_s": 300.0, "end_grace_s": 0.2},
+        "serve": {
+            "grpc_endpoint": "127.0.0.1:0",
+            "http_endpoint": None,
+            "metrics_endpoint": None,
+            "tick_interval_s": 0.05,
+            "workers": workers,
+            "on_shutdown": on_shutdown,
+            "spool": {"path": str(tmp / "spool.db")},
+        },
+    }
+
+
+def _run(tmp: Path, before: int, after: int, reference_sessions: set[str]) -> _Receiver:
+    tmp.mkdir()
+    verdicts = _Receiver()
+    first: SidecarProcess | None = None
+    second: SidecarProcess | None = None
+    try:
+        mode = "evaluate" if before == after == 1 else "spool"
+        first = SidecarProcess(tmp, _config(tmp, before, mode), _env(verdicts)).start()
+        _send(first.endpoints["grpc"], _as_exported())
+        assert first.terminate() == 0
+        if mode == "spool":
+            # something was left open for the restart, and something was judged before it
+            judged = set(verdicts.received.sessions())
+            assert 0 < len(judged) < len(reference_sessions), len(judged)
+            second = SidecarProcess(tmp, _config(tmp, after, "evaluate"), _env(verdicts)).start()
+            assert second.terminate() == 0
+    finally:
+        _stop(first, second)
+        verdicts.stop()
+    return verdicts
+
+
+@pytest.mark.parametrize(("before", "after"), [(2, 1), (2, 3)])
+def test_sigterm_in_spool_mode_then_restart_with_another_n_judges_each_session_once(
+    tmp_path: Path, before: int, after: int
+) -> None:
+    first = _run(tmp_path / "reference", 1, 1, set())
+    reference = _verdicts(first)
+    assert len(reference) > 100
+    changed = _run(tmp_path / "changed", before, after, set(first.received.sessions()))
+    assert all(len(revisions) == 1 for revisions in changed.received.sessions().values()), (
+        changed.received.sessions()
+    )
+    assert changed.received.log_ids() == changed.received.span_ids()
+    assert _verdicts(changed) == reference
