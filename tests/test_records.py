@@ -278,6 +278,10 @@ def test_the_hot_classes_are_records_built_through_their_slots() -> None:
     with pytest.raises(ValueError, match="needs a reason"):
         Verdict(evaluator="e", outcome="not_evaluated", score=None, label="x", explanation="")
     assert "__dict__" not in dir(step)
+    verdict = Verdict(evaluator="e", outcome="pass", score=1.0, label="ok", explanation="")
+    assert dataclasses.replace(verdict, score=0.5).score == 0.5  # third-party code's calls
+    assert dataclasses.asdict(verdict)["target"] == dataclasses.asdict(verdict.target)
+    assert pickle.loads(pickle.dumps(verdict)) == verdict
 
 
 def test_init_is_compiled_once_the_class_is_hot_or_looked_up() -> None:
