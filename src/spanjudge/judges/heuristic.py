@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
@@ -19,8 +18,15 @@ from spanjudge.judges.evidence import check_evidence
 from spanjudge.judges.heuristic_outcome import judge_outcome
 from spanjudge.judges.heuristic_tools import judge_tool_parameters, judge_tool_selection
 from spanjudge.judges.lexicon import related
-from spanjudge.judges.text import SkillStep, align, parse_skill, tokens, tool_names
-from spanjudge.lazy_re import LazyPattern
+from spanjudge.judges.text import (
+    SkillStep,
+    align,
+    entry_terms,
+    parse_skill,
+    tokens,
+    tool_names,
+    trigger_topics,
+)
 from spanjudge.reasons import BODY_NOT_RECORDED, NO_CATALOGUE, NO_OBSERVABLE_STEPS, NO_REQUEST
 from spanjudge.records import replace
 from spanjudge.trajectory.steps import CatalogueEntry, Step
@@ -40,7 +46,6 @@ _REQUIRED_CAP = "partially"
 # A reply that repeats none of its step's words still follows it when it reports on the session
 # in at least this many content words.
 _REPLY_MIN_WORDS = 3
-_TRIGGER = LazyPattern(r"\b(?:when|whenever|if)\b(.*)", re.IGNORECASE | re.DOTALL)
 
 
 def _level(in_order: float, reordered: bool) -> str:
@@ -115,8 +120,7 @@ class HeuristicJudge:
     def _score(
         entry: CatalogueEntry, current: set[str], prior: set[str], weights: Mapping[str, float]
     ) -> tuple[float, list[str]]:
-        name_terms = tokens(entry.name)
-        terms = name_terms | tokens(entry.description)
+        name_terms, terms = entry_terms(entry.name, entry.description)
         score = 0.0
         matched = []
         for term in sorted(terms & (current | prior)):
@@ -188,7 +192,7 @@ class HeuristicJudge:
     def _related_matches(entry: CatalogueEntry, words: set[str], direct: set[str]) -> list[str]:
         """Request words that match none of the entry's words but a related one ("jacket" for
         "what to wear"), shown as ``word~related``."""
-        terms = tokens(entry.name) | tokens(entry.description)
+        terms = entry_terms(entry.name, entry.description)[1]
         out = []
         for word in sorted(words - direct):
             hits = sorted(related(word) & terms)
@@ -209,7 +213,7 @@ class HeuristicJudge:
             score, matched = self._score(entry, current, prior, weights)
             direct = set(matched) & current
             near = self._related_matches(entry, current, direct)
-            name_terms = tokens(entry.name)
+            name_terms = entry_terms(entry.name, entry.description)[0]
             hits = len(direct) + len(near)
             half = hits * 2 >= len(current)
             fits = (
@@ -384,11 +388,8 @@ def _known_words(request: JudgeRequest) -> frozenset[str]:
 def _asks_about(entry: CatalogueEntry, words: set[str]) -> bool:
     """The description says when to use the skill ("use when the user asks about the weather")
     and the request is about one of those things."""
-    found = _TRIGGER.search(entry.description or "")
-    if not found:
-        return False
-    topics = tokens(found.group(1))
-    return any(related(word, strong=True) & topics for word in words)
+    topics = trigger_topics(entry.description or "")
+    return topics is not None and any(related(word, strong=True) & topics for word in words)
 
 
 def _short(text: str, limit: int = 48) -> str:

@@ -267,6 +267,25 @@ def parse_skill(body: str) -> SkillDoc:
     return SkillDoc(name=meta.get("name"), description=meta.get("description"), steps=tuple(steps))
 
 
+_TRIGGER = LazyPattern(r"\b(?:when|whenever|if)\b(.*)", re.IGNORECASE | re.DOTALL)
+
+
+# Every session of an agent offers the same catalogue: its entries' words are read once.
+@lru_cache(maxsize=1024)
+def entry_terms(name: str, description: str | None) -> tuple[frozenset[str], frozenset[str]]:
+    """(the words of a skill's name, those of its name and description)."""
+    name_terms = frozenset(tokens(name))
+    return name_terms, name_terms | tokens(description)
+
+
+@lru_cache(maxsize=1024)
+def trigger_topics(description: str) -> frozenset[str] | None:
+    """What a description says to use the skill for ("when the user asks about ..."), if it
+    says."""
+    found = _TRIGGER.search(description)
+    return frozenset(tokens(found.group(1))) if found else None
+
+
 @lru_cache(maxsize=1024)  # a skill's steps name the same tools in every session
 def tool_names(tools: tuple[str, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
     """A step's tools lower-cased, and the suffixes that name them as well (``mcp_read_csv``,
