@@ -382,3 +382,39 @@ def test_export_outage_with_two_workers_pushes_back_and_loses_nothing(
         exporter.shutdown()
         sidecar.stop()
         verdicts.stop()
+
+
+def _default_config(tmp: Path) -> dict[str, Any]:
+    config = _config(tmp, 1)
+    del config["serve"]["workers"]
+    return config
+
+
+def test_workers_default_to_the_cores_serve_may_run_on(tmp_path: Path) -> None:
+    sidecar = SidecarProcess(tmp_path, _default_config(tmp_path)).start()
+    try:
+        cores = len(os.sched_getaffinity(0))
+        assert len(sidecar.endpoints["workers"]) == (cores if cores > 1 else 0)
+        assert sidecar.terminate() == 0
+    finally:
+        if sidecar.proc is not None and sidecar.proc.poll() is None:
+            sidecar.kill9()
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to narrow")
+def test_workers_default_follows_a_narrowed_cpu_affinity(tmp_path: Path) -> None:
+    """`taskset -c 0 spanjudge serve` (or a one-CPU cpuset) evaluates in the serve process."""
+    cpu = min(os.sched_getaffinity(0))
+    sidecar = SidecarProcess(tmp_path, _default_config(tmp_path))
+    original = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {cpu})  # inherited by the serve process started now
+    try:
+        sidecar.start()
+    finally:
+        os.sched_setaffinity(0, original)
+    try:
+        assert sidecar.endpoints["workers"] == []
+        assert sidecar.terminate() == 0
+    finally:
+        if sidecar.proc is not None and sidecar.proc.poll() is None:
+            sidecar.kill9()

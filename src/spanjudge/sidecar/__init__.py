@@ -24,6 +24,7 @@ from spanjudge.sidecar.config import (
     ServeConfig,
     env_endpoint,
     parse_serve,
+    usable_cores,
 )
 
 if TYPE_CHECKING:
@@ -47,12 +48,16 @@ def serve_config(config: Config) -> ServeConfig:
     return parsed
 
 
+_WORKERS = usable_cores()
+_LAG = f"{ServeConfig(workers=1).max_pending_age_s:g}s"
 _EPILOG = f"""\
 defaults (override in the `serve:` section of --config):
   OTLP/gRPC   {DEFAULT_GRPC_ENDPOINT}    (TraceService/Export)
   OTLP/HTTP   {DEFAULT_HTTP_ENDPOINT}    (POST /v1/traces, protobuf or JSON, gzip; GET /healthz)
   metrics     {DEFAULT_METRICS_ENDPOINT}    (Prometheus GET /metrics)
   spool       ./spanjudge-spool.db  (spans are written here before a request is acknowledged)
+  workers     {_WORKERS}  (evaluation processes: the cores serve may run on; 1: in serve)
+  max_pending_age  {_LAG}  (refuse retryably while evaluation lags this far)
 
 verdicts go out over OTLP to the endpoint in `serve.export` or, when unset, to the standard
 OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_PROTOCOL / OTEL_EXPORTER_OTLP_HEADERS variables.
@@ -79,6 +84,8 @@ def startup_line(endpoints: Endpoints, serve: ServeConfig) -> tuple[int, str]:
         if serve.spool.enabled
         else "spool off (in memory)",
     ]
+    if endpoints.workers:
+        parts.append(f"{len(endpoints.workers)} evaluation processes")
     export = serve.export
     if export.enabled:
         target = export.endpoint or env_endpoint() or "the OTLP exporters' default"

@@ -24,6 +24,15 @@ ON_SHUTDOWN = ("spool", "evaluate")
 SYNCHRONOUS = ("normal", "full")
 
 
+def usable_cores() -> int:
+    """The CPUs this process may run on (its affinity mask, which `taskset` and container
+    cpusets narrow; the machine's count where the platform has none)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
 @record_class(frozen=True, slots=True, kw_only=True)
 class TlsConfig:
     """Server TLS. ``client_ca_file`` set means mutual TLS: clients must present a certificate."""
@@ -121,8 +130,8 @@ class ServeConfig:
     on_shutdown: str = "spool"
     grpc_workers: int = 8
     # Evaluation processes, each owning the sessions whose key hashes to it; 1 evaluates in
-    # the serve process itself.
-    workers: int = 1
+    # the serve process itself. Default: the cores this process may run on.
+    workers: int = field(default_factory=usable_cores)
 
 
 _NESTED: dict[str, type] = {

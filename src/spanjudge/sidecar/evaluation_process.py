@@ -33,7 +33,8 @@ from spanjudge.engine import Engine
 from spanjudge.records import record_class, replace
 from spanjudge.sidecar.asking_store import Asker, AskingStore
 from spanjudge.sidecar.config import ExportConfig, InputConfig
-from spanjudge.sidecar.export import VerdictExport, build_verdict_export
+from spanjudge.sidecar.export import VerdictExport, build_verdict_export, report_unflushed
+from spanjudge.sidecar.export_health import export_health
 from spanjudge.sidecar.relay_metrics import RelayMeterProvider
 from spanjudge.sidecar.spool import Completion, Stored, remember_revisions
 from spanjudge.sidecar.worker import Worker
@@ -226,6 +227,7 @@ class _ProcessWorker(Worker):
     channel: _Channel
     relay: _Telemetry
     meters: RelayMeterProvider | None = None
+    settings: ProcessSettings
     export: VerdictExport | None = None
     added_upto = 0
 
@@ -300,6 +302,9 @@ def run(settings: ProcessSettings, conn: Connection, out: Connection, paused: An
             settings.export, Resource.create(settings.resource), relay.internal_error
         )
         sinks.append(OtelVerdictSink(export.tracer_provider, export.logger_provider))
+        # failing / working again: said once, by serve, for every process
+        health = export_health(settings.export)
+        health.relay = lambda signal, ok, why: channel.send(("health", signal, ok, why))
     worker = _ProcessWorker(
         Engine(config),
         [],
@@ -316,6 +321,7 @@ def run(settings: ProcessSettings, conn: Connection, out: Connection, paused: An
     asker = Asker(channel.send)
     worker.pipeline.store = AskingStore(config.policy, worker.pipeline.store.clock, asker)
     worker.channel = channel
+    worker.settings = settings
     worker.relay = relay
     worker.meters = meters
     worker.export = export
@@ -368,10 +374,10 @@ def _serve(worker: _ProcessWorker, conn: Connection, channel: _Channel, asker: A
 
 def _stop(worker: _ProcessWorker, channel: _Channel, evaluate_open: bool, deadline: float) -> None:
     export = worker.export
-    # At the deadline the exporters give up (retries end, a call in flight is cut).
-    watchdog = threading.Timer(
-        max(0.0, deadline - time.monotonic()), export.abort if export else _nothing
-    )
+    # Before the deadline the exporters give up (retries end, a call in flight is cut), with
+    # serve's margin, so the worker's last flush returns in time.
+    budget = max(0.0, deadline - time.monotonic())
+    watchdog = threading.Timer(budget - min(2.0, budget / 5), export.abort if export else _nothing)
     watchdog.daemon = True
     watchdog.start()
     try:
@@ -379,14 +385,11 @@ def _stop(worker: _ProcessWorker, channel: _Channel, evaluate_open: bool, deadli
     finally:
         watchdog.cancel()
     if export is not None:
-        if export.backlog:
-            log.warning(
-                "shutdown: could not export %d verdict item(s) before the deadline;"
-                " the spans of %d evaluated session(s) stay in the spool and are"
-                " evaluated and exported again on the next start",
-                export.backlog,
-                worker.unconfirmed_sessions,
-            )
+        if export.backlog:  # the lines serve writes for its own exporters with one process
+            settings = worker.settings
+            target = settings.export.endpoint or "the OTLP endpoint"
+            spool = settings.spool_path
+            report_unflushed(export, target, worker.unconfirmed_sessions, spool)
             export.abort()
         export.shutdown()
     worker.report()

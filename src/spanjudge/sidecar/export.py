@@ -358,3 +358,28 @@ def build_metric_readers(config: ExportConfig) -> tuple[list[Any], MetricExportS
         exporter, export_interval_millis=int(config.metrics_interval_s * 1000)
     )
     return [reader], state
+
+
+def report_unflushed(
+    export: VerdictExport, target: str, sessions: int, spool_path: str | None
+) -> None:
+    """At shutdown: one line per verdict exporter that still holds items, saying what stays."""
+    if spool_path is not None:
+        fate = (
+            f"the spans of {sessions} evaluated session(s) stay in the spool"
+            f" {spool_path} and are evaluated and exported again on the next start"
+        )
+    else:
+        fate = f"the verdicts of {sessions} session(s) are lost (the spool is off)"
+    for what, processor in (
+        ("evaluation span(s)", export.span_processor),
+        ("verdict log record(s)", export.log_processor),
+    ):
+        if processor is not None and processor.backlog:
+            log.warning(
+                "shutdown: could not export %d %s to %s before the deadline; %s",
+                processor.backlog,
+                what,
+                target,
+                fate,
+            )

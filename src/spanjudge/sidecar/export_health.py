@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 from spanjudge.sidecar.config import ExportConfig, env_endpoint
 
@@ -54,27 +55,44 @@ class ExportHealth:
         self.target = target
         self.max_backlog = max_backlog
         self.detail = ""  # the exporters' last word on what went wrong
-        self._failing: set[str] = set()
+        self._failing: set[tuple[str, str]] = set()
         self._since = 0.0
         self._lock = threading.Lock()
+        # In an evaluation process: each signal's change goes to serve, which says it once.
+        self.relay: Callable[[str, bool, str], None] | None = None
 
     @property
     def failing(self) -> bool:
         return bool(self._failing)
 
-    def result(self, signal: str, ok: bool, error: BaseException | None = None) -> None:
-        """One export call's outcome."""
+    def result(
+        self,
+        signal: str,
+        ok: bool,
+        error: BaseException | None = None,
+        *,
+        source: str = "",
+        why: str | None = None,
+    ) -> None:
+        """One export call's outcome (``source``: the evaluation process it came from)."""
+        relay = self.relay
         with self._lock:
             was = bool(self._failing)
+            changed = ((signal, source) in self._failing) == ok
             if ok:
-                self._failing.discard(signal)
+                self._failing.discard((signal, source))
             else:
-                self._failing.add(signal)
+                self._failing.add((signal, source))
             now = bool(self._failing)
             if now and not was:
                 self._since = time.monotonic()
-        if now and not was:
+        if why is None:
             why = _detail(str(error)) if error is not None else self.detail or "not accepted"
+        if relay is not None:
+            if changed:
+                relay(signal, ok, why)
+            return
+        if now and not was:
             log.warning(
                 "verdict export to %s is failing (%s: %s); nothing is lost: evaluation spans and"
                 " log records wait and are retried, their sessions stay spooled (receivers"

@@ -25,7 +25,11 @@ from spanjudge.engine import Engine
 from spanjudge.errors import ConfigError
 from spanjudge.records import record_class
 from spanjudge.sidecar.config import ServeConfig
-from spanjudge.sidecar.export import build_metric_readers, build_verdict_export
+from spanjudge.sidecar.export import (
+    build_metric_readers,
+    build_verdict_export,
+    report_unflushed,
+)
 from spanjudge.sidecar.grpc_receiver import GrpcReceiver
 from spanjudge.sidecar.handling import Handler, SidecarTelemetry, bearer_ok
 from spanjudge.sidecar.http_receiver import HttpReceiver
@@ -364,26 +368,10 @@ class Sidecar:
 
     def _report_unflushed(self) -> None:
         """One line per verdict exporter that still holds items after the worker stopped."""
-        sessions = self.worker.unconfirmed_sessions
-        if isinstance(self.spool, Spool):
-            fate = (
-                f"the spans of {sessions} evaluated session(s) stay in the spool"
-                f" {self.spool.path} and are evaluated and exported again on the next start"
-            )
-        else:
-            fate = f"the verdicts of {sessions} session(s) are lost (the spool is off)"
-        for what, processor in (
-            ("evaluation span(s)", self.export.span_processor),
-            ("verdict log record(s)", self.export.log_processor),
-        ):
-            if processor is not None and processor.backlog:
-                log.warning(
-                    "shutdown: could not export %d %s to %s before the deadline; %s",
-                    processor.backlog,
-                    what,
-                    self._export_target(),
-                    fate,
-                )
+        spool = self.spool.path if isinstance(self.spool, Spool) else None
+        report_unflushed(
+            self.export, self._export_target(), self.worker.unconfirmed_sessions, spool
+        )
 
 
 def _step(what: str, step: Callable[[], object]) -> None:

@@ -32,6 +32,7 @@ from spanjudge.records import field, record_class
 from spanjudge.sidecar import evaluation_process
 from spanjudge.sidecar.config import ExportConfig
 from spanjudge.sidecar.evaluation_process import ProcessSettings, replay_telemetry
+from spanjudge.sidecar.export_health import export_health
 from spanjudge.sidecar.relay_metrics import Replayer
 from spanjudge.sidecar.routing import Router
 from spanjudge.sidecar.spool import MemorySpool, Spool
@@ -94,6 +95,7 @@ class ShardedWorker(Worker):
         # Only the sinks given (metrics) run here; plugin sinks run in the processes.
         self.pipeline.sinks = list(sinks)
         policy = config.policy
+        self._export = export
         # This process's pipeline only emits (its store stays empty); sessions are counted
         # open where they are.
         # Key-less spans wait until their process asks whether it may judge them alone (its
@@ -189,7 +191,7 @@ class ShardedWorker(Worker):
             p.feeder.start()
         self._thread = threading.Thread(target=self._run, name="spanjudge-sidecar", daemon=True)
         self._thread.start()
-        log.info("evaluating in %d processes", len(self._processes))
+        log.debug("evaluating in %d processes", len(self._processes))
 
     def _feed(self, p: _Process) -> None:
         """Send queued requests to one process, several per message, and the control messages
@@ -280,6 +282,9 @@ class ShardedWorker(Worker):
             with self._submit_lock:
                 answers = self._router.decide(message[2], p.index)
             p.feed.put(("answer", message[1], answers))
+        elif kind == "health":  # its verdict export failing or working again
+            _, signal, ok, why = message
+            export_health(self._export).result(signal, ok, source=str(p.index), why=why)
         elif kind == "crashed":
             self._died(p, message[1])
         elif kind == "bye":
