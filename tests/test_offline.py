@@ -60,3 +60,41 @@ def test_collection_switched_off_by_threshold_zero_stays_off(tmp_path: Path) -> 
     finally:
         gc.set_threshold(*before)
     assert seen and seen[0][0] == 0
+
+
+def test_gc_thresholds_are_restored_when_runs_in_two_threads_overlap(
+    tmp_path: Path, thresholds: tuple[int, int, int]
+) -> None:
+    """A service judging uploads in worker threads: the first run ends while a second one is
+    still going; once both are done the process's thresholds are its own again."""
+    import threading
+
+    path = tmp_path / "empty.jsonl"
+    path.write_text("\n", encoding="utf-8")
+    started = [threading.Event(), threading.Event()]
+    release = [threading.Event(), threading.Event()]
+
+    class Held(JsonReportWriter):
+        def __init__(self, which: int) -> None:
+            super().__init__(io.StringIO())
+            self.which = which
+
+        def begin(self) -> None:
+            started[self.which].set()
+            assert release[self.which].wait(10)
+            super().begin()
+
+    def run(which: int) -> None:
+        run_offline([str(path)], Engine(), Held(which))
+
+    first = threading.Thread(target=run, args=(0,))
+    second = threading.Thread(target=run, args=(1,))
+    first.start()
+    assert started[0].wait(10)
+    second.start()
+    assert started[1].wait(10)
+    release[0].set()  # the first run ends while the second is under way
+    first.join(10)
+    release[1].set()
+    second.join(10)
+    assert gc.get_threshold() == thresholds

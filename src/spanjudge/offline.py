@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
@@ -18,6 +19,9 @@ from spanjudge.spans.files import read_input
 from spanjudge.values import SessionResult
 
 _GC_THRESHOLD = 50_000  # allocations between young-generation collections during a run
+_gc_lock = threading.Lock()
+_gc_runs: set[object] = set()  # the runs under way, in any thread
+_gc_found: list[tuple[int, int, int]] = []  # the thresholds the first of them found
 
 
 class ReportWriter(Protocol):
@@ -139,13 +143,22 @@ def run_offline(
     # Each span brings a dozen containers that live until its session closes: at the default
     # threshold (700 allocations) the collector ran every few dozen spans and re-traversed
     # them all (5-10% of an eval). Cycles are rare here; a larger first threshold is enough.
-    thresholds = gc.get_threshold()
-    if thresholds[0]:  # 0: automatic collection is off, and stays so
-        gc.set_threshold(max(thresholds[0], _GC_THRESHOLD), *thresholds[1:])
+    # The thresholds are the process's: runs overlapping in threads raise them once, and the
+    # last one to end (whichever it is) puts back what the first one found.
+    run = object()
     try:
+        with _gc_lock:
+            if not _gc_runs and not _gc_found:
+                _gc_found.append(gc.get_threshold())
+                if _gc_found[0][0]:  # 0: automatic collection is off, and stays so
+                    gc.set_threshold(max(_gc_found[0][0], _GC_THRESHOLD), *_gc_found[0][1:])
+            _gc_runs.add(run)
         return _run(paths, engine, writer, skip_invalid, progress, on_skip, total_bytes)
     finally:
-        gc.set_threshold(*thresholds)
+        with _gc_lock:
+            _gc_runs.discard(run)
+            if not _gc_runs and _gc_found:
+                gc.set_threshold(*_gc_found.pop())
 
 
 def _run(
