@@ -108,3 +108,33 @@ def test_timed_out_shutdown_stops_the_worker_and_every_caller_waits() -> None:
     # nothing ran behind the shutdown that had returned: the open session was not evaluated
     sessions = [r.trajectory.session_id for r in collect.results]
     assert all(INCIDENT.session_id != s for s in sessions), sessions
+
+
+class _ExitingSink(CollectingSink):
+    """A plugin sink that calls sys.exit on the first result it is given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def emit(self, result: Any) -> None:
+        self.calls += 1
+        if self.calls == 1:
+            raise SystemExit(3)
+        super().emit(result)
+
+
+@pytest.mark.usefixtures("contained_errors")  # fails on purpose
+def test_system_exit_from_a_sink_at_a_flush_leaves_the_worker_alive() -> None:
+    provider = TracerProvider()
+    sink = _ExitingSink()
+    processor = SpanJudgeProcessor(sinks=[sink], tick_interval_s=0.05, shutdown_on_exit=False)
+    provider.add_span_processor(processor)
+    agent = ScriptedAgent(provider)
+    agent.run(CSV, end_session=False)  # closed by the flush, emitted there
+    processor.force_flush(10_000)
+    agent.run(INCIDENT, end_session=False)
+    assert processor.force_flush(10_000)  # served: the worker lives on
+    assert [r.trajectory.session_id for r in sink.results] == [INCIDENT.session_id]
+    assert processor.pipeline.errors == 1  # counted (spanjudge.internal_errors), not silent
+    processor.shutdown()

@@ -203,7 +203,9 @@ class Pipeline:
         for sink in self.sinks:
             try:
                 ok = sink.flush(max(0.0, deadline - time.monotonic())) and ok
-            except Exception:
+            except KeyboardInterrupt:
+                raise
+            except BaseException:  # SystemExit from a plugin sink is a bug like any other
                 self._failed(f"flush:{type(sink).__name__}")
                 ok = False
         return ok
@@ -212,7 +214,9 @@ class Pipeline:
         for sink in self.sinks:
             try:
                 sink.shutdown()
-            except Exception:
+            except KeyboardInterrupt:
+                raise
+            except BaseException:
                 self._failed(f"shutdown:{type(sink).__name__}")
 
     def _revise(self, session: ClosedSession) -> ClosedSession:
@@ -269,7 +273,9 @@ class Pipeline:
         for sink in self.sinks:
             try:
                 sink.emit(result)
-            except Exception:
+            except KeyboardInterrupt:
+                raise
+            except BaseException:  # a plugin's SystemExit must not end the worker thread
                 emitted = False
                 self._failed(f"emit:{type(sink).__name__}")
         if emitted and self.ledger is not None:

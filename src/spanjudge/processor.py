@@ -257,7 +257,7 @@ class SpanJudgeProcessor(SpanProcessor):
             request.ok = self.pipeline.flush(max(0.0, request.deadline - time.monotonic()))
             if request.kind == "shutdown":
                 self.pipeline.shutdown()
-        except Exception:
+        except BaseException:  # as in a tick: the thread must not end silently
             self._internal_error("worker")
             request.ok = False
         finally:
