@@ -39,12 +39,24 @@ def serve_config(config: Config) -> ServeConfig:
     """The validated `serve` section (`load_config` parsed it once `sidecar.config` registered)."""
     section = config.sections.get("serve")
     if isinstance(section, ServeConfig):
-        return section
-    problems: list[str] = []
-    base = Path(config.source).parent if config.source else None
-    parsed = parse_serve(section, "serve", problems, base=base)
-    if problems:
-        raise ConfigError(problems, source=config.source)
+        parsed = section
+    else:
+        problems: list[str] = []
+        base = Path(config.source).parent if config.source else None
+        parsed = parse_serve(section, "serve", problems, base=base)
+        if problems:
+            raise ConfigError(problems, source=config.source)
+    ttl, interval = config.series_ttl_s, parsed.export.metrics_interval_s
+    if parsed.export.enabled and 0 < ttl < interval:
+        # An update a reader has not collected yet is lost to it when its series expires.
+        raise ConfigError(
+            f"labels.series_ttl ({ttl:g}s) is below serve.export.metrics_interval"
+            f" ({interval:g}s): a series updated just after one OTLP metric export would expire"
+            " before the next collects it, and that update would never be exported; set"
+            f" labels.series_ttl to at least {interval:g}s (0: series never expire) or"
+            " serve.export.metrics_interval lower",
+            source=config.source,
+        )
     return parsed
 
 
