@@ -200,3 +200,51 @@ def test_version_is_the_packaged_one() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert __version__ == project["version"]
     assert spanjudge.__name__ == "spanjudge"
+
+
+def imported_test_modules(path: Path, package: str) -> Iterator[tuple[int, str]]:
+    """Every test module (``tests/**/test_*.py``) ``path`` imports, at any level, any form:
+    helpers shared by tests live in conftest.py, tests/support/ or a ``*helpers.py`` module."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")
+            base = base[: len(base) - (node.level - 1)] if node.level else []
+            module = ".".join([*base, node.module] if node.module else base)
+            names = [module, *(f"{module}.{alias.name}" for alias in node.names)]
+        for name in names:
+            parts = name.split(".")
+            target = ROOT.joinpath(*parts).with_suffix(".py")
+            if parts[0] == "tests" and parts[-1].startswith("test_") and target.is_file():
+                yield node.lineno, name
+
+
+def test_no_test_module_imports_another_test_module() -> None:
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: {name}"
+        for path in sorted((ROOT / "tests").rglob("*.py"))
+        for line, name in imported_test_modules(path, ".".join(path.relative_to(ROOT).parts[:-1]))
+    ]
+    assert found == []
+
+
+def test_the_test_import_check_sees_every_form(tmp_path: Path) -> None:
+    module = tmp_path / "test_probe.py"
+    module.write_text(
+        "from tests.test_cli_judges import config\n"
+        "from tests.sidecar import test_crash\n"
+        "import tests.test_startup\n"
+        "from .test_calibrate import LABELS\n"
+        "def f():\n    from tests.sidecar.test_workers import _env\n"
+        "from tests.support.judged import TRACES\n"  # a helper module: allowed
+    )
+    assert [name for _, name in imported_test_modules(module, "tests")] == [
+        "tests.test_cli_judges",
+        "tests.sidecar.test_crash",
+        "tests.test_startup",
+        "tests.test_calibrate",
+        "tests.sidecar.test_workers",
+    ]

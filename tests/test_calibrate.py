@@ -10,13 +10,7 @@ import pytest
 from spanjudge.calibration import Label, cohen_kappa, compare, load_labels
 from spanjudge.cli import main
 from spanjudge.errors import InputError
-from tests.conftest import FIXTURES
-
-LABELS = FIXTURES / "labels" / "tool_calls.yaml"
-TRACES = [
-    str(FIXTURES / "strands" / "strands_trajectory.jsonl"),
-    str(FIXTURES / "genai_manual" / "genai_manual.jsonl"),
-]
+from tests.support.labelled import LABELS, TRACES
 
 
 def _json(capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, dict[str, object]]:

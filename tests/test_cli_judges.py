@@ -10,23 +10,10 @@ from typing import Any
 import pytest
 
 from spanjudge.cli import main
-from tests.conftest import FIXTURES
 from tests.judges.chat_server import chat_server, completion
+from tests.support.judged import TRACES, config
 
-TRACES = FIXTURES / "strands" / "strands_default.jsonl"
 SESSION = "strands-default-wrong-skill"
-
-
-def config(tmp_path: Path, base_url: str) -> Path:
-    path = tmp_path / "spanjudge.yaml"
-    path.write_text(
-        "judges:\n"
-        f"  local: {{type: openai, base_url: '{base_url}', model: scripted-judge,\n"
-        "          max_retries: 0, timeout_s: 5}\n"
-        "evaluators:\n"
-        "  skill_selection: {judge: local}\n"
-    )
-    return path
 
 
 def evaluate(capsys: pytest.CaptureFixture[str], cfg: Path) -> tuple[int, dict[str, Any]]:

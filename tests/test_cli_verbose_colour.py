@@ -107,8 +107,8 @@ def test_a_configured_judges_warning_keeps_the_cli_format_without_verbose(tmp_pa
     import json
 
     from tests.judges.chat_server import Scripted, chat_server, completion
-    from tests.test_cli_judges import TRACES as JUDGED
-    from tests.test_cli_judges import config
+    from tests.support.judged import TRACES as JUDGED
+    from tests.support.judged import config
 
     # llama.cpp's server refuses json_schema with HTTP 500: the judge says so, once, and moves on.
     refusal = Scripted(status=500, body={"error": {"message": "json_schema is not supported"}})
@@ -154,8 +154,8 @@ def test_a_terminal_is_coloured_unless_no_color_or_term_dumb(command: list[str])
 
 def test_calibrate_verbose_after_the_subcommand_says_what_it_read(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from spanjudge.calibration import load_labels
-    from tests.test_calibrate import LABELS
-    from tests.test_calibrate import TRACES as LABELLED
+    from tests.support.labelled import LABELS
+    from tests.support.labelled import TRACES as LABELLED
 
     done = _run("calibrate", str(LABELS), *LABELLED, "-v", cwd=tmp_path)
     info = [line for line in done.stderr.splitlines() if line.startswith("spanjudge: INFO: ")]

@@ -26,7 +26,7 @@ from spanjudge.record_init import COMPILE_AFTER
 from spanjudge.trajectory.steps import Step
 from spanjudge.values import Verdict
 from tests.conftest import FIXTURES
-from tests.test_startup import _modules_after
+from tests.support.startup import modules_after
 
 # The option sets of src's decorators.
 OPTIONS = {
@@ -301,7 +301,7 @@ def test_eval_of_a_small_file_compiles_no_dataclass(tmp_path: Path) -> None:
     ~45% of its start-up; records need neither. `-S`: no `.pth` hook imports them first."""
     traces = FIXTURES / "claude_code" / "claude_code.jsonl"
     argv = ("eval", str(traces), "-q", "-o", str(tmp_path / "t.txt"))
-    loaded = _modules_after(*argv, cwd=tmp_path, flags=("-S",))
+    loaded = modules_after(*argv, cwd=tmp_path, flags=("-S",))
     assert sorted(m for m in ("dataclasses", "inspect") if m in loaded) == []
     assert "spanjudge.trajectory.steps" in loaded and sys.executable
 

@@ -4,13 +4,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 from tests.conftest import FIXTURES
+from tests.support.startup import modules_after
 
 NOT_NEEDED = (
     "jsonschema",  # only when a tool schema is checked
@@ -30,30 +27,9 @@ NOT_NEEDED = (
 )
 
 
-def _modules_after(*argv: str, cwd: Path, flags: tuple[str, ...] = ()) -> set[str]:
-    script = textwrap.dedent(
-        f"""
-        import json, sys
-        from spanjudge.cli import main
-        code = main({list(argv)!r})
-        print(json.dumps(sorted(sys.modules)), file=sys.__stderr__)
-        """
-    )
-    done = subprocess.run(
-        [sys.executable, *flags, "-c", script],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-    )
-    assert done.returncode == 0, done.stderr
-    loaded: set[str] = set(json.loads(done.stderr.strip().splitlines()[-1]))
-    return loaded
-
-
 def test_eval_of_json_lines_loads_nothing_it_does_not_use(tmp_path: Path) -> None:
     traces = FIXTURES / "claude_code" / "claude_code.jsonl"
-    loaded = _modules_after("eval", str(traces), "-q", "-o", str(tmp_path / "t.txt"), cwd=tmp_path)
+    loaded = modules_after("eval", str(traces), "-q", "-o", str(tmp_path / "t.txt"), cwd=tmp_path)
     assert sorted(m for m in NOT_NEEDED if m in loaded) == []
 
 
@@ -62,7 +38,7 @@ def test_what_a_run_does_need_is_still_loaded_on_demand(tmp_path: Path) -> None:
     config.write_text("sessions: {idle_timeout: 15m}\n")
     traces = FIXTURES / "claude_code" / "claude_code.jsonl"
     argv = ("eval", str(traces), "--config", str(config), "--format", "json", "-o", "r.json")
-    loaded = _modules_after(*argv, cwd=tmp_path)
+    loaded = modules_after(*argv, cwd=tmp_path)
     assert {"yaml", "spanjudge.emit.report"} <= loaded
     assert json.loads((tmp_path / "r.json").read_text())["sessions"]
 
@@ -73,6 +49,6 @@ def test_eval_leaves_the_stdlib_it_does_not_use_alone(tmp_path: Path) -> None:
     # what spanjudge asked for.
     traces = FIXTURES / "claude_code" / "claude_code.jsonl"
     argv = ("eval", str(traces), "-q", "-o", str(tmp_path / "t.txt"))
-    loaded = _modules_after(*argv, cwd=tmp_path, flags=("-S",))
+    loaded = modules_after(*argv, cwd=tmp_path, flags=("-S",))
     heavy = ("pathlib", "tempfile", "gzip", "difflib", "logging", "concurrent.futures")
     assert sorted(m for m in heavy if m in loaded) == []

@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 
 from tests.sidecar.helpers import SidecarProcess
-from tests.sidecar.test_workers import _as_exported, _env, _Receiver, _verdicts
-from tests.sidecar.test_workers_restart import _send, _stop
+from tests.sidecar.workers_helpers import _as_exported, _env, _Receiver, _send, _stop, _verdicts
 
 pytestmark = pytest.mark.slow
 

@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 
 from tests.conftest import fake_distribution
 from tests.sidecar.helpers import SidecarProcess, VerdictServer, synthetic_session, wait_for
-from tests.sidecar.test_workers_restart import _alive
+from tests.sidecar.workers_helpers import _alive
 
 pytestmark = pytest.mark.slow
 

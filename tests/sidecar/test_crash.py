@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 SESSIONS = 240
 
 
-def _config(tmp: Path, grpc_endpoint: str) -> dict[str, Any]:
+def _config(tmp: Path, grpc_endpoint: str, workers: int) -> dict[str, Any]:
     return {
         "sessions": {"idle_timeout_s": 120.0, "end_grace_s": 0.2},
         "serve": {
@@ -25,15 +25,17 @@ def _config(tmp: Path, grpc_endpoint: str) -> dict[str, Any]:
             "http_endpoint": None,
             "metrics_endpoint": None,
             "tick_interval_s": 0.05,
+            "workers": workers,
             "spool": {"path": str(tmp / "spool.db")},
         },
     }
 
 
-def test_kill9_mid_load_loses_nothing_and_evaluates_once(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [1, 2])
+def test_kill9_mid_load_loses_nothing_and_evaluates_once(tmp_path: Path, workers: int) -> None:
     verdicts = VerdictServer()
     env = {"OTEL_EXPORTER_OTLP_ENDPOINT": verdicts.endpoint, "OTEL_EXPORTER_OTLP_INSECURE": "true"}
-    first = SidecarProcess(tmp_path, _config(tmp_path, "127.0.0.1:0"), env).start()
+    first = SidecarProcess(tmp_path, _config(tmp_path, "127.0.0.1:0", workers), env).start()
     endpoint = first.endpoints["grpc"]
     sessions = {f"crash-{i:04d}": synthetic_session(f"crash-{i:04d}") for i in range(SESSIONS)}
     acknowledged: list[str] = []
@@ -56,7 +58,7 @@ def test_kill9_mid_load_loses_nothing_and_evaluates_once(tmp_path: Path) -> None
     try:
         assert wait_for(lambda: len(acknowledged) >= SESSIONS // 3, 60)
         first.kill9()
-        second = SidecarProcess(tmp_path, _config(tmp_path, endpoint), env).start()
+        second = SidecarProcess(tmp_path, _config(tmp_path, endpoint, workers), env).start()
         sender.join(120)
         assert not sender.is_alive()
         assert not failed, f"exports failed across the restart: {failed[:5]}"

@@ -16,7 +16,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from spanjudge.values import Verdict
 from tests.sidecar.helpers import VerdictServer, synthetic_session, wait_for
 from tests.sidecar.raw_requests import grpc_call, post
-from tests.sidecar.test_worker_faults import _Raising, _sidecar
+from tests.sidecar.workers_helpers import _Raising, _sidecar
 
 pytestmark = pytest.mark.slow
 

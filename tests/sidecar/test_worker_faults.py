@@ -16,61 +16,13 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SpanExportResult
 
-from spanjudge.config import parse_config
-from spanjudge.engine import Engine
-from spanjudge.sidecar.config import parse_serve
 from spanjudge.sidecar.server import Sidecar
 from spanjudge.values import Verdict
 from tests.sidecar.helpers import SidecarProcess, VerdictServer, synthetic_session, wait_for
 from tests.sidecar.raw_requests import grpc_call, post
+from tests.sidecar.workers_helpers import _Raising, _sidecar
 
 pytestmark = pytest.mark.slow
-
-
-class _Raising:
-    """A third-party evaluator that raises what it is given for the sessions it names."""
-
-    def __init__(self, name: str, error: BaseException, sessions: set[str]) -> None:
-        self.name = name
-        self.error = error
-        self.sessions = sessions
-        self.calls = 0
-
-    def evaluate(self, ctx: Any) -> list[Verdict]:
-        self.calls += 1
-        if ctx.trajectory.session_id in self.sessions:
-            raise self.error
-        return [
-            Verdict(evaluator=self.name, outcome="pass", score=1.0, label="ok", explanation="ok")
-        ]
-
-
-def _sidecar(
-    tmp: Path,
-    engine_extra: Any,
-    verdicts: VerdictServer,
-    sessions: dict[str, Any] | None = None,
-    **serve: Any,
-) -> Sidecar:
-    raw = {
-        "grpc_endpoint": "127.0.0.1:0",
-        "http_endpoint": "127.0.0.1:0",
-        "metrics_endpoint": None,
-        "tick_interval_s": 0.05,
-        "export": {"enabled": True, "endpoint": verdicts.endpoint, "insecure": True},
-        "spool": {"path": str(tmp / "spool.db")},
-        **serve,
-    }
-    problems: list[str] = []
-    serve_config = parse_serve(raw, "serve", problems)
-    assert not problems
-    config = parse_config({"sessions": sessions or {"idle_timeout_s": 60, "end_grace_s": 0.1}})
-    engine = Engine(config)
-    if engine_extra is not None:
-        engine.evaluators.append(engine_extra)
-    sidecar = Sidecar(config, serve_config, engine=engine)
-    sidecar.start()
-    return sidecar
 
 
 def _send(sidecar: Sidecar, *sessions: str) -> None:

@@ -10,76 +10,27 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from concurrent import futures
 from pathlib import Path
 from typing import Any
 
-import grpc
 import pytest
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-from opentelemetry.proto.collector.logs.v1 import logs_service_pb2_grpc
-from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2, metrics_service_pb2_grpc
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from spanjudge.sessions.keys import session_key
-from spanjudge.spans.files import read_input
 from spanjudge.spans.record import SpanRecord
-from tests.sidecar import test_crash
 from tests.sidecar.conftest import MakeSidecar
 from tests.sidecar.helpers import (
-    FIXTURES,
-    Received,
     SidecarProcess,
     VerdictServer,
-    _Logs,
-    _Traces,
-    _value,
     synthetic_session,
     to_sdk,
     wait_for,
 )
+from tests.sidecar.workers_helpers import _as_exported, _config, _env, _Receiver, _verdicts
 
 pytestmark = pytest.mark.slow
 _TICKS = os.sysconf("SC_CLK_TCK")
-
-# fixtures whose traces carry key-less spans (joined to a session by their trace) and sessions
-# that span several traces
-MIXED = [
-    FIXTURES / "adk" / "adk.jsonl",
-    FIXTURES / "agent_framework" / "agent_framework.jsonl",
-    FIXTURES / "haystack" / "haystack.jsonl",
-    FIXTURES / "mcp" / "mcp_openinference.jsonl",
-    FIXTURES / "genai_manual" / "genai_manual.jsonl",
-    FIXTURES / "openllmetry" / "openllmetry.jsonl",
-    FIXTURES / "strands" / "strands_default.jsonl",
-]
-
-
-def _config(tmp: Path, workers: int, **serve: Any) -> dict[str, Any]:
-    return {
-        "sessions": {"idle_timeout_s": 120.0, "end_grace_s": 0.2},
-        "serve": {
-            "grpc_endpoint": "127.0.0.1:0",
-            "http_endpoint": "127.0.0.1:0",
-            "metrics_endpoint": None,
-            "tick_interval_s": 0.05,
-            "workers": workers,
-            "spool": {"path": str(tmp / "spool.db")},
-            **serve,
-        },
-    }
-
-
-def _env(verdicts: VerdictServer) -> dict[str, str]:
-    return {"OTEL_EXPORTER_OTLP_ENDPOINT": verdicts.endpoint, "OTEL_EXPORTER_OTLP_INSECURE": "true"}
-
-
-def _as_exported() -> list[SpanRecord]:
-    """Every span of the mixed fixtures in the order an SDK exports them: by end time, so a
-    trace's key-less children mostly arrive before the root that carries the session key."""
-    spans = [s for path in MIXED for chunk in read_input(str(path)) for s in chunk.spans]
-    return sorted(spans, key=lambda s: s.end_unix_nano)
 
 
 def _keyless_first(spans: list[SpanRecord]) -> int:
@@ -92,41 +43,6 @@ def _keyless_first(spans: list[SpanRecord]) -> int:
         elif span.trace_id not in keyed_traces:
             early += 1
     return early
-
-
-class _Counters(metrics_service_pb2_grpc.MetricsServiceServicer):
-    """The latest cumulative value of every `spanjudge.*` counter series the sidecar sent."""
-
-    def __init__(self) -> None:
-        self.values: dict[tuple[str, frozenset[tuple[str, Any]]], float] = {}
-
-    def Export(self, request: Any, context: Any) -> Any:
-        for rm in request.resource_metrics:
-            for sm in rm.scope_metrics:
-                for metric in sm.metrics:
-                    if metric.WhichOneof("data") != "sum":
-                        continue
-                    for point in metric.sum.data_points:
-                        attrs = frozenset((kv.key, _value(kv.value)) for kv in point.attributes)
-                        value = point.as_int if point.HasField("as_int") else point.as_double
-                        self.values[(metric.name, attrs)] = value
-        return metrics_service_pb2.ExportMetricsServiceResponse()
-
-
-class _Receiver(VerdictServer):
-    """The helpers' verdict receiver, with the counters of the metrics export kept too."""
-
-    def __init__(self) -> None:
-        self.received = Received()
-        self.counters = _Counters()
-        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-        trace_service_pb2_grpc.add_TraceServiceServicer_to_server(
-            _Traces(self.received), self.server
-        )
-        logs_service_pb2_grpc.add_LogsServiceServicer_to_server(_Logs(self.received), self.server)
-        metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(self.counters, self.server)
-        self.port = self.server.add_insecure_port("127.0.0.1:0")
-        self.server.start()
 
 
 def _run(tmp: Path, workers: int, spans: list[SpanRecord]) -> _Receiver:
@@ -146,20 +62,6 @@ def _run(tmp: Path, workers: int, spans: list[SpanRecord]) -> _Receiver:
     time.sleep(0.5)
     verdicts.stop()
     return verdicts
-
-
-def _verdicts(server: VerdictServer) -> dict[str, tuple[Any, ...]]:
-    return {
-        vid: (
-            v["session.id"],
-            v["spanjudge.revision"],
-            v["gen_ai.evaluation.name"],
-            v["spanjudge.outcome"],
-            v.get("gen_ai.evaluation.score.value"),
-            v.get("gen_ai.evaluation.score.label"),
-        )
-        for vid, v in server.received.verdicts().items()
-    }
 
 
 def test_two_workers_give_the_verdicts_one_worker_gives(tmp_path: Path) -> None:
@@ -249,20 +151,6 @@ def test_kill9_of_an_evaluation_process_is_seen_and_nothing_is_lost(tmp_path: Pa
             if proc is not None and proc.proc is not None and proc.proc.poll() is None:
                 proc.kill9()
         verdicts.stop()
-
-
-def test_kill9_of_the_server_with_two_workers(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    original = test_crash._config
-
-    def with_workers(tmp: Path, grpc_endpoint: str) -> dict[str, Any]:
-        config = original(tmp, grpc_endpoint)
-        config["serve"]["workers"] = 2
-        return config
-
-    monkeypatch.setattr(test_crash, "_config", with_workers)
-    test_crash.test_kill9_mid_load_loses_nothing_and_evaluates_once(tmp_path)
 
 
 def test_shutdown_evaluate_with_two_workers_emits_each_session_once(tmp_path: Path) -> None:

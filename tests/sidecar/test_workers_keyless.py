@@ -19,7 +19,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, TraceFlags
 
 from tests.sidecar.helpers import SidecarProcess, VerdictServer, wait_for
-from tests.sidecar.test_workers import _env
+from tests.sidecar.workers_helpers import _env
 
 pytestmark = pytest.mark.slow
 

@@ -16,8 +16,16 @@ from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from spanjudge.spans.record import SpanRecord
-from tests.sidecar.helpers import SidecarProcess, VerdictServer, synthetic_session, to_sdk, wait_for
-from tests.sidecar.test_workers import _as_exported, _env, _Receiver, _verdicts
+from tests.sidecar.helpers import SidecarProcess, VerdictServer, synthetic_session, wait_for
+from tests.sidecar.workers_helpers import (
+    _alive,
+    _as_exported,
+    _env,
+    _Receiver,
+    _send,
+    _stop,
+    _verdicts,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -37,21 +45,6 @@ def _config(tmp: Path, workers: int) -> dict[str, Any]:
             "spool": {"path": str(tmp / "spool.db")},
         },
     }
-
-
-def _send(endpoint: str, spans: list[SpanRecord]) -> None:
-    exporter = OTLPSpanExporter(endpoint=endpoint, insecure=True)
-    try:
-        for i in range(0, len(spans), 3):  # small requests: a trace spans many of them
-            assert exporter.export(to_sdk(spans[i : i + 3])) == SpanExportResult.SUCCESS
-    finally:
-        exporter.shutdown()
-
-
-def _stop(*processes: SidecarProcess | None) -> None:
-    for proc in processes:
-        if proc is not None and proc.proc is not None and proc.proc.poll() is None:
-            proc.kill9()
 
 
 def _judged(tmp: Path, before: int, after: int, spans: list[SpanRecord]) -> _Receiver:
@@ -116,15 +109,6 @@ def test_sigterm_to_every_process_runs_the_shutdown_once(tmp_path: Path) -> None
     finally:
         _stop(sidecar, second)
         verdicts.stop()
-
-
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` still runs (a zombie waiting for its reaper has ended)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state not in ("Z", "X")
 
 
 def test_kill9_of_the_server_leaves_no_evaluation_process_behind(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ from tests.sidecar.helpers import (
     to_sdk,
     wait_for,
 )
-from tests.sidecar.test_workers import _config, _env, _Receiver
+from tests.sidecar.workers_helpers import _config, _env, _Receiver
 
 STRANDS = FIXTURES / "strands" / "strands_default.jsonl"
 

@@ -1,0 +1,190 @@
+"""Helpers shared by the `serve.workers` and worker-fault tests (moved out of test_workers.py,
+test_workers_restart.py and test_worker_faults.py: a test module imports no other test module)."""
+
+from __future__ import annotations
+
+from concurrent import futures
+from pathlib import Path
+from typing import Any
+
+import grpc
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2_grpc
+from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2, metrics_service_pb2_grpc
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+from opentelemetry.sdk.trace.export import SpanExportResult
+
+from spanjudge.config import parse_config
+from spanjudge.engine import Engine
+from spanjudge.sidecar.config import parse_serve
+from spanjudge.sidecar.server import Sidecar
+from spanjudge.spans.files import read_input
+from spanjudge.spans.record import SpanRecord
+from spanjudge.values import Verdict
+from tests.sidecar.helpers import (
+    FIXTURES,
+    Received,
+    SidecarProcess,
+    VerdictServer,
+    _Logs,
+    _Traces,
+    _value,
+    to_sdk,
+)
+
+# fixtures whose traces carry key-less spans (joined to a session by their trace) and sessions
+# that span several traces
+MIXED = [
+    FIXTURES / "adk" / "adk.jsonl",
+    FIXTURES / "agent_framework" / "agent_framework.jsonl",
+    FIXTURES / "haystack" / "haystack.jsonl",
+    FIXTURES / "mcp" / "mcp_openinference.jsonl",
+    FIXTURES / "genai_manual" / "genai_manual.jsonl",
+    FIXTURES / "openllmetry" / "openllmetry.jsonl",
+    FIXTURES / "strands" / "strands_default.jsonl",
+]
+
+
+def _config(tmp: Path, workers: int, **serve: Any) -> dict[str, Any]:
+    return {
+        "sessions": {"idle_timeout_s": 120.0, "end_grace_s": 0.2},
+        "serve": {
+            "grpc_endpoint": "127.0.0.1:0",
+            "http_endpoint": "127.0.0.1:0",
+            "metrics_endpoint": None,
+            "tick_interval_s": 0.05,
+            "workers": workers,
+            "spool": {"path": str(tmp / "spool.db")},
+            **serve,
+        },
+    }
+
+
+def _env(verdicts: VerdictServer) -> dict[str, str]:
+    return {"OTEL_EXPORTER_OTLP_ENDPOINT": verdicts.endpoint, "OTEL_EXPORTER_OTLP_INSECURE": "true"}
+
+
+def _as_exported() -> list[SpanRecord]:
+    """Every span of the mixed fixtures in the order an SDK exports them: by end time, so a
+    trace's key-less children mostly arrive before the root that carries the session key."""
+    spans = [s for path in MIXED for chunk in read_input(str(path)) for s in chunk.spans]
+    return sorted(spans, key=lambda s: s.end_unix_nano)
+
+
+class _Counters(metrics_service_pb2_grpc.MetricsServiceServicer):
+    """The latest cumulative value of every `spanjudge.*` counter series the sidecar sent."""
+
+    def __init__(self) -> None:
+        self.values: dict[tuple[str, frozenset[tuple[str, Any]]], float] = {}
+
+    def Export(self, request: Any, context: Any) -> Any:
+        for rm in request.resource_metrics:
+            for sm in rm.scope_metrics:
+                for metric in sm.metrics:
+                    if metric.WhichOneof("data") != "sum":
+                        continue
+                    for point in metric.sum.data_points:
+                        attrs = frozenset((kv.key, _value(kv.value)) for kv in point.attributes)
+                        value = point.as_int if point.HasField("as_int") else point.as_double
+                        self.values[(metric.name, attrs)] = value
+        return metrics_service_pb2.ExportMetricsServiceResponse()
+
+
+class _Receiver(VerdictServer):
+    """The helpers' verdict receiver, with the counters of the metrics export kept too."""
+
+    def __init__(self) -> None:
+        self.received = Received()
+        self.counters = _Counters()
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        trace_service_pb2_grpc.add_TraceServiceServicer_to_server(
+            _Traces(self.received), self.server
+        )
+        logs_service_pb2_grpc.add_LogsServiceServicer_to_server(_Logs(self.received), self.server)
+        metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(self.counters, self.server)
+        self.port = self.server.add_insecure_port("127.0.0.1:0")
+        self.server.start()
+
+
+def _verdicts(server: VerdictServer) -> dict[str, tuple[Any, ...]]:
+    return {
+        vid: (
+            v["session.id"],
+            v["spanjudge.revision"],
+            v["gen_ai.evaluation.name"],
+            v["spanjudge.outcome"],
+            v.get("gen_ai.evaluation.score.value"),
+            v.get("gen_ai.evaluation.score.label"),
+        )
+        for vid, v in server.received.verdicts().items()
+    }
+
+
+def _send(endpoint: str, spans: list[SpanRecord]) -> None:
+    exporter = OTLPSpanExporter(endpoint=endpoint, insecure=True)
+    try:
+        for i in range(0, len(spans), 3):  # small requests: a trace spans many of them
+            assert exporter.export(to_sdk(spans[i : i + 3])) == SpanExportResult.SUCCESS
+    finally:
+        exporter.shutdown()
+
+
+def _stop(*processes: SidecarProcess | None) -> None:
+    for proc in processes:
+        if proc is not None and proc.proc is not None and proc.proc.poll() is None:
+            proc.kill9()
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie waiting for its reaper has ended)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state not in ("Z", "X")
+
+
+class _Raising:
+    """A third-party evaluator that raises what it is given for the sessions it names."""
+
+    def __init__(self, name: str, error: BaseException, sessions: set[str]) -> None:
+        self.name = name
+        self.error = error
+        self.sessions = sessions
+        self.calls = 0
+
+    def evaluate(self, ctx: Any) -> list[Verdict]:
+        self.calls += 1
+        if ctx.trajectory.session_id in self.sessions:
+            raise self.error
+        return [
+            Verdict(evaluator=self.name, outcome="pass", score=1.0, label="ok", explanation="ok")
+        ]
+
+
+def _sidecar(
+    tmp: Path,
+    engine_extra: Any,
+    verdicts: VerdictServer,
+    sessions: dict[str, Any] | None = None,
+    **serve: Any,
+) -> Sidecar:
+    raw = {
+        "grpc_endpoint": "127.0.0.1:0",
+        "http_endpoint": "127.0.0.1:0",
+        "metrics_endpoint": None,
+        "tick_interval_s": 0.05,
+        "export": {"enabled": True, "endpoint": verdicts.endpoint, "insecure": True},
+        "spool": {"path": str(tmp / "spool.db")},
+        **serve,
+    }
+    problems: list[str] = []
+    serve_config = parse_serve(raw, "serve", problems)
+    assert not problems
+    config = parse_config({"sessions": sessions or {"idle_timeout_s": 60, "end_grace_s": 0.1}})
+    engine = Engine(config)
+    if engine_extra is not None:
+        engine.evaluators.append(engine_extra)
+    sidecar = Sidecar(config, serve_config, engine=engine)
+    sidecar.start()
+    return sidecar
