@@ -117,7 +117,8 @@ def decode_body(data: bytes, fmt: str, limits: Limits, checks: InputConfig) -> D
                 doc = json.loads(data)
             except (ValueError, RecursionError) as exc:
                 raise BadRequest(f"not valid JSON: {exc}") from None
-            if _MAYBE_SURROGATE.search(data):
+            # A UTF-16/32 body (json.loads takes them) hides its escapes from the byte pattern.
+            if _MAYBE_SURROGATE.search(data) or json.detect_encoding(data) != "utf-8":
                 doc = _valid_strings(doc)
             spans = doc.get("resourceSpans", doc.get("resource_spans")) if type(doc) is dict else 0
             if spans is None:
