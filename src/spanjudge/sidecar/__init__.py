@@ -62,6 +62,7 @@ def serve_config(config: Config) -> ServeConfig:
 
 _WORKERS = usable_cores()
 _LAG = f"{ServeConfig(workers=1).max_pending_age_s:g}s"
+_BYTES = f"{ServeConfig(workers=1).max_pending_bytes // 2**20} MiB"
 _EPILOG = f"""\
 defaults (override in the `serve:` section of --config):
   OTLP/gRPC   {DEFAULT_GRPC_ENDPOINT}    (TraceService/Export)
@@ -70,6 +71,7 @@ defaults (override in the `serve:` section of --config):
   spool       ./spanjudge-spool.db  (spans are written here before a request is acknowledged)
   workers     {_WORKERS}  (evaluation processes: the cores serve may run on; 1: in serve)
   max_pending_age  {_LAG}  (refuse retryably while evaluation lags this far)
+  max_pending_bytes  {_BYTES}  (refuse retryably past this many bytes of requests waiting)
 
 verdicts go out over OTLP to the endpoint in `serve.export` or, when unset, to the standard
 OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_PROTOCOL / OTEL_EXPORTER_OTLP_HEADERS variables.

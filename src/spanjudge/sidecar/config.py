@@ -118,6 +118,9 @@ class ServeConfig:
     export: ExportConfig = field(default_factory=ExportConfig)
     input: InputConfig = field(default_factory=InputConfig)
     max_pending_spans: int = 200_000
+    # Memory bound: refuse (retryable) while the bodies of the accepted requests that no tick
+    # has taken yet (held decoded until then) would pass this many bytes.
+    max_pending_bytes: int = 64 * 1024 * 1024
     # Evaluation lag bound (`sidecar.lag`): refuse (retryable) while the oldest accepted request
     # not yet taken through closing and evaluation has waited this long, or while what waits
     # would take evaluation more than half of it at its measured rate. It bounds how long an
@@ -329,6 +332,11 @@ def parse_serve(raw: Any, path: str, problems: list[str], base: Path | None = No
         )
     if config.input.max_request_bytes < 1024:
         problems.append(f"{path}.input.max_request_bytes: at least 1024 bytes")
+    if config.max_pending_bytes < config.input.max_request_bytes:
+        problems.append(
+            f"{path}.max_pending_bytes: at least input.max_request_bytes"
+            f" ({config.input.max_request_bytes}), or the largest request could never wait"
+        )
     if config.tick_interval_s <= 0:
         problems.append(f"{path}.tick_interval_s: must be above 0")
     if config.workers < 1:

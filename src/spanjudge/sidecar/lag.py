@@ -23,9 +23,10 @@ _MIN_CYCLE_SPANS = 256
 
 class LagMeter:
     def __init__(self) -> None:
-        # (spool id, spans, accepted at) of each lagging request, oldest first
-        self._lagging: collections.deque[tuple[int, int, float]] = collections.deque()
+        # (spool id, spans, accepted at, body bytes) of each lagging request, oldest first
+        self._lagging: collections.deque[tuple[int, int, float, int]] = collections.deque()
         self.spans = 0  # spans of the lagging requests
+        self.bytes = 0  # their request bodies' bytes (`serve.max_pending_bytes`)
         # spans per second a busy worker takes through add and tick (None until measured)
         self.rate: float | None = None
         self._busy_s = 0.0
@@ -33,20 +34,24 @@ class LagMeter:
         self._sampled_at: float | None = None
         self._was_lagging = False
 
-    def accepted(self, request_id: int, spans: int, now: float) -> None:
-        self._lagging.append((request_id, spans, now))
+    def accepted(self, request_id: int, spans: int, now: float, nbytes: int = 0) -> None:
+        self._lagging.append((request_id, spans, now, nbytes))
         self.spans += spans
+        self.bytes += nbytes
 
     def caught_up(self, mark: int) -> None:
         """Every request up to spool id ``mark`` went through a tick."""
         lagging = self._lagging
         while lagging and lagging[0][0] <= mark:
-            self._done += lagging[0][1]
-            self.spans -= lagging.popleft()[1]
+            _, spans, _, nbytes = lagging.popleft()
+            self._done += spans
+            self.spans -= spans
+            self.bytes -= nbytes
 
     def clear(self) -> None:
         self._lagging.clear()
         self.spans = 0
+        self.bytes = 0
 
     def oldest_age_s(self, now: float) -> float:
         return now - self._lagging[0][2] if self._lagging else 0.0

@@ -215,6 +215,7 @@ class Sidecar:
             "telemetry": telemetry,
             "max_pending_spans": serve.max_pending_spans,
             "max_pending_age_s": serve.max_pending_age_s,
+            "max_pending_bytes": serve.max_pending_bytes,
             "tick_interval_s": serve.tick_interval_s,
             "flush_timeout_s": serve.flush_timeout_s,
             "export_full": lambda: self.export.full,

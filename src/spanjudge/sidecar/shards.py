@@ -28,7 +28,8 @@ from typing import Any
 from spanjudge.config import Config
 from spanjudge.emit.base import Sink
 from spanjudge.engine import Engine
-from spanjudge.records import field, record_class
+from spanjudge.records import field, record_class, replace
+from spanjudge.sessions.store import ClosePolicy
 from spanjudge.sidecar import evaluation_process
 from spanjudge.sidecar.config import ExportConfig
 from spanjudge.sidecar.evaluation_process import ProcessSettings, replay_telemetry
@@ -52,6 +53,20 @@ def _control(item: object) -> bool:
     return isinstance(item, tuple) and bool(item) and isinstance(item[0], str)
 
 
+def process_share(policy: ClosePolicy, workers: int) -> ClosePolicy:
+    """What one of ``workers`` evaluation processes may hold: its share of the open-session
+    budget (bytes and count) and of the closed sessions kept for revisions, so that the
+    configured figures bound serve's memory whatever ``workers`` is. Keys hash evenly, so a
+    process reaches its share about when one process would reach the whole; with few keys,
+    one process may evict before the total is reached."""
+    return replace(
+        policy,
+        max_open_bytes=max(1, policy.max_open_bytes // workers),
+        max_open_sessions=max(1, policy.max_open_sessions // workers),
+        keep_closed_sessions=-(-policy.keep_closed_sessions // workers),
+    )
+
+
 @record_class(eq=False)
 class _Process:
     index: int
@@ -59,9 +74,11 @@ class _Process:
     inbox: Any = None  # Connection parent -> process
     outbox: Any = None  # Connection process -> parent
     feed: queue.SimpleQueue[object] = field(default_factory=queue.SimpleQueue)
-    # (request id, spans, accepted at) handed over and not yet taken by the process's pipeline
-    backlog: deque[tuple[int, int, float]] = field(default_factory=deque)
+    # (request id, spans, accepted at, body bytes) handed over and not yet taken by the
+    # process's pipeline
+    backlog: deque[tuple[int, int, float, int]] = field(default_factory=deque)
     backlog_spans: int = 0
+    backlog_bytes: int = 0
     rate: float | None = None  # spans per busy second its worker takes (it measures)
     open_sessions: int = 0
     export_full: bool = False
@@ -105,7 +122,7 @@ class ShardedWorker(Worker):
         self._settings = [
             ProcessSettings(
                 index=i,
-                config=config,
+                config=replace(config, policy=process_share(policy, workers)),
                 export=export,
                 resource=resource,
                 checks=checks,
@@ -137,15 +154,21 @@ class ShardedWorker(Worker):
 
     # --- receiver side (submit lock held) ---
 
-    def _enqueue(self, request_id: int, records: list[SpanRecord]) -> None:
+    def _enqueue(self, request_id: int, records: list[SpanRecord], nbytes: int = 0) -> None:
         now = time.monotonic()
+        total = len(records) or 1
         for index, routed in self._router.route(records).items():
             target = self._processes[index]
             n = len(routed.records)
+            share = nbytes * n // total  # the body's bytes in proportion to the spans routed
             target.feed.put((request_id, routed.records, routed.released, routed.resent))
-            target.backlog.append((request_id, n, now))
+            target.backlog.append((request_id, n, now, share))
             target.backlog_spans += n
+            target.backlog_bytes += share
             self.pending_spans += n
+
+    def _pending_bytes(self) -> int:
+        return sum(p.backlog_bytes for p in self._processes)
 
     def _behind_s(self) -> float:
         heads = [p.backlog[0][2] for p in self._processes if p.backlog]
@@ -275,9 +298,10 @@ class ShardedWorker(Worker):
             self._meters.replay(recorded)
             with self._submit_lock:
                 while p.backlog and p.backlog[0][0] <= upto:
-                    n = p.backlog.popleft()[1]
+                    _, n, _, share = p.backlog.popleft()
                     self.pending_spans -= n
                     p.backlog_spans -= n
+                    p.backlog_bytes -= share
         elif kind == "ask":  # may it judge these key-less traces alone (they did not move)?
             with self._submit_lock:
                 answers = self._router.decide(message[2], p.index)

@@ -53,6 +53,7 @@ class Worker:
         telemetry: SelfTelemetry | None = None,
         max_pending_spans: int = 200_000,
         max_pending_age_s: float = 30.0,
+        max_pending_bytes: int = 64 * 1024 * 1024,
         tick_interval_s: float = 0.25,
         flush_timeout_s: float = 10.0,
         export_full: Callable[[], bool] = lambda: False,
@@ -72,6 +73,7 @@ class Worker:
         self.checks = checks
         self.max_pending_spans = max_pending_spans
         self.max_pending_age_s = max_pending_age_s
+        self.max_pending_bytes = max_pending_bytes
         # the requests whose spans a tick has not yet taken through closing and evaluation
         self.lag = LagMeter()
         self.tick_interval_s = tick_interval_s
@@ -124,6 +126,13 @@ class Worker:
                 )
             if self.pending_spans + n > self.max_pending_spans and self.pending_spans > 0:
                 raise Overloaded(f"{self.pending_spans} spans waiting for the pipeline")
+            # Memory, not only counts: what waits is held decoded until a tick takes it.
+            waiting = self._pending_bytes()
+            if waiting + len(body) > self.max_pending_bytes and waiting > 0:
+                raise Overloaded(
+                    f"{waiting} bytes of requests waiting for evaluation"
+                    f" (serve.max_pending_bytes {self.max_pending_bytes})"
+                )
             if self.export_full():
                 # Evaluation is paused until the endpoint takes the backlog: refuse upstream
                 # (retryable) rather than accept spans that cannot be judged for a while.
@@ -138,7 +147,7 @@ class Worker:
                 self._storage_failed(exc)
                 raise Overloaded(f"the spool cannot store the request: {exc}") from None
             self._storage_ok()
-            self._enqueue(request_id, records)
+            self._enqueue(request_id, records, len(body))
 
     def _behind_s(self) -> float:
         """How long ago the oldest request was accepted whose spans no tick has yet taken
@@ -149,11 +158,15 @@ class Worker:
         """Seconds evaluation needs for what is lagging, at its measured rate (lock held)."""
         return self.lag.expected_wait_s()
 
-    def _enqueue(self, request_id: int, records: list[SpanRecord]) -> None:
+    def _pending_bytes(self) -> int:
+        """Body bytes of the accepted requests no tick has taken yet (lock held)."""
+        return self.lag.bytes
+
+    def _enqueue(self, request_id: int, records: list[SpanRecord], nbytes: int = 0) -> None:
         """Hand one spooled request's spans to evaluation, in spool id order (lock held)."""
         self.pending_spans += len(records)
         self._queue.put((request_id, records))
-        self.lag.accepted(request_id, len(records), time.monotonic())
+        self.lag.accepted(request_id, len(records), time.monotonic(), nbytes)
 
     def _storage_failed(self, exc: StorageError) -> None:
         if self.storage_problem is None:  # the cause once, not once a request
@@ -184,7 +197,7 @@ class Worker:
                 r for r in decoded.records if group_of(r, self._key_attributes) in stored.groups
             ]
             with self._submit_lock:
-                self._enqueue(stored.request_id, records)
+                self._enqueue(stored.request_id, records, len(stored.body))
             count += len(records)
         return count
 
