@@ -380,6 +380,9 @@ def _sidecar_server(conn: Any, spool: str) -> None:
             "metrics_endpoint": None,
             "export": {"enabled": False},
             "spool": {"path": spool},
+            # one process: this part counts the serve process's CPU per span (with the default,
+            # the cores, evaluation would run in child processes this figure does not see)
+            "workers": 1,
         },
         "serve",
         problems,
