@@ -11,6 +11,7 @@ import pytest
 from spanjudge.config import parse_config
 from spanjudge.sidecar.config import parse_serve
 from spanjudge.sidecar.server import Sidecar
+from tests.sidecar.helpers import VerdictServer
 
 MakeSidecar = Callable[..., Sidecar]
 
@@ -46,3 +47,11 @@ def make_sidecar(tmp_path: Path) -> Iterator[MakeSidecar]:
     yield make
     for sidecar in started:
         sidecar.stop()
+
+
+@pytest.fixture
+def verdicts() -> Iterator[VerdictServer]:
+    """A real OTLP receiver for the verdicts a sidecar exports (stopped after the test)."""
+    server = VerdictServer()
+    yield server
+    server.stop()

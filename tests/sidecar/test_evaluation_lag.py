@@ -34,13 +34,6 @@ def _request(prefix: str, sessions: int) -> bytes:
     return encode_spans(spans).SerializeToString()
 
 
-@pytest.fixture
-def verdicts() -> Any:
-    server = VerdictServer()
-    yield server
-    server.stop()
-
-
 def test_a_backlog_evaluation_cannot_finish_in_time_is_refused_before_it_ages(
     tmp_path: Path, verdicts: VerdictServer
 ) -> None:

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SpanExportResult
@@ -21,13 +20,6 @@ from spanjudge.values import Verdict
 from tests.sidecar.helpers import SidecarProcess, VerdictServer, synthetic_session, wait_for
 from tests.sidecar.raw_requests import grpc_call, post
 from tests.sidecar.workers_helpers import _Raising, _sidecar
-
-
-@pytest.fixture
-def verdicts() -> Any:
-    server = VerdictServer()
-    yield server
-    server.stop()
 
 
 def test_requests_waiting_past_the_byte_bound_are_refused_retryably(

@@ -37,13 +37,6 @@ def _send(sidecar: SidecarProcess, session_id: str) -> None:
     exporter.shutdown()
 
 
-@pytest.fixture
-def verdicts() -> Any:
-    server = VerdictServer()
-    yield server
-    server.stop()
-
-
 def _env(verdicts: VerdictServer) -> dict[str, str]:
     return {"OTEL_EXPORTER_OTLP_ENDPOINT": verdicts.endpoint, "OTEL_EXPORTER_OTLP_INSECURE": "true"}
 

@@ -50,13 +50,6 @@ def _restart(tmp: Path, verdicts: VerdictServer, **spool: Any) -> SidecarProcess
     return SidecarProcess(tmp, _config(tmp, 0.5, **spool), env).start()
 
 
-@pytest.fixture
-def verdicts() -> Any:
-    server = VerdictServer()
-    yield server
-    server.stop()
-
-
 def test_torn_log_recovers_what_was_committed_and_says_so(
     tmp_path: Path, verdicts: VerdictServer
 ) -> None:

@@ -43,13 +43,6 @@ def _healthz(sidecar: Sidecar) -> int:
         return exc.code
 
 
-@pytest.fixture
-def verdicts() -> Any:
-    server = VerdictServer()
-    yield server
-    server.stop()
-
-
 @pytest.mark.usefixtures("contained_errors")  # fails on purpose
 def test_system_exit_from_an_evaluator_is_an_error_verdict(
     tmp_path: Path, verdicts: VerdictServer
