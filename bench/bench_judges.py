@@ -43,7 +43,7 @@ import yaml
 
 from spanjudge.calibration import cohen_kappa
 from spanjudge.config import parse_config
-from spanjudge.emit.summary import Summary
+from spanjudge.emit.collecting import CollectingSink
 from spanjudge.engine import Engine
 from spanjudge.errors import JudgeError
 from spanjudge.expectations import ExpectationResolver, SessionEntry, load_expectations_file
@@ -77,22 +77,6 @@ class Timed:
             raise
         finally:
             self.latencies_s.append(time.perf_counter() - started)
-
-
-class Collect:
-    """A report writer that keeps the results."""
-
-    def __init__(self) -> None:
-        self.results: dict[str, SessionResult] = {}
-
-    def begin(self) -> None:
-        pass
-
-    def session(self, result: SessionResult) -> None:
-        self.results[result.trajectory.session_id] = result
-
-    def end(self, summary: Summary, input_report: dict[str, Any]) -> None:
-        pass
 
 
 def _entries(folder: Path, records: list[dict[str, Any]]) -> list[SessionEntry]:
@@ -197,7 +181,7 @@ def run_setup(
             records = records[:limit]
         engine = Engine(config, judge_for=judge_for)
         engine.add_expectations(ExpectationResolver(_entries(folder, records)))
-        collect = Collect()
+        collect = CollectingSink()
         wanted = {r["file"] for r in records}
         inputs = sorted(str(p) for p in folder.glob("*.jsonl") if p.name in wanted)
         with tempfile.TemporaryDirectory() as tmp:
@@ -205,8 +189,9 @@ def run_setup(
                 inputs = [_only_sessions(p, records, Path(tmp)) for p in inputs]
             run_offline(inputs, engine, collect)
         part = "held_out" if folder.name in HELD_OUT else "tuned"
+        results = collect.by_session()
         for record in records:
-            result = collect.results.get(record["session_id"])
+            result = results.get(record["session_id"])
             for row in compare(record, result):
                 rows[part].append((*row, record["session_id"]))
                 rows["all"].append((*row, record["session_id"]))

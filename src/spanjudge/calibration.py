@@ -165,15 +165,16 @@ def compare(labels: Iterable[Label], results: Mapping[str, Any]) -> list[dict[st
 def run(
     labels: Sequence[Label], inputs: Sequence[str], config: Any, expect: str | None = None
 ) -> list[dict[str, Any]]:
+    from spanjudge.emit.collecting import CollectingSink
     from spanjudge.engine import Engine
     from spanjudge.expectations import ExpectationResolver, load_expectations_file
-    from spanjudge.offline import KeepResults, run_offline
+    from spanjudge.offline import run_offline
 
     wanted = {lab.evaluator for lab in labels if lab.evaluator in OPT_IN_EVALUATORS}
     extra: dict[str, Any] = {name: {} for name in wanted if name not in config.evaluators}
     engine = Engine(replace(config, evaluators={**config.evaluators, **extra}))
     if expect:
         engine.add_expectations(ExpectationResolver(load_expectations_file(expect)))
-    keep = KeepResults()
+    keep = CollectingSink()
     run_offline(list(inputs), engine, keep)
-    return compare(labels, keep.results)
+    return compare(labels, keep.by_session())

@@ -30,22 +30,6 @@ class ReportWriter(Protocol):
     def end(self, summary: Summary, input_report: dict[str, Any]) -> None: ...
 
 
-class KeepResults:
-    """A report writer that keeps each session's result (trajectory included) by session id."""
-
-    def __init__(self) -> None:
-        self.results: dict[str, SessionResult] = {}
-
-    def begin(self) -> None:
-        pass
-
-    def session(self, result: SessionResult) -> None:
-        self.results[result.trajectory.session_id] = result
-
-    def end(self, summary: Summary, input_report: dict[str, Any]) -> None:
-        pass
-
-
 @record_class(slots=True)
 class InputStats:
     files: int = 0

@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
+from spanjudge import CollectingSink
 from spanjudge.config import parse_config
 from spanjudge.engine import Engine
-from spanjudge.offline import KeepResults, run_offline
+from spanjudge.offline import run_offline
 from tests.conftest import scenario_files
 
 LISBON = "What's the weather going to be like in Lisbon tomorrow? Should I bring a jacket?"
@@ -52,9 +53,9 @@ def _judge(source: Path, edits: dict[str, str], tmp_path: Path, session_id: str)
         text = text.replace(old, new)
     edited = tmp_path / source.name
     edited.write_text(text, encoding="utf-8")
-    keep = KeepResults()
+    keep = CollectingSink()
     run_offline([str(edited)], Engine(parse_config({})), keep)
-    return keep.results[session_id]
+    return keep.by_session()[session_id]
 
 
 def _only(result: Any, evaluator: str) -> Any:

@@ -29,6 +29,10 @@ class CollectingSink:
         """The session id of each result, in order."""
         return [result.trajectory.session_id for result in list(self.results)]
 
+    def by_session(self) -> dict[str, SessionResult]:
+        """Each session's latest result (its last revision), by session id."""
+        return {result.trajectory.session_id: result for result in list(self.results)}
+
     def verdicts(self, evaluator: str | None = None) -> list[Verdict]:
         """Every verdict of every result so far, or those of one ``evaluator``."""
         return [
