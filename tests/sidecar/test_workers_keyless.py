@@ -19,7 +19,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, TraceFlags
 
 from tests.sidecar.helpers import SidecarProcess, VerdictServer, wait_for
-from tests.sidecar.workers_helpers import _env
+from tests.sidecar.workers_helpers import _config, _env
 
 pytestmark = pytest.mark.slow
 
@@ -114,18 +114,7 @@ def _run(tmp: Path, workers: int, sessions: dict[str, Any], wait_s: float) -> Ve
     tmp.mkdir()
     trace, key = _ids()
     verdicts = VerdictServer()
-    config = {
-        "sessions": sessions,
-        "serve": {
-            "grpc_endpoint": "127.0.0.1:0",
-            "http_endpoint": "127.0.0.1:0",
-            "metrics_endpoint": None,
-            "tick_interval_s": 0.05,
-            "workers": workers,
-            "on_shutdown": "evaluate",
-            "spool": {"path": str(tmp / "spool.db")},
-        },
-    }
+    config = _config(tmp, workers, sessions=sessions, on_shutdown="evaluate")
     sidecar = SidecarProcess(tmp, config, _env(verdicts)).start()
     try:
         exporter = OTLPSpanExporter(endpoint=sidecar.endpoints["grpc"], insecure=True)

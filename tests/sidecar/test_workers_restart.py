@@ -20,6 +20,7 @@ from tests.sidecar.helpers import SidecarProcess, VerdictServer, synthetic_sessi
 from tests.sidecar.workers_helpers import (
     _alive,
     _as_exported,
+    _config,
     _env,
     _Receiver,
     _send,
@@ -30,21 +31,11 @@ from tests.sidecar.workers_helpers import (
 pytestmark = pytest.mark.slow
 
 
-def _config(tmp: Path, workers: int) -> dict[str, Any]:
+def _restart_config(tmp: Path, workers: int) -> dict[str, Any]:
     # Nothing closes by itself while the test runs: every session is open (or waiting out a
     # long end grace) when the server is killed, so all of it is in the spool.
-    return {
-        "sessions": {"idle_timeout_s": 300.0, "end_grace_s": 300.0},
-        "serve": {
-            "grpc_endpoint": "127.0.0.1:0",
-            "http_endpoint": "127.0.0.1:0",
-            "metrics_endpoint": None,
-            "tick_interval_s": 0.05,
-            "workers": workers,
-            "on_shutdown": "evaluate",
-            "spool": {"path": str(tmp / "spool.db")},
-        },
-    }
+    sessions = {"idle_timeout_s": 300.0, "end_grace_s": 300.0}
+    return _config(tmp, workers, sessions=sessions, on_shutdown="evaluate")
 
 
 def _judged(tmp: Path, before: int, after: int, spans: list[SpanRecord]) -> _Receiver:
@@ -52,12 +43,12 @@ def _judged(tmp: Path, before: int, after: int, spans: list[SpanRecord]) -> _Rec
     ``after`` on the same spool and stop it: the shutdown judges what was replayed."""
     tmp.mkdir()
     verdicts = _Receiver()
-    first = SidecarProcess(tmp, _config(tmp, before), _env(verdicts)).start()
+    first = SidecarProcess(tmp, _restart_config(tmp, before), _env(verdicts)).start()
     second: SidecarProcess | None = None
     try:
         _send(first.endpoints["grpc"], spans)
         first.kill9()
-        second = SidecarProcess(tmp, _config(tmp, after), _env(verdicts)).start()
+        second = SidecarProcess(tmp, _restart_config(tmp, after), _env(verdicts)).start()
         assert second.terminate() == 0
     finally:
         _stop(first, second)
@@ -83,7 +74,7 @@ def test_sigterm_to_every_process_runs_the_shutdown_once(tmp_path: Path) -> None
     """systemd stops a unit by sending SIGTERM to all its processes, a terminal's Ctrl-C
     sends SIGINT to the whole group: the evaluation processes leave the shutdown to `serve`."""
     verdicts = VerdictServer()
-    sidecar = SidecarProcess(tmp_path, _config(tmp_path, 2), _env(verdicts)).start()
+    sidecar = SidecarProcess(tmp_path, _restart_config(tmp_path, 2), _env(verdicts)).start()
     second: SidecarProcess | None = None
     try:
         exporter = OTLPSpanExporter(endpoint=sidecar.endpoints["grpc"], insecure=True)
@@ -102,7 +93,7 @@ def test_sigterm_to_every_process_runs_the_shutdown_once(tmp_path: Path) -> None
         log = sidecar.log.read_text()
         assert "Traceback" not in log and "stopped:" not in log, log
         # and a restart has nothing left to judge
-        second = SidecarProcess(tmp_path, _config(tmp_path, 2), _env(verdicts)).start()
+        second = SidecarProcess(tmp_path, _restart_config(tmp_path, 2), _env(verdicts)).start()
         assert second.terminate() == 0
         counts = collections.Counter(s["attrs"]["session.id"] for s in verdicts.received.eval_spans)
         assert set(counts.values()) == {1}, counts
@@ -113,7 +104,7 @@ def test_sigterm_to_every_process_runs_the_shutdown_once(tmp_path: Path) -> None
 
 def test_kill9_of_the_server_leaves_no_evaluation_process_behind(tmp_path: Path) -> None:
     verdicts = VerdictServer()
-    sidecar = SidecarProcess(tmp_path, _config(tmp_path, 2), _env(verdicts)).start()
+    sidecar = SidecarProcess(tmp_path, _restart_config(tmp_path, 2), _env(verdicts)).start()
     try:
         exporter = OTLPSpanExporter(endpoint=sidecar.endpoints["grpc"], insecure=True)
         for i in range(10):

@@ -45,9 +45,12 @@ MIXED = [
 ]
 
 
-def _config(tmp: Path, workers: int, **serve: Any) -> dict[str, Any]:
+def _config(
+    tmp: Path, workers: int, *, sessions: dict[str, Any] | None = None, **serve: Any
+) -> dict[str, Any]:
+    """A serve config on free ports with ``workers`` processes, spool in ``tmp``."""
     return {
-        "sessions": {"idle_timeout_s": 120.0, "end_grace_s": 0.2},
+        "sessions": sessions or {"idle_timeout_s": 120.0, "end_grace_s": 0.2},
         "serve": {
             "grpc_endpoint": "127.0.0.1:0",
             "http_endpoint": "127.0.0.1:0",
