@@ -14,12 +14,18 @@ pytestmark = pytest.mark.slow
 SESSIONS = 8
 
 
-def test_outage_backlog_past_the_queue_loses_no_log_record(make_sidecar: MakeSidecar) -> None:
+@pytest.mark.parametrize("workers", [1, 2])
+def test_outage_backlog_past_the_queue_loses_no_log_record(
+    make_sidecar: MakeSidecar, workers: int
+) -> None:
+    """With evaluation processes each exports its own verdicts: a backlog in one pauses
+    evaluation and refuses new requests (retryable) as the single worker does."""
     verdicts = VerdictServer()
     port, received = verdicts.port, verdicts.received
     verdicts.stop()  # the endpoint is down when the sessions close
     sidecar = make_sidecar(
         sessions={"idle_timeout_s": 60, "end_grace_s": 0.1},
+        workers=workers,
         export={
             "enabled": True,
             "endpoint": f"http://127.0.0.1:{port}",
@@ -36,7 +42,7 @@ def test_outage_backlog_past_the_queue_loses_no_log_record(make_sidecar: MakeSid
     assert exporter.export(spans) == SpanExportResult.SUCCESS
     sent = {f"backlog-{i}" for i in range(SESSIONS)}
     # evaluated while the endpoint is down: the export backlog is full
-    assert wait_for(lambda: sidecar.export.full, 20)
+    assert wait_for(lambda: sidecar.worker.export_full(), 20)
     # and new work is refused with a retryable status instead of piling up behind it
     late = exporter.export(synthetic_session("late"))
     assert late == SpanExportResult.FAILURE

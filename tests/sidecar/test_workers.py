@@ -19,7 +19,6 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 
 from spanjudge.sessions.keys import session_key
 from spanjudge.spans.record import SpanRecord
-from tests.sidecar.conftest import MakeSidecar
 from tests.sidecar.helpers import (
     SidecarProcess,
     VerdictServer,
@@ -223,52 +222,6 @@ def test_send_loop_keeps_working_under_concurrent_clients(tmp_path: Path) -> Non
     finally:
         if sidecar.proc is not None and sidecar.proc.poll() is None:
             sidecar.kill9()
-        verdicts.stop()
-
-
-def test_export_outage_with_two_workers_pushes_back_and_loses_nothing(
-    make_sidecar: MakeSidecar,
-) -> None:
-    """Each evaluation process exports its own verdicts: a backlog in one pauses evaluation and
-    refuses new requests (retryable), and every session gets all its verdicts once it is back."""
-    verdicts = VerdictServer()
-    port, received = verdicts.port, verdicts.received
-    verdicts.stop()  # the endpoint is down when the sessions close
-    sidecar = make_sidecar(
-        sessions={"idle_timeout_s": 60, "end_grace_s": 0.1},
-        workers=2,
-        export={
-            "enabled": True,
-            "endpoint": f"http://127.0.0.1:{port}",
-            "insecure": True,
-            "timeout_s": 1,
-            "max_queue_spans": 5,  # nine verdicts a session: one session fills it
-        },
-        flush_timeout_s=1,
-    )
-    assert sidecar.grpc is not None
-    exporter = OTLPSpanExporter(
-        endpoint=f"127.0.0.1:{sidecar.grpc.port}", insecure=True, timeout=10
-    )
-    sent = {f"backlog-{i}" for i in range(8)}
-    spans = [s for session_id in sorted(sent) for s in synthetic_session(session_id)]
-    assert exporter.export(spans) == SpanExportResult.SUCCESS
-    assert wait_for(lambda: sidecar.worker.export_full(), 20)
-    assert exporter.export(synthetic_session("late")) == SpanExportResult.FAILURE
-    assert sidecar.handler.counts.get("unavailable", 0) >= 1
-    verdicts = VerdictServer(port, received)  # the endpoint comes back
-    try:
-        assert wait_for(lambda: set(received.span_ids()) >= sent, 30)
-        assert wait_for(lambda: sidecar.spool.bytes == 0, 30)
-        span_ids = received.span_ids()
-        log_ids = received.log_ids()
-        for session in sorted(sent):
-            assert len(span_ids[session]) >= 9
-            assert log_ids.get(session) == span_ids[session], session
-        assert all(revisions == {1} for revisions in received.sessions().values())
-    finally:
-        exporter.shutdown()
-        sidecar.stop()
         verdicts.stop()
 
 
