@@ -5,10 +5,8 @@ memory). And with several evaluation processes the open-session budget is shared
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import grpc
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -16,27 +14,20 @@ from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from spanjudge.sidecar.config import parse_serve
-from spanjudge.values import Verdict
 from tests.sidecar.helpers import SidecarProcess, VerdictServer, synthetic_session, wait_for
 from tests.sidecar.raw_requests import grpc_call, post
-from tests.sidecar.workers_helpers import _Raising, _sidecar
+from tests.sidecar.workers_helpers import _Held, _sidecar
 
 
 def test_requests_waiting_past_the_byte_bound_are_refused_retryably(
     tmp_path: Path, verdicts: VerdictServer
 ) -> None:
-    release = threading.Event()
-
-    class Stuck(_Raising):
-        def evaluate(self, ctx: Any) -> list[Verdict]:
-            release.wait(30)
-            return super().evaluate(ctx)
-
+    held = _Held("stuck")
     body = encode_spans(synthetic_session("big", tools=40)).SerializeToString()
     # span count and age far from their bounds: only the bytes waiting can refuse
     sidecar = _sidecar(
         tmp_path,
-        Stuck("stuck", RuntimeError(), set()),
+        held,
         verdicts,
         max_pending_age_s=600,
         max_pending_spans=1_000_000,
@@ -66,12 +57,12 @@ def test_requests_waiting_past_the_byte_bound_are_refused_retryably(
         status, headers, text = post(sidecar, body)
         assert status == 503 and int(headers["Retry-After"]) >= 1
         assert b"serve.max_pending_bytes" in text
-        release.set()
+        held.release.set()
         assert wait_for(lambda: sidecar.worker.pending_spans == 0, 20)
         status, _, _ = post(sidecar, body)
         assert status == 200  # taken again once evaluation caught up
     finally:
-        release.set()
+        held.release.set()
         sidecar.stop()
 
 

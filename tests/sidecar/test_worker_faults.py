@@ -17,10 +17,9 @@ from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from spanjudge.sidecar.server import Sidecar
-from spanjudge.values import Verdict
 from tests.sidecar.helpers import SidecarProcess, VerdictServer, synthetic_session, wait_for
 from tests.sidecar.raw_requests import grpc_call, post
-from tests.sidecar.workers_helpers import _Raising, _sidecar
+from tests.sidecar.workers_helpers import _Held, _Raising, _sidecar
 
 pytestmark = pytest.mark.slow
 
@@ -102,16 +101,8 @@ def test_a_session_whose_evaluation_raises_stays_spooled(
 def test_timed_out_shutdown_stops_the_worker_and_callers_wait(
     tmp_path: Path, verdicts: VerdictServer
 ) -> None:
-    release = threading.Event()
-
-    class Slow(_Raising):
-        def evaluate(self, ctx: Any) -> list[Verdict]:
-            release.wait(30)
-            return super().evaluate(ctx)
-
-    sidecar = _sidecar(
-        tmp_path, Slow("slow", RuntimeError(), set()), verdicts, shutdown_timeout_s=2
-    )
+    held = _Held("slow")
+    sidecar = _sidecar(tmp_path, held, verdicts, shutdown_timeout_s=2)
     _send(sidecar, "slow-session")
     assert wait_for(lambda: sidecar.worker.pending_spans == 0, 10)
     time.sleep(0.3)  # the worker is inside the slow evaluation
@@ -130,7 +121,7 @@ def test_timed_out_shutdown_stops_the_worker_and_callers_wait(
     # both returned, and only once the shutdown had done its work (the same deadline)
     assert len(finished) == 2
     assert all(1.0 < t - started < 10 for t in finished), [t - started for t in finished]
-    release.set()
+    held.release.set()
     # the worker does not carry on behind the shutdown: it ends without touching the spool
     assert wait_for(lambda: not sidecar.worker.running, 10)
     assert "slow-session" not in verdicts.received.sessions()
@@ -165,17 +156,11 @@ def test_session_in_its_end_grace_at_shutdown_is_emitted_once(
 
 
 def test_evaluation_falling_behind_refuses_by_age(tmp_path: Path, verdicts: VerdictServer) -> None:
-    release = threading.Event()
-
-    class Slow(_Raising):
-        def evaluate(self, ctx: Any) -> list[Verdict]:
-            release.wait(30)
-            return super().evaluate(ctx)
-
+    held = _Held("slow")
     # span count, spool size and export backlog far from their bounds: only age can refuse
     sidecar = _sidecar(
         tmp_path,
-        Slow("slow", RuntimeError(), set()),
+        held,
         verdicts,
         max_pending_age_s=1,
         max_pending_spans=1_000_000,
@@ -202,12 +187,12 @@ def test_evaluation_falling_behind_refuses_by_age(tmp_path: Path, verdicts: Verd
         assert exporter.export(synthetic_session("refused")) == SpanExportResult.FAILURE
         assert sidecar.handler.counts.get("unavailable", 0) >= 3
         assert set(verdicts.received.sessions()) <= {"first"}  # nothing of "refused" taken
-        release.set()
+        held.release.set()
         assert wait_for(lambda: sidecar.worker.pending_spans == 0, 10)
         assert exporter.export(synthetic_session("refused")) == SpanExportResult.SUCCESS
         sessions = {"first", "queued", "refused"}
         assert wait_for(lambda: sessions <= set(verdicts.received.sessions()), 20)
         exporter.shutdown()
     finally:
-        release.set()
+        held.release.set()
         sidecar.stop()

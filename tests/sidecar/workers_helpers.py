@@ -3,6 +3,7 @@ test_workers_restart.py and test_worker_faults.py: a test module imports no othe
 
 from __future__ import annotations
 
+import threading
 from concurrent import futures
 from pathlib import Path
 from typing import Any
@@ -163,6 +164,19 @@ class _Raising:
         return [
             Verdict(evaluator=self.name, outcome="pass", score=1.0, label="ok", explanation="ok")
         ]
+
+
+class _Held(_Raising):
+    """An evaluator that holds each session until ``release`` is set (30 s at most): the
+    worker is stuck inside an evaluation meanwhile."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name, RuntimeError(), set())
+        self.release = threading.Event()
+
+    def evaluate(self, ctx: Any) -> list[Verdict]:
+        self.release.wait(30)
+        return super().evaluate(ctx)
 
 
 def _sidecar(
