@@ -10,25 +10,23 @@ from typing import Any
 import pytest
 
 from tests.sidecar.helpers import SidecarProcess
-from tests.sidecar.workers_helpers import _as_exported, _env, _Receiver, _send, _stop, _verdicts
+from tests.sidecar.workers_helpers import (
+    _as_exported,
+    _config,
+    _env,
+    _Receiver,
+    _send,
+    _stop,
+    _verdicts,
+)
 
 pytestmark = pytest.mark.slow
 
 
-def _config(tmp: Path, workers: int, on_shutdown: str) -> dict[str, Any]:
-    return {
-        # ended sessions close during the run; the rest are open at the SIGTERM
-        "sessions": {"idle_timeout_s": 300.0, "end_grace_s": 0.2},
-        "serve": {
-            "grpc_endpoint": "127.0.0.1:0",
-            "http_endpoint": None,
-            "metrics_endpoint": None,
-            "tick_interval_s": 0.05,
-            "workers": workers,
-            "on_shutdown": on_shutdown,
-            "spool": {"path": str(tmp / "spool.db")},
-        },
-    }
+def _shutdown_config(tmp: Path, workers: int, on_shutdown: str) -> dict[str, Any]:
+    # ended sessions close during the run; the rest are open at the SIGTERM
+    sessions = {"idle_timeout_s": 300.0, "end_grace_s": 0.2}
+    return _config(tmp, workers, sessions=sessions, http_endpoint=None, on_shutdown=on_shutdown)
 
 
 def _run(tmp: Path, before: int, after: int, reference_sessions: set[str]) -> _Receiver:
@@ -38,14 +36,16 @@ def _run(tmp: Path, before: int, after: int, reference_sessions: set[str]) -> _R
     second: SidecarProcess | None = None
     try:
         mode = "evaluate" if before == after == 1 else "spool"
-        first = SidecarProcess(tmp, _config(tmp, before, mode), _env(verdicts)).start()
+        first = SidecarProcess(tmp, _shutdown_config(tmp, before, mode), _env(verdicts)).start()
         _send(first.endpoints["grpc"], _as_exported())
         assert first.terminate() == 0
         if mode == "spool":
             # something was left open for the restart, and something was judged before it
             judged = set(verdicts.received.sessions())
             assert 0 < len(judged) < len(reference_sessions), len(judged)
-            second = SidecarProcess(tmp, _config(tmp, after, "evaluate"), _env(verdicts)).start()
+            second = SidecarProcess(
+                tmp, _shutdown_config(tmp, after, "evaluate"), _env(verdicts)
+            ).start()
             assert second.terminate() == 0
     finally:
         _stop(first, second)

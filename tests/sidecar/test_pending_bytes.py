@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 from spanjudge.sidecar.config import parse_serve
 from tests.sidecar.helpers import SidecarProcess, VerdictServer, synthetic_session, wait_for
 from tests.sidecar.raw_requests import grpc_call, post
-from tests.sidecar.workers_helpers import _Held, _sidecar
+from tests.sidecar.workers_helpers import _config, _env, _Held, _sidecar
 
 
 def test_requests_waiting_past_the_byte_bound_are_refused_retryably(
@@ -80,19 +80,11 @@ def test_a_byte_bound_below_the_largest_request_is_a_configuration_error() -> No
 def _evicted(tmp: Path, workers: int, sessions: int = 120) -> int:
     """Sessions judged early because the open-session budget was full (idle timeout 300 s)."""
     verdicts = VerdictServer()
-    config = {
-        "sessions": {"idle_timeout_s": 300, "end_grace_s": 0.1, "max_open_bytes": 400_000},
-        "serve": {
-            "grpc_endpoint": "127.0.0.1:0",
-            "http_endpoint": None,
-            "metrics_endpoint": None,
-            "tick_interval_s": 0.05,
-            "workers": workers,
-            "spool": {"path": str(tmp / f"spool-{workers}.db")},
-        },
-    }
-    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": verdicts.endpoint, "OTEL_EXPORTER_OTLP_INSECURE": "true"}
-    sidecar = SidecarProcess(tmp, config, env).start()
+    tmp = tmp / f"workers-{workers}"
+    tmp.mkdir()
+    budget = {"idle_timeout_s": 300, "end_grace_s": 0.1, "max_open_bytes": 400_000}
+    config = _config(tmp, workers, sessions=budget, http_endpoint=None)
+    sidecar = SidecarProcess(tmp, config, _env(verdicts)).start()
     try:
         exporter = OTLPSpanExporter(endpoint=sidecar.endpoints["grpc"], insecure=True)
         for i in range(sessions):
