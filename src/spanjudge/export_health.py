@@ -123,20 +123,44 @@ class ExportHealth:
             )
 
 
+_current = threading.local()  # the ExportHealth of the export call this thread is in, if any
+
+
+class exporting:  # lower case: used as a `with` statement, like a function
+    """``with exporting(health): exporter.export(...)``: the exporter's retry and failure lines
+    logged during that call are replaced by ``health``'s (`_Replaced`), and what they say of the
+    cause is kept for its lines. Lines of exports outside such a block (an exporter of the
+    application's own, in the same process) are left alone."""
+
+    __slots__ = ("_health", "_outer")
+
+    def __init__(self, health: ExportHealth) -> None:
+        self._health = health
+        self._outer: ExportHealth | None = None
+
+    def __enter__(self) -> None:
+        self._outer = getattr(_current, "health", None)
+        _current.health = self._health
+
+    def __exit__(self, *_: object) -> None:
+        _current.health = self._outer
+
+
 class _Replaced(logging.Filter):
-    """Drops the exporters' retry and failure lines (keeping what they said for ExportHealth),
-    unless the logger of an `ExportHealth` (serve's, or the in-process one) is at DEBUG."""
+    """Drops the exporters' retry and failure lines logged during one of spanjudge's exports
+    (keeping what they said for its `ExportHealth`), unless that health's logger (serve's, or the
+    in-process one) is at DEBUG."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
         if not message.startswith(_REPLACED):
             return True
-        with _lock:
-            healths = list(_healths.values())
+        health: ExportHealth | None = getattr(_current, "health", None)
+        if health is None:
+            return True  # not spanjudge's export: the line is for whoever owns that exporter
         if not any(words in message for words in _SAYS_NOTHING):
-            for health in healths:
-                health.detail = _detail(message)
-        return any(health.log.isEnabledFor(logging.DEBUG) for health in healths)
+            health.detail = _detail(message)
+        return health.log.isEnabledFor(logging.DEBUG)
 
 
 _lock = threading.Lock()
@@ -147,7 +171,8 @@ def health_for(
     target: str, max_backlog: int, *, logger: logging.Logger = log, outcome: str = ""
 ) -> ExportHealth:
     """The health of export to ``target`` in this process (shared by its span, log and metric
-    exporters); the exporters' own retry lines give way to it from now on."""
+    exporters); the exporters' own retry lines during calls made ``with exporting(health)``
+    give way to it."""
     with _lock:
         if not _healths:
             for name in SDK_LOGGERS:

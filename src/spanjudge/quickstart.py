@@ -18,7 +18,8 @@ the provider shuts down still reach the exporter. For anything else, build the p
 
 Behind an unreachable endpoint the OTLP exporters' own lines on every retry give way to one
 warning naming the endpoint and the cause, and one line when export works again (as in `serve`,
-`spanjudge.export_health`); theirs show with the ``spanjudge`` logger at DEBUG. At shutdown,
+`spanjudge.export_health`); theirs show with the ``spanjudge`` logger at DEBUG. Only the lines of
+these exporters are replaced: an exporter the application built itself keeps its own. At shutdown,
 exporting gets ``shutdown_export_s`` (5 s) from the first export call of the shutdown (the time
 spanjudge takes to evaluate is not counted): then the exporters are stopped, with a line saying
 what was not delivered.
@@ -43,7 +44,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from spanjudge.config import Config, load_config
 from spanjudge.emit.metrics import score_views
 from spanjudge.errors import ConfigError
-from spanjudge.export_health import ExportHealth, health_for
+from spanjudge.export_health import ExportHealth, exporting, health_for
 from spanjudge.processor import SpanJudgeProcessor
 from spanjudge.records import record_class
 
@@ -112,7 +113,8 @@ class OtlpExport:
                 with owner._lock:
                     owner._busy += 1
                 try:
-                    result = super().export(*args, **kwargs)
+                    with exporting(health):
+                        result = super().export(*args, **kwargs)
                 except Exception as exc:
                     if not owner.aborted:
                         health.result(signal, False, exc)

@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 from spanjudge.guard import Guard
 from spanjudge.records import record_class
 from spanjudge.sidecar.config import ExportConfig
-from spanjudge.sidecar.export_health import ExportHealth, export_health
+from spanjudge.sidecar.export_health import ExportHealth, export_health, exporting
 
 log = logging.getLogger("spanjudge.sidecar")
 _BATCH = 512
@@ -101,7 +101,8 @@ class _Confirming:
 
     def _export_one(self, batch: Sequence[Any]) -> bool:
         try:
-            ok = self._export(batch)
+            with exporting(self._health):
+                ok = self._export(batch)
         except Exception as exc:
             if self._aborted():  # shut down under a call in flight (gRPC: "closed channel")
                 return False
@@ -345,7 +346,8 @@ def build_metric_readers(config: ExportConfig) -> tuple[list[Any], MetricExportS
             state.busy = True
             ok = False
             try:
-                result = super().export(metrics_data, timeout_millis=timeout_millis, **kwargs)
+                with exporting(health):
+                    result = super().export(metrics_data, timeout_millis=timeout_millis, **kwargs)
                 ok = result == MetricExportResult.SUCCESS
                 return result
             finally:
