@@ -15,17 +15,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from spanjudge.records import slot_setters
 from spanjudge.spans.ids import id_from_text
 from spanjudge.spans.limits import Limits
 from spanjudge.spans.record import (
     SPAN_KINDS,
-    SPAN_RECORD_FIELDS,
     STATUS_CODES,
     AttrValue,
     SpanEvent,
+    SpanEventDraft,
     SpanLink,
     SpanRecord,
+    SpanRecordDraft,
 )
 
 # orjson.loads once looked up (None: not installed); imported on first use, as it brings in
@@ -54,9 +54,6 @@ _FLOAT_WORDS = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": floa
 
 
 _new = object.__new__
-_SET_EVENT = slot_setters(SpanEvent, ("name", "time_unix_nano", "attributes"))
-_SET_RECORD = slot_setters(SpanRecord, SPAN_RECORD_FIELDS)
-_SET_HEAD, _SET_TAIL = _SET_RECORD[:9], _SET_RECORD[9:]
 
 
 class _Decline(Exception):
@@ -105,6 +102,10 @@ def _document(doc: Any, limits: Limits) -> list[SpanRecord]:
         raise _DECLINE
     records: list[SpanRecord] = []
     append = records.append
+    # id text -> normalised id, per document: its spans share a trace id, and a parent id is
+    # another span's id (a trace id and a span id never share a memo: their lengths differ)
+    trace_ids: dict[Any, str] = {}
+    span_ids: dict[Any, str] = {}
     for rs in resource_spans:
         if type(rs) is not dict:
             raise _DECLINE
@@ -132,7 +133,9 @@ def _document(doc: Any, limits: Limits) -> list[SpanRecord]:
             elif scope:
                 raise _DECLINE
             for span in spans:
-                append(_span(span, resource, scope_name, scope_version, limits))
+                append(
+                    _span(span, resource, scope_name, scope_version, limits, trace_ids, span_ids)
+                )
     return records
 
 
@@ -168,17 +171,28 @@ def _span(
     scope_name: str | None,
     scope_version: str | None,
     limits: Limits,
+    trace_ids: dict[Any, str],
+    span_ids: dict[Any, str],
 ) -> SpanRecord:
     if type(span) is not dict:
         raise _DECLINE
     get = span.get
-    trace_id = _hex_id(get("traceId"), 16, _ZERO_TRACE, "traceId")
-    span_id = _hex_id(get("spanId"), 8, _ZERO_SPAN, "spanId")
+    text: Any = get("traceId")
+    trace_id = trace_ids.get(text)  # an unhashable id raises TypeError: declines
+    if trace_id is None:
+        trace_id = trace_ids[text] = _hex_id(text, 16, _ZERO_TRACE, "traceId")
+    text = get("spanId")
+    span_id = span_ids.get(text)
+    if span_id is None:
+        span_id = span_ids[text] = _hex_id(text, 8, _ZERO_SPAN, "spanId")
     parent = get("parentSpanId")
     if not parent or parent == _ZERO_SPAN or parent == "AAAAAAAAAAA=":
         parent = None
     else:
-        parent = _hex_id(parent, 8, _ZERO_SPAN, "parentSpanId")
+        text = parent
+        parent = span_ids.get(text)
+        if parent is None:
+            parent = span_ids[text] = _hex_id(text, 8, _ZERO_SPAN, "parentSpanId")
         if parent == span_id:
             raise _DECLINE
     kind = get("kind")
@@ -199,7 +213,10 @@ def _span(
             status = STATUS_CODES[code]
         elif code is not None:
             status = _STATUS_NAMES[code]
-        message = _optional_text(status_obj.get("message"))
+        message = status_obj.get("message")
+        if message is not None and message.__class__ is not str:
+            raise _DECLINE
+        message = message or None
     start = get("startTimeUnixNano", 0)
     if start.__class__ is str:
         start = int(start)  # ValueError declines
@@ -220,7 +237,6 @@ def _span(
     if raw_events:
         if type(raw_events) is not list or len(raw_events) > limits.max_events_per_span:
             raise _DECLINE
-        set_name, set_time, set_attrs = _SET_EVENT
         out = []
         for ev in raw_events:
             if type(ev) is not dict:
@@ -233,10 +249,11 @@ def _span(
                 when = int(when)  # ValueError declines
             elif when.__class__ is not int:
                 raise _DECLINE
-            event = _new(SpanEvent)
-            set_name(event, ev_name)
-            set_time(event, when)
-            set_attrs(event, _attrs(ev.get("attributes"), limits))
+            event = _new(SpanEventDraft)
+            event.name = ev_name
+            event.time_unix_nano = when
+            event.attributes = _attrs(ev.get("attributes"), limits)
+            event.__class__ = SpanEvent
             out.append(event)
         events = tuple(out)
     links: tuple[SpanLink, ...] = ()
@@ -251,26 +268,25 @@ def _span(
             )
             for link in raw_links
         )
-    (s_trace, s_span, s_parent, s_name, s_start, s_end, s_kind, s_status, s_message) = _SET_HEAD
-    (s_attrs, s_events, s_links, s_resource, s_scope, s_version, s_truncated) = _SET_TAIL
-    record = _new(SpanRecord)
-    s_trace(record, trace_id)
-    s_span(record, span_id)
-    s_parent(record, parent)
-    s_name(record, name)
-    s_start(record, start)
-    s_end(record, end)
-    s_kind(record, kind)
-    s_status(record, status)
-    s_message(record, message)
-    s_attrs(record, _attrs(get("attributes"), limits))
-    s_events(record, events)
-    s_links(record, links)
-    s_resource(record, resource)
-    s_scope(record, scope_name)
-    s_version(record, scope_version)
-    s_truncated(record, 0)
-    return record
+    record = _new(SpanRecordDraft)
+    record.trace_id = trace_id
+    record.span_id = span_id
+    record.parent_span_id = parent
+    record.name = name
+    record.start_unix_nano = start
+    record.end_unix_nano = end
+    record.kind = kind
+    record.status = status
+    record.status_message = message
+    record.attributes = _attrs(get("attributes"), limits)
+    record.events = events
+    record.links = links
+    record.resource = resource
+    record.scope_name = scope_name
+    record.scope_version = scope_version
+    record.truncated = 0
+    record.__class__ = SpanRecord
+    return record  # type: ignore[no-any-return]
 
 
 def _attrs(items: Any, limits: Limits) -> dict[str, AttrValue]:
@@ -289,7 +305,11 @@ def _attrs(items: Any, limits: Limits) -> dict[str, AttrValue]:
             continue
         if key.__class__ is not str or text is not None or type(value) is not dict:
             raise _DECLINE
-        out[key] = _other_value(value, limits)
+        number = value.get("intValue")
+        if number.__class__ is str:  # int64 as a decimal string (the Collector's spelling)
+            out[key] = int(number)  # ValueError declines
+        else:
+            out[key] = _other_value(value, limits)
     return out
 
 

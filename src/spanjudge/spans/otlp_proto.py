@@ -5,17 +5,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from spanjudge.records import record_class, slot_setters
+from spanjudge.records import record_class
 from spanjudge.spans.ids import IdError, id_from_bytes, optional_parent
 from spanjudge.spans.limits import DEFAULT_LIMITS, Limits, cap_value
 from spanjudge.spans.record import (
     SPAN_KINDS,
-    SPAN_RECORD_FIELDS,
     STATUS_CODES,
     AttrValue,
     SpanEvent,
     SpanLink,
     SpanRecord,
+    SpanRecordDraft,
 )
 
 if TYPE_CHECKING:
@@ -98,24 +98,6 @@ _N_STATUS = len(STATUS_CODES)
 
 
 _new = object.__new__
-(
-    _set_trace,
-    _set_span,
-    _set_parent,
-    _set_name,
-    _set_start,
-    _set_end,
-    _set_kind,
-    _set_status,
-    _set_message,
-    _set_attributes,
-    _set_events,
-    _set_links,
-    _set_resource,
-    _set_scope_name,
-    _set_scope_version,
-    _set_truncated,
-) = slot_setters(SpanRecord, SPAN_RECORD_FIELDS)
 
 
 def span_from_proto(
@@ -175,24 +157,25 @@ def span_from_proto(
             )
             for link in span_links
         )
-    record = _new(SpanRecord)
-    _set_trace(record, trace_id)
-    _set_span(record, span_id)
-    _set_parent(record, parent)
-    _set_name(record, span.name)
-    _set_start(record, start)
-    _set_end(record, end)
-    _set_kind(record, SPAN_KINDS[kind])
-    _set_status(record, STATUS_CODES[code])
-    _set_message(record, status.message or None)
-    _set_attributes(record, attributes)
-    _set_events(record, events)
-    _set_links(record, links)
-    _set_resource(record, resource)
-    _set_scope_name(record, scope_name or None)
-    _set_scope_version(record, scope_version or None)
-    _set_truncated(record, cuts)
-    return record
+    record = _new(SpanRecordDraft)
+    record.trace_id = trace_id
+    record.span_id = span_id
+    record.parent_span_id = parent
+    record.name = span.name
+    record.start_unix_nano = start
+    record.end_unix_nano = end
+    record.kind = SPAN_KINDS[kind]
+    record.status = STATUS_CODES[code]
+    record.status_message = status.message or None
+    record.attributes = attributes
+    record.events = events
+    record.links = links
+    record.resource = resource
+    record.scope_name = scope_name or None
+    record.scope_version = scope_version or None
+    record.truncated = cuts
+    record.__class__ = SpanRecord
+    return record  # type: ignore[no-any-return]
 
 
 def decode_request(
