@@ -17,10 +17,11 @@ Two interpreters are measured, each against its own `python -c pass`:
   on, linked file by file from this interpreter's environment (so it runs offline). A small
   `python -c pass` there makes the ratio the harder one to meet.
 
-The command is what the `spanjudge` console script runs (`from spanjudge.cli import main`),
-with the report written to a file so the terminal does not count, and with bytecode cached as
-after `pip install` (a warm-up run writes it to a private cache). Both wall and CPU time are
-reported; on a shared machine the CPU ratio is the steadier one.
+The command is the `spanjudge` console script as pip writes it for this checkout's
+`[project.scripts]` entry (`console_script`: in the venv it is `bin/spanjudge`), run by that
+interpreter, with the report written to a file so the terminal does not count, and with
+bytecode cached as after `pip install` (a warm-up run writes it to a private cache). Both wall
+and CPU time are reported; on a shared machine the CPU ratio is the steadier one.
 """
 
 from __future__ import annotations
@@ -46,7 +47,25 @@ import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_INPUT = ROOT / "fixtures" / "claude_code" / "claude_code.jsonl"  # 13 sessions
-CLI = "import sys; from spanjudge.cli import main; sys.exit(main())"
+
+
+def console_script(root: Path = ROOT) -> str:
+    """The text of the `spanjudge` script pip writes for ``[project.scripts]`` (pip's own
+    template: it imports `re` and `sys`, then the entry point named in pyproject.toml)."""
+    scripts = tomllib.loads((root / "pyproject.toml").read_text())["project"]["scripts"]
+    module, _, function = scripts["spanjudge"].partition(":")
+    return (
+        "# -*- coding: utf-8 -*-\n"
+        "import re\n"
+        "import sys\n"
+        f"from {module} import {function}\n"
+        "if __name__ == '__main__':\n"
+        "    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])\n"
+        f"    sys.exit({function}())\n"
+    )
+
+
+CLI = console_script()
 TARGET = 4.0
 
 
@@ -66,14 +85,15 @@ def _time(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
 
 # `-X importtime` sees imports through `import`, not `importlib.import_module` (how registries load
 # evaluators and recognisers): for the listing, route the latter through the former.
-IMPORTTIME_CLI = (
+IMPORTTIME_PATCH = (
     "import importlib, sys; importlib.import_module = "
-    "lambda name, package=None: (__import__(name), sys.modules[name])[1]; " + CLI
+    "lambda name, package=None: (__import__(name), sys.modules[name])[1]; "
 )
 
 
 def _importtime(eval_argv: list[str], env: dict[str, str]) -> dict[str, object]:
-    argv = [eval_argv[0], "-X", "importtime", "-c", IMPORTTIME_CLI, *eval_argv[3:]]
+    script = f"{IMPORTTIME_PATCH}exec(compile(open({eval_argv[1]!r}).read(), 'spanjudge', 'exec'))"
+    argv = [eval_argv[0], "-X", "importtime", "-c", script, *eval_argv[2:]]
     done = subprocess.run(
         argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )
@@ -152,7 +172,7 @@ def _install_tree(site: Path) -> None:
 
 def make_venv(directory: Path) -> Path:
     """A fresh venv (with pip, as `python -m venv` makes it) holding spanjudge and its
-    dependencies only; returns its python."""
+    dependencies only, and pip's `bin/spanjudge` script; returns its python."""
     venv.create(directory, with_pip=True, symlinks=True)
     python = directory / "bin" / "python"
     purelib = subprocess.run(
@@ -178,15 +198,20 @@ def make_venv(directory: Path) -> Path:
             if not target.exists():
                 target.symlink_to(source)
     _install_tree(site)
+    script = directory / "bin" / "spanjudge"
+    script.write_text(f"#!{python}\n{CLI}")
+    script.chmod(0o755)
     return python
 
 
 # --- measuring -------------------------------------------------------------------------------
 
 
-def measure(python: str, env: dict[str, str], args: argparse.Namespace, tmp: str) -> dict:
+def measure(
+    python: str, script: str, env: dict[str, str], args: argparse.Namespace, tmp: str
+) -> dict:
     report = os.path.join(tmp, "report.txt")
-    eval_argv = [python, "-c", CLI, "eval", args.input, "-q", "-o", report]
+    eval_argv = [python, script, "eval", args.input, "-q", "-o", report]
     baseline_argv = [python, "-c", "pass"]
     if args.importtime:
         _time(eval_argv, env)
@@ -235,21 +260,22 @@ def main() -> int:
             if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH", "PYTHONHOME")
         }
         base_env["PYTHONPYCACHEPREFIX"] = os.path.join(tmp, "pyc")
-        targets: list[tuple[str, str, dict[str, str]]] = []
+        targets: list[tuple[str, str, str, dict[str, str]]] = []
         if args.only in (None, "current"):
-            targets.append(
-                ("current", sys.executable, {**base_env, "PYTHONPATH": str(ROOT / "src")})
-            )
+            script = Path(tmp) / "spanjudge"
+            script.write_text(CLI)
+            env = {**base_env, "PYTHONPATH": str(ROOT / "src")}
+            targets.append(("current", sys.executable, str(script), env))
         if args.only in (None, "venv"):
             python = make_venv(Path(tmp) / "venv")
-            targets.append(("venv", str(python), base_env))
-        for name, python, env in targets:
-            figures[name] = measure(python, env, args, tmp)
+            targets.append(("venv", str(python), str(python.parent / "spanjudge"), base_env))
+        for name, python, script, env in targets:
+            figures[name] = measure(python, script, env, args, tmp)
     if args.json:
         print(json.dumps(figures, indent=2))
         return 0
     print(f"spanjudge eval {figures['input']} ({figures['input_bytes']:,} bytes), {args.runs} runs")
-    for name, _, _ in targets:
+    for name, *_ in targets:
         f = figures[name]
         label = "this interpreter" if name == "current" else "a fresh venv    "
         if args.importtime:

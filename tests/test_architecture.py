@@ -23,6 +23,7 @@ FRONT_ENDS = frozenset(
         "spanjudge.quickstart",  # configure_opentelemetry: the in-process front end, set up
         "spanjudge.sidecar",
         "spanjudge.cli",
+        "spanjudge.__main__",  # `python -m spanjudge`: the command line, as the console script
         "spanjudge.demo",
     }
 )

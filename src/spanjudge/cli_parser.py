@@ -12,7 +12,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from spanjudge._version import __version__
-from spanjudge.calibrate import add_parser as add_calibrate_parser
 
 FORMATS = ("table", "json", "junit", "html")
 
@@ -131,7 +130,9 @@ def _add_demo(sub: Any) -> argparse.ArgumentParser:
 
 
 def _add_calibrate(sub: Any) -> argparse.ArgumentParser:
-    calibrate = add_calibrate_parser(sub)
+    from spanjudge.calibrate import add_parser
+
+    calibrate = add_parser(sub)
     _verbose(calibrate)
     return calibrate
 
