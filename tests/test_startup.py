@@ -24,6 +24,8 @@ NOT_NEEDED = (
     "difflib",  # only to suggest a name after a mistake
     "opentelemetry.sdk.trace",  # the SDK is for the processor and the sidecar
     "opentelemetry.sdk.metrics",
+    "spanjudge.calibrate",  # only `spanjudge calibrate`
+    "spanjudge.config_values",  # only when a configuration file has a section with durations
 )
 
 
@@ -52,3 +54,8 @@ def test_eval_leaves_the_stdlib_it_does_not_use_alone(tmp_path: Path) -> None:
     loaded = modules_after(*argv, cwd=tmp_path, flags=("-S",))
     heavy = ("pathlib", "tempfile", "gzip", "difflib", "logging", "concurrent.futures")
     assert sorted(m for m in heavy if m in loaded) == []
+    # shutil (with zlib, bz2, lzma): argparse asks it for the terminal's width, needed only to
+    # print help or an error; threading and queue: only for a judge that waits (an LLM);
+    # base64 (with binascii, struct): only for base64 ids or bytes values, not hex ids.
+    unused = ("shutil", "bz2", "lzma", "threading", "queue", "base64", "binascii", "struct")
+    assert sorted(m for m in unused if m in loaded) == []

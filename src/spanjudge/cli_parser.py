@@ -36,6 +36,29 @@ examples:
 """
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, built without asking for the terminal's size: `add_argument` makes a
+    formatter to check each argument's metavar, and argparse's formatter, made without a width,
+    imports `shutil` (with zlib, bz2 and lzma) to ask the terminal. The check formats one
+    argument, whatever the width; help, usage and errors are formatted as argparse does."""
+
+    _adding = False
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        self._adding = True
+        try:
+            return super().add_argument(*args, **kwargs)
+        finally:
+            self._adding = False
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        if self._adding:
+            make: Any = self.formatter_class  # every HelpFormatter takes a width
+            formatter: argparse.HelpFormatter = make(prog=self.prog, width=80)
+            return formatter
+        return super()._get_formatter()
+
+
 _VERBOSE_HELP = (
     "log what is read, found and written on stderr (-vv: and each session; serve: --log-level"
     " DEBUG)"
@@ -164,7 +187,7 @@ def build_parser(
     With ``command`` only that subcommand's parser is built (argparse's parsers are slow to
     build: all five took milliseconds of a small `spanjudge eval`); `main` passes it when nothing
     before the subcommand could show the others (`command_of`)."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="spanjudge",
         description="Judge AI agents from their OpenTelemetry traces: skill loads, tool calls, "
         "trajectories. Verdicts are pass, fail or not_evaluated (with a reason); pass rates are "
@@ -172,7 +195,8 @@ def build_parser(
     )
     parser.add_argument("-v", "--verbose", action="count", default=0, help=_VERBOSE_HELP)
     parser.add_argument("--version", action="version", version=f"spanjudge {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # prog: what argparse would format from the usage (no positionals yet), without a formatter
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", prog="spanjudge")
     sub.required = True
 
     names = [command] if command else list(_COMMANDS)

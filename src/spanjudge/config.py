@@ -6,7 +6,6 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from spanjudge.config_values import DURATION_HINT, durations
 from spanjudge.emit.plugins import parse_emit
 from spanjudge.errors import ConfigError, did_you_mean
 from spanjudge.evaluators.base import build_evaluators
@@ -94,6 +93,8 @@ def _dataclass_section(
     if not isinstance(raw, Mapping):
         problems.append(f"{path}: expected a mapping")
         return cls(**extra)
+    from spanjudge.config_values import durations  # only for a section written in the file
+
     known = {f.name: f for f in fields(cls)}
     raw = durations(raw, [name for name in known if name.endswith("_s")], path, problems)
     kwargs: dict[str, Any] = dict(extra)
@@ -200,6 +201,8 @@ def _series_ttl(raw: Any, problems: list[str]) -> float:
     """`labels.series_ttl` (a duration) or `labels.series_ttl_s`; 0: series never expire."""
     if not isinstance(raw, Mapping):
         return _SERIES_TTL_S
+    from spanjudge.config_values import DURATION_HINT, durations
+
     if "series_ttl" in raw and not isinstance(raw["series_ttl"], str):  # `series_ttl: 300`
         problems.append(
             "labels.series_ttl: expected a duration such as 30s, 15m, 1h (seconds as a number"

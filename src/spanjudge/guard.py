@@ -13,7 +13,7 @@ a test that makes something fail on purpose opts out with `contained()`.
 from __future__ import annotations
 
 import os
-import threading
+from _thread import allocate_lock  # threading's Lock, without importing threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -60,7 +60,7 @@ class Guard:
         self.errors = 0
         self._warned: set[str] = set()
         # Two threads failing in one place at once: one logs it, both are counted.
-        self._lock = threading.Lock()
+        self._lock = allocate_lock()
 
     def failed(self, where: str, detail: str = "") -> None:
         """Call from an ``except`` block: the exception being handled is the failure."""

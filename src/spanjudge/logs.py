@@ -13,7 +13,7 @@ CLI's format. So until the set-up has run, the first import of `logging`, by any
 from __future__ import annotations
 
 import sys
-import threading
+from _thread import RLock  # threading's RLock, without importing threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 _setup: list[Callable[[], None]] = []
 # Threads logging for the first time at once (judges, the processor's) wait for the set-up:
 # none may log before it is done, or take a set-up another thread already took.
-_lock = threading.RLock()
+_lock = RLock()
 _running = 0  # set-ups under way (a set-up may itself ask for a logger: the lock is re-entrant)
 
 

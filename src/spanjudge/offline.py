@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import gc
 import sys
-import threading
 import time
+from _thread import allocate_lock  # threading's Lock, without importing threading
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -19,7 +19,7 @@ from spanjudge.spans.files import read_input
 from spanjudge.values import SessionResult
 
 _GC_THRESHOLD = 50_000  # allocations between young-generation collections during a run
-_gc_lock = threading.Lock()
+_gc_lock = allocate_lock()
 _gc_runs: set[object] = set()  # the runs under way, in any thread
 _gc_found: list[tuple[int, int, int]] = []  # the thresholds the first of them found
 

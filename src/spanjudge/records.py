@@ -21,9 +21,9 @@ Use `replace` and `fields` from here. For other code, ``dataclasses.fields``, ``
 from __future__ import annotations
 
 import sys
+from _thread import get_ident  # = threading.get_ident, without importing threading
 from collections.abc import Callable
 from operator import attrgetter
-from threading import get_ident
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
 from spanjudge.record_init import FACTORY, MISSING, LazyInit

@@ -18,9 +18,8 @@ After ``fork`` the child starts fresh pools (threads do not survive a fork).
 from __future__ import annotations
 
 import os
-import queue
-import threading
 import time
+from _thread import allocate_lock  # threading's Lock: threading only with a pool
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -32,6 +31,8 @@ from spanjudge.records import record_class
 from spanjudge.values import Verdict, not_evaluated
 
 if TYPE_CHECKING:
+    import queue
+    import threading
     from concurrent.futures import Future
 
 
@@ -46,11 +47,13 @@ class JudgePool:
     """``workers`` daemon threads taking jobs from one queue. Thread-safe."""
 
     def __init__(self, name: str, workers: int) -> None:
+        import queue  # only with a judge that waits (start-up cost)
+
         self.name = name
         self.workers = max(1, workers)
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
-        self._lock = threading.Lock()
+        self._lock = allocate_lock()
         self._pid = os.getpid()
 
     def submit(self, fn: Callable[[], list[Verdict]]) -> Future[list[Verdict]]:
@@ -62,6 +65,9 @@ class JudgePool:
         return future
 
     def _ensure_started(self) -> None:
+        import queue
+        import threading
+
         with self._lock:
             if self._pid != os.getpid():  # forked: the parent's threads are not here
                 self._pid = os.getpid()
@@ -162,7 +168,7 @@ class Judging:
     def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._pools: dict[int, JudgePool] = {}
-        self._lock = threading.Lock()
+        self._lock = allocate_lock()
 
     def pool_for(self, judge: Any) -> JudgePool:
         with self._lock:

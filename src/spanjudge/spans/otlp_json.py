@@ -7,7 +7,6 @@ Two spellings exist in the wild and both are read:
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -83,6 +82,8 @@ def any_value_json(value: Any, field: str) -> AttrValue:
         items = (value["kvlistValue"] or {}).get("values") or []
         return {kv.get("key", ""): any_value_json(kv.get("value", {}), field) for kv in items}
     if "bytesValue" in value:
+        import base64  # only for a bytes value (start-up cost)
+
         try:
             return base64.b64decode(value["bytesValue"]).hex()
         except (ValueError, TypeError):
@@ -319,6 +320,8 @@ def decode_json_document(
 
 
 def _hexify_ids(obj: Any) -> None:
+    import base64
+
     if isinstance(obj, dict):
         for key in ("traceId", "spanId", "parentSpanId"):
             if obj.get(key):
