@@ -36,20 +36,25 @@ from spanjudge.values import (
 def coverage_of(
     trajectory: Trajectory, expectation: Expectation, verdicts: Sequence[Verdict]
 ) -> Coverage:
-    loaded = {skill_key(load.skill) for load in trajectory.skill_loads if load.status == "loaded"}
-    expected = [skill_key(s) for s in expectation.skills]
+    loaded = set()
+    with_body = from_directory = 0
+    for load in trajectory.skill_loads:  # one pass over the loads
+        if load.status == "loaded":
+            loaded.add(skill_key(load.skill))
+        if load.body_recorded:
+            with_body += 1
+        if load.body_source == "directory":
+            from_directory += 1
     skipped: dict[str, int] = {}
     for verdict in verdicts:
         if verdict.outcome == "not_evaluated" and verdict.reason != NOT_APPLICABLE:
             skipped[verdict.evaluator] = skipped.get(verdict.evaluator, 0) + 1
     return Coverage(
-        expected_skills=len(expected),
-        expected_skills_loaded=sum(1 for s in expected if s in loaded),
+        expected_skills=len(expectation.skills),
+        expected_skills_loaded=sum(1 for s in expectation.skills if skill_key(s) in loaded),
         skill_invocations=len(trajectory.skill_loads),
-        invocations_with_body=sum(1 for load in trajectory.skill_loads if load.body_recorded),
-        bodies_from_directory=sum(
-            1 for load in trajectory.skill_loads if load.body_source == "directory"
-        ),
+        invocations_with_body=with_body,
+        bodies_from_directory=from_directory,
         not_evaluated=skipped,
     )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from spanjudge._version import __version__
@@ -12,32 +13,32 @@ from spanjudge.values import SessionResult
 
 
 def step_to_json(step: Step) -> dict[str, Any]:
+    kind = step.kind
+    call = kind == "tool_call" or kind == "skill_load"
     out: dict[str, Any] = {
-        "kind": step.kind,
+        "kind": kind,
         "name": step.name,
         "span_id": step.span_id,
         "turn": step.turn,
-        "status": "error"
-        if step.kind in ("tool_call", "skill_load") and step.failed
-        else step.status,
+        "status": "error" if call and step.failed else step.status,
         "start_unix_nano": step.start_unix_nano,
         "end_unix_nano": step.end_unix_nano,
     }
-    if step.kind in ("tool_call", "skill_load"):
+    if call:
         out["tool_call_id"] = step.tool_call_id
         out["arguments"] = step.arguments
         out["result"] = step.result
         if step.error:
             out["error"] = step.error
-    if step.kind == "skill_load":
-        out["skill"] = step.skill
-        out["skill_status"] = step.skill_status
-    if step.kind == "model_call":
+        if kind == "skill_load":
+            out["skill"] = step.skill
+            out["skill_status"] = step.skill_status
+    elif kind == "model_call":
         out["model"] = step.model
         out["input_tokens"] = step.input_tokens
         out["output_tokens"] = step.output_tokens
         out["finish_reason"] = step.finish_reason
-    if step.kind in ("agent_turn", "final_answer") and step.text is not None:
+    elif (kind == "agent_turn" or kind == "final_answer") and step.text is not None:
         out["text"] = step.text
     return out
 
@@ -84,6 +85,33 @@ def session_to_json(result: SessionResult) -> dict[str, Any]:
     }
 
 
+def _session_encoder() -> Callable[[Any], str]:
+    """``json.dumps(obj, ensure_ascii=False, default=str)`` for one session, the same text:
+    CPython's C encoder made once instead of once a session, without the cycle check (a session's
+    JSON form is a tree of fresh dicts and lists). Any other Python gets the plain encoder."""
+    plain = json.JSONEncoder(ensure_ascii=False, default=str, check_circular=False).encode
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return plain
+    try:
+        encode = make(
+            None, str, json.encoder.encode_basestring, None, ": ", ", ", False, False, True
+        )
+
+        def dumps(obj: Any) -> str:
+            return "".join(encode(obj, 0))
+
+        probe = {"a": [1.5, 1e16, None, True, '\u00e9\n"', 10**20], "b": {"c": ()}, "d": {1}}
+        if dumps(probe) == json.dumps(probe, ensure_ascii=False, default=str):
+            return dumps
+    except Exception:  # a C encoder with another signature: the plain one says the same
+        pass
+    return plain
+
+
+_dumps_session = _session_encoder()
+
+
 class JsonReportWriter:
     """Writes one JSON document, sessions streamed as they are evaluated (memory stays flat)."""
 
@@ -95,9 +123,8 @@ class JsonReportWriter:
         self.out.write(f'{{"spanjudge_version": {json.dumps(__version__)}, "sessions": [')
 
     def session(self, result: SessionResult) -> None:
-        self.out.write("\n" if self.first else ",\n")
+        self.out.write(("\n" if self.first else ",\n") + _dumps_session(session_to_json(result)))
         self.first = False
-        self.out.write(json.dumps(session_to_json(result), ensure_ascii=False, default=str))
 
     def end(self, summary: Summary, input_report: dict[str, Any]) -> None:
         self.out.write("\n]")

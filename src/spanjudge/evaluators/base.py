@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any, Protocol, runtime_checkable
 
 from spanjudge import reasons
@@ -11,7 +12,7 @@ from spanjudge.errors import unknown_options as unknown_options  # re-exported f
 from spanjudge.records import field, record_class
 from spanjudge.registry import Registry
 from spanjudge.trajectory.model import Trajectory
-from spanjudge.values import Expectation, Verdict
+from spanjudge.values import Expectation, Verdict, not_evaluated
 
 
 @record_class(frozen=True, slots=True, kw_only=True)
@@ -22,6 +23,16 @@ class EvaluationContext:
     expectation: Expectation
     judge: Any = None
     shared: Mapping[str, Any] = field(default_factory=dict)
+
+
+@lru_cache(maxsize=1024)
+def fixed_not_evaluated(
+    evaluator: str, reason: str, explanation: str, judge: str = "rule"
+) -> Verdict:
+    """A `not_evaluated` verdict with no target, evidence or details, built once for every
+    session that gets it (verdicts are frozen values): what a session without the evidence an
+    evaluator needs (no expectation, no skill invoked, no condition) costs next to nothing."""
+    return not_evaluated(evaluator, reason, explanation, judge=judge)
 
 
 @runtime_checkable

@@ -15,7 +15,7 @@ from typing import Any
 from spanjudge import reasons
 from spanjudge.errors import JudgeError
 from spanjudge.evaluators.ask import ask, error_verdict, judge_of
-from spanjudge.evaluators.base import EvaluationContext, unknown_options
+from spanjudge.evaluators.base import EvaluationContext, fixed_not_evaluated, unknown_options
 from spanjudge.judges.base import JudgeRequest, requests_up_to
 from spanjudge.reasons import BODY_NOT_RECORDED, LOAD_FAILED, LOAD_UNRESOLVED, NOT_INVOKED
 from spanjudge.records import record_class
@@ -74,8 +74,8 @@ class InstructionFollowing:
                 )
         if not verdicts:
             verdicts.append(
-                not_evaluated(
-                    NAME, NOT_INVOKED, "no skill was invoked in this session", judge=judge.name
+                fixed_not_evaluated(
+                    NAME, NOT_INVOKED, "no skill was invoked in this session", judge.name
                 )
             )
         return verdicts

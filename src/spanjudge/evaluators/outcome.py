@@ -15,7 +15,7 @@ from spanjudge import reasons
 from spanjudge.conditions import CONDITION_KEYS, check_rules, validate_rules
 from spanjudge.errors import JudgeError
 from spanjudge.evaluators.ask import ask, error_verdict, judge_of
-from spanjudge.evaluators.base import EvaluationContext
+from spanjudge.evaluators.base import EvaluationContext, fixed_not_evaluated
 from spanjudge.judges.base import JudgeRequest
 from spanjudge.reasons import INVALID_CONDITION, NO_CONDITION, NO_FINAL_ANSWER, SESSION_INCOMPLETE
 from spanjudge.records import field, record_class
@@ -45,12 +45,12 @@ class Outcome:
         judge = judge_of(ctx.judge)
         if not has_rules and not expectation.reference_answer:
             return [
-                not_evaluated(
+                fixed_not_evaluated(
                     NAME,
                     NO_CONDITION,
                     "no success condition: set `success` or `reference_answer` in the "
                     "expectations, or contains/regex/json_path in the outcome evaluator options",
-                    judge=judge.name,
+                    judge.name,
                 )
             ]
         turn = trajectory.last_turn

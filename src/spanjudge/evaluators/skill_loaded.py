@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from spanjudge import reasons
-from spanjudge.evaluators.base import EvaluationContext, unknown_options
+from spanjudge.evaluators.base import EvaluationContext, fixed_not_evaluated, unknown_options
 from spanjudge.reasons import NO_EXPECTATION, SESSION_INCOMPLETE
 from spanjudge.records import record_class
 from spanjudge.trajectory.model import SkillLoad
@@ -31,7 +31,7 @@ class SkillLoaded:
         trajectory = ctx.trajectory
         if not expected:
             return [
-                not_evaluated(
+                fixed_not_evaluated(
                     NAME,
                     NO_EXPECTATION,
                     "no expected skills for this session (expectations file, config rules or "

@@ -12,7 +12,7 @@ from typing import Any
 from spanjudge import reasons
 from spanjudge.errors import JudgeError
 from spanjudge.evaluators.ask import ask, error_verdict, judge_of
-from spanjudge.evaluators.base import EvaluationContext, unknown_options
+from spanjudge.evaluators.base import EvaluationContext, fixed_not_evaluated, unknown_options
 from spanjudge.judges.base import JudgeRequest, requests_up_to
 from spanjudge.reasons import NO_CATALOGUE, NO_REQUEST, NOT_APPLICABLE, SESSION_INCOMPLETE
 from spanjudge.records import record_class
@@ -38,21 +38,21 @@ class SkillOmission:
         if trajectory.skill_loads:
             names = ", ".join(dict.fromkeys(load.skill for load in trajectory.skill_loads))
             return [
-                not_evaluated(
+                fixed_not_evaluated(
                     NAME,
                     NOT_APPLICABLE,
                     f"a skill was invoked ({names}); skill_selection judges that choice",
-                    judge=judge.name,
+                    judge.name,
                 )
             ]
         if not trajectory.catalogue:
             return [
-                not_evaluated(
+                fixed_not_evaluated(
                     NAME,
                     NO_CATALOGUE,
                     "no skill catalogue was recorded (no <available_skills> block or "
                     "equivalent), so there is nothing the agent could have chosen from",
-                    judge=judge.name,
+                    judge.name,
                 )
             ]
         if not trajectory.complete:

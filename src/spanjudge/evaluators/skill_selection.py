@@ -13,12 +13,12 @@ from typing import Any
 from spanjudge import reasons
 from spanjudge.errors import JudgeError
 from spanjudge.evaluators.ask import ask, error_verdict, judge_of
-from spanjudge.evaluators.base import EvaluationContext, unknown_options
+from spanjudge.evaluators.base import EvaluationContext, fixed_not_evaluated, unknown_options
 from spanjudge.judges.base import JudgeRequest, requests_up_to
 from spanjudge.reasons import NO_SKILL_INVOCATION
 from spanjudge.records import record_class
 from spanjudge.trajectory.model import SkillLoad, Trajectory
-from spanjudge.values import Target, Verdict, not_evaluated
+from spanjudge.values import Target, Verdict
 
 NAME = reasons.SKILL_SELECTION
 
@@ -46,12 +46,12 @@ class SkillSelection:
         trajectory = ctx.trajectory
         if not trajectory.skill_loads:
             return [
-                not_evaluated(
+                fixed_not_evaluated(
                     NAME,
                     NO_SKILL_INVOCATION,
                     "no skill was invoked in this session; see skill_omission for whether one "
                     "should have been",
-                    judge=judge_of(ctx.judge).name,
+                    judge_of(ctx.judge).name,
                 )
             ]
         return [self._one(load, ctx) for load in trajectory.skill_loads]

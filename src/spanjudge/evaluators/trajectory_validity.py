@@ -131,13 +131,20 @@ class TrajectoryValidity:
 
     def evaluate(self, ctx: EvaluationContext) -> list[Verdict]:
         t = ctx.trajectory
-        calls = [s for s in t.steps if s.kind in ("tool_call", "skill_load")]
+        calls = [s for s in t.steps if s.kind == "tool_call" or s.kind == "skill_load"]
         violations: list[dict[str, Any]] = []
         notes: list[str] = []
         schema_checked = 0
+        # Without tool lists or argument rules a call has no tool violation to look for; without
+        # a configured or recorded schema there is nothing to validate: neither decodes anything.
+        per_call = bool(self.forbidden_tools or self.allowed_tools or self.arg_rules)
+        recorded = t.tool_schemas if self.trace_schemas else {}
         for step in calls:
-            violations.extend(self._tool_violations(step))
-            schema = self._schema_for(step.name, t.tool_schemas)
+            if per_call:
+                violations.extend(self._tool_violations(step))
+            if not self.schemas and not recorded:
+                continue
+            schema = self._schema_for(step.name, recorded)
             if schema is None:
                 continue
             arguments, checkable = _decoded(step.arguments)
@@ -147,8 +154,10 @@ class TrajectoryValidity:
             schema_checked += 1
             for message in validate_schema(arguments, schema):
                 violations.append(_violation("schema", step, message))
-        violations.extend(self._order_violations(calls))
-        violations.extend(self._limit_violations(t.steps, calls))
+        if self.order:
+            violations.extend(self._order_violations(calls))
+        if self.max_steps is not None or self.max_tool_calls is not None:
+            violations.extend(self._limit_violations(t.steps, calls))
         details: dict[str, Any] = {
             "violations": violations,
             "checked_calls": len(calls),
@@ -237,6 +246,8 @@ class TrajectoryValidity:
                     f"tool {step.name!r} is not in allowed_tools ({', '.join(self.allowed_tools)})",
                 )
             )
+        if not self.arg_rules:
+            return out
         arguments, _ = _decoded(step.arguments)
         for rule in self.arg_rules:
             if rule.tool != step.name:
