@@ -10,6 +10,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from spanjudge import semconv
 from spanjudge.lazy_re import LazyPattern
+from spanjudge.records import record_class
 from spanjudge.spans import jsonfast
 from spanjudge.spans.record import AttrValue, SpanRecord
 from spanjudge.trajectory.steps import Step
@@ -34,6 +35,19 @@ class Recogniser(Protocol):
     name: str
 
     def recognise(self, span: SpanRecord) -> list[Step] | None: ...
+
+
+@record_class(frozen=True, slots=True, kw_only=True)
+class ClaimEvidence:
+    """What a span must carry for a preset to claim it: a name starting with one of
+    ``name_prefixes``, an instrumentation scope in ``scopes``, or one of the ``attributes``.
+    A preset that declares it (class attribute `claim_evidence`) promises that its `recognise`
+    returns None, before reading anything else, for a span carrying none of them; the registry
+    then does not ask it about such spans. A preset without one is asked about every span."""
+
+    name_prefixes: tuple[str, ...] = ()
+    scopes: tuple[str, ...] = ()
+    attributes: tuple[str, ...] = ()
 
 
 @runtime_checkable

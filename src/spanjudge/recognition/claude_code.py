@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from spanjudge import semconv
 from spanjudge.lazy_re import LazyPattern
 from spanjudge.recognition.base import (
+    ClaimEvidence,
     int_attr,
     parse_json,
     span_fields,
@@ -89,6 +90,7 @@ class ClaudeCodeRecogniser:
     """Recognises the spans of Claude Code's OpenTelemetry traces (ARCHITECTURE.md section 2)."""
 
     name = PRESET
+    claim_evidence = ClaimEvidence(name_prefixes=(semconv.CC_SPAN_PREFIX,))
 
     def recognise(self, span: SpanRecord) -> list[Step] | None:
         if not span.name.startswith(semconv.CC_SPAN_PREFIX):

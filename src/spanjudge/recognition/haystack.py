@@ -21,7 +21,7 @@ from typing import Any
 
 from spanjudge import semconv as sc
 from spanjudge.lazy_re import LazyPattern
-from spanjudge.recognition.base import as_text, parse_json, span_error, span_fields
+from spanjudge.recognition.base import ClaimEvidence, as_text, parse_json, span_error, span_fields
 from spanjudge.recognition.catalogue import parse_catalogue
 from spanjudge.recognition.evidence import ToolFacts, tool_step
 from spanjudge.records import replace
@@ -45,6 +45,7 @@ class HaystackRecogniser:
     """Recognises Haystack Agent spans from its own OpenTelemetry tracer."""
 
     name = "haystack"
+    claim_evidence = ClaimEvidence(name_prefixes=(sc.HAYSTACK_PREFIX,))
 
     def recognise(self, span: SpanRecord) -> list[Step] | None:
         if not span.name.startswith(sc.HAYSTACK_PREFIX):

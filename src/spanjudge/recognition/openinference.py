@@ -25,6 +25,7 @@ from spanjudge import semconv
 from spanjudge.lazy_re import LazyPattern
 from spanjudge.recognition.answers import aborted_after, may_answer
 from spanjudge.recognition.base import (
+    ClaimEvidence,
     as_text,
     int_attr,
     parse_json,
@@ -56,6 +57,7 @@ class OpenInferenceRecogniser:
     """Spans carrying `openinference.span.kind`; every other span is left to the next preset."""
 
     name = PRESET
+    claim_evidence = ClaimEvidence(attributes=(semconv.OI_SPAN_KIND,))
 
     def recognise(self, span: SpanRecord) -> list[Step] | None:
         kind = span.attributes.get(semconv.OI_SPAN_KIND)

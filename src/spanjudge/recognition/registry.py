@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from spanjudge.guard import Guard
-from spanjudge.recognition.base import Recogniser, SessionFinaliser
+from spanjudge.recognition.base import ClaimEvidence, Recogniser, SessionFinaliser
 from spanjudge.registry import Registry
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import Step
@@ -35,8 +35,19 @@ RECOGNISERS: Registry[RecogniserFactory] = Registry(
 )
 
 
+# Routes kept per (scope name, span name): far fewer than spans; dropped all at once when full.
+_ROUTES_MAX = 4096
+# A preset asked about every span (None), or only about spans carrying one of these attributes.
+_Route = tuple[tuple[Recogniser, "tuple[str, ...] | None"], ...]
+
+
 class RecogniserRegistry:
-    """Presets tried in order; the first that claims a span (returns a list) wins."""
+    """Presets tried in order; the first that claims a span (returns a list) wins.
+
+    A preset that declares `claim_evidence` is not asked about a span that carries none of
+    it (it would answer None: not mine): which presets remain for a span is worked out once
+    per instrumentation scope and span name, and the attributes they need are looked up in
+    the span. Presets without one (plugins, declared conventions, GenAI) are asked always."""
 
     def __init__(self, recognisers: Iterable[Recogniser]) -> None:
         self.recognisers: list[Recogniser] = list(recognisers)
@@ -45,6 +56,9 @@ class RecogniserRegistry:
             r for r in self.recognisers if isinstance(r, SessionFinaliser)
         ]
         self.guard = Guard("spanjudge", "recognition preset")
+        self._planned: list[Recogniser] = []
+        self._plan: list[tuple[Recogniser, ClaimEvidence | None]] = []
+        self._routes: dict[tuple[str | None, str], _Route] = {}
 
     @classmethod
     def default(cls) -> RecogniserRegistry:
@@ -56,7 +70,43 @@ class RecogniserRegistry:
 
     def recognise_span(self, span: SpanRecord) -> list[Step]:
         # spanjudge's own spans never get here: the pipeline skips them (`pipeline.is_own_span`).
-        for recogniser in self.recognisers:
+        self._check_plan()
+        return self._recognise(span)
+
+    def _check_plan(self) -> None:
+        if self._planned != self.recognisers:  # (`recognisers` is a public, mutable list)
+            self._planned = list(self.recognisers)
+            self._plan = [(r, _claim_evidence(r)) for r in self._planned]
+            self._routes = {}
+
+    def _route(self, key: tuple[str | None, str]) -> _Route:
+        scope, name = key
+        route: list[tuple[Recogniser, tuple[str, ...] | None]] = []
+        for recogniser, evidence in self._plan:
+            if (
+                evidence is None
+                or name.startswith(evidence.name_prefixes)
+                or scope in evidence.scopes
+            ):
+                route.append((recogniser, None))
+            elif evidence.attributes:
+                route.append((recogniser, evidence.attributes))
+        if len(self._routes) >= _ROUTES_MAX:
+            self._routes = {}
+        found = self._routes[key] = tuple(route)
+        return found
+
+    def _recognise(self, span: SpanRecord) -> list[Step]:
+        key = (span.scope_name, span.name)
+        route = self._routes.get(key) or self._route(key)
+        attributes = span.attributes
+        for recogniser, needed in route:
+            if needed is not None:
+                for attribute in needed:
+                    if attribute in attributes:
+                        break
+                else:
+                    continue  # carries none of what this preset claims by: it would say None
             try:
                 steps = recogniser.recognise(span)
             except Exception:
@@ -69,8 +119,9 @@ class RecogniserRegistry:
 
     def recognise_session(self, spans: Sequence[SpanRecord]) -> list[Step]:
         steps: list[Step] = []
+        self._check_plan()
         for span in spans:
-            steps.extend(self.recognise_span(span))
+            steps.extend(self._recognise(span))
         for finaliser in self.finalisers:
             try:
                 steps = finaliser.finalise(steps, spans)
@@ -85,3 +136,16 @@ class RecogniserRegistry:
 
     def _failed(self, preset: str, what: str) -> None:
         self.guard.failed(preset, what)
+
+
+def _claim_evidence(recogniser: Recogniser) -> ClaimEvidence | None:
+    """The `claim_evidence` a preset declares, honoured only where it sits beside the
+    `recognise` that is called: a subclass or an instance that replaces `recognise` is
+    asked about every span unless it declares its own."""
+    if "recognise" in getattr(recogniser, "__dict__", ()):
+        return None
+    for klass in type(recogniser).__mro__:
+        if "recognise" in vars(klass):
+            found = vars(klass).get("claim_evidence")
+            return found if isinstance(found, ClaimEvidence) else None
+    return None

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from spanjudge import semconv
-from spanjudge.recognition.base import as_text, parse_json, span_error, span_fields
+from spanjudge.recognition.base import ClaimEvidence, as_text, parse_json, span_error, span_fields
 from spanjudge.recognition.evidence import ToolFacts, tool_step
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import Step
@@ -40,6 +40,7 @@ class SmolagentsRecogniser:
     """AGENT and TOOL spans of the smolagents instrumentation; every other span passes on."""
 
     name = PRESET
+    claim_evidence = ClaimEvidence(scopes=(SCOPE,))
 
     def recognise(self, span: SpanRecord) -> list[Step] | None:
         if span.scope_name != SCOPE:

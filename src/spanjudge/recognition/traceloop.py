@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from spanjudge import semconv as sc
-from spanjudge.recognition.base import as_text, parse_json, span_error, span_fields
+from spanjudge.recognition.base import ClaimEvidence, as_text, parse_json, span_error, span_fields
 from spanjudge.recognition.evidence import ToolFacts, tool_step
 from spanjudge.recognition.genai_messages import last_user_text
 from spanjudge.records import replace
@@ -30,6 +30,7 @@ class TraceloopRecogniser:
     """Recognises traceloop-sdk decorator spans: workflows and agents as turns, tools as calls."""
 
     name = "traceloop"
+    claim_evidence = ClaimEvidence(attributes=(sc.TRACELOOP_SPAN_KIND,))
 
     def recognise(self, span: SpanRecord) -> list[Step] | None:
         kind = span.str_attr(sc.TRACELOOP_SPAN_KIND)
