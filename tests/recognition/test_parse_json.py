@@ -64,3 +64,37 @@ def test_text_that_is_not_json_comes_back_as_it_was() -> None:
     for text in ('{"path": "a.csv",}', "[1, 2", "region,amount\nnorth,1200", '"\\ud800 x'):
         assert parse_json(text) is text
     assert parse_json('"\\ud800"') == "\ud800"  # a lone surrogate: json reads it, orjson not
+
+
+# Every way JSON writes a number (json.dumps writes few of them: no `1E5`, no `-0`, no `2e-3`).
+_NUMBER = st.from_regex(r"\A-?(0|[1-9][0-9]{0,24})(\.[0-9]{1,6})?([eE][+-]?[0-9]{1,3})?\Z")
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_NUMBER, min_size=1, max_size=4), st.text(max_size=12))
+def test_every_number_token_decodes_as_json_loads_decodes_it(numbers: list[str], text: str) -> None:
+    for document in (
+        f"[{', '.join(numbers)}]",
+        f'{{"a": {numbers[0]}, "b": {json.dumps(text)}}}',
+        f"[{json.dumps(text)}, {numbers[-1]}]",
+    ):
+        assert _same(parse_json(document), json.loads(document)), document
+
+
+def test_integers_at_the_64_bit_edges_and_float_forms_decode_as_json_loads_does() -> None:
+    for token in (
+        "9223372036854775807",
+        "-9223372036854775808",
+        "-9223372036854775809",  # 19 digits, below the 64-bit range: orjson gives a float
+        "18446744073709551615",
+        "18446744073709551616",
+        "1E5",
+        "-0",
+        "-0.0",
+        "2e-3",
+        "0.1",
+    ):
+        for document in (f"[{token}]", f'{{"v": {token}, "id": "4bf92f35"}}'):
+            assert _same(parse_json(document), json.loads(document)), document
+    # digits before a dot or an e inside strings only: the same decoded values either way
+    assert parse_json('{"v": "1.2", "id": "0e0e"}') == {"v": "1.2", "id": "0e0e"}

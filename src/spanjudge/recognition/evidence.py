@@ -45,6 +45,24 @@ _HIDDEN_RESULT = "the result was hidden by the instrumentation"
 _REDACTED = LazyPattern(
     r"^\s*(?:<?redacted>?|_+redacted_+|\*+|\[redacted\]|<REDACTED[^>]*>|null|none)\s*$", re.I
 )
+_REDACTED_WORDS = frozenset({"redacted", "redacted>", "null", "none"})
+
+
+def _redacted(text: str) -> bool:
+    """``_REDACTED.match(text)``, without the pattern for most texts: a placeholder starts,
+    after blanks (`\\s` is what `str.strip` strips), with `<`, `_`, `*`, `[` or a word in
+    `_REDACTED_WORDS` (ASCII letters with no other case-insensitive match)."""
+    lead = text.lstrip()
+    first = lead[:1]
+    if first in ("r", "R", "n", "N"):
+        whole = lead.rstrip()
+        if whole.isascii():
+            return whole.lower() in _REDACTED_WORDS
+    elif not first or (first.isascii() and first not in ("<", "_", "*", "[")):
+        return False
+    return _REDACTED.match(text) is not None
+
+
 # Error evidence in free text (shell output, tool errors rendered as text).
 _EXIT_CODE = LazyPattern(
     r"(?:exit(?:ed)?(?: with)?(?: status| code)?|exit_code|returncode)[\"']?\s*[:=]?\s*(-?\d+)",
@@ -191,7 +209,7 @@ def load_status(
         return "failed", step.error or "span status is error"
     if step.error:
         return "failed", step.error
-    if not skill.strip() or _REDACTED.match(skill):
+    if not skill.strip() or _redacted(skill):
         return "unresolved", None
     if not has_result:
         return "unresolved", None
@@ -204,7 +222,7 @@ def load_status(
     # words further down is not one.
     head = text.lstrip()[:_HEAD_CHARS]
     lead = (body or text).lstrip()
-    if _REDACTED.match(lead):  # no evidence either way
+    if _redacted(lead):  # no evidence either way
         return "unresolved", f"{_HIDDEN_RESULT}: {lead.strip()[:40]}"
     if not lead and skill_md_read(step.arguments) is not None:
         return "failed", "the read of its SKILL.md returned nothing"

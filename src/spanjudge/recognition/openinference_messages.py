@@ -49,7 +49,10 @@ def messages(span: SpanRecord, direction: str) -> list[Message]:
     texts: dict[int, dict[int, str]] = {}
     calls: dict[int, dict[int, dict[str, str]]] = {}
     call_ids: dict[int, str] = {}
+    prefix = f"llm.{direction}_messages."  # what every key MESSAGE_KEY takes for it starts with
     for key, value in span.attributes.items():
+        if not key.startswith(prefix):
+            continue
         match = MESSAGE_KEY.match(key)
         if match is None or match.group(1) != direction or not isinstance(value, str):
             continue

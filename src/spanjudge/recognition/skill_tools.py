@@ -35,6 +35,20 @@ def skill_from_path(path: str) -> str | None:
 def known_loader(tool_name: str) -> tuple[str, ...] | None:
     """The skill-name arguments of a known loader, or None (tool names repeat: matched once)."""
     for pattern, keys in SKILL_LOADER_ARGS:
-        if tool_name == pattern or fnmatch.fnmatchcase(tool_name, pattern):
+        if _glob_matches(tool_name, pattern):
             return keys
     return None
+
+
+def _glob_matches(name: str, pattern: str) -> bool:
+    """`fnmatch.fnmatchcase`, without compiling a pattern for the usual globs: one with no
+    wildcard is the name itself, `*` and a wildcard-free rest is a suffix."""
+    rest = pattern[1:] if pattern.startswith("*") else None
+    if not _WILDCARDS.intersection(pattern):
+        return name == pattern
+    if rest is not None and not _WILDCARDS.intersection(rest):
+        return name.endswith(rest)
+    return fnmatch.fnmatchcase(name, pattern)
+
+
+_WILDCARDS = frozenset("*?[")

@@ -62,10 +62,93 @@ class EffectMap:
         return None
 
 
+# DEFAULT_EFFECT_PATTERNS without compiling them (six patterns, a millisecond of a small run):
+# per pattern, its `(^|_)(word|...)(_|$)` words, then its `^name$` names and `^prefix` prefixes.
+_DEFAULT_RULES: tuple[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], Effect], ...] = (
+    (
+        ("delete", "remove", "rm", "rmdir", "unlink", "drop", "destroy", "purge", "truncate"),
+        (),
+        (),
+        "delete",
+    ),
+    (
+        ("create", "mkdir", "insert", "add", "new", "open_ticket", "touch", "upload"),
+        (),
+        ("create_",),
+        "create",
+    ),
+    (("write", "save", "put", "store", "append"), ("write", "Write"), (), "create"),
+    (
+        ("update", "edit", "modify", "patch", "replace", "set", "rename", "move", "mv"),
+        ("Edit", "MultiEdit"),
+        (),
+        "modify",
+    ),
+    (
+        (
+            "send",
+            "post",
+            "email",
+            "notify",
+            "publish",
+            "deploy",
+            "http",
+            "fetch_url",
+            "webhook",
+            "pay",
+        ),
+        (),
+        (),
+        "external",
+    ),
+    (
+        (
+            "read",
+            "get",
+            "list",
+            "search",
+            "find",
+            "query",
+            "view",
+            "cat",
+            "ls",
+            "grep",
+            "glob",
+            "load",
+            "fetch",
+            "calculate",
+        ),
+        ("Read", "Glob", "Grep", "LS"),
+        (),
+        "read",
+    ),
+)
+
+
+def _rule_matches(
+    words: tuple[str, ...], names: tuple[str, ...], prefixes: tuple[str, ...], text: str
+) -> bool:
+    """``re.search`` of the rule's pattern: `(^|_)word(_|$)` is `_word_` inside `_text_`, and
+    `$` also matches before a final newline (so does `^name$`)."""
+    ends = (text, text[:-1]) if text.endswith("\n") else (text,)
+    for end in ends:
+        padded = f"_{end}_"
+        if any(f"_{word}_" in padded for word in words):
+            return True
+    return text.startswith(prefixes) or any(end in names for end in ends)
+
+
 @lru_cache(maxsize=4096)
 def _classify(patterns: tuple[tuple[str, Effect], ...], tool_name: str) -> Effect | None:
     # Tool names repeat across every session: classify each once per pattern table.
     lowered = tool_name.lower()
+    if patterns == DEFAULT_EFFECT_PATTERNS:
+        for words, names, prefixes, effect in _DEFAULT_RULES:
+            if _rule_matches(words, names, prefixes, lowered) or _rule_matches(
+                words, names, prefixes, tool_name
+            ):
+                return effect
+        return None
     for pattern, effect in patterns:
         compiled = re.compile(pattern)
         if compiled.search(lowered) or compiled.search(tool_name):
