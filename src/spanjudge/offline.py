@@ -194,7 +194,7 @@ def _run(
                     span.scope_name, span.name
                 ):
                     clock.now = span.end_unix_nano / 1e9
-            pipeline.add(chunk.spans)
+            pipeline.add(chunk.spans, chunk.sizes)
             stats.spans += len(chunk.spans)
             pipeline.tick()
             bar.update(stats, summary.sessions)

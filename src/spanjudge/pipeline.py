@@ -145,17 +145,25 @@ class Pipeline:
         if telemetry is not None:
             telemetry.set_open_sessions_callback(lambda: len(self.store.open))
 
-    def add(self, spans: Iterable[SpanRecord]) -> int:
+    def add(self, spans: Iterable[SpanRecord], sizes: Sequence[int] | None = None) -> int:
         """Take spans into their sessions, skipping spanjudge's own; returns the agent spans
-        taken."""
+        taken. ``sizes``: each span's `estimate_size`, when the decoder worked them out."""
         store = self.store
         n = 0
-        for span in spans:
-            if is_own_span(span.scope_name, span.name):
-                self.own_spans_skipped += 1
-                continue
-            store.add(span)
-            n += 1
+        if sizes is None:
+            for span in spans:
+                if is_own_span(span.scope_name, span.name):
+                    self.own_spans_skipped += 1
+                    continue
+                store.add(span)
+                n += 1
+        else:
+            for span, size in zip(spans, sizes, strict=True):
+                if is_own_span(span.scope_name, span.name):
+                    self.own_spans_skipped += 1
+                    continue
+                store.add(span, size)
+                n += 1
         if self.telemetry is not None and n:
             self.telemetry.spans_received(n)
         return n

@@ -21,6 +21,7 @@ from spanjudge.spans import jsonfast
 from spanjudge.spans.files import read_input
 from spanjudge.spans.limits import DEFAULT_LIMITS, Limits
 from spanjudge.spans.otlp_json import decode_json_document
+from spanjudge.spans.sizes import estimate_size
 from tests.conftest import FIXTURES, ROOT
 
 TRACE = "5b8efff798038103d269b633813fc60c"
@@ -61,6 +62,40 @@ def test_every_committed_fixture_line_takes_the_fast_road_with_the_same_spans(
             continue
         assert problems == []
         assert fast == records
+
+
+@pytest.mark.parametrize("escaped", [True, False], ids=["escaped", "raw"])
+def test_the_sizes_the_fast_road_works_out_are_the_stores_estimates(
+    json_road: str, escaped: bool
+) -> None:
+    """Non-ASCII text (raw or as \\u escapes), a repeated key, an array, events and a link."""
+    if json_road == "stdlib":
+        pytest.skip("without orjson there is no fast road")
+    doc = _doc(
+        [
+            {"key": "a", "value": {"stringValue": "plain"}},
+            {"key": "b", "value": {"stringValue": "caf\u00e9 \u4e2d\u6587 \U0001f600"}},
+            {"key": "a", "value": {"stringValue": "the last value of a counts"}},
+            {"key": "n", "value": {"intValue": "12"}},
+            {"key": "arr", "value": {"arrayValue": {"values": [{"stringValue": "x\u00e9"}]}}},
+        ],
+        events=[
+            {"name": "e", "timeUnixNano": "1", "attributes": [_text("m", "\u00fcber")]},
+            {"name": "f", "timeUnixNano": "2"},
+        ],
+        links=[{"traceId": TRACE, "spanId": SPAN}],
+    )
+    sizes: list[int] = []
+    records = jsonfast.decode_fast(json.dumps(doc, ensure_ascii=escaped), DEFAULT_LIMITS, sizes)
+    assert records is not None
+    assert sizes == [estimate_size(records[0])]
+    plain = jsonfast.decode_fast(json.dumps(_doc([_text("a", "plain")])), DEFAULT_LIMITS, sizes)
+    assert plain is not None
+    assert sizes[1:] == [estimate_size(plain[0])]
+
+
+def _text(key: str, value: str) -> dict[str, Any]:
+    return {"key": key, "value": {"stringValue": value}}
 
 
 def _write(tmp_path: Path, text: str) -> str:

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from spanjudge.spans import jsonfast
 from spanjudge.spans.limits import DEFAULT_LIMITS, Limits
 from spanjudge.spans.otlp_json import decode_json_document
+from spanjudge.spans.sizes import estimate_size
 
 _HEX = st.text("0123456789abcdef", min_size=1, max_size=2).map(lambda s: (s * 32)[:32])
 
@@ -210,16 +211,20 @@ _LIMITS = st.sampled_from(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
-@given(doc=_DOC, limits=_LIMITS)
+@given(doc=_DOC, limits=_LIMITS, escaped=st.booleans(), as_bytes=st.booleans())
 def test_fast_road_answers_only_what_the_general_road_answers(
-    json_road: str, doc: Any, limits: Limits
+    json_road: str, doc: Any, limits: Limits, escaped: bool, as_bytes: bool
 ) -> None:
     if json_road == "stdlib":
         pytest.skip("without orjson there is no fast road")
-    line = json.dumps(doc)
-    fast = jsonfast.decode_fast(line, limits)
+    line = json.dumps(doc, ensure_ascii=escaped)
+    sizes: list[int] = []
+    fast = jsonfast.decode_fast(line.encode() if as_bytes else line, limits, sizes)
     if fast is None:
+        assert sizes == []
         return
     records, problems = decode_json_document(json.loads(line), limits)
     assert problems == []
     assert repr(fast) == repr(records)  # repr: NaN attribute values compare unequal
+    # the memory-budget figure the decoder worked out is the store's own estimate
+    assert sizes == [estimate_size(record) for record in records]

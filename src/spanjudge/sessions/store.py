@@ -112,14 +112,16 @@ class SessionStore:
 
     # --- intake ---
 
-    def add(self, span: SpanRecord) -> None:
+    def add(self, span: SpanRecord, size: int | None = None) -> None:
+        """Take ``span`` into its session (``size``: its `estimate_size`, when known)."""
         now = self.clock()
         found = session_key(span, self.policy.key_attributes)
         if found is None:
             key = self._trace_key.get(span.trace_id)
             if key is None:
                 self._pending.setdefault(span.trace_id, []).append(span)
-                size = estimate_size(span)
+                if size is None:
+                    size = estimate_size(span)
                 self._pending_bytes[span.trace_id] = (
                     self._pending_bytes.get(span.trace_id, 0) + size
                 )
@@ -131,7 +133,7 @@ class SessionStore:
                         span.trace_id, self._opened, _lower_bound(now, self.policy.idle_timeout_s)
                     )
                 return
-            self._append(key, "", span, now)
+            self._append(key, "", span, now, size)
             return
         key, source = found
         trace_id = span.trace_id
@@ -142,7 +144,7 @@ class SessionStore:
             # Oldest traces first (insertion order); their sessions are long closed.
             for old in list(trace_keys)[: _MAX_TRACE_KEYS // 4]:
                 del trace_keys[old]
-        self._append(key, source, span, now)
+        self._append(key, source, span, now, size)
         waiting = self._pending.pop(trace_id, None)
         if waiting is not None or trace_id in self._pending_since:
             self._forget_pending(trace_id)
@@ -161,7 +163,9 @@ class SessionStore:
         for span in spans:
             self.add(span)
 
-    def _append(self, key: str, source: str, span: SpanRecord, now: float) -> None:
+    def _append(
+        self, key: str, source: str, span: SpanRecord, now: float, size: int | None = None
+    ) -> None:
         session = self.open.get(key)
         if session is None:
             revision = 1
@@ -194,7 +198,7 @@ class SessionStore:
                 self._retain(session, old)
         elif source and not session.key_source:
             session.key_source = source
-        if not self._retain(session, span):
+        if not self._retain(session, span, size):
             self.duplicates += 1
             return
         session.last_seen = now
@@ -229,13 +233,14 @@ class SessionStore:
         self._pending_since.pop(trace_id, None)
         self._pending_deadlines.discard(trace_id)
 
-    def _retain(self, session: OpenSession, span: SpanRecord) -> bool:
+    def _retain(self, session: OpenSession, span: SpanRecord, size: int | None = None) -> bool:
         ident = (span.trace_id, span.span_id)
         if ident in session.seen:
             return False
         session.seen.add(ident)
         session.spans.append(span)
-        size = estimate_size(span)
+        if size is None:
+            size = estimate_size(span)
         session.size_bytes += size
         self.open_bytes += size
         return True

@@ -27,6 +27,8 @@ class Chunk:
     spans: list[SpanRecord]
     problems: list[SpanProblem]
     size_bytes: int
+    # each span's memory-budget estimate, when the decoder worked them out (the fast road)
+    sizes: list[int] | None = None
 
 
 _PROTOBUF_SUFFIXES = (".pb", ".binpb", ".pb.gz", ".binpb.gz")
@@ -83,10 +85,11 @@ def read_input(
                 continue
             _json_bytes_read += len(line)
             if _json_bytes_read > FAST_ROAD_AFTER_BYTES:
-                fast = decode_fast(stripped, limits)
+                sizes: list[int] = []
+                fast = decode_fast(stripped, limits, sizes)
                 if fast is not None:  # the ordinary line; anything else is read as before
                     first = False
-                    yield Chunk(path, lineno, fast, [], len(line))
+                    yield Chunk(path, lineno, fast, [], len(line), sizes)
                     continue
             try:
                 doc = json.loads(stripped)

@@ -13,6 +13,7 @@ comes back as a float) can only reach a ``doubleValue``, where both give the sam
 from __future__ import annotations
 
 import json
+from sys import getsizeof
 from typing import Any
 
 from spanjudge.spans.ids import id_from_text
@@ -26,6 +27,16 @@ from spanjudge.spans.record import (
     SpanLink,
     SpanRecord,
     SpanRecordDraft,
+)
+from spanjudge.spans.sizes import (
+    ENTRY_BASE,
+    ENTRY_SIZE,
+    EVENT_BASE,
+    LINK_SIZE,
+    SPAN_BASE,
+    STR_HEADER,
+    attributes_size,
+    nested_size,
 )
 
 # orjson.loads once looked up (None: not installed); imported on first use, as it brings in
@@ -81,8 +92,12 @@ def loads(data: str | bytes) -> Any:
     return json.loads(data)
 
 
-def decode_fast(data: str | bytes, limits: Limits) -> list[SpanRecord] | None:
-    """The spans of one OTLP JSON traces document, or None: take the general road."""
+def decode_fast(
+    data: str | bytes, limits: Limits, sizes: list[int] | None = None
+) -> list[SpanRecord] | None:
+    """The spans of one OTLP JSON traces document, or None: take the general road. With
+    ``sizes``, each span's `spanjudge.spans.sizes.estimate_size` is appended to it, in order
+    (worked out while its attributes are read; left as it was when the answer is None)."""
     parse = _orjson()
     if parse is None:
         return None
@@ -90,22 +105,35 @@ def decode_fast(data: str | bytes, limits: Limits) -> list[SpanRecord] | None:
         doc = parse(data)
     except ValueError:
         return None
+    state = _Document()
     try:
-        return _document(doc, limits)
+        records = _document(doc, limits, state)
     except Exception:  # any odd shape: the general decoder says what it is
         return None
+    if sizes is not None:
+        sizes.extend(state.sizes)
+    return records
 
 
-def _document(doc: Any, limits: Limits) -> list[SpanRecord]:
+class _Document:
+    """What the decoding of one document shares between its spans."""
+
+    __slots__ = ("sizes", "span_ids", "trace_ids")
+
+    def __init__(self) -> None:
+        self.sizes: list[int] = []
+        # id text -> normalised id: a document's spans share a trace id, and a parent id is
+        # another span's id (a trace id and a span id never share a memo: their lengths differ)
+        self.trace_ids: dict[Any, str] = {}
+        self.span_ids: dict[Any, str] = {}
+
+
+def _document(doc: Any, limits: Limits, state: _Document) -> list[SpanRecord]:
     resource_spans = doc["resourceSpans"]
     if type(resource_spans) is not list:
         raise _DECLINE
     records: list[SpanRecord] = []
     append = records.append
-    # id text -> normalised id, per document: its spans share a trace id, and a parent id is
-    # another span's id (a trace id and a span id never share a memo: their lengths differ)
-    trace_ids: dict[Any, str] = {}
-    span_ids: dict[Any, str] = {}
     for rs in resource_spans:
         if type(rs) is not dict:
             raise _DECLINE
@@ -113,7 +141,7 @@ def _document(doc: Any, limits: Limits) -> list[SpanRecord]:
         if res is None:
             resource: dict[str, AttrValue] = {}
         elif type(res) is dict:
-            resource = _attrs(res.get("attributes"), limits)
+            resource = _attrs(res.get("attributes"), limits)[0]
         else:
             raise _DECLINE
         scope_spans = rs.get("scopeSpans") or rs.get("scope_spans") or []
@@ -133,9 +161,7 @@ def _document(doc: Any, limits: Limits) -> list[SpanRecord]:
             elif scope:
                 raise _DECLINE
             for span in spans:
-                append(
-                    _span(span, resource, scope_name, scope_version, limits, trace_ids, span_ids)
-                )
+                append(_span(span, resource, scope_name, scope_version, limits, state))
     return records
 
 
@@ -171,11 +197,12 @@ def _span(
     scope_name: str | None,
     scope_version: str | None,
     limits: Limits,
-    trace_ids: dict[Any, str],
-    span_ids: dict[Any, str],
+    state: _Document,
 ) -> SpanRecord:
     if type(span) is not dict:
         raise _DECLINE
+    trace_ids = state.trace_ids
+    span_ids = state.span_ids
     get = span.get
     text: Any = get("traceId")
     trace_id = trace_ids.get(text)  # an unhashable id raises TypeError: declines
@@ -232,6 +259,8 @@ def _span(
     name = get("name", "")
     if name.__class__ is not str:
         raise _DECLINE
+    attributes, size = _attrs(get("attributes"), limits)
+    size += SPAN_BASE + len(name)
     events: tuple[SpanEvent, ...] = ()
     raw_events = get("events")
     if raw_events:
@@ -252,8 +281,9 @@ def _span(
             event = _new(SpanEventDraft)
             event.name = ev_name
             event.time_unix_nano = when
-            event.attributes = _attrs(ev.get("attributes"), limits)
+            event.attributes, ev_size = _attrs(ev.get("attributes"), limits)
             event.__class__ = SpanEvent
+            size += EVENT_BASE + len(ev_name) + ev_size
             out.append(event)
         events = tuple(out)
     links: tuple[SpanLink, ...] = ()
@@ -268,6 +298,7 @@ def _span(
             )
             for link in raw_links
         )
+        size += len(links) * LINK_SIZE
     record = _new(SpanRecordDraft)
     record.trace_id = trace_id
     record.span_id = span_id
@@ -278,7 +309,7 @@ def _span(
     record.kind = kind
     record.status = status
     record.status_message = message
-    record.attributes = _attrs(get("attributes"), limits)
+    record.attributes = attributes
     record.events = events
     record.links = links
     record.resource = resource
@@ -286,31 +317,42 @@ def _span(
     record.scope_version = scope_version
     record.truncated = 0
     record.__class__ = SpanRecord
+    state.sizes.append(size)
     return record  # type: ignore[no-any-return]
 
 
-def _attrs(items: Any, limits: Limits) -> dict[str, AttrValue]:
+def _attrs(items: Any, limits: Limits) -> tuple[dict[str, AttrValue], int]:
+    """The attributes and, when there are any, their `attributes_size` (else 0)."""
     if not items:
-        return {}
+        return {}, 0
     if type(items) is not list or len(items) > limits.max_attrs_per_span:
         raise _DECLINE
     cap = limits.max_attr_chars
     out: dict[str, AttrValue] = {}
+    size = ENTRY_BASE + len(items) * ENTRY_SIZE
     for kv in items:
         value = kv["value"]  # a missing value (or kv not a dict) declines
         key = kv["key"]
         text = value.get("stringValue")
-        if text.__class__ is str and key.__class__ is str and len(text) <= cap:
+        if text.__class__ is str and key.__class__ is str:
+            n = len(text)
+            if n > cap:
+                raise _DECLINE
             out[key] = text
+            size += n if text.isascii() else getsizeof(text) - STR_HEADER
             continue
         if key.__class__ is not str or text is not None or type(value) is not dict:
             raise _DECLINE
         number = value.get("intValue")
         if number.__class__ is str:  # int64 as a decimal string (the Collector's spelling)
             out[key] = int(number)  # ValueError declines
-        else:
-            out[key] = _other_value(value, limits)
-    return out
+            continue
+        decoded = out[key] = _other_value(value, limits)
+        if decoded.__class__ is tuple:
+            size += nested_size(decoded)
+    if len(out) != len(items):  # a repeated key: the last value counts, as in the dict
+        return out, attributes_size(out)
+    return out, size
 
 
 def _scalar(value: Any) -> AttrValue:
