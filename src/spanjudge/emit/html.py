@@ -8,17 +8,17 @@ profiles (each component of the trajectory vector drawn as a distribution across
 its reason, never like a pass or a fail.
 
 Everything that came from the agent (names, arguments, results, answers, ids) is untrusted and
-goes through `html.escape`; element ids are generated, never taken from the trace. The page
-carries no script at all.
+goes through `markup.html_escape` (what `html.escape` gives); element ids are generated, never
+taken from the trace. The page carries no script at all.
 """
 
 from __future__ import annotations
 
 import json
-from html import escape
 from typing import Any, TextIO
 
 from spanjudge._version import __version__
+from spanjudge.emit.markup import html_escape
 from spanjudge.emit.summary import Summary, rates
 from spanjudge.trajectory.steps import Step
 from spanjudge.values import SessionResult, Verdict
@@ -60,7 +60,7 @@ background:#f6f8fa;padding:6px;margin:2px 0}
 
 
 def _e(value: Any) -> str:
-    return escape("" if value is None else str(value), quote=True)
+    return html_escape("" if value is None else str(value))
 
 
 def _clip(text: str, limit: int = MAX_TEXT) -> str:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from typing import Any, TextIO
-from xml.sax.saxutils import escape, quoteattr
 
+from spanjudge.emit.markup import xml_escape as escape
+from spanjudge.emit.markup import xml_quoteattr as quoteattr
 from spanjudge.emit.summary import Summary, not_applicable
 from spanjudge.values import SessionResult, Verdict
 
