@@ -26,6 +26,8 @@ NOT_NEEDED = (
     "opentelemetry.sdk.metrics",
     "spanjudge.calibrate",  # only `spanjudge calibrate`
     "spanjudge.config_values",  # only when a configuration file has a section with durations
+    "spanjudge.evaluators.tool_selection",  # opt-in evaluators: only when configured
+    "spanjudge.evaluators.tool_parameters",
 )
 
 

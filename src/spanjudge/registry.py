@@ -1,7 +1,7 @@
 """One registry type for every extension point (ARCHITECTURE.md section 13).
 
 A `Registry` holds the built-in factories of one kind (evaluators, recognisers, judges, sinks) by
-name, as ``"module:attribute"`` targets imported on first use, plus the factories third-party
+name, as ``"module:attribute"`` targets imported when first called, plus the factories third-party
 distributions declare in the kind's entry-point group. `importlib.metadata` is imported only when
 a registry is first asked for its factories: start-up pays nothing for it otherwise.
 
@@ -32,6 +32,26 @@ def load_target(target: str) -> Any:
     return obj
 
 
+class _Builtin:
+    """A built-in factory, imported when first called: a registry hands out every name, and a
+    builder calls only what it builds (an opt-in evaluator left off, a judge type not configured
+    costs no import)."""
+
+    __slots__ = ("_factory", "target")
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self._factory: Any = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._factory is None:
+            self._factory = load_target(self.target)
+        return self._factory(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<built-in factory {self.target}>"
+
+
 class Registry(Generic[F]):
     """Built-in factories of one ``kind`` by name, then the plugins of entry-point ``group``.
 
@@ -43,6 +63,7 @@ class Registry(Generic[F]):
         self.kind = kind
         self.group = group
         self.builtins = dict(builtins)
+        self._builtins: dict[str, Any] = {n: _Builtin(t) for n, t in self.builtins.items()}
         self._loaded: dict[str, F] | None = None
         self._plugins: list[str] = []
         self._path: tuple[str, ...] = ()
@@ -52,7 +73,7 @@ class Registry(Generic[F]):
         `sys.path` (a distribution installed on a new path entry is found)."""
         path = tuple(sys.path)
         if self._loaded is None or path != self._path:
-            loaded: dict[str, F] = {name: load_target(t) for name, t in self.builtins.items()}
+            loaded: dict[str, F] = dict(self._builtins)
             plugins = self._load_plugins(loaded)
             self._plugins = sorted(plugins)
             loaded.update((name, plugins[name]) for name in self._plugins)
@@ -65,7 +86,7 @@ class Registry(Generic[F]):
             return self.factories()
         except ConfigError as exc:
             problems.extend(exc.problems)
-            return {name: load_target(t) for name, t in self.builtins.items()}
+            return dict(self._builtins)
 
     def plugin_names(self) -> list[str]:
         """Names that came from entry points (after `factories`)."""
