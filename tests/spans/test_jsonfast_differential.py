@@ -215,15 +215,21 @@ _LIMITS = st.sampled_from(
 def test_fast_road_answers_only_what_the_general_road_answers(
     json_road: str, doc: Any, limits: Limits, escaped: bool, as_bytes: bool
 ) -> None:
+    line = json.dumps(doc, ensure_ascii=escaped)
+    records, problems = decode_json_document(json.loads(line), limits)
+    parsed_sizes: list[int] = []
+    parsed = jsonfast.decode_parsed(json.loads(line), limits, parsed_sizes)
+    if parsed is not None:  # the strict decoder on json's document: the general road's spans
+        assert problems == []
+        assert repr(parsed) == repr(records)
+        assert parsed_sizes == [estimate_size(record) for record in records]
     if json_road == "stdlib":
         pytest.skip("without orjson there is no fast road")
-    line = json.dumps(doc, ensure_ascii=escaped)
     sizes: list[int] = []
     fast = jsonfast.decode_fast(line.encode() if as_bytes else line, limits, sizes)
     if fast is None:
         assert sizes == []
         return
-    records, problems = decode_json_document(json.loads(line), limits)
     assert problems == []
     assert repr(fast) == repr(records)  # repr: NaN attribute values compare unequal
     # the memory-budget figure the decoder worked out is the store's own estimate

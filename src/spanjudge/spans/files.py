@@ -11,7 +11,7 @@ from typing import IO
 
 from spanjudge.errors import InputError
 from spanjudge.records import record_class
-from spanjudge.spans.jsonfast import decode_fast
+from spanjudge.spans.jsonfast import decode_fast, decode_parsed
 from spanjudge.spans.limits import DEFAULT_LIMITS, Limits
 from spanjudge.spans.otlp_json import decode_json_document
 from spanjudge.spans.otlp_proto import SpanProblem, decode_request, parse_request
@@ -110,6 +110,11 @@ def read_input(
                 on_error(error)
                 continue
             first = False
+            sizes = []
+            parsed = decode_parsed(doc, limits, sizes)  # the strict decoder, when it can
+            if parsed is not None:
+                yield Chunk(path, lineno, parsed, [], len(line), sizes)
+                continue
             spans, problems = decode_json_document(doc, limits)
             yield Chunk(path, lineno, spans, problems, len(line))
     except UnicodeDecodeError:
