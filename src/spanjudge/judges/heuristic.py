@@ -21,6 +21,7 @@ from spanjudge.judges.lexicon import related
 from spanjudge.judges.text import (
     SkillStep,
     align,
+    closest_name,
     entry_terms,
     parse_skill,
     tokens,
@@ -139,10 +140,8 @@ class HeuristicJudge:
             return entries, names[chosen.lower()], ""
         if entries:
             # A name the catalogue does not offer cannot be the right choice, however close.
-            import difflib
-
-            close = difflib.get_close_matches(chosen.lower(), list(names), n=1, cutoff=0.6)
-            hint = f"; closest offered: {names[close[0]]!r}" if close else ""
+            close = closest_name(chosen.lower(), tuple(names))
+            hint = f"; closest offered: {names[close]!r}" if close is not None else ""
             return entries, chosen, f" (not in the catalogue{hint})"
         description = parse_skill(request.skill_body).description if request.skill_body else None
         if not description:

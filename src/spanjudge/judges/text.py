@@ -294,6 +294,17 @@ def tool_names(tools: tuple[str, ...]) -> tuple[frozenset[str], tuple[str, ...]]
     return frozenset(lowered), tuple(p + t for t in lowered for p in ("_", "."))
 
 
+@lru_cache(maxsize=1024)
+def closest_name(chosen: str, offered: tuple[str, ...]) -> str | None:
+    """The offered name closest to ``chosen`` (difflib, cutoff 0.6), or None. An agent that calls
+    a skill by a name its catalogue does not offer does so session after session: worked out
+    once per name and catalogue."""
+    import difflib
+
+    close = difflib.get_close_matches(chosen, list(offered), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
 def align(
     steps: Sequence[SkillStep], events: Sequence[Any], match: Callable[[SkillStep, Any], bool]
 ) -> list[tuple[SkillStep, Any]]:
