@@ -89,6 +89,18 @@ def _session_encoder() -> Callable[[Any], str]:
     """``json.dumps(obj, ensure_ascii=False, default=str)`` for one session, the same text:
     CPython's C encoder made once instead of once a session, without the cycle check (a session's
     JSON form is a tree of fresh dicts and lists). Any other Python gets the plain encoder."""
+    fast = _unchecked_encoder()
+
+    def dumps(obj: Any) -> str:
+        try:
+            return fast(obj)
+        except RecursionError:  # a cycle (a plugin's details) or a deep tree: json.dumps' error
+            return json.dumps(obj, ensure_ascii=False, default=str)
+
+    return dumps
+
+
+def _unchecked_encoder() -> Callable[[Any], str]:
     plain = json.JSONEncoder(ensure_ascii=False, default=str, check_circular=False).encode
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None:
