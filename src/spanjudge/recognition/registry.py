@@ -37,6 +37,7 @@ RECOGNISERS: Registry[RecogniserFactory] = Registry(
 
 # Routes kept per (scope name, span name): far fewer than spans; dropped all at once when full.
 _ROUTES_MAX = 4096
+_SCOPE_TYPES = (str, type(None))
 # A preset asked about every span (None), or only about spans carrying one of these attributes.
 _Route = tuple[tuple[Recogniser, "tuple[str, ...] | None"], ...]
 
@@ -59,6 +60,7 @@ class RecogniserRegistry:
         self._planned: list[Recogniser] = []
         self._plan: list[tuple[Recogniser, ClaimEvidence | None]] = []
         self._routes: dict[tuple[str | None, str], _Route] = {}
+        self._every: _Route = ()
 
     @classmethod
     def default(cls) -> RecogniserRegistry:
@@ -77,6 +79,7 @@ class RecogniserRegistry:
         if self._planned != self.recognisers:  # (`recognisers` is a public, mutable list)
             self._planned = list(self.recognisers)
             self._plan = [(r, _claim_evidence(r)) for r in self._planned]
+            self._every = tuple((r, None) for r in self._planned)
             self._routes = {}
 
     def _route(self, key: tuple[str | None, str]) -> _Route:
@@ -98,7 +101,10 @@ class RecogniserRegistry:
 
     def _recognise(self, span: SpanRecord) -> list[Step]:
         key = (span.scope_name, span.name)
-        route = self._routes.get(key) or self._route(key)
+        if key[1].__class__ is not str or key[0].__class__ not in _SCOPE_TYPES:
+            route = self._every  # an odd name (the SDK takes any): every preset, as always
+        else:
+            route = self._routes.get(key) or self._route(key)
         attributes = span.attributes
         for recogniser, needed in route:
             if needed is not None:
