@@ -174,3 +174,36 @@ def test_a_recogniser_added_to_the_list_later_is_asked() -> None:
     registry.recognisers.insert(0, _Plugin())
     assert registry.recognise_span(mine) == []
     assert registry.recognise_session([mine]) == []
+
+
+def test_the_answer_channel_is_no_tool_call_in_a_session_without_openinference_steps() -> None:
+    # OpenInference's finaliser reads every preset's steps for an answer handed to a tool;
+    # a session none of whose steps is its own still gets that pass.
+    trace = {"trace_id": "a" * 32, "start_unix_nano": 1, "end_unix_nano": 9}
+    turn = SpanRecord(
+        **trace,  # type: ignore[arg-type]
+        span_id="1" * 16,
+        parent_span_id=None,
+        name="invoke_agent a",
+        attributes={
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.output.messages": '[{"role": "assistant", "parts": '
+            '[{"type": "text", "content": "42"}]}]',
+        },
+    )
+    handed = SpanRecord(
+        **trace,  # type: ignore[arg-type]
+        span_id="2" * 16,
+        parent_span_id="1" * 16,
+        name="execute_tool answer",
+        attributes={
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": "answer",
+            "gen_ai.tool.call.arguments": '{"answer": "42"}',
+            "gen_ai.tool.call.result": "42",
+        },
+    )
+    steps = RecogniserRegistry.default().recognise_session([turn, handed])
+    assert {s.preset for s in steps} == {"genai"}
+    assert [(s.kind, s.text) for s in steps if s.kind == "final_answer"] == [("final_answer", "42")]
+    assert [s.kind for s in steps] == ["agent_turn", "final_answer"]

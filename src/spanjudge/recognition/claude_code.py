@@ -165,13 +165,20 @@ class ClaudeCodeRecogniser:
 
     def finalise(self, steps: list[Step], spans: Sequence[SpanRecord]) -> list[Step]:
         """Merge tool outcomes, attach skill bodies, add unseen failed loads and final answers."""
-        outcomes = {
-            s.parent_span_id: s
-            for s in spans
-            if s.name == semconv.CC_TOOL_EXECUTION and s.parent_span_id
-        }
-        out = [self._with_outcome(step, outcomes.get(step.span_id)) for step in steps]
-        requests = [s for s in spans if s.name == semconv.CC_LLM_REQUEST]
+        outcomes: dict[str, SpanRecord] = {}
+        requests = []
+        for s in spans:  # one pass; a session from another framework has neither
+            if s.name == semconv.CC_TOOL_EXECUTION:
+                if s.parent_span_id:
+                    outcomes[s.parent_span_id] = s
+            elif s.name == semconv.CC_LLM_REQUEST:
+                requests.append(s)
+        # (without an execution span a step keeps its outcome: `_with_outcome(step, None)`)
+        out = (
+            [self._with_outcome(step, outcomes.get(step.span_id)) for step in steps]
+            if outcomes
+            else list(steps)
+        )
         for span in sorted(requests, key=lambda s: s.start_unix_nano):
             out = self._read_context(out, span)
         return out + self._final_answers(out)
@@ -235,6 +242,8 @@ class ClaudeCodeRecogniser:
     def _final_answers(self, steps: list[Step]) -> list[Step]:
         """Per turn, the last main-thread model response with text is the final answer."""
         turns = {s.span_id: s for s in steps if s.kind == "agent_turn" and s.preset == PRESET}
+        if not turns:
+            return []  # an answer is a model call under one of them
         last: dict[str, Step] = {}
         for step in steps:
             if (

@@ -75,11 +75,15 @@ class OpenInferenceRecogniser:
     def finalise(self, steps: list[Step], spans: Sequence[SpanRecord]) -> list[Step]:
         """Tool call ids and arguments from the parent ToolNode span; pinned skills; answers."""
         by_id = {s.span_id: s for s in spans}
-        out = _requests_from_model_input(
-            [_with_call_from_parent(step, by_id) for step in steps], by_id
-        )
-        out.extend(_pinned_skill_loads(out, by_id))
-        out.extend(_final_answers(out))
+        if any(step.preset == PRESET for step in steps):
+            out = _requests_from_model_input(
+                [_with_call_from_parent(step, by_id) for step in steps], by_id
+            )
+            out.extend(_pinned_skill_loads(out, by_id))
+            out.extend(_final_answers(out))
+        else:  # those four passes change, and add, only steps of this preset
+            out = list(steps)
+        # these two read the steps of every preset
         return _without_handoffs(_without_answer_channel(out), by_id)
 
     # --- one span -> one step -------------------------------------------------------------
