@@ -279,3 +279,28 @@ def test_ticks_close_what_a_scan_of_every_session_closes():
                 ]
                 assert got == want, (seed, step)
         assert list(heap.open) == list(scan.open)
+
+
+def test_a_clock_that_went_back_brings_the_idle_close_sooner():
+    clock = Clock()
+    store = SessionStore(ClosePolicy(idle_timeout_s=60, max_age_s=None), clock=clock)
+    store.add(span(1, attrs={"session.id": "s"}))  # at 1000: idle close due at 1060
+    clock.now = 900.0
+    store.add(span(2, attrs={"session.id": "s"}))  # the clock went back: now due at 960
+    clock.now = 959.0
+    assert store.close() == []
+    clock.now = 960.0
+    [closed] = store.close()
+    assert (closed.key, closed.reason, len(closed.spans)) == ("s", "idle", 2)
+
+
+def test_a_later_span_moves_the_idle_close_later():
+    clock = Clock()
+    store = SessionStore(ClosePolicy(idle_timeout_s=60, max_age_s=None), clock=clock)
+    store.add(span(1, attrs={"session.id": "s"}))
+    clock.now = 1050.0
+    store.add(span(2, attrs={"session.id": "s"}))  # due at 1110 now, not 1060
+    clock.now = 1100.0
+    assert store.close() == []
+    clock.now = 1110.0
+    assert [c.reason for c in store.close()] == ["idle"]

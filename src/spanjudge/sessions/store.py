@@ -21,6 +21,8 @@ CloseReason = Literal[
 # Reasons after which the session may still have been going: evaluated, marked incomplete.
 INCOMPLETE_REASONS = frozenset({"shutdown", "evicted", "max_age"})
 _MAX_TRACE_KEYS = 200_000
+_SESSION_END = semconv.SJ_SESSION_END
+_END_VALUES = (True, "true", "True", 1)  # what marks a session's end (== comparisons)
 __all__ = ["ClosePolicy", "ClosedSession", "OpenSession", "SessionStore", "estimate_size"]
 
 
@@ -198,18 +200,30 @@ class SessionStore:
                 self._retain(session, old)
         elif source and not session.key_source:
             session.key_source = source
-        if not self._retain(session, span, size):
+        ident = (span.trace_id, span.span_id)  # `_retain`, inline: once per span
+        seen = session.seen
+        if ident in seen:
             self.duplicates += 1
             return
+        seen.add(ident)
+        session.spans.append(span)
+        if size is None:
+            size = estimate_size(span)
+        session.size_bytes += size
+        self.open_bytes += size
+        earlier_seen = session.last_seen
         session.last_seen = now
-        if span.attributes.get(semconv.SJ_SESSION_END) in (True, "true", "True", 1):
+        # A later deadline leaves the queued entry as a lower bound (re-checked when it comes
+        # due); only a sooner one (a marker's grace, a clock that went back) is pushed. A later
+        # `last_seen` alone only moves the deadline later: nothing to push.
+        if span.attributes.get(_SESSION_END) in _END_VALUES:
             session.close_at = now + self.policy.end_grace_s
             session.close_reason = "end_marker"
         elif self.policy.per_turn and span.parent_span_id is None:
             session.close_at = now + self.policy.turn_grace_s
             session.close_reason = "turn"
-        # A later deadline leaves the queued entry as a lower bound (re-checked when it comes
-        # due); only a sooner one (a marker's grace, a clock that went back) is pushed.
+        elif now >= earlier_seen:
+            return
         self._deadlines.lower(key, self._deadline(session))
 
     def _deadline(self, session: OpenSession) -> float:

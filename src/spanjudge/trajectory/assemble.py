@@ -20,6 +20,11 @@ from spanjudge.trajectory.steps import CatalogueEntry, Step
 _START = attrgetter("start_unix_nano")
 _TRACE_ID = attrgetter("trace_id")
 _STOP_REASONS = frozenset({"stop", "end_turn", "complete", "completed", "finish", "eos"})
+# spanjudge's own session attributes (`_session_attrs`), on a span or its resource; on a span
+# also inside OpenInference `metadata` JSON
+_SESSION_KEYS_IN_ORDER = (semconv.SJ_EXPECTED_SKILLS, semconv.SJ_TASK_ID, semconv.SJ_RUN_SEED)
+_SESSION_KEYS = frozenset(_SESSION_KEYS_IN_ORDER)
+_SESSION_KEYS_OR_METADATA = _SESSION_KEYS | {semconv.OI_METADATA}
 
 
 @record_class(frozen=True, slots=True, kw_only=True)
@@ -236,10 +241,16 @@ def assemble(
     expected: list[str] = []
     task_id = run_seed = agent_name = None
     listed: Any = None
+    resource: Any = None  # the last resource looked at: a request's spans share theirs
+    in_resource = False
     for span in spans:
         own = span.attributes
-        agent_name = agent_name or _opt_str(own.get(semconv.GEN_AI_AGENT_NAME))
-        if not _may_have_session_attrs(own, span.resource):
+        if agent_name is None:
+            agent_name = _opt_str(own.get(semconv.GEN_AI_AGENT_NAME))
+        if span.resource is not resource:
+            resource = span.resource
+            in_resource = not resource.keys().isdisjoint(_SESSION_KEYS)
+        if not in_resource and own.keys().isdisjoint(_SESSION_KEYS_OR_METADATA):
             continue  # most spans: none of the keys below, so nothing to read
         attrs = _session_attrs(span)
         named = attrs.get(semconv.SJ_EXPECTED_SKILLS)
@@ -280,36 +291,25 @@ def assemble(
     )
 
 
-def _may_have_session_attrs(attrs: Mapping[str, Any], resource: Mapping[str, Any]) -> bool:
-    """Whether `_session_attrs` can find anything: one of its keys or OpenInference metadata."""
-    expected, task, seed = semconv.SJ_EXPECTED_SKILLS, semconv.SJ_TASK_ID, semconv.SJ_RUN_SEED
-    return (
-        expected in attrs
-        or task in attrs
-        or seed in attrs
-        or semconv.OI_METADATA in attrs
-        or expected in resource
-        or task in resource
-        or seed in resource
-    )
-
-
 def _session_attrs(span: SpanRecord) -> Mapping[str, Any]:
     """spanjudge's own session attributes: on the span, its resource, or (OpenInference, where
     `using_attributes(metadata=...)` is the only way users can set them) inside `metadata` JSON."""
     found: dict[str, Any] = {}
-    for key in (semconv.SJ_EXPECTED_SKILLS, semconv.SJ_TASK_ID, semconv.SJ_RUN_SEED):
-        value = span.attr(key)
+    own, resource = span.attributes, span.resource
+    for key in _SESSION_KEYS_IN_ORDER:
+        value = own.get(key)  # `span.attr(key)`
+        if value is None:
+            value = resource.get(key)
         if value is not None:
             found[key] = value
-    metadata = span.attributes.get(semconv.OI_METADATA)
+    metadata = own.get(semconv.OI_METADATA)
     if isinstance(metadata, str) and "spanjudge." in metadata:
         try:
             decoded = json.loads(metadata)
         except ValueError:
             decoded = None
         if isinstance(decoded, dict):
-            for key in (semconv.SJ_EXPECTED_SKILLS, semconv.SJ_TASK_ID, semconv.SJ_RUN_SEED):
+            for key in _SESSION_KEYS_IN_ORDER:
                 if key not in found and decoded.get(key) is not None:
                     value = decoded[key]
                     found[key] = tuple(value) if isinstance(value, list) else value
