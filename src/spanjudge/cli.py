@@ -296,8 +296,11 @@ def console() -> NoReturn:
 def _may_end_now() -> bool:
     """Whether ending with `os._exit` loses nothing a normal exit would do: no other thread
     that Python would wait for (nor an executor's shutdown hook), no interactive prompt to come
-    (-i, PYTHONINSPECT) and no development mode (its resource warnings come at teardown)."""
+    (-i, PYTHONINSPECT), no development mode (its resource warnings come at teardown), and no
+    code loaded but the standard library's, spanjudge's and its dependencies' (`_known_code`)."""
     if sys.flags.inspect or os.environ.get("PYTHONINSPECT") or sys.flags.dev_mode:
+        return False
+    if not _known_code():
         return False
     threading = sys.modules.get("threading")
     if threading is None:
@@ -310,6 +313,59 @@ def _may_end_now() -> bool:
     return not any(
         t is not current and not t.daemon and t.is_alive() for t in threading.enumerate()
     )
+
+
+# The top-level packages of spanjudge's core dependencies and theirs (a test checks them against
+# what is installed), and setuptools' `.pth` shim, which every venv with setuptools loads.
+_DEPENDENCY_PACKAGES = frozenset(
+    (
+        "_distutils_hack",
+        "_yaml",
+        "certifi",
+        "charset_normalizer",
+        "deprecated",
+        "google",
+        "grpc",
+        "idna",
+        "importlib_metadata",
+        "opentelemetry",
+        "orjson",
+        "prometheus_client",
+        "requests",
+        "typing_extensions",
+        "urllib3",
+        "wrapt",
+        "yaml",
+        "zipp",
+    )
+)
+
+
+def _known_code() -> bool:
+    """Whether every loaded module is the standard library's, spanjudge's or a dependency's, and
+    ``__main__`` holds nothing but modules and spanjudge's functions (pip's console script, or
+    `python -m spanjudge`). Other code (a plugin, a sitecustomize, a wrapper script) may keep an
+    open file or an object with a finaliser in a global, which only the teardown flushes."""
+    own = os.path.dirname(__file__) + os.sep
+    stdlib = os.path.dirname(os.__file__) + os.sep
+    for name, module in list(sys.modules.items()):
+        if name == "__main__":
+            if not all(
+                key.startswith("__")
+                or type(value) is type(sys)
+                or getattr(value, "__module__", "").startswith("spanjudge.")
+                for key, value in vars(module).items()
+            ):
+                return False
+            continue
+        path = getattr(module, "__file__", None)
+        if not path or path.startswith(own) or name.partition(".")[0] in _DEPENDENCY_PACKAGES:
+            continue  # built in, frozen, a namespace package; spanjudge's; a dependency's
+        if not path.startswith(stdlib) or path[len(stdlib) :].startswith(
+            ("site-packages", "dist-packages")
+        ):
+            return False
+    return True
 
 
 def _flushed() -> bool:
