@@ -81,9 +81,8 @@ class OpenInferenceRecogniser:
             )
             out.extend(_pinned_skill_loads(out, by_id))
             out.extend(_final_answers(out))
-        else:  # those four passes change, and add, only steps of this preset
+        else:  # those four change and add only this preset's steps; these two read every step:
             out = list(steps)
-        # these two read the steps of every preset
         return _without_handoffs(_without_answer_channel(out), by_id)
 
     # --- one span -> one step -------------------------------------------------------------
