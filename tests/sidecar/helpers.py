@@ -255,7 +255,7 @@ class SidecarProcess:
         self.config_path = tmp / "spanjudge.yaml"
         self.config_path.write_text(yaml.safe_dump(config))
         self.ready = tmp / "ready.json"
-        self.env = {**os.environ, **(env or {})}
+        self.env = {**os.environ, "PYTHONFAULTHANDLER": "1", **(env or {})}
         self.proc: subprocess.Popen[bytes] | None = None
         self.endpoints: dict[str, Any] = {}
         self.log = tmp / "sidecar.log"
@@ -296,7 +296,21 @@ class SidecarProcess:
         assert self.proc is not None
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
-        return self.proc.wait(timeout_s)
+        try:
+            return self.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            # What the server said is the only clue to a shutdown that hangs (the test's
+            # directory, with its log, is gone a few runs later): stacks first, then its log.
+            self.proc.send_signal(signal.SIGABRT)  # PYTHONFAULTHANDLER: every thread's stack
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+            self.proc.wait(10)
+            raise AssertionError(
+                f"serve did not exit within {timeout_s:.0f}s of SIGTERM; its log:\n"
+                + self.log.read_text(errors="replace")[-20_000:]
+            ) from None
 
 
 def wait_for(predicate: Any, timeout_s: float = 20.0, interval_s: float = 0.05) -> bool:
