@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 from spanjudge.sidecar.config import parse_serve
 from tests.sidecar.helpers import SidecarProcess, VerdictServer, synthetic_session, wait_for
 from tests.sidecar.raw_requests import grpc_call, post
-from tests.sidecar.workers_helpers import _config, _env, _Held, _sidecar
+from tests.sidecar.workers_helpers import _config, _env, _Held, _sidecar, _stuck_on_first
 
 
 def test_requests_waiting_past_the_byte_bound_are_refused_retryably(
@@ -35,13 +35,7 @@ def test_requests_waiting_past_the_byte_bound_are_refused_retryably(
         input={"max_request_bytes": 1024 * 1024 * 8},
     )
     try:
-        assert sidecar.grpc is not None
-        exporter = OTLPSpanExporter(
-            endpoint=f"127.0.0.1:{sidecar.grpc.port}", insecure=True, timeout=2
-        )
-        assert exporter.export(synthetic_session("first")) == SpanExportResult.SUCCESS
-        assert wait_for(lambda: sidecar.worker.pending_spans == 0, 10)
-        time.sleep(0.3)  # the worker is stuck evaluating "first": nothing more is taken
+        _stuck_on_first(sidecar)
         bound = sidecar.worker.max_pending_bytes
         accepted = 0
         code, details = grpc.StatusCode.OK, ""

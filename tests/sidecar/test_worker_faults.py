@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 from spanjudge.sidecar.server import Sidecar
 from tests.sidecar.helpers import SidecarProcess, VerdictServer, synthetic_session, wait_for
 from tests.sidecar.raw_requests import grpc_call, post
-from tests.sidecar.workers_helpers import _Held, _Raising, _sidecar
+from tests.sidecar.workers_helpers import _Held, _Raising, _sidecar, _stuck_on_first
 
 pytestmark = pytest.mark.slow
 
@@ -166,13 +166,7 @@ def test_evaluation_falling_behind_refuses_by_age(tmp_path: Path, verdicts: Verd
         max_pending_spans=1_000_000,
     )
     try:
-        assert sidecar.grpc is not None
-        exporter = OTLPSpanExporter(
-            endpoint=f"127.0.0.1:{sidecar.grpc.port}", insecure=True, timeout=2
-        )
-        assert exporter.export(synthetic_session("first")) == SpanExportResult.SUCCESS
-        assert wait_for(lambda: sidecar.worker.pending_spans == 0, 10)
-        time.sleep(0.3)  # the worker is stuck evaluating "first"
+        exporter = _stuck_on_first(sidecar)
         assert exporter.export(synthetic_session("queued")) == SpanExportResult.SUCCESS
         time.sleep(1.5)
         # few spans are waiting, but the oldest has waited past the bound: retryable refusal

@@ -4,6 +4,7 @@ test_workers_restart.py and test_worker_faults.py: a test module imports no othe
 from __future__ import annotations
 
 import threading
+import time
 from concurrent import futures
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,9 @@ from tests.sidecar.helpers import (
     _Logs,
     _Traces,
     _value,
+    synthetic_session,
     to_sdk,
+    wait_for,
 )
 
 # fixtures whose traces carry key-less spans (joined to a session by their trace) and sessions
@@ -205,3 +208,15 @@ def _sidecar(
     sidecar = Sidecar(config, serve_config, engine=engine)
     sidecar.start()
     return sidecar
+
+
+def _stuck_on_first(sidecar: Sidecar) -> OTLPSpanExporter:
+    """Send the session "first" to a sidecar whose evaluator holds each session (`_Held`), and
+    wait until the worker took it: it is stuck evaluating "first", nothing more is taken. The
+    exporter is the test's, to send more with."""
+    assert sidecar.grpc is not None
+    exporter = OTLPSpanExporter(endpoint=f"127.0.0.1:{sidecar.grpc.port}", insecure=True, timeout=2)
+    assert exporter.export(synthetic_session("first")) == SpanExportResult.SUCCESS
+    assert wait_for(lambda: sidecar.worker.pending_spans == 0, 10)
+    time.sleep(0.3)
+    return exporter
