@@ -248,10 +248,18 @@ class VerdictServer:
 
 
 class SidecarProcess:
-    """`python -m spanjudge.sidecar` with a config file; ports come back through --ready-file."""
+    """`python -m spanjudge.sidecar` with a config file; ports come back through --ready-file.
+    ``command`` runs another module's `-m` command line before serve's own arguments."""
 
-    def __init__(self, tmp: Path, config: dict[str, Any], env: dict[str, str] | None = None):
+    def __init__(
+        self,
+        tmp: Path,
+        config: dict[str, Any],
+        env: dict[str, str] | None = None,
+        command: tuple[str, ...] = ("spanjudge.sidecar",),
+    ):
         self.tmp = tmp
+        self.command = command
         self.config_path = tmp / "spanjudge.yaml"
         self.config_path.write_text(yaml.safe_dump(config))
         self.ready = tmp / "ready.json"
@@ -267,7 +275,7 @@ class SidecarProcess:
                 [
                     sys.executable,
                     "-m",
-                    "spanjudge.sidecar",
+                    *self.command,
                     "--config",
                     str(self.config_path),
                     "--ready-file",
@@ -296,6 +304,11 @@ class SidecarProcess:
         assert self.proc is not None
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
+        return self.wait_exit(timeout_s)
+
+    def wait_exit(self, timeout_s: float = 30.0) -> int:
+        """The exit status once serve exits by itself (after a signal it was sent)."""
+        assert self.proc is not None
         try:
             return self.proc.wait(timeout_s)
         except subprocess.TimeoutExpired:
@@ -308,7 +321,7 @@ class SidecarProcess:
                 self.proc.kill()
             self.proc.wait(10)
             raise AssertionError(
-                f"serve did not exit within {timeout_s:.0f}s of SIGTERM; its log:\n"
+                f"serve did not exit within {timeout_s:.0f}s of the signal to stop; its log:\n"
                 + self.log.read_text(errors="replace")[-20_000:]
             ) from None
 

@@ -7,12 +7,9 @@ import argparse
 import json
 import logging
 import os
-import signal
 import sys
-import threading
 from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING
 
 from spanjudge.config import Config, load_config
@@ -26,6 +23,7 @@ from spanjudge.sidecar.config import (
     parse_serve,
     usable_cores,
 )
+from spanjudge.sidecar.signals import StopSignals
 
 if TYPE_CHECKING:
     from spanjudge.sidecar.server import Endpoints
@@ -157,15 +155,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"spanjudge serve: {exc}", file=sys.stderr)
         return 2
+    with StopSignals() as signals:  # its module says why no Event
+        return _run(args, config, serve, signals)
+
+
+def _run(args: argparse.Namespace, config: Config, serve: ServeConfig, signals: StopSignals) -> int:
     from spanjudge.sidecar.server import Sidecar
 
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
     try:
         sidecar = Sidecar(config, serve)
         endpoints = sidecar.start()
@@ -179,7 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     log.log(level, "%s", line)
     if args.ready_file:
         _write_ready(args.ready_file, endpoints.to_json())
-    while not stop.wait(0.5):
+    while not signals.wait(0.5):
         if sidecar.worker.crashed is not None:
             # A process that accepts spans nobody evaluates is worse than one that exits: the
             # supervisor restarts it, and the spool replays what was acknowledged.

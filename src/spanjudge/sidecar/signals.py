@@ -1,0 +1,76 @@
+"""SIGTERM and SIGINT for `spanjudge serve`, waited for without taking a lock.
+
+Python runs a signal handler in the main thread between two bytecodes, also while that thread
+holds a lock; a handler that takes a lock can then wait on its own thread forever. serve's
+handler did: it called `threading.Event.set` while the main thread waited on that Event, and
+`Event.wait` holds the Event's (non-reentrant) lock as it wakes up every half second. A SIGTERM
+handled in that moment left serve running until its supervisor's SIGKILL, and the open
+sessions the shutdown would have judged were judged only by the next start, if any.
+
+Here the handler does nothing at all: the interpreter writes each signal's number to a pipe
+(`signal.set_wakeup_fd`), and `StopSignals.wait` reads it.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+from types import FrameType, TracebackType
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+def _noted(signum: int, frame: FrameType | None) -> None:
+    """The handler: the signal's number is already on the wakeup pipe."""
+
+
+class StopSignals:
+    """Installs the handlers on enter (main thread only); `wait` says whether one arrived.
+
+    The handlers stay installed after exit, as a plain ignore: a second SIGTERM while the
+    interpreter exits after the shutdown must not kill it (exit status 0 is the contract)."""
+
+    def __init__(self) -> None:
+        self._received = False
+        self._read = self._write = -1
+        self._previous_fd = -1
+
+    def __enter__(self) -> StopSignals:
+        self._read, self._write = os.pipe()
+        os.set_blocking(self._read, False)
+        os.set_blocking(self._write, False)
+        # The pipe before the handlers: a signal between the two would otherwise be lost.
+        self._previous_fd = signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, _noted)
+        return self
+
+    def wait(self, timeout_s: float) -> bool:
+        """Whether SIGTERM or SIGINT arrived since enter, waiting up to ``timeout_s`` for one."""
+        if not self._received:
+            readable, _, _ = select.select([self._read], [], [], timeout_s)
+            if readable:
+                self._received = self._drain()
+        return self._received
+
+    def _drain(self) -> bool:
+        stop = False
+        while True:
+            try:
+                numbers = os.read(self._read, 512)
+            except BlockingIOError:
+                return stop
+            if not numbers:
+                return stop
+            stop = stop or any(n in STOP_SIGNALS for n in numbers)
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        signal.set_wakeup_fd(self._previous_fd)
+        os.close(self._read)
+        os.close(self._write)

@@ -1,0 +1,50 @@
+"""A stop signal handled at the worst moment for serve's main thread still stops serve, and the
+shutdown judges what was open (`sidecar.signals`). Python runs a signal handler between two
+bytecodes of the main thread, also while it holds a lock: serve's old handler set the
+`threading.Event` the main thread waited on, and `Event.wait` holds that Event's lock as it
+wakes up; a SIGTERM handled then hung serve until SIGKILL (seen once in a loaded CI run of
+test_workers_restart). `tests.sidecar.signal_at_wait` makes the signal arrive there every time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace.export import SpanExportResult
+
+from tests.sidecar.helpers import SidecarProcess, VerdictServer, synthetic_session, wait_for
+from tests.sidecar.signal_at_wait import SENDS
+from tests.sidecar.workers_helpers import _config, _env, _stop
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize(("signum", "workers"), [("SIGTERM", 2), ("SIGINT", 1)])
+def test_a_stop_signal_right_after_the_main_thread_took_a_lock_stops_serve(
+    tmp_path: Path, verdicts: VerdictServer, signum: str, workers: int
+) -> None:
+    sessions = {"idle_timeout_s": 300.0, "end_grace_s": 300.0}  # all open at the signal
+    config = _config(tmp_path, workers, sessions=sessions, on_shutdown="evaluate")
+    command = ("tests.sidecar.signal_at_wait", signum)
+    sidecar = SidecarProcess(tmp_path, config, _env(verdicts), command=command).start()
+    try:
+        exporter = OTLPSpanExporter(endpoint=sidecar.endpoints["grpc"], insecure=True)
+        sent = {f"open-{i}" for i in range(6)}
+        for session_id in sorted(sent):
+            assert exporter.export(synthetic_session(session_id, end=False)) == (
+                SpanExportResult.SUCCESS
+            )
+        exporter.shutdown()
+        go = sidecar.ready.with_name(sidecar.ready.name + ".go")
+        go.touch()  # serve signals itself at its main thread's next locks and waits
+        marker = sidecar.ready.with_name(sidecar.ready.name + ".sent")
+        assert wait_for(marker.exists, 10), sidecar.log.read_text()
+        assert sidecar.wait_exit(30) == 0
+        assert len(marker.read_text().split()) == SENDS  # every one was sent, and handled
+        log = sidecar.log.read_text()
+        assert "shutting down" in log and "Traceback" not in log, log
+        # on_shutdown evaluate: the sessions open at the signal were judged by the shutdown
+        assert set(verdicts.received.sessions()) == sent
+    finally:
+        _stop(sidecar)
