@@ -178,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line ``argv`` (default: this process's) and return its exit status;
     usage errors and --help raise `SystemExit` as argparse does."""
     from spanjudge import logs
-    from spanjudge.cli_parser import build_parser, command_of
+    from spanjudge.cli_argv import command_of, plain_eval
     from spanjudge.errors import ConfigError, InputError, OutputError, SpanJudgeError
     from spanjudge.gate import EXIT_INTERNAL, EXIT_USAGE
 
@@ -187,11 +187,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     in_process = argv is not None
     argv = list(sys.argv[1:] if argv is None else argv)
     command = command_of(argv)
-    parser, commands = build_parser(command)
-    args, rest = parser.parse_known_args(argv)
-    if rest and args.command != "serve":
-        # The subcommand's usage, not the top level's: that is where the flag was looked for.
-        commands[args.command].error(f"unrecognized arguments: {' '.join(rest)}")
+    # A plain eval command line is read without argparse; anything else (help, an error) by it.
+    args: Any = plain_eval(argv) if command == "eval" else None
+    rest: list[str] = []
+    if args is None:
+        from spanjudge.cli_parser import build_parser
+
+        parser, commands = build_parser(command)
+        args, rest = parser.parse_known_args(argv)
+        if rest and args.command != "serve":
+            # The subcommand's usage, not the top level's: that is where the flag was looked for.
+            commands[args.command].error(f"unrecognized arguments: {' '.join(rest)}")
     args.verbose += getattr(args, "sub_verbose", 0)
     restore: list[Callable[[], None]] = []  # undone on return when in_process
 

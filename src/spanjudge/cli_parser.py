@@ -2,18 +2,21 @@
 
 argparse's parsers are slow to build (a formatter and gettext look-ups per argument): all five
 took milliseconds of a small `spanjudge eval`, so `spanjudge.cli.main` builds only the parser of
-the subcommand it runs when nothing before it could show the others (`command_of`).
+the subcommand it runs when nothing before it could show the others (`command_of`), and none for
+a plain eval command line (`spanjudge.cli_argv.plain_eval`, which reads eval's options as
+`_add_eval` declares them).
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from spanjudge._version import __version__
+from spanjudge.cli_argv import COMMANDS, FORMATS, command_of
 
-FORMATS = ("table", "json", "junit", "html")
+__all__ = ["FORMATS", "build_parser", "command_of"]
 
 EVAL_EPILOG = """\
 inputs:
@@ -160,23 +163,9 @@ def _add_calibrate(sub: Any) -> argparse.ArgumentParser:
     return calibrate
 
 
-_COMMANDS: dict[str, Callable[[Any], argparse.ArgumentParser]] = {
-    "eval": _add_eval,
-    "serve": _add_serve,
-    "demo": _add_demo,
-    "calibrate": _add_calibrate,
-}
-
-
-def command_of(argv: Sequence[str]) -> str | None:
-    """The subcommand ``argv`` runs when nothing before it could print the top-level help or an
-    error that names the other subcommands (only -v flags come first), else None."""
-    for arg in argv:
-        if arg in _COMMANDS:
-            return arg
-        if arg != "--verbose" and (len(arg) < 2 or arg != "-" + "v" * (len(arg) - 1)):
-            return None
-    return None
+_COMMANDS: dict[str, Callable[[Any], argparse.ArgumentParser]] = dict(
+    zip(COMMANDS, (_add_eval, _add_serve, _add_demo, _add_calibrate), strict=True)
+)
 
 
 def build_parser(
