@@ -102,11 +102,8 @@ class Engine:
     ) -> None:
         self.config = config or Config()
         # conventions declared in the configuration are tried before the built-in presets
-        self.recognisers = recognisers or RecogniserRegistry(
-            [
-                *self.config.sections.get("conventions", ()),
-                *RecogniserRegistry.default().recognisers,
-            ]
+        self.recognisers = recognisers or RecogniserRegistry.default(
+            self.config.sections.get("conventions", ())
         )
         if evaluators is None:
             problems: list[str] = []

@@ -197,6 +197,9 @@ M_SIDECAR_SPOOL_LIMIT_BYTES = "spanjudge.sidecar.spool.limit.bytes"
 SJ_TRAJECTORY_MEASURE = "spanjudge.trajectory.measure"
 SJ_MEASURE_NAME = "spanjudge.measure"
 
+# --- smolagents' OpenInference instrumentation (read): its instrumentation scope ---
+SMOLAGENTS_SCOPE = "openinference.instrumentation.smolagents"
+
 # --- Haystack's own tracer (read) [fixb helper] ---
 HAYSTACK_PREFIX = "haystack."
 SPAN_HAYSTACK_AGENT_RUN = "haystack.agent.run"

@@ -15,7 +15,6 @@ from spanjudge.emit.report import JsonReportWriter
 from spanjudge.engine import Engine
 from spanjudge.errors import ConfigError
 from spanjudge.offline import run_offline
-from spanjudge.recognition.haystack import HaystackRecogniser
 from spanjudge.recognition.registry import RecogniserRegistry
 from tests.conftest import FIXTURES
 
@@ -55,9 +54,7 @@ RECORDS = json.loads((FIXTURES / "haystack" / "scenarios.json").read_text())["se
 
 def _report() -> dict[str, Any]:
     config = parse_config({"conventions": HAYSTACK})
-    builtin = [
-        r for r in RecogniserRegistry.default().recognisers if not isinstance(r, HaystackRecogniser)
-    ]
+    builtin = [r for r in RecogniserRegistry.default().recognisers if r.name != "haystack"]
     registry = RecogniserRegistry([*config.sections["conventions"], *builtin])
     buf = io.StringIO()
     run_offline(

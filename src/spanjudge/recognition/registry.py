@@ -7,6 +7,7 @@ from typing import Protocol
 
 from spanjudge.guard import Guard
 from spanjudge.recognition.base import ClaimEvidence, Recogniser, SessionFinaliser
+from spanjudge.recognition.deferred import DEFERRED, DeferredPreset
 from spanjudge.registry import Registry
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import Step
@@ -63,12 +64,24 @@ class RecogniserRegistry:
         self._every: _Route = ()
 
     @classmethod
-    def default(cls) -> RecogniserRegistry:
-        """Plugins (entry-point group `spanjudge.recognisers`), then the built-in presets."""
+    def default(cls, first: Iterable[Recogniser] = ()) -> RecogniserRegistry:
+        """``first`` (declared conventions), plugins (entry-point group
+        `spanjudge.recognisers`), then the built-in presets; those in
+        `recognition.deferred.DEFERRED` are made when a span first shows their evidence."""
         factories = RECOGNISERS.factories()
         plugins = RECOGNISERS.plugin_names()
         order = [*plugins, *(n for n in factories if n not in plugins)]
-        return cls(factories[name]() for name in order)
+        return cls(
+            [
+                *first,
+                *(
+                    DeferredPreset(name, DEFERRED[name], factories[name])
+                    if name in DEFERRED and name not in plugins
+                    else factories[name]()
+                    for name in order
+                ),
+            ]
+        )
 
     def recognise_span(self, span: SpanRecord) -> list[Step]:
         # spanjudge's own spans never get here: the pipeline skips them (`pipeline.is_own_span`).
@@ -86,11 +99,11 @@ class RecogniserRegistry:
         scope, name = key
         route: list[tuple[Recogniser, tuple[str, ...] | None]] = []
         for recogniser, evidence in self._plan:
-            if (
-                evidence is None
-                or name.startswith(evidence.name_prefixes)
-                or scope in evidence.scopes
+            if isinstance(recogniser, DeferredPreset) and (
+                recogniser.is_made or evidence is None or _named_by(evidence, scope, name)
             ):
+                recogniser = recogniser.made  # the span shows its evidence: make the preset
+            if evidence is None or _named_by(evidence, scope, name):
                 route.append((recogniser, None))
             elif evidence.attributes:
                 route.append((recogniser, evidence.attributes))
@@ -144,10 +157,17 @@ class RecogniserRegistry:
         self.guard.failed(preset, what)
 
 
+def _named_by(evidence: ClaimEvidence, scope: str | None, name: str) -> bool:
+    return name.startswith(evidence.name_prefixes) or scope in evidence.scopes
+
+
 def _claim_evidence(recogniser: Recogniser) -> ClaimEvidence | None:
     """The `claim_evidence` a preset declares, honoured only where it sits beside the
     `recognise` that is called: a subclass or an instance that replaces `recognise` is
-    asked about every span unless it declares its own."""
+    asked about every span unless it declares its own. A deferred built-in's is its class's,
+    written as data (`recognition.deferred`)."""
+    if isinstance(recogniser, DeferredPreset):
+        return recogniser.claim_evidence
     if "recognise" in getattr(recogniser, "__dict__", ()):
         return None
     for klass in type(recogniser).__mro__:

@@ -31,7 +31,7 @@ from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import Step
 
 PRESET = "smolagents"
-SCOPE = "openinference.instrumentation.smolagents"
+SCOPE = semconv.SMOLAGENTS_SCOPE
 # smolagents' FinalAnswerTool.name: the tool a run ends by calling with its answer.
 ANSWER_TOOL = "final_answer"
 
