@@ -59,7 +59,8 @@ def test_eval_leaves_the_stdlib_it_does_not_use_alone(tmp_path: Path) -> None:
     # shutil (with zlib, bz2, lzma): argparse asks it for the terminal's width, needed only to
     # print help or an error; threading and queue: only for a judge that waits (an LLM);
     # base64 (with binascii, struct): only for base64 ids or bytes values, not hex ids;
-    # argparse (with gettext and locale): only for help, an error or an unusual command line.
+    # argparse (with gettext and locale): only for help, an error or an unusual command line;
+    # importlib (and importlib.util): built-ins are imported by name, jsonschema is looked for.
     unused = ("shutil", "bz2", "lzma", "threading", "queue", "base64", "binascii", "struct")
-    unused += ("argparse", "gettext", "locale")
+    unused += ("argparse", "gettext", "locale", "importlib", "importlib.util")
     assert sorted(m for m in unused if m in loaded) == []

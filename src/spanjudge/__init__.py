@@ -12,7 +12,6 @@ and `spanjudge eval` pay only for what they touch.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
 from spanjudge._version import __version__
@@ -94,6 +93,8 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'spanjudge' has no attribute {name!r}")
+    import importlib
+
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value  # the next access skips this function
     return value

@@ -12,7 +12,6 @@ plugin silently ignored.
 
 from __future__ import annotations
 
-import importlib
 import sys
 from collections.abc import Mapping
 from typing import Any, Generic, TypeVar
@@ -26,7 +25,10 @@ F = TypeVar("F")
 def load_target(target: str) -> Any:
     """The object a ``"module:attr.attr"`` target names."""
     module_name, _, attr = target.partition(":")
-    obj: Any = importlib.import_module(module_name)
+    # importlib.import_module's work for an absolute name, without importing importlib (and
+    # warnings) into a run that needs nothing else of it
+    __import__(module_name)
+    obj: Any = sys.modules[module_name]
     for part in attr.split(".") if attr else ():
         obj = getattr(obj, part)
     return obj
