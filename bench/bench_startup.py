@@ -6,6 +6,7 @@ start-up (imports), so the figure is the ratio of the two medians. Target: at mo
     python bench/bench_startup.py             # 15 runs each, interleaved, in both interpreters
     python bench/bench_startup.py --runs 30 --input fixtures/adk/adk.jsonl
     python bench/bench_startup.py --only venv --importtime   # the 15 slowest imports of one run
+    python bench/bench_startup.py --only venv --against ../main   # and another checkout's venv
 
 Two interpreters are measured, each against its own `python -c pass`:
 
@@ -16,6 +17,10 @@ Two interpreters are measured, each against its own `python -c pass`:
   `.dist-info` with the console script, as pip installs a wheel) and the distributions it depends
   on, linked file by file from this interpreter's environment (so it runs offline). A small
   `python -c pass` there makes the ratio the harder one to meet.
+
+``--against CHECKOUT`` builds a second fresh venv from another checkout (an older commit, say)
+and runs its eval in the same interleaved loop, so the two trees' figures share one machine
+load: a before/after comparison that does not depend on when each was measured.
 
 The command is the `spanjudge` console script as pip writes it for this checkout's
 `[project.scripts]` entry (`console_script`: in the venv it is `bin/spanjudge`), run by that
@@ -130,9 +135,9 @@ def _requirement_name(spec: str) -> str | None:
     return found.group(1) if found else None
 
 
-def _dependencies() -> list[metadata.Distribution]:
-    """This checkout's dependencies (pyproject.toml) and theirs, as installed here."""
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+def _dependencies(root: Path = ROOT) -> list[metadata.Distribution]:
+    """A checkout's dependencies (pyproject.toml) and theirs, as installed here."""
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
     todo = [n for n in map(_requirement_name, project["dependencies"]) if n]
     found: dict[str, metadata.Distribution] = {}
     while todo:
@@ -149,13 +154,13 @@ def _dependencies() -> list[metadata.Distribution]:
     return list(found.values())
 
 
-def _install_tree(site: Path) -> None:
-    """What pip installs from this checkout's wheel: the package, compiled, and its dist-info
+def _install_tree(site: Path, root: Path = ROOT) -> None:
+    """What pip installs from a checkout's wheel: the package, compiled, and its dist-info
     (with the console script's entry point, which the plugin scan reads like any other)."""
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
     package = site / "spanjudge"
     shutil.copytree(
-        ROOT / "src" / "spanjudge", package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+        root / "src" / "spanjudge", package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
     )
     compileall.compile_dir(package, quiet=1)
     info = site / f"spanjudge-{project['version']}.dist-info"
@@ -170,9 +175,9 @@ def _install_tree(site: Path) -> None:
     (info / "RECORD").write_text("")
 
 
-def make_venv(directory: Path) -> Path:
-    """A fresh venv (with pip, as `python -m venv` makes it) holding spanjudge and its
-    dependencies only, and pip's `bin/spanjudge` script; returns its python."""
+def make_venv(directory: Path, root: Path = ROOT) -> Path:
+    """A fresh venv (with pip, as `python -m venv` makes it) holding the spanjudge of checkout
+    ``root`` and its dependencies only, and pip's `bin/spanjudge` script; returns its python."""
     venv.create(directory, with_pip=True, symlinks=True)
     python = directory / "bin" / "python"
     purelib = subprocess.run(
@@ -183,7 +188,7 @@ def make_venv(directory: Path) -> Path:
     ).stdout.strip()
     site = Path(purelib)
     here = Path(sysconfig.get_paths()["purelib"])
-    for dist in _dependencies():
+    for dist in _dependencies(root):
         for file in dist.files or ():
             if file.parts[0] == ".." or "__pycache__" in file.parts:
                 continue  # scripts live outside site-packages; bytecode is cached per run
@@ -197,9 +202,9 @@ def make_venv(directory: Path) -> Path:
             target.parent.mkdir(parents=True, exist_ok=True)
             if not target.exists():
                 target.symlink_to(source)
-    _install_tree(site)
+    _install_tree(site, root)
     script = directory / "bin" / "spanjudge"
-    script.write_text(f"#!{python}\n{CLI}")
+    script.write_text(f"#!{python}\n{console_script(root)}")
     script.chmod(0o755)
     return python
 
@@ -207,20 +212,7 @@ def make_venv(directory: Path) -> Path:
 # --- measuring -------------------------------------------------------------------------------
 
 
-def measure(
-    python: str, script: str, env: dict[str, str], args: argparse.Namespace, tmp: str
-) -> dict:
-    report = os.path.join(tmp, "report.txt")
-    eval_argv = [python, script, "eval", args.input, "-q", "-o", report]
-    baseline_argv = [python, "-c", "pass"]
-    if args.importtime:
-        _time(eval_argv, env)
-        return {"importtime": _importtime(eval_argv, env)}
-    _time(eval_argv, env)  # warm the page cache and the bytecode cache
-    baseline, spanjudge = [], []
-    for _ in range(args.runs):  # interleaved: both see the same machine load
-        baseline.append(_time(baseline_argv, env))
-        spanjudge.append(_time(eval_argv, env))
+def _figures(baseline: list[tuple[float, float]], spanjudge: list[tuple[float, float]]) -> dict:
     base_s, eval_s = (statistics.median(w for w, _ in runs) for runs in (baseline, spanjudge))
     base_cpu, eval_cpu = (statistics.median(c for _, c in runs) for runs in (baseline, spanjudge))
     return {
@@ -235,6 +227,38 @@ def measure(
     }
 
 
+def measure(
+    python: str,
+    script: str,
+    env: dict[str, str],
+    args: argparse.Namespace,
+    tmp: str,
+    against: tuple[str, str] | None = None,
+) -> dict:
+    """Figures of ``script``'s eval against ``python -c pass``; with ``against`` (another
+    venv's python and script), that eval's too, in the same interleaved loop."""
+    report = os.path.join(tmp, "report.txt")
+    evals = [[python, script, "eval", args.input, "-q", "-o", report]]
+    if against is not None:
+        evals.append([*against, "eval", args.input, "-q", "-o", report])
+    baseline_argv = [python, "-c", "pass"]
+    if args.importtime:
+        _time(evals[0], env)
+        return {"importtime": _importtime(evals[0], env)}
+    for argv in evals:
+        _time(argv, env)  # warm the page cache and the bytecode cache
+    baseline: list[tuple[float, float]] = []
+    runs: list[list[tuple[float, float]]] = [[] for _ in evals]
+    for _ in range(args.runs):  # interleaved: all see the same machine load
+        baseline.append(_time(baseline_argv, env))
+        for argv, times in zip(evals, runs, strict=True):
+            times.append(_time(argv, env))
+    figures = _figures(baseline, runs[0])
+    if against is not None:
+        figures["against"] = _figures(baseline, runs[1])
+    return figures
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=15)
@@ -244,6 +268,12 @@ def main() -> int:
     )
     parser.add_argument("--importtime", action="store_true", help="show the slowest imports")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument(
+        "--against",
+        metavar="CHECKOUT",
+        type=Path,
+        help="also measure another checkout's fresh venv in the same runs (e.g. an older commit)",
+    )
     args = parser.parse_args()
     figures: dict = {
         "input": os.path.relpath(args.input, ROOT),
@@ -266,11 +296,18 @@ def main() -> int:
             script.write_text(CLI)
             env = {**base_env, "PYTHONPATH": str(ROOT / "src")}
             targets.append(("current", sys.executable, str(script), env))
+        against = None
         if args.only in (None, "venv"):
             python = make_venv(Path(tmp) / "venv")
             targets.append(("venv", str(python), str(python.parent / "spanjudge"), base_env))
+            if args.against is not None:
+                other = make_venv(Path(tmp) / "venv_against", args.against.resolve())
+                against = (str(other), str(other.parent / "spanjudge"))
+                figures["against"] = str(args.against)
         for name, python, script, env in targets:
-            figures[name] = measure(python, script, env, args, tmp)
+            figures[name] = measure(
+                python, script, env, args, tmp, against if name == "venv" else None
+            )
     if args.json:
         print(json.dumps(figures, indent=2))
         return 0
@@ -296,6 +333,16 @@ def main() -> int:
             f" CPU {f['cpu_ratio']:.2f}x (fastest runs {f['cpu_min_ratio']:.2f}x; target <="
             f" {TARGET:g}x)"
         )
+        if "against" in f:
+            a = f["against"]
+            cpu_ratio = f["spanjudge_eval_cpu_median_s"] / a["spanjudge_eval_cpu_median_s"]
+            print(
+                f"  {figures['against']} in the same runs: eval median wall"
+                f" {a['spanjudge_eval_median_s'] * 1000:4.0f} ms, CPU"
+                f" {a['spanjudge_eval_cpu_median_s'] * 1000:4.0f} ms; ratio wall {a['ratio']:.2f}x,"
+                f" CPU {a['cpu_ratio']:.2f}x (fastest runs {a['cpu_min_ratio']:.2f}x); this tree's"
+                f" eval CPU / its: {cpu_ratio:.2f}"
+            )
     return 0
 
 
