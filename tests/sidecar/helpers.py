@@ -269,6 +269,11 @@ class SidecarProcess:
         self.log = tmp / "sidecar.log"
 
     def start(self, timeout_s: float = 30.0) -> SidecarProcess:
+        self.launch()
+        return self.wait_ready(timeout_s)
+
+    def launch(self) -> SidecarProcess:
+        """Start the process, without waiting until it listens (`wait_ready`)."""
         self.ready.unlink(missing_ok=True)
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(
@@ -285,6 +290,10 @@ class SidecarProcess:
                 stderr=subprocess.STDOUT,
                 env=self.env,
             )
+        return self
+
+    def wait_ready(self, timeout_s: float = 30.0) -> SidecarProcess:
+        assert self.proc is not None
         deadline = time.monotonic() + timeout_s
         while not self.ready.exists():
             if self.proc.poll() is not None:

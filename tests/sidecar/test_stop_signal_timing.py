@@ -7,6 +7,8 @@ test_workers_restart). `tests.sidecar.signal_at_wait` makes the signal arrive th
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -46,5 +48,41 @@ def test_a_stop_signal_right_after_the_main_thread_took_a_lock_stops_serve(
         assert "shutting down" in log and "Traceback" not in log, log
         # on_shutdown evaluate: the sessions open at the signal were judged by the shutdown
         assert set(verdicts.received.sessions()) == sent
+    finally:
+        _stop(sidecar)
+
+
+def _starting_children(pid: int) -> list[int]:
+    """The evaluation processes ``pid`` spawned so far (not multiprocessing's resource tracker)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            try:
+                cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
+            except FileNotFoundError:  # ended meanwhile
+                continue
+            if b"spawn_main" in cmdline:
+                found.append(int(child))
+    return found
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_signal_to_every_process_while_serve_starts(
+    tmp_path: Path, verdicts: VerdictServer, signum: int
+) -> None:
+    """`systemctl stop` (SIGTERM to every process) or Ctrl-C (SIGINT to the group) while an
+    evaluation process is still starting: serve starts, then stops cleanly (exit 0). It used to
+    end that process midway through its start, and serve with "failed to start", status 1."""
+    config = _config(tmp_path, 2)
+    sidecar = SidecarProcess(tmp_path, config, _env(verdicts)).launch()
+    try:
+        assert sidecar.proc is not None
+        assert wait_for(lambda: _starting_children(sidecar.proc.pid), 30, interval_s=0.001)
+        for pid in [sidecar.proc.pid, *_starting_children(sidecar.proc.pid)]:
+            os.kill(pid, signum)
+        assert sidecar.wait_exit(60) == 0, sidecar.log.read_text()
+        log = sidecar.log.read_text()
+        assert "shutting down" in log and "Traceback" not in log, log
+        assert "failed to start" not in log, log
     finally:
         _stop(sidecar)

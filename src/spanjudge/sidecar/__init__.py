@@ -23,10 +23,10 @@ from spanjudge.sidecar.config import (
     parse_serve,
     usable_cores,
 )
-from spanjudge.sidecar.signals import StopSignals
+from spanjudge.sidecar.signals import StopSignals, end_by
 
 if TYPE_CHECKING:
-    from spanjudge.sidecar.server import Endpoints
+    from spanjudge.sidecar.server import Endpoints, Sidecar
 
 __all__ = ["main", "serve_config"]
 
@@ -180,8 +180,21 @@ def _run(args: argparse.Namespace, config: Config, serve: ServeConfig, signals: 
             # A process that accepts spans nobody evaluates is worse than one that exits: the
             # supervisor restarts it, and the spool replays what was acknowledged.
             log.critical("stopping: the evaluation worker died (%s)", sidecar.worker.crashed)
-            sidecar.stop()
-            return 1
+            return _stop(sidecar, serve, 1)
     log.info("shutting down (budget %.0fs)", serve.shutdown_timeout_s)
+    return _stop(sidecar, serve, 0)
+
+
+def _stop(sidecar: Sidecar, serve: ServeConfig, code: int) -> int:
+    """Shut ``sidecar`` down; the process ends within `serve.shutdown_timeout` whatever hangs."""
+    spool = serve.spool
+    fate = (
+        f"sessions not yet confirmed stay in the spool {os.path.abspath(spool.path)} and are"
+        " judged at the next start"
+        if spool.enabled
+        else "sessions not yet confirmed are lost (the spool is off)"
+    )
+    end_by(serve.shutdown_timeout_s, code, lambda: sidecar.stopping, fate)
     sidecar.stop()
-    return 0
+    sidecar.stopping = "in the interpreter's exit"
+    return code

@@ -36,6 +36,7 @@ from spanjudge.sidecar.config import ExportConfig, InputConfig
 from spanjudge.sidecar.export import VerdictExport, build_verdict_export, report_unflushed
 from spanjudge.sidecar.export_health import export_health
 from spanjudge.sidecar.relay_metrics import RelayMeterProvider
+from spanjudge.sidecar.signals import STOP_SIGNALS
 from spanjudge.sidecar.spool import Completion, Stored, remember_revisions
 from spanjudge.sidecar.worker import Worker
 from spanjudge.spans.record import SpanRecord
@@ -278,8 +279,10 @@ def run(settings: ProcessSettings, conn: Connection, out: Connection, paused: An
     # The serve process runs the shutdown (each mode, within its deadline): a SIGTERM or Ctrl-C
     # sent to every process at once (systemd's default KillMode, a terminal's process group)
     # must not end this one midway. It ends when told, or when the serve process is gone.
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Both were blocked since the spawn (`sidecar.shards`): ignored, one that came is discarded.
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     logging.basicConfig(
         level=settings.log_level,
         format=f"%(asctime)s %(levelname)s %(name)s[worker {settings.index}]: %(message)s",

@@ -156,6 +156,7 @@ class Sidecar:
         self._started = False
         self._stopped = False
         self._stop_lock = threading.Lock()
+        self.stopping = "starting the shutdown"  # the step a shutdown is in (or last took)
         attributes = {"service.name": os.environ.get("OTEL_SERVICE_NAME", "spanjudge")}
         if "service.instance.id" not in os.environ.get("OTEL_RESOURCE_ATTRIBUTES", ""):
             # Replicas must not overwrite each other's series after remote write.
@@ -337,9 +338,9 @@ class Sidecar:
             grace = min(5.0, budget / 4)
             for receiver in (self.grpc, self.http):
                 if receiver is not None:
-                    _step("stopping a receiver", functools.partial(receiver.stop, grace))
+                    self._step("stopping a receiver", functools.partial(receiver.stop, grace))
             if self._started:
-                _step(
+                self._step(
                     "draining the worker",
                     lambda: self.worker.stop(
                         evaluate_open=serve.on_shutdown == "evaluate", deadline=deadline
@@ -348,10 +349,12 @@ class Sidecar:
         finally:
             watchdog.cancel()
         self._report_unflushed()
-        _step("shutting down the verdict export", self.worker.pipeline.shutdown)
-        _step("shutting down the verdict export", self.export.shutdown)
+        self._step("shutting down the sinks", self.worker.pipeline.shutdown)
+        self._step("shutting down the verdict export", self.export.shutdown)
         left_ms = max(100, int((deadline - time.monotonic()) * 1000))
-        _step("shutting down metrics", lambda: self.meter_provider.shutdown(timeout_millis=left_ms))
+        self._step(
+            "shutting down metrics", lambda: self.meter_provider.shutdown(timeout_millis=left_ms)
+        )
         state = self._metric_export
         if state is not None and state.failed:
             log.warning(
@@ -360,9 +363,17 @@ class Sidecar:
                 self._export_target(),
             )
         if self._prometheus_server is not None:
-            _step("closing /metrics", self._prometheus_server.shutdown)
-            _step("closing /metrics", self._prometheus_server.server_close)
-        _step("closing the spool", self.spool.close)
+            self._step("closing /metrics", self._prometheus_server.shutdown)
+            self._step("closing /metrics", self._prometheus_server.server_close)
+        self._step("closing the spool", self.spool.close)
+
+    def _step(self, what: str, step: Callable[[], object]) -> None:
+        """Run one shutdown step; a failure is one log line, and the shutdown goes on."""
+        self.stopping = what
+        try:
+            step()
+        except Exception as exc:
+            log.error("shutdown: %s failed: %s", what, " ".join(str(exc).split()))
 
     def _export_target(self) -> str:
         return self.serve.export.endpoint or "the OTLP endpoint"
@@ -373,11 +384,3 @@ class Sidecar:
         report_unflushed(
             self.export, self._export_target(), self.worker.unconfirmed_sessions, spool
         )
-
-
-def _step(what: str, step: Callable[[], object]) -> None:
-    """Run one shutdown step; a failure is one log line, and the shutdown goes on."""
-    try:
-        step()
-    except Exception as exc:
-        log.error("shutdown: %s failed: %s", what, " ".join(str(exc).split()))

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import queue
+import signal
 import threading
 import time
 from collections import deque
@@ -36,6 +37,7 @@ from spanjudge.sidecar.evaluation_process import ProcessSettings, replay_telemet
 from spanjudge.sidecar.export_health import export_health
 from spanjudge.sidecar.relay_metrics import Replayer
 from spanjudge.sidecar.routing import Router
+from spanjudge.sidecar.signals import STOP_SIGNALS
 from spanjudge.sidecar.spool import MemorySpool, Spool
 from spanjudge.sidecar.worker import Worker
 from spanjudge.spans.record import SpanRecord
@@ -190,7 +192,14 @@ class ShardedWorker(Worker):
                 name=f"spanjudge-eval-{settings.index}",
                 daemon=True,
             )
-            process.start()
+            # Born with SIGTERM and SIGINT blocked (the mask outlives exec): one sent to every
+            # process while this one starts (`systemctl stop`, Ctrl-C) waits until it ignores
+            # them (`evaluation_process.run`), instead of ending it midway through its start.
+            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+            try:
+                process.start()
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
             inbox_read.close()
             outbox_write.close()
             p = self._processes[settings.index]

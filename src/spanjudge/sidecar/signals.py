@@ -1,4 +1,5 @@
-"""SIGTERM and SIGINT for `spanjudge serve`, waited for without taking a lock.
+"""How `spanjudge serve` stops: SIGTERM and SIGINT, waited for without taking a lock, and a
+watchdog that ends a shutdown still running when its time is up.
 
 Python runs a signal handler in the main thread between two bytecodes, also while that thread
 holds a lock; a handler that takes a lock can then wait on its own thread forever. serve's
@@ -9,14 +10,28 @@ sessions the shutdown would have judged were judged only by the next start, if a
 
 Here the handler does nothing at all: the interpreter writes each signal's number to a pipe
 (`signal.set_wakeup_fd`), and `StopSignals.wait` reads it.
+
+Each shutdown step has its own bound, but a part that ignores it (a plugin sink's `shutdown`,
+a thread that never ends and that the interpreter's exit waits for, an exit hook) would hold
+the process until SIGKILL, the moment unknown. `end_by` ends the process a second after the
+configured `serve.shutdown_timeout` instead, and the log says where it was stuck, with every
+thread's stack.
 """
 
 from __future__ import annotations
 
+import contextlib
+import faulthandler
+import logging
 import os
 import select
 import signal
+import sys
+import threading
+from collections.abc import Callable
 from types import FrameType, TracebackType
+
+log = logging.getLogger("spanjudge.sidecar")
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -74,3 +89,33 @@ class StopSignals:
         signal.set_wakeup_fd(self._previous_fd)
         os.close(self._read)
         os.close(self._write)
+
+
+_LATE_S = 1.0  # past the budget: the shutdown keeps a margin of its own for the exit
+
+
+def end_by(budget_s: float, code: int, where: Callable[[], str], fate: str) -> None:
+    """Exit with ``code`` a second after ``budget_s`` unless the process ended by then, saying
+    in the log ``where()`` it was stuck, the threads still running, ``fate`` and every stack."""
+
+    def end() -> None:
+        main = threading.main_thread()
+        running = [t.name for t in threading.enumerate() if t is not main and not t.daemon]
+        log.error(
+            "shutdown: not finished %gs after it began (serve.shutdown_timeout %gs); stuck %s%s;"
+            " exiting now with status %d: %s; the stacks follow",
+            budget_s + _LATE_S,
+            budget_s,
+            where(),
+            f" (threads still running: {', '.join(running)})" if running else "",
+            code,
+            fate,
+        )
+        with contextlib.suppress(Exception):  # no usable stderr: the exit matters more
+            faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+        os._exit(code)
+
+    timer = threading.Timer(budget_s + _LATE_S, end)
+    timer.name = "spanjudge-shutdown-watchdog"
+    timer.daemon = True  # never what the exit waits for
+    timer.start()

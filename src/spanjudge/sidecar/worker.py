@@ -96,6 +96,9 @@ class Worker:
         self._stopped = threading.Event()
         # Set when a shutdown gave up waiting: the thread ends at its next step, spool untouched.
         self._abandoned = False
+        # what `stop` asked for (evaluate the open sessions?, deadline), and how far it got
+        self._finish_with = (False, 0.0)
+        self._finishing = "busy with what closed before the stop"
 
     # --- receiver side (any thread) ---
 
@@ -217,6 +220,10 @@ class Worker:
             log.critical("the evaluation worker stopped: %s", self.crashed, exc_info=True)
 
     def _loop(self) -> None:
+        self._take()
+        self._finish()  # `stop` waits for it until its deadline only
+
+    def _take(self) -> None:
         next_tick = time.monotonic() + self.tick_interval_s
         while not self._abandoned:
             timeout = max(0.0, next_tick - time.monotonic())
@@ -344,31 +351,47 @@ class Worker:
     # --- shutdown ---
 
     def stop(self, *, evaluate_open: bool, deadline: float) -> None:
-        """Stop intake, drain the queue, then spool (or evaluate) open sessions and flush."""
+        """Stop intake, drain the queue, then spool (or evaluate) open sessions and flush, on the
+        worker thread: an evaluator or sink that hangs cannot hold the caller past ``deadline``."""
         with self._submit_lock:
             self._stopped.set()
+        self._finish_with = (evaluate_open, deadline)
         self._queue.put(_STOP)
-        if self._thread is not None:
-            self._thread.join(max(0.0, deadline - time.monotonic()))
-            if self._thread.is_alive():
-                self._abandoned = True  # it ends after the step it is in, touching nothing
-                log.error("worker did not stop in time; open sessions stay in the spool")
-                return
-        while True:  # whatever was queued after _STOP
+        if self._thread is None:
+            self._finish()
+            return
+        self._thread.join(max(0.0, deadline - time.monotonic()))
+        if self._thread.is_alive():
+            self._abandoned = True  # it ends after the step it is in, touching nothing
+            log.error(
+                "worker did not stop in time (%s); open sessions stay in the spool",
+                self._finishing,
+            )
+
+    def _finish(self) -> None:
+        """The end of `stop`, once the worker thread took `_STOP` off the queue."""
+        evaluate_open, deadline = self._finish_with
+        self._finishing = "adding the last requests"
+        while not self._abandoned:  # whatever was queued after _STOP (nothing once abandoned)
             try:
                 item = self._queue.get_nowait()
             except queue.Empty:
                 break
             if item is not _STOP:
                 self._add(item)
+        if self._abandoned:
+            return
         now = time.monotonic()
         # Judgments still out get most of what is left; the sinks' flush keeps a fifth.
         until = now + 0.8 * max(0.0, deadline - now)
         if evaluate_open or not self.durable:
+            self._finishing = "evaluating the open sessions"
             self.pipeline.close_all("shutdown", until=until, mark=self._last_added)
         else:
             # Open sessions stay spooled; those already closed are emitted, judged or not.
+            self._finishing = "evaluating the sessions that closed"
             self.pipeline.tick(mark=self._last_added)
             self.pipeline.drain(until=until)
+        self._finishing = "flushing the sinks"
         self.flush_timeout_s = max(0.1, deadline - time.monotonic())
-        self._safe(self._confirm)
+        self._safe(self._confirm)  # touches nothing once abandoned (`_commit`)
