@@ -39,12 +39,29 @@ def messages(span: SpanRecord, key: str) -> list[dict[str, Any]]:
     global _last
     memo = _last
     if memo[0] is not span:
-        memo = (span, {})
+        memo = (span, _none_recorded(span))
         _last = memo
     found = memo[1].get(key)
     if found is None:
         found = memo[1][key] = _messages(span, key)
     return found
+
+
+def _none_recorded(span: SpanRecord) -> dict[str, list[dict[str, Any]]]:
+    """Both message lists when the span records messages in none of the forms `_messages`
+    reads (most spans: v1.36 events, or no content at all), with one look at it; else {}."""
+    attributes = span.attributes
+    if (
+        sc.GEN_AI_INPUT_MESSAGES in attributes
+        or sc.GEN_AI_OUTPUT_MESSAGES in attributes
+        or sc.GCP_VERTEX_AGENT_LLM_REQUEST in attributes
+        or not attributes.keys().isdisjoint(INDEXED_MARKERS)
+    ):
+        return {}
+    for event in span.events:
+        if event.name == sc.EV_GEN_AI_INFERENCE_DETAILS:
+            return {}
+    return {sc.GEN_AI_INPUT_MESSAGES: [], sc.GEN_AI_OUTPUT_MESSAGES: []}
 
 
 def _messages(span: SpanRecord, key: str) -> list[dict[str, Any]]:
