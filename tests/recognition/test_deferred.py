@@ -5,11 +5,12 @@ that presets made up front give, also when another recogniser claims a preset's 
 from __future__ import annotations
 
 import importlib
+import json
 from pathlib import Path
 
 import pytest
 
-from spanjudge.config import Limits
+from spanjudge.config import Limits, parse_config
 from spanjudge.recognition.deferred import DEFERRED, DeferredPreset
 from spanjudge.recognition.registry import RECOGNISERS, RecogniserRegistry
 from spanjudge.spans.files import read_input
@@ -86,3 +87,67 @@ def test_an_eval_of_one_framework_imports_only_the_presets_its_spans_show(
     others = [f"spanjudge.recognition.{name}" for name in DEFERRED if name != "claude_code"]
     assert sorted(m for m in others if m in loaded) == []
     assert "session" in (tmp_path / "t.txt").read_text()
+
+
+def _attr(key: str, value: str) -> dict[str, object]:
+    return {"key": key, "value": {"stringValue": value}}
+
+
+# A turn span and its model call, read by a convention declared in the configuration.
+_TRACE = "0af7651916cd43dd8448eb211c80319c"
+_ASKED = "What is 2+2?"
+_CONVENTION_SPANS = [
+    {
+        "traceId": _TRACE,
+        "spanId": "b7ad6b7169203331",
+        "name": "agent.run",
+        "startTimeUnixNano": "1768478400000000000",
+        "endTimeUnixNano": "1768478400090000000",
+        "attributes": [_attr("session.id", "s1")],
+    },
+    {
+        "traceId": _TRACE,
+        "spanId": "b7ad6b7169203332",
+        "parentSpanId": "b7ad6b7169203331",
+        "name": "llm.call",
+        "startTimeUnixNano": "1768478400010000000",
+        "endTimeUnixNano": "1768478400050000000",
+        "attributes": [
+            _attr("session.id", "s1"),
+            _attr("my.text", "The answer is 4."),
+            _attr(
+                "gen_ai.input.messages",
+                json.dumps([{"role": "user", "parts": [{"type": "text", "content": _ASKED}]}]),
+            ),
+        ],
+    },
+]
+
+
+@pytest.mark.parametrize("name", ["traceloop", "claude_code"])
+def test_a_convention_named_as_a_deferred_preset_still_gets_its_finaliser(
+    name: str, tmp_path: Path
+) -> None:
+    """Steps under a preset's name that no span of its own made (a declared convention called
+    so) are finalised by the preset, as when every preset was made up front: Traceloop's fills
+    a turn's request from its first model call, Claude Code's turns the turn's last model reply
+    into the final answer."""
+    traces = tmp_path / "t.jsonl"
+    scope = {"scope": {"name": "my-agent"}, "spans": _CONVENTION_SPANS}
+    line = {"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [scope]}]}
+    traces.write_text(json.dumps(line) + "\n")
+    convention = {
+        "session_key": "session.id",
+        "turn": {"span_name": "agent.run"},
+        "model_call": {"span_name": "llm.call", "text": "my.text"},
+    }
+    declared = parse_config({"conventions": {name: convention}}).sections["conventions"]
+    deferred = RecogniserRegistry.default(declared)
+    eager = RecogniserRegistry([*declared, *_made_up_front().recognisers])
+    (spans,) = _sessions(traces)
+    steps = deferred.recognise_session(spans)
+    assert steps == eager.recognise_session(spans)
+    if name == "traceloop":
+        assert [s.text for s in steps if s.kind == "agent_turn"] == [_ASKED]
+    else:
+        assert [s.name for s in steps if s.kind == "final_answer"] == ["llm.call"]

@@ -4,9 +4,10 @@ A file from one framework needs one or two of the presets; importing every prese
 start-up cost `spanjudge eval` of a small file pays for nothing. A preset listed in `DEFERRED`
 has its `claim_evidence` written here as data, the same as its class declares (a test compares
 them): the registry routes spans by it and makes the preset when a span first shows that
-evidence. A preset is listed only when, for a session with no span showing its evidence, its
-`finalise` (if it has one) returns the steps unchanged: then a preset never made and a preset
-made and not claiming anything give the same steps.
+evidence. A preset is listed only when, for a session with no span showing its evidence and
+no step under its name, its `finalise` (if it has one) returns the steps unchanged: then a
+preset never made and a preset made and not claiming anything give the same steps. (Steps under
+its name can come from elsewhere: a declared convention or a plugin called by that name.)
 
 Not listed: GenAI (it declares no evidence: asked about every span) and OpenInference (its
 finaliser reads every session's steps, whatever preset made them).
@@ -34,7 +35,8 @@ DEFERRED: dict[str, ClaimEvidence] = {
 class DeferredPreset:
     """A built-in preset made (its module imported) the first time it is needed: asked about a
     span, or `made` by the registry when a span's name or scope shows its evidence. Until then
-    its `finalise` leaves a session's steps as they are, as the preset's own would."""
+    its `finalise` leaves a session's steps as they are, as the preset's own would, unless a
+    step carries its name (then it is made and finalises them)."""
 
     __slots__ = ("_factory", "_made", "claim_evidence", "name")
 
@@ -63,8 +65,16 @@ class DeferredPreset:
 
     def finalise(self, steps: list[Step], spans: Sequence[SpanRecord]) -> list[Step]:
         made: Any = self._made
+        if made is None:  # no span showed its evidence: a step under its name still may
+            name = self.name
+            for step in steps:
+                if step.preset == name:
+                    made = self.made
+                    break
+            else:
+                return steps
         finalise = getattr(made, "finalise", None)
-        if finalise is None:  # not made (no span showed its evidence), or nothing to finalise
+        if finalise is None:  # nothing to finalise
             return steps
         result: list[Step] = finalise(steps, spans)
         return result
