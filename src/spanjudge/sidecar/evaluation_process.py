@@ -233,10 +233,10 @@ class _ProcessWorker(Worker):
     added_upto = 0
 
     def _add(self, item: object) -> int:
-        request_id, records, released, resent = cast(
-            tuple[int, list[SpanRecord], list[str], int], item
+        request_id, records, released, resent, sizes = cast(
+            tuple[int, list[SpanRecord], list[str], int, Any], item
         )
-        added = super()._add((request_id, records))
+        added = super()._add((request_id, records, sizes))
         if resent:  # counted when they first arrived, in the process that released them
             self.relay.spans_received(-resent)
         for trace_id in released:
@@ -244,13 +244,12 @@ class _ProcessWorker(Worker):
         self.added_upto = request_id
         return added
 
-    def enqueue(
-        self, request_id: int, records: list[SpanRecord], released: list[str], resent: int
-    ) -> None:
+    def enqueue(self, item: tuple[int, list[SpanRecord], list[str], int, Any]) -> None:
+        """One routed request: id, spans, traces to release, spans resent, sizes (or None)."""
         with self._submit_lock:
-            self.pending_spans += len(records)
-            self._queue.put((request_id, records, released, resent))
-            self.lag.accepted(request_id, len(records), time.monotonic())
+            self.pending_spans += len(item[1])
+            self._queue.put(item)
+            self.lag.accepted(item[0], len(item[1]), time.monotonic())
 
     def _tick(self) -> None:
         super()._tick()
@@ -363,8 +362,8 @@ def _serve(worker: _ProcessWorker, conn: Connection, channel: _Channel, asker: A
                 return 0
             return 1  # the parent is gone: nothing here may be confirmed any more
         if message[0] == "add":
-            for request_id, records, released, resent in message[1]:
-                worker.enqueue(request_id, records, released, resent)
+            for item in message[1]:
+                worker.enqueue(item)
         elif message[0] == "answer":
             asker.answered(message[1], message[2])
         elif message[0] == "stop" and stopping is None:

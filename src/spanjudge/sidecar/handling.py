@@ -161,7 +161,7 @@ class Handler:
                 )
             return Answer("ok", response=ExportTraceServiceResponse())
         try:
-            self.worker.submit(body, fmt, decoded.records)
+            self.worker.submit(body, fmt, decoded.records, decoded.sizes)
         except Overloaded as exc:
             return Answer("unavailable", message=f"spanjudge is overloaded, retry later: {exc}")
         if decoded.problems:

@@ -41,6 +41,8 @@ class Decoded:
 
     records: list[SpanRecord]
     problems: list[SpanProblem]
+    # each record's `estimate_size`, when the decoder worked them out (the JSON fast road)
+    sizes: list[int] | None = None
 
     def error_message(self, limit: int = 8) -> str:
         """OTLP partial-success `error_message`: the first problems, with the count of the rest."""
@@ -110,9 +112,10 @@ def decode_body(data: bytes, fmt: str, limits: Limits, checks: InputConfig) -> D
         else:
             # The fast road answers the ordinary document with exactly the general road's records
             # (no problems); anything else (a lone surrogate, `{}`, an odd field) gets None.
-            fast = decode_fast(data, limits)
+            sizes: list[int] = []
+            fast = decode_fast(data, limits, sizes)
             if fast is not None:
-                return check_records(fast, [], checks)
+                return check_records(fast, [], checks, sizes=sizes)
             try:
                 doc = json.loads(data)
             except (ValueError, RecursionError) as exc:
@@ -140,8 +143,10 @@ def check_records(
     problems: list[SpanProblem],
     checks: InputConfig,
     now_s: float | None = None,
+    sizes: list[int] | None = None,
 ) -> Decoded:
-    """Reject spans with absurd timestamps and spans on a parent cycle within the request."""
+    """Reject spans with absurd timestamps and spans on a parent cycle within the request;
+    ``sizes`` (one per record) are kept for the records kept."""
     now = time.time() if now_s is None else now_s
     low = int(checks.min_start_unix_s * _NANOS)
     high = int((now + checks.max_future_skew_s) * _NANOS)
@@ -152,6 +157,7 @@ def check_records(
         if low <= start <= high and record.end_unix_nano - start <= longest:
             kept.append(record)
             continue
+        sizes = None  # rare: the store works them out
         where = f"span {record.span_id} of trace {record.trace_id}"
         if not low <= start <= high:
             problems.append(SpanProblem(where, f"startTimeUnixNano {start} is not plausible"))
@@ -170,7 +176,8 @@ def check_records(
                     )
                 )
         kept = [r for r in kept if (r.trace_id, r.span_id) not in cyclic]
-    return Decoded(kept, problems)
+        sizes = None
+    return Decoded(kept, problems, sizes)
 
 
 def _cyclic(records: Sequence[SpanRecord]) -> set[tuple[str, str]]:

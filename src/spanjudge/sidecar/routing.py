@@ -52,6 +52,9 @@ class Routed:
     released: list[str] = field(default_factory=list)
     # agent spans among ``records`` sent a second time (already counted as received once)
     resent: int = 0
+    # each record's `estimate_size`, when the decoder worked out all of them (``sized``)
+    sizes: list[int] = field(default_factory=list)
+    sized: bool = True
 
 
 class Router:
@@ -76,7 +79,9 @@ class Router:
         self.held_spans = 0
         self.moved_spans = 0
 
-    def route(self, records: Sequence[SpanRecord]) -> dict[int, Routed]:
+    def route(
+        self, records: Sequence[SpanRecord], sizes: Sequence[int] | None = None
+    ) -> dict[int, Routed]:
         out: dict[int, Routed] = {}
 
         def part(process: int) -> Routed:
@@ -87,7 +92,7 @@ class Router:
 
         now = self.clock()
         self._expire(now)
-        for record in records:
+        for i, record in enumerate(records):
             trace_id = record.trace_id
             found = session_key(record, self.key_attributes)
             if found is None:
@@ -99,11 +104,16 @@ class Router:
                     held.spans.append(record)
                     self.held_spans += 1
                     process = held.process
-                part(process).records.append(record)
+                target = part(process)
+                target.records.append(record)
+                if sizes is not None:
+                    target.sizes.append(sizes[i])
                 continue
             process = owner(found[0], self.workers)
             target = part(process)
             target.records.append(record)
+            if sizes is not None:
+                target.sizes.append(sizes[i])
             if trace_id in self._trace_owner:
                 continue
             self._remember(trace_id, process)
@@ -113,11 +123,15 @@ class Router:
             self.held_spans -= len(waited.spans)
             if waited.process != process:
                 target.records.extend(waited.spans)
+                target.sized = False  # the store works out those of this part
                 target.resent += sum(
                     1 for s in waited.spans if not is_own_span(s.scope_name, s.name)
                 )
                 part(waited.process).released.append(trace_id)
                 self.moved_spans += len(waited.spans)
+        if sizes is None:
+            for routed in out.values():
+                routed.sized = False
         return out
 
     def decide(self, trace_ids: Sequence[str], process: int) -> list[bool]:

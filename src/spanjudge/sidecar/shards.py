@@ -156,14 +156,19 @@ class ShardedWorker(Worker):
 
     # --- receiver side (submit lock held) ---
 
-    def _enqueue(self, request_id: int, records: list[SpanRecord], nbytes: int = 0) -> None:
+    def _enqueue(
+        self, request_id: int, records: list[SpanRecord], nbytes: int = 0, sizes: Any = None
+    ) -> None:
         now = time.monotonic()
         total = len(records) or 1
-        for index, routed in self._router.route(records).items():
+        for index, routed in self._router.route(records, sizes).items():
             target = self._processes[index]
             n = len(routed.records)
             share = nbytes * n // total  # the body's bytes in proportion to the spans routed
-            target.feed.put((request_id, routed.records, routed.released, routed.resent))
+            part_sizes = routed.sizes if routed.sized else None
+            target.feed.put(
+                (request_id, routed.records, routed.released, routed.resent, part_sizes)
+            )
             target.backlog.append((request_id, n, now, share))
             target.backlog_spans += n
             target.backlog_bytes += share

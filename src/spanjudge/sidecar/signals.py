@@ -55,6 +55,8 @@ class StopSignals:
         self._read, self._write = os.pipe()
         os.set_blocking(self._read, False)
         os.set_blocking(self._write, False)
+        self._poll = select.poll()  # not select(): any fd number
+        self._poll.register(self._read, select.POLLIN)
         # The pipe before the handlers: a signal between the two would otherwise be lost.
         self._previous_fd = signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
         for signum in STOP_SIGNALS:
@@ -63,10 +65,8 @@ class StopSignals:
 
     def wait(self, timeout_s: float) -> bool:
         """Whether SIGTERM or SIGINT arrived since enter, waiting up to ``timeout_s`` for one."""
-        if not self._received:
-            readable, _, _ = select.select([self._read], [], [], timeout_s)
-            if readable:
-                self._received = self._drain()
+        if not self._received and self._poll.poll(max(0, int(timeout_s * 1000))):
+            self._received = self._drain()
         return self._received
 
     def _drain(self) -> bool:

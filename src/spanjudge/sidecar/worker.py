@@ -14,7 +14,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import cast
+from typing import Any, cast
 
 from spanjudge.emit.base import Sink
 from spanjudge.emit.metrics import SelfTelemetry
@@ -102,11 +102,14 @@ class Worker:
 
     # --- receiver side (any thread) ---
 
-    def submit(self, body: bytes, fmt: str, records: list[SpanRecord]) -> None:
-        """Spool and queue one request's accepted spans; raises `Overloaded` when full."""
+    def submit(self, body: bytes, fmt: str, records: list[SpanRecord], sizes: Any = None) -> None:
+        """Spool and queue one request's accepted spans (``sizes``: their `estimate_size`, if
+        the decoder worked them out); raises `Overloaded` when full."""
         # spanjudge's own spans (verdicts routed back here) are never evaluated: spooled, no
         # session would ever release them, and the spool would fill up with them.
-        records = [r for r in records if not is_own_span(r.scope_name, r.name)]
+        kept = [r for r in records if not is_own_span(r.scope_name, r.name)]
+        if len(kept) < len(records):  # rare: the store works out the sizes of what is left
+            records, sizes = kept, None
         if not records:
             return
         n = len(records)
@@ -150,7 +153,7 @@ class Worker:
                 self._storage_failed(exc)
                 raise Overloaded(f"the spool cannot store the request: {exc}") from None
             self._storage_ok()
-            self._enqueue(request_id, records, len(body))
+            self._enqueue(request_id, records, len(body), sizes)
 
     def _behind_s(self) -> float:
         """How long ago the oldest request was accepted whose spans no tick has yet taken
@@ -165,10 +168,12 @@ class Worker:
         """Body bytes of the accepted requests no tick has taken yet (lock held)."""
         return self.lag.bytes
 
-    def _enqueue(self, request_id: int, records: list[SpanRecord], nbytes: int = 0) -> None:
+    def _enqueue(
+        self, request_id: int, records: list[SpanRecord], nbytes: int = 0, sizes: Any = None
+    ) -> None:
         """Hand one spooled request's spans to evaluation, in spool id order (lock held)."""
         self.pending_spans += len(records)
-        self._queue.put((request_id, records))
+        self._queue.put((request_id, records, sizes))
         self.lag.accepted(request_id, len(records), time.monotonic(), nbytes)
 
     def _storage_failed(self, exc: StorageError) -> None:
@@ -256,10 +261,10 @@ class Worker:
 
     def _add(self, item: object) -> int:
         """Feed one request's spans to the pipeline; returns how many."""
-        request_id, records = cast(tuple[int, list[SpanRecord]], item)
+        request_id, records, sizes = cast(tuple[int, list[SpanRecord], list[int] | None], item)
         started = time.monotonic()
         try:
-            self.pipeline.add(records)
+            self.pipeline.add(records, sizes)
         except Exception:  # the pipeline contains its own errors; this is a last guard
             self.guard.failed("add")
         self.lag.busy(time.monotonic() - started)
@@ -372,11 +377,8 @@ class Worker:
         """The end of `stop`, once the worker thread took `_STOP` off the queue."""
         evaluate_open, deadline = self._finish_with
         self._finishing = "adding the last requests"
-        while not self._abandoned:  # whatever was queued after _STOP (nothing once abandoned)
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                break
+        while not self._abandoned and not self._queue.empty():  # after _STOP (the one reader)
+            item = self._queue.get_nowait()
             if item is not _STOP:
                 self._add(item)
         if self._abandoned:
