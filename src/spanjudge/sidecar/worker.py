@@ -32,6 +32,7 @@ from spanjudge.spans.record import SpanRecord
 log = logging.getLogger("spanjudge.sidecar")
 _STOP = object()
 _CYCLE_S = 1.0  # about how long one cycle of adding and evaluating takes under load
+_BEFORE_STOP = "busy with what closed before the stop"  # `Worker._finishing` until `_finish`
 
 
 class Overloaded(Exception):
@@ -96,15 +97,13 @@ class Worker:
         self._stopped = threading.Event()
         # Set when a shutdown gave up waiting: the thread ends at its next step, spool untouched.
         self._abandoned = False
-        # what `stop` asked for (evaluate the open sessions?, deadline), and how far it got
-        self._finish_with = (False, 0.0)
-        self._finishing = "busy with what closed before the stop"
+        self._finish_with = (False, 0.0)  # what `stop` asked: evaluate open sessions?, deadline
+        self._finishing = _BEFORE_STOP  # how far the finish got
 
     # --- receiver side (any thread) ---
 
     def submit(self, body: bytes, fmt: str, records: list[SpanRecord], sizes: Any = None) -> None:
-        """Spool and queue one request's accepted spans (``sizes``: their `estimate_size`, if
-        the decoder worked them out); raises `Overloaded` when full."""
+        """Spool and queue one request's spans (``sizes``, if decoded); `Overloaded` when full."""
         # spanjudge's own spans (verdicts routed back here) are never evaluated: spooled, no
         # session would ever release them, and the spool would fill up with them.
         kept = [r for r in records if not is_own_span(r.scope_name, r.name)]
@@ -145,8 +144,7 @@ class Worker:
                 raise Overloaded("the verdict export backlog is full (endpoint slow or down)")
             if not self.spool.room_for(len(body)):
                 raise Overloaded(f"spool full ({self.spool.bytes} of {self.spool.max_bytes} bytes)")
-            # Append and enqueue under one lock: the queue order is the spool id order, which
-            # `Completion.upto` relies on.
+            # Append and enqueue under one lock: queue order is spool id order (`Completion.upto`).
             try:
                 request_id = self.spool.append(body, fmt, groups)
             except StorageError as exc:
@@ -156,8 +154,7 @@ class Worker:
             self._enqueue(request_id, records, len(body), sizes)
 
     def _behind_s(self) -> float:
-        """How long ago the oldest request was accepted whose spans no tick has yet taken
-        through closing and evaluation (lock held; `sidecar.lag`)."""
+        """Age of the oldest request no tick took through closing and evaluation (lock held)."""
         return self.lag.oldest_age_s(time.monotonic())
 
     def _expected_wait_s(self) -> float:
@@ -217,9 +214,9 @@ class Worker:
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def _run(self) -> None:
+    def _run(self, step: Callable[[], None] | None = None) -> None:
         try:
-            self._loop()
+            (step or self._loop)()
         except BaseException as exc:  # a thread that ends must say so
             self.crashed = f"{type(exc).__name__}: {exc}"
             log.critical("the evaluation worker stopped: %s", self.crashed, exc_info=True)
@@ -349,15 +346,13 @@ class Worker:
     def _safe(self, step: Callable[[], None]) -> None:
         try:
             step()
-        except BaseException:  # the worker must survive anything a tick throws: SystemExit
-            # from a plugin included (in this thread it would end only the thread, silently)
+        except BaseException:  # survive anything a tick throws (a plugin's SystemExit too)
             self.guard.failed("sidecar_tick")
 
     # --- shutdown ---
 
     def stop(self, *, evaluate_open: bool, deadline: float) -> None:
-        """Stop intake, drain the queue, then spool (or evaluate) open sessions and flush, on the
-        worker thread: an evaluator or sink that hangs cannot hold the caller past ``deadline``."""
+        """Stop intake, drain, spool (or evaluate) open sessions, flush; never past ``deadline``."""
         with self._submit_lock:
             self._stopped.set()
         self._finish_with = (evaluate_open, deadline)
@@ -366,6 +361,11 @@ class Worker:
             self._finish()
             return
         self._thread.join(max(0.0, deadline - time.monotonic()))
+        if not self._thread.is_alive() and self._finishing == _BEFORE_STOP:  # died (`crashed`)
+            self._thread = threading.Thread(target=self._run, args=(self._finish,), daemon=True)
+            self._thread.name = "spanjudge-sidecar-finish"
+            self._thread.start()
+            self._thread.join(max(0.0, deadline - time.monotonic()))
         if self._thread.is_alive():
             self._abandoned = True  # it ends after the step it is in, touching nothing
             log.error(
