@@ -191,7 +191,7 @@ def test_serve_runs_with_the_collector_python_starts_with(tmp_path: Path) -> Non
     done = _console_after(
         """
         import gc, spanjudge.sidecar
-        def serve(argv):
+        def serve(argv, **options):
             print("serving with", gc.get_threshold())
             return 0
         spanjudge.sidecar.main = serve

@@ -152,7 +152,7 @@ class _Silent:
     debug = info
 
 
-def cmd_serve(args: argparse.Namespace, rest: Sequence[str]) -> int:
+def cmd_serve(args: argparse.Namespace, rest: Sequence[str], in_process: bool = False) -> int:
     from spanjudge import sidecar
 
     if _gc_found is not None:  # a server runs for days: the collector as Python sets it
@@ -162,7 +162,8 @@ def cmd_serve(args: argparse.Namespace, rest: Sequence[str]) -> int:
         argv = ["--config", args.config, *argv]
     if args.verbose and not any(a == "--log-level" or a.startswith("--log-level=") for a in argv):
         argv = ["--log-level", "DEBUG", *argv]
-    code: int = sidecar.main(argv)
+    # the command's own process ends after it, a caller's goes on (`sidecar.main`)
+    code: int = sidecar.main(argv, process_ends=not in_process)
     return code
 
 
@@ -229,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "eval":
             return cmd_eval(args)
         if args.command == "serve":
-            return cmd_serve(args, rest)
+            return cmd_serve(args, rest, in_process)
         if args.command == "calibrate":
             from spanjudge.calibrate import cmd_calibrate
 

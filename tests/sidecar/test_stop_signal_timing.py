@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -52,18 +54,43 @@ def test_a_stop_signal_right_after_the_main_thread_took_a_lock_stops_serve(
         _stop(sidecar)
 
 
-def _starting_children(pid: int) -> list[int]:
-    """The evaluation processes ``pid`` spawned so far (not multiprocessing's resource tracker)."""
+def _starting_children(pid: int, proc: Path = Path("/proc")) -> list[int]:
+    """The evaluation processes ``pid`` spawned so far (not multiprocessing's resource tracker).
+    A process or thread that ended while it is read is none (its /proc entries vanish)."""
     found = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        for child in (task / "children").read_text().split():
+    try:
+        tasks = list((proc / str(pid) / "task").iterdir())
+    except (FileNotFoundError, ProcessLookupError):
+        return found
+    for task in tasks:
+        try:
+            children = (task / "children").read_text().split()
+        except (FileNotFoundError, ProcessLookupError):  # the thread ended meanwhile
+            continue
+        for child in children:
             try:
-                cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
-            except FileNotFoundError:  # ended meanwhile
+                cmdline = (proc / child / "cmdline").read_bytes()
+            except (FileNotFoundError, ProcessLookupError):  # ended meanwhile
                 continue
             if b"spawn_main" in cmdline:
                 found.append(int(child))
     return found
+
+
+def test_the_process_walk_takes_a_process_or_thread_gone_as_none(tmp_path: Path) -> None:
+    """The walk above met a thread that had ended (`FileNotFoundError`): the test failed."""
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    assert _starting_children(ended.pid) == []
+    # /proc as it reads while a thread of 100 ends: its task directory without children
+    (tmp_path / "100" / "task" / "100").mkdir(parents=True)
+    (tmp_path / "100" / "task" / "100" / "children").write_text("200 300 ")
+    (tmp_path / "100" / "task" / "101").mkdir()  # ended: no children file any more
+    (tmp_path / "200").mkdir()
+    (tmp_path / "200" / "cmdline").write_bytes(
+        b"python\0-c\0from multiprocessing.spawn import spawn_main"
+    )
+    assert _starting_children(100, tmp_path) == [200]  # 300 ended too
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])

@@ -140,9 +140,14 @@ def _write_ready(path: str, payload: dict[str, object]) -> None:
     os.replace(temporary, path)  # readers never see a half-written file
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, process_ends: bool | None = None) -> int:
     """Run the sidecar until SIGTERM/SIGINT. Exit 0 after a shutdown (even one that left work in
-    the spool), 2 on bad config (including a busy port or an unusable spool)."""
+    the spool), 2 on bad config (including a busy port or an unusable spool).
+
+    ``process_ends`` (default: when ``argv`` is None, this process's own command line): the
+    process ends when this returns, so the shutdown's time limit also covers the interpreter's
+    exit; a caller's process that goes on is left alone once the shutdown returned."""
+    ends = argv is None if process_ends is None else process_ends
     args = _parser().parse_args(list(argv) if argv is not None else None)
     logging.basicConfig(
         level=getattr(logging, args.log_level),
@@ -156,10 +161,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"spanjudge serve: {exc}", file=sys.stderr)
         return 2
     with StopSignals() as signals:  # its module says why no Event
-        return _run(args, config, serve, signals)
+        return _run(args, config, serve, signals, ends)
 
 
-def _run(args: argparse.Namespace, config: Config, serve: ServeConfig, signals: StopSignals) -> int:
+def _run(
+    args: argparse.Namespace, config: Config, serve: ServeConfig, signals: StopSignals, ends: bool
+) -> int:
     from spanjudge.sidecar.server import Sidecar
 
     try:
@@ -180,13 +187,14 @@ def _run(args: argparse.Namespace, config: Config, serve: ServeConfig, signals: 
             # A process that accepts spans nobody evaluates is worse than one that exits: the
             # supervisor restarts it, and the spool replays what was acknowledged.
             log.critical("stopping: the evaluation worker died (%s)", sidecar.worker.crashed)
-            return _stop(sidecar, serve, 1)
+            return _stop(sidecar, serve, 1, ends)
     log.info("shutting down (budget %.0fs)", serve.shutdown_timeout_s)
-    return _stop(sidecar, serve, 0)
+    return _stop(sidecar, serve, 0, ends)
 
 
-def _stop(sidecar: Sidecar, serve: ServeConfig, code: int) -> int:
-    """Shut ``sidecar`` down; the process ends within `serve.shutdown_timeout` whatever hangs."""
+def _stop(sidecar: Sidecar, serve: ServeConfig, code: int, ends: bool) -> int:
+    """Shut ``sidecar`` down; the process ends within `serve.shutdown_timeout` whatever hangs
+    (the shutdown, and when the process ``ends`` after it, the interpreter's exit)."""
     spool = serve.spool
     fate = (
         f"sessions not yet confirmed stay in the spool {os.path.abspath(spool.path)} and are"
@@ -194,7 +202,11 @@ def _stop(sidecar: Sidecar, serve: ServeConfig, code: int) -> int:
         if spool.enabled
         else "sessions not yet confirmed are lost (the spool is off)"
     )
-    end_by(serve.shutdown_timeout_s, code, lambda: sidecar.stopping, fate)
-    sidecar.stop()
+    watchdog = end_by(serve.shutdown_timeout_s, code, lambda: sidecar.stopping, fate)
+    try:
+        sidecar.stop()
+    finally:
+        if not ends:  # a caller's process goes on once serve returned: not the watchdog's
+            watchdog.cancel()
     sidecar.stopping = "in the interpreter's exit"
     return code

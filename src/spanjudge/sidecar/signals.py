@@ -52,13 +52,21 @@ class StopSignals:
         self._previous_fd = -1
 
     def __enter__(self) -> StopSignals:
+        if threading.current_thread() is not threading.main_thread():
+            # what installing the handlers would raise, before any pipe is opened
+            raise ValueError("signal only works in main thread of the main interpreter")
         self._read, self._write = os.pipe()
-        os.set_blocking(self._read, False)
-        os.set_blocking(self._write, False)
-        self._poll = select.poll()  # not select(): any fd number
-        self._poll.register(self._read, select.POLLIN)
-        # The pipe before the handlers: a signal between the two would otherwise be lost.
-        self._previous_fd = signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
+        try:
+            os.set_blocking(self._read, False)
+            os.set_blocking(self._write, False)
+            self._poll = select.poll()  # not select(): any fd number
+            self._poll.register(self._read, select.POLLIN)
+            # The pipe before the handlers: a signal between the two would otherwise be lost.
+            self._previous_fd = signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
+        except BaseException:
+            os.close(self._read)
+            os.close(self._write)
+            raise
         for signum in STOP_SIGNALS:
             signal.signal(signum, _noted)
         return self
@@ -94,9 +102,10 @@ class StopSignals:
 _LATE_S = 1.0  # past the budget: the shutdown keeps a margin of its own for the exit
 
 
-def end_by(budget_s: float, code: int, where: Callable[[], str], fate: str) -> None:
-    """Exit with ``code`` a second after ``budget_s`` unless the process ended by then, saying
-    in the log ``where()`` it was stuck, the threads still running, ``fate`` and every stack."""
+def end_by(budget_s: float, code: int, where: Callable[[], str], fate: str) -> threading.Timer:
+    """Exit with ``code`` a second after ``budget_s`` unless the process ended by then (or the
+    returned timer was cancelled), saying in the log ``where()`` it was stuck, the threads still
+    running, ``fate`` and every stack."""
 
     def end() -> None:
         main = threading.main_thread()
@@ -119,3 +128,4 @@ def end_by(budget_s: float, code: int, where: Callable[[], str], fate: str) -> N
     timer.name = "spanjudge-shutdown-watchdog"
     timer.daemon = True  # never what the exit waits for
     timer.start()
+    return timer
