@@ -4,7 +4,6 @@ time is said in the log and left to the spool, never waited for."""
 from __future__ import annotations
 
 import os
-import threading
 import time
 from pathlib import Path
 
@@ -14,7 +13,14 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 
 from tests.conftest import fake_distribution
 from tests.sidecar.helpers import SidecarProcess, VerdictServer, synthetic_session, wait_for
-from tests.sidecar.workers_helpers import _config, _env, _Held, _sidecar, _stop
+from tests.sidecar.workers_helpers import (
+    _config,
+    _env,
+    _Held,
+    _sidecar,
+    _stop,
+    _stop_ends_at_the_deadline,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -35,19 +41,9 @@ def test_an_evaluation_stuck_at_the_shutdown_of_one_process_ends_at_the_deadline
     assert exporter.export(synthetic_session("open", end=False)) == SpanExportResult.SUCCESS
     exporter.shutdown()
     assert wait_for(lambda: sidecar.worker.pending_spans == 0, 10)
-    stopper = threading.Thread(target=sidecar.stop, daemon=True)
-    started = time.monotonic()
-    try:
-        stopper.start()
-        stopper.join(15)
-        took = time.monotonic() - started
-        assert not stopper.is_alive() and took < 5, took
-        assert "worker did not stop in time" in caplog.text
-        assert "open" not in verdicts.received.sessions()
-        assert sidecar.spool.requests == 1  # kept for the next start
-    finally:
-        held.release.set()
-        stopper.join(35)
+    _stop_ends_at_the_deadline(
+        sidecar, held, verdicts, caplog, "open", "worker did not stop in time"
+    )
 
 
 PLUGIN = """

@@ -6,8 +6,6 @@ where the stop's finish ran only on the (dead) worker thread and nothing was sen
 
 from __future__ import annotations
 
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -15,7 +13,7 @@ from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from tests.sidecar.helpers import VerdictServer, synthetic_session, wait_for
-from tests.sidecar.workers_helpers import _Held, _sidecar
+from tests.sidecar.workers_helpers import _Held, _sidecar, _stop_ends_at_the_deadline
 
 pytestmark = pytest.mark.slow
 
@@ -64,18 +62,15 @@ def test_the_finish_after_the_worker_died_is_bounded_by_the_deadline(
     sidecar = _sidecar(tmp_path, held, verdicts, on_shutdown="evaluate", shutdown_timeout_s=3)
     assert sidecar.grpc is not None
     exporter = OTLPSpanExporter(endpoint=f"127.0.0.1:{sidecar.grpc.port}", insecure=True)
-    stopper = threading.Thread(target=sidecar.stop, daemon=True)
     try:
         _kill_the_worker_thread(sidecar, exporter)
-        exporter.shutdown()
-        started = time.monotonic()
-        stopper.start()
-        stopper.join(15)
-        took = time.monotonic() - started
-        assert not stopper.is_alive() and took < 5, took
-        assert "worker did not stop in time (evaluating the open sessions)" in caplog.text
-        assert "open2" not in verdicts.received.sessions()
-        assert sidecar.spool.requests == 1  # kept for the next start
     finally:
-        held.release.set()
-        stopper.join(35)
+        exporter.shutdown()
+    _stop_ends_at_the_deadline(
+        sidecar,
+        held,
+        verdicts,
+        caplog,
+        "open2",
+        "worker did not stop in time (evaluating the open sessions)",
+    )

@@ -220,3 +220,25 @@ def _stuck_on_first(sidecar: Sidecar) -> OTLPSpanExporter:
     assert wait_for(lambda: sidecar.worker.pending_spans == 0, 10)
     time.sleep(0.3)
     return exporter
+
+
+def _stop_ends_at_the_deadline(
+    sidecar: Sidecar, held: _Held, verdicts: VerdictServer, log: Any, session_id: str, step: str
+) -> None:
+    """`sidecar.stop()` (a 3 s shutdown budget) while ``held`` keeps an evaluation of
+    ``session_id`` hanging: the stop returns within 5 s all the same, the log says the worker
+    did not stop in time in ``step``, the session is not judged and its request stays spooled
+    for the next start. ``log`` is the test's caplog."""
+    stopper = threading.Thread(target=sidecar.stop, daemon=True)
+    started = time.monotonic()
+    try:
+        stopper.start()
+        stopper.join(15)
+        took = time.monotonic() - started
+        assert not stopper.is_alive() and took < 5, took
+        assert step in log.text
+        assert session_id not in verdicts.received.sessions()
+        assert sidecar.spool.requests == 1  # kept for the next start
+    finally:
+        held.release.set()
+        stopper.join(35)
