@@ -103,7 +103,7 @@ def test_each_evaluation_process_gets_the_sizes_of_the_spans_routed_to_it() -> N
             sizes = [estimate_size(r) for r in records]
             for routed in router.route(records, sizes).values():
                 parts += 1
-                if routed.sized:
+                if routed.sizes is not None:
                     assert routed.sizes == [estimate_size(r) for r in routed.records]
                 else:
                     moved += 1

@@ -52,9 +52,9 @@ class Routed:
     released: list[str] = field(default_factory=list)
     # agent spans among ``records`` sent a second time (already counted as received once)
     resent: int = 0
-    # each record's `estimate_size`, when the decoder worked out all of them (``sized``)
-    sizes: list[int] = field(default_factory=list)
-    sized: bool = True
+    # each record's `estimate_size`, when the decoder worked out all of them (else None: the
+    # store works them out)
+    sizes: list[int] | None = None
 
 
 class Router:
@@ -87,8 +87,17 @@ class Router:
         def part(process: int) -> Routed:
             routed = out.get(process)
             if routed is None:
-                routed = out[process] = Routed()
+                routed = out[process] = Routed(sizes=None if sizes is None else [])
             return routed
+
+        known: Sequence[int] = () if sizes is None else sizes
+
+        def take(process: int, i: int, record: SpanRecord) -> Routed:
+            target = part(process)
+            target.records.append(record)
+            if target.sizes is not None:  # a part with sizes: all of the request's are known
+                target.sizes.append(known[i])
+            return target
 
         now = self.clock()
         self._expire(now)
@@ -104,16 +113,10 @@ class Router:
                     held.spans.append(record)
                     self.held_spans += 1
                     process = held.process
-                target = part(process)
-                target.records.append(record)
-                if sizes is not None:
-                    target.sizes.append(sizes[i])
+                take(process, i, record)
                 continue
             process = owner(found[0], self.workers)
-            target = part(process)
-            target.records.append(record)
-            if sizes is not None:
-                target.sizes.append(sizes[i])
+            target = take(process, i, record)
             if trace_id in self._trace_owner:
                 continue
             self._remember(trace_id, process)
@@ -123,15 +126,12 @@ class Router:
             self.held_spans -= len(waited.spans)
             if waited.process != process:
                 target.records.extend(waited.spans)
-                target.sized = False  # the store works out those of this part
+                target.sizes = None  # the store works out those of this part
                 target.resent += sum(
                     1 for s in waited.spans if not is_own_span(s.scope_name, s.name)
                 )
                 part(waited.process).released.append(trace_id)
                 self.moved_spans += len(waited.spans)
-        if sizes is None:
-            for routed in out.values():
-                routed.sized = False
         return out
 
     def decide(self, trace_ids: Sequence[str], process: int) -> list[bool]:

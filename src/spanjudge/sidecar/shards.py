@@ -165,9 +165,8 @@ class ShardedWorker(Worker):
             target = self._processes[index]
             n = len(routed.records)
             share = nbytes * n // total  # the body's bytes in proportion to the spans routed
-            part_sizes = routed.sizes if routed.sized else None
             target.feed.put(
-                (request_id, routed.records, routed.released, routed.resent, part_sizes)
+                (request_id, routed.records, routed.released, routed.resent, routed.sizes)
             )
             target.backlog.append((request_id, n, now, share))
             target.backlog_spans += n
