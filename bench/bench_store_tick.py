@@ -20,8 +20,12 @@ import argparse
 import statistics
 import time
 
-from spanjudge.sessions.store import ClosedSession, ClosePolicy, CloseReason, SessionStore
+from spanjudge.sessions.store import ClosedSession, ClosePolicy, SessionStore
 from spanjudge.spans.record import SpanRecord
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from spanjudge.sessions.store import CloseReason
 
 _IDLE_S = 900.0
 _STEP_S = 0.01  # session i opens at i * _STEP_S: one deadline per step

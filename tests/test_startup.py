@@ -60,7 +60,9 @@ def test_eval_leaves_the_stdlib_it_does_not_use_alone(tmp_path: Path) -> None:
     # print help or an error; threading and queue: only for a judge that waits (an LLM);
     # base64 (with binascii, struct): only for base64 ids or bytes values, not hex ids;
     # argparse (with gettext and locale): only for help, an error or an unusual command line;
-    # importlib (and importlib.util): built-ins are imported by name, jsonschema is looked for.
+    # importlib (and importlib.util): built-ins are imported by name, jsonschema is looked for;
+    # typing (with warnings): the Protocols and type aliases are for type checkers, imported only
+    # when someone asks for a Protocol (`spanjudge.<package>.protocols`).
     unused = ("shutil", "bz2", "lzma", "threading", "queue", "base64", "binascii", "struct")
-    unused += ("argparse", "gettext", "locale", "importlib", "importlib.util")
+    unused += ("argparse", "gettext", "locale", "importlib", "importlib.util", "typing", "warnings")
     assert sorted(m for m in unused if m in loaded) == []

@@ -26,7 +26,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:

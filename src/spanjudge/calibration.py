@@ -8,11 +8,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from spanjudge.errors import InputError
 from spanjudge.reasons import OPT_IN_EVALUATORS
 from spanjudge.records import field, record_class, replace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 OUTCOME_VALUES = ("pass", "fail", "not_evaluated")
 

@@ -12,10 +12,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from spanjudge.errors import unknown_options
 from spanjudge.lazy_re import LazyPattern
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE_KEYS = ("contains", "regex", "json_path", "equals", "ignore_case")
 # The keys that make a condition (the others qualify them).

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from spanjudge.emit.plugins import parse_emit
 from spanjudge.errors import ConfigError, did_you_mean
@@ -24,6 +23,14 @@ from spanjudge.sessions.store import ClosePolicy
 from spanjudge.spans.limits import Limits
 from spanjudge.trajectory.effects import EFFECTS, EffectMap
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    # parser(raw section or None, path, problems[, base=]) -> the section's value; problems get
+    # every error (``base=`` only for the sections in WITH_PATHS).
+    SectionParser = Callable[..., Any]
+
 TOP_LEVEL = (
     "sessions",
     "expectations",
@@ -38,9 +45,6 @@ TOP_LEVEL = (
     "skills",
     "conventions",
 )
-# parser(raw section or None, path, problems[, base=]) -> the section's value; problems get
-# every error (``base=`` only for the sections in WITH_PATHS).
-SectionParser = Callable[..., Any]
 # Sections validated by the module that owns them, registered by that module: the core never
 # imports a front end, so `serve` is validated here only once `spanjudge.sidecar.config` is
 # imported (the sidecar does, before loading its configuration) and by the sidecar otherwise.

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from spanjudge.config import Config
 from spanjudge.errors import ConfigError
-from spanjudge.evaluators.base import EvaluationContext, Evaluator, build_evaluators
+from spanjudge.evaluators.base import EvaluationContext, build_evaluators
 from spanjudge.evaluators.judging import Judging, Judgments
 from spanjudge.expectations import ExpectationResolver
 from spanjudge.guard import Guard
@@ -31,6 +30,15 @@ from spanjudge.values import (
     not_evaluated,
     skill_key,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from spanjudge.evaluators.protocols import Evaluator
+
+    # judge_for(evaluator_name) -> judge object or None; supplied by the judges package.
+    JudgeLookup = Callable[[str], Any]
 
 
 def coverage_of(
@@ -83,10 +91,6 @@ class PendingResult:
             coverage=coverage_of(self.trajectory, self.expectation, verdicts),
             evaluation_duration_s=time.perf_counter() - self.started,
         )
-
-
-# judge_for(evaluator_name) -> judge object or None; supplied by the judges package.
-JudgeLookup = Callable[[str], Any]
 
 
 class Engine:

@@ -14,7 +14,10 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _METADATA_SUFFIXES = (".dist-info", ".egg-info")
 

@@ -6,13 +6,16 @@ import fnmatch
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from spanjudge.conditions import validate_rules
 from spanjudge.errors import ConfigError, did_you_mean
 from spanjudge.records import record_class
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.values import Expectation
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @record_class(frozen=True, slots=True, kw_only=True)

@@ -12,7 +12,10 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _METHODS = ("search", "match", "fullmatch", "findall", "finditer", "sub", "subn", "split")
 

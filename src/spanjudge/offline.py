@@ -7,7 +7,6 @@ import sys
 import time
 from _thread import allocate_lock  # threading's Lock, without importing threading
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
 
 from spanjudge.emit.summary import Summary
 from spanjudge.engine import Engine
@@ -18,16 +17,20 @@ from spanjudge.sessions.store import SessionStore
 from spanjudge.spans.files import read_input
 from spanjudge.values import SessionResult
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Protocol
+
+    class ReportWriter(Protocol):
+        def begin(self) -> None: ...
+        def session(self, result: SessionResult) -> None: ...
+        def end(self, summary: Summary, input_report: dict[str, Any]) -> None: ...
+
+
 _GC_THRESHOLD = 50_000  # allocations between young-generation collections during a run
 _gc_lock = allocate_lock()
 _gc_runs: set[object] = set()  # the runs under way, in any thread
 _gc_found: list[tuple[int, int, int]] = []  # the thresholds the first of them found
-
-
-class ReportWriter(Protocol):
-    def begin(self) -> None: ...
-    def session(self, result: SessionResult) -> None: ...
-    def end(self, summary: Summary, input_report: dict[str, Any]) -> None: ...
 
 
 @record_class(slots=True)

@@ -12,22 +12,33 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Protocol
 
 from spanjudge import semconv
-from spanjudge.emit.base import Sink
 from spanjudge.emit.plugins import EmitSettings, configured_sinks
 from spanjudge.engine import Engine, PendingResult
 from spanjudge.errors import ConfigError
 from spanjudge.guard import Guard
 from spanjudge.records import record_class, replace
-from spanjudge.sessions.store import ClosedSession, CloseReason, SessionStore
+from spanjudge.sessions.store import ClosedSession, SessionStore
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.values import SessionResult
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # offline runs record no telemetry: the metrics API is not imported for it
+    from typing import Protocol
+
+    from spanjudge.emit.base import Sink
     from spanjudge.emit.metrics import SelfTelemetry
+    from spanjudge.sessions.store import CloseReason
+
+    class RevisionLedger(Protocol):
+        """Where evaluated revisions outlive the process (the sidecar's spool)."""
+
+        def revision(self, key: str) -> int:
+            """The last revision of session ``key`` recorded as evaluated, 0 if none."""
+            ...
+
 
 _OWN_SCOPE_PREFIX = semconv.SJ_SCOPE_NAME + "."
 # Sessions evaluated whose judged verdicts are still out: each holds its trajectory in memory.
@@ -68,14 +79,6 @@ def _plugin_sinks(engine: Engine) -> list[Sink]:
     if problems:
         raise ConfigError(problems, source=engine.config.source)
     return built
-
-
-class RevisionLedger(Protocol):
-    """Where evaluated revisions outlive the process (the sidecar's spool)."""
-
-    def revision(self, key: str) -> int:
-        """The last revision of session ``key`` recorded as evaluated, 0 if none."""
-        ...
 
 
 @record_class(frozen=True, slots=True, kw_only=True)

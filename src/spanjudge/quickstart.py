@@ -30,7 +30,6 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from typing import Any
 
 from opentelemetry import _logs, metrics, trace
 from opentelemetry.sdk._logs import LoggerProvider
@@ -47,6 +46,10 @@ from spanjudge.errors import ConfigError
 from spanjudge.export_health import ExportHealth, exporting, health_for
 from spanjudge.processor import SpanJudgeProcessor
 from spanjudge.records import record_class
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Telemetry", "configure_opentelemetry"]
 

@@ -13,7 +13,10 @@ through its slot's descriptor (about twice as fast as ``object.__setattr__``).
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 
 COMPILE_AFTER = 16  # instances made through the shared __init__ before the class's own is compiled
 

@@ -24,20 +24,20 @@ import sys
 from _thread import get_ident  # = threading.get_ident, without importing threading
 from collections.abc import Callable
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
 from spanjudge.record_init import FACTORY, MISSING, LazyInit
 from spanjudge.record_init import method as _method
 
-if sys.version_info >= (3, 11):
-    from typing import dataclass_transform
-else:  # pragma: no cover - Python 3.10: read by type checkers only
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeVar, dataclass_transform, overload
+
+    T = TypeVar("T")
+else:  # at run time without importing `typing` (start-up): what it does there, less the mark
+    # it leaves for type checkers
 
     def dataclass_transform(**_: Any) -> Callable[[Any], Any]:
         return lambda decorator: decorator
-
-
-T = TypeVar("T")
 
 
 class FrozenInstanceError(AttributeError):
@@ -78,10 +78,14 @@ class Field:
         return f"Field(name={self.name!r}, type={self.type!r}, default={self.default!r})"
 
 
-@overload
-def field(*, default: T) -> T: ...
-@overload
-def field(*, default_factory: Callable[[], T]) -> T: ...
+if TYPE_CHECKING:
+
+    @overload
+    def field(*, default: T) -> T: ...
+    @overload
+    def field(*, default_factory: Callable[[], T]) -> T: ...
+
+
 def field(*, default: Any = MISSING, default_factory: Any = MISSING) -> Any:
     """A field's default (``default``) or a function making one per instance (``default_factory``),
     as `dataclasses.field`."""
@@ -143,7 +147,13 @@ def slot_setters(cls: type, names: tuple[str, ...]) -> tuple[Any, ...]:
 def _is_classvar(annotation: Any) -> bool:
     if isinstance(annotation, str):
         return annotation.startswith(("ClassVar", "typing.ClassVar"))
-    return annotation is ClassVar or getattr(annotation, "__origin__", None) is ClassVar
+    # an annotation object can be typing's ClassVar only once someone imported typing (spanjudge
+    # itself does not, to run)
+    typing = sys.modules.get("typing")
+    if typing is None:
+        return False
+    marker = typing.ClassVar
+    return annotation is marker or getattr(annotation, "__origin__", None) is marker
 
 
 def _collect(cls: type, kw_only: bool) -> tuple[Field, ...]:

@@ -8,12 +8,16 @@ section 5).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
 
 from spanjudge.records import field, record_class
 from spanjudge.trajectory.model import Trajectory
 
-Outcome = Literal["pass", "fail", "not_evaluated"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    Outcome = Literal["pass", "fail", "not_evaluated"]
+
 OUTCOMES: tuple[Outcome, ...] = ("pass", "fail", "not_evaluated")
 
 

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import random
 
-from spanjudge.sessions.store import ClosedSession, ClosePolicy, CloseReason, SessionStore
+from spanjudge.sessions.store import ClosedSession, ClosePolicy, SessionStore
 from tests.conftest import span
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from spanjudge.sessions.store import CloseReason
 
 
 class Clock:

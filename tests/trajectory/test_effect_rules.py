@@ -14,7 +14,11 @@ from spanjudge.config import Limits
 from spanjudge.recognition.registry import RecogniserRegistry
 from spanjudge.spans.files import read_input
 from spanjudge.trajectory import effects
-from spanjudge.trajectory.effects import DEFAULT_EFFECT_MAP, DEFAULT_EFFECT_PATTERNS, Effect
+from spanjudge.trajectory.effects import DEFAULT_EFFECT_MAP, DEFAULT_EFFECT_PATTERNS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from spanjudge.trajectory.effects import Effect
 
 FIXTURES = sorted((Path(__file__).parents[2] / "fixtures").glob("*/*.jsonl"))
 WORDS = sorted(

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
 from spanjudge import semconv
 from spanjudge.records import field, record_class
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 AGENT_NAME = "ops-assistant"
 MODEL = "scripted-model-1"

@@ -1,8 +1,14 @@
-"""The `Sink` protocol: where evaluated sessions go (OTLP spans and logs, metrics, reports)."""
+"""The emit Protocols: `Sink`, where evaluated sessions go (OTLP spans and logs, metrics,
+reports), and `SinkFactory`, what a plugin in the `spanjudge.sinks` entry-point group names.
+
+Only a front end that emits imports this module: a Protocol needs `typing`, which
+`spanjudge eval` does not import (start-up, `bench/bench_startup.py`).
+"""
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from collections.abc import Mapping
+from typing import Any, Protocol, runtime_checkable
 
 from spanjudge.values import SessionResult
 
@@ -21,3 +27,10 @@ class Sink(Protocol):
     def flush(self, timeout_s: float) -> bool: ...
 
     def shutdown(self) -> None: ...
+
+
+class SinkFactory(Protocol):
+    """Builds a sink from its options (``emit.sinks.<name>``); appends every configuration
+    problem, with ``path``, to ``problems``."""
+
+    def __call__(self, options: Mapping[str, Any], path: str, problems: list[str]) -> Sink: ...

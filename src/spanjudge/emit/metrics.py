@@ -19,7 +19,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
 
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Observation
@@ -32,7 +31,10 @@ from spanjudge.values import SessionResult, skill_key
 
 __all__ = ["OTHER", "LabelBudget", "MetricsSink", "SelfTelemetry", "SkillLabels", "score_views"]
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from opentelemetry.sdk.metrics.view import View
 
 log = logging.getLogger("spanjudge")

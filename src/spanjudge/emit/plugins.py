@@ -13,19 +13,16 @@ the report), so a plugin sink sees every evaluated session whichever front end e
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
 
-from spanjudge.emit.base import Sink
 from spanjudge.errors import did_you_mean
 from spanjudge.records import field, record_class
 from spanjudge.registry import Registry
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
-class SinkFactory(Protocol):
-    """Builds a sink from its options (``emit.sinks.<name>``); appends every configuration
-    problem, with ``path``, to ``problems``."""
-
-    def __call__(self, options: Mapping[str, Any], path: str, problems: list[str]) -> Sink: ...
+    from spanjudge.emit.base import Sink, SinkFactory
 
 
 # The built-in sinks need the front end's providers, so the front ends build them; plugins only.

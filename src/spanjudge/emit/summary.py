@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from math import comb
-from typing import Any
 
 from spanjudge.reasons import NOT_APPLICABLE
 from spanjudge.records import field, record_class
 from spanjudge.values import OUTCOMES, SessionResult, Verdict
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def not_applicable(verdict: Verdict) -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from spanjudge.errors import JudgeError
-from spanjudge.judges.base import Judge, Judgement, JudgeRequest
+from spanjudge.judges.base import Judgement, JudgeRequest
 from spanjudge.judges.heuristic import HEURISTIC
 from spanjudge.reasons import (
     ARGUMENTS_NOT_RECORDED,
@@ -14,6 +14,10 @@ from spanjudge.reasons import (
     NO_TOOL_CALLS,
 )
 from spanjudge.values import Target, Verdict, not_evaluated
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from spanjudge.judges.protocols import Judge
 
 _MISSING_EVIDENCE = frozenset(
     {NO_CATALOGUE, NO_REQUEST, NO_OBSERVABLE_STEPS, ARGUMENTS_NOT_RECORDED, NO_TOOL_CALLS}

@@ -4,15 +4,26 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any, Protocol, runtime_checkable
 
 from spanjudge import reasons
 from spanjudge.errors import did_you_mean
 from spanjudge.errors import unknown_options as unknown_options  # re-exported for evaluators
 from spanjudge.records import field, record_class
-from spanjudge.registry import Registry
+from spanjudge.registry import Registry, served_from
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.values import Expectation, Verdict, not_evaluated
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from spanjudge.evaluators.protocols import Evaluator as Evaluator
+    from spanjudge.evaluators.protocols import EvaluatorFactory as EvaluatorFactory
+
+# `Evaluator` and `EvaluatorFactory`, from `evaluators.protocols` when first asked (`typing`)
+__getattr__ = served_from(
+    __name__, "spanjudge.evaluators.protocols", "Evaluator", "EvaluatorFactory"
+)
 
 
 @record_class(frozen=True, slots=True, kw_only=True)
@@ -33,25 +44,6 @@ def fixed_not_evaluated(
     session that gets it (verdicts are frozen values): what a session without the evidence an
     evaluator needs (no expectation, no skill invoked, no condition) costs next to nothing."""
     return not_evaluated(evaluator, reason, explanation, judge=judge)
-
-
-@runtime_checkable
-class Evaluator(Protocol):
-    """Judges one aspect of a session. Must return at least one verdict; may raise (the engine
-    turns an exception into a `not_evaluated` verdict with ``error.type``)."""
-
-    name: str
-
-    def evaluate(self, ctx: EvaluationContext) -> list[Verdict]: ...
-
-
-class EvaluatorFactory(Protocol):
-    """Builds an evaluator from its options (``evaluators.<name>`` in the configuration, less
-    ``enabled`` and ``judge``); appends every configuration problem, with ``path``, to
-    ``problems`` instead of raising. Third-party factories register in the `spanjudge.evaluators`
-    entry-point group."""
-
-    def __call__(self, options: Mapping[str, Any], path: str, problems: list[str]) -> Evaluator: ...
 
 
 # Built-in evaluators in report order: name -> "module:factory".

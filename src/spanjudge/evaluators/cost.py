@@ -23,7 +23,6 @@ its limits (it can only grow). The measures are always in ``details["measured"]`
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from spanjudge import reasons
 from spanjudge.evaluators.base import EvaluationContext, unknown_options
@@ -32,6 +31,10 @@ from spanjudge.reasons import NO_BUDGET, NOT_MEASURED, SESSION_INCOMPLETE
 from spanjudge.records import field, record_class
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.values import Verdict, not_evaluated
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = reasons.COST
 OPTIONS = ("budget", "reference", "max_ratio", "prices", "currency")

@@ -10,7 +10,6 @@ One verdict per loaded skill on five levels: fully 1.0, mostly 0.75, partially 0
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from spanjudge import reasons
 from spanjudge.errors import JudgeError
@@ -21,6 +20,10 @@ from spanjudge.reasons import BODY_NOT_RECORDED, LOAD_FAILED, LOAD_UNRESOLVED, N
 from spanjudge.records import record_class
 from spanjudge.trajectory.model import SkillLoad
 from spanjudge.values import Target, Verdict, not_evaluated
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = reasons.INSTRUCTION_FOLLOWING
 DEFAULT_PASS_THRESHOLD = 0.75

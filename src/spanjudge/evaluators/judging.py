@@ -22,24 +22,27 @@ import time
 from _thread import allocate_lock  # threading's Lock: threading only with a pool
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any
 
-from spanjudge.evaluators.base import EvaluationContext, Evaluator
+from spanjudge.evaluators.base import EvaluationContext
 from spanjudge.judges.heuristic import HEURISTIC
 from spanjudge.reasons import JUDGE_TIMEOUT
 from spanjudge.records import record_class
 from spanjudge.values import Verdict, not_evaluated
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from spanjudge.evaluators.protocols import Evaluator
+
+    RunEvaluator = Callable[[Evaluator, EvaluationContext], list[Verdict]]
     import queue
     import threading
     from concurrent.futures import Future
+    from typing import Any
 
 
 DEFAULT_DEADLINE_S = 300.0
 DEFAULT_CONCURRENCY = 4
 
-RunEvaluator = Callable[[Evaluator, EvaluationContext], list[Verdict]]
 _Job = tuple["Future[list[Verdict]]", Callable[[], list[Verdict]]]
 
 

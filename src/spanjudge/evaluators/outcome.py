@@ -9,7 +9,6 @@ expectations' ``success``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from spanjudge import reasons
 from spanjudge.conditions import CONDITION_KEYS, check_rules, validate_rules
@@ -22,6 +21,10 @@ from spanjudge.records import field, record_class
 from spanjudge.trajectory.hidden import hidden
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.values import Target, Verdict, not_evaluated
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = reasons.OUTCOME
 

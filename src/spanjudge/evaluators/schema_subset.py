@@ -15,11 +15,14 @@ generated schemas and values.
 from __future__ import annotations
 
 from collections.abc import Callable, Sized
-from typing import Any
 
+TYPE_CHECKING = False
 Path = tuple[str | int, ...]
 Errors = list[tuple[Path, str]]
-Check = Callable[[Any, Path, Errors], None]
+if TYPE_CHECKING:
+    from typing import Any
+
+    Check = Callable[[Any, Path, Errors], None]
 
 _SIMPLE_TYPES = frozenset({"array", "boolean", "integer", "null", "number", "object", "string"})
 # The Python types of plain JSON values each type name accepts (`integer` also takes a float

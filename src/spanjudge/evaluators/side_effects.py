@@ -33,16 +33,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
 
 from spanjudge import reasons
 from spanjudge.evaluators.base import EvaluationContext, unknown_options
 from spanjudge.evaluators.validity_rules import glob_to_regex
 from spanjudge.reasons import NO_TOOL_CALLS, SESSION_INCOMPLETE
 from spanjudge.records import field, record_class, replace
-from spanjudge.trajectory.effects import EFFECTS, Effect, EffectMap
+from spanjudge.trajectory.effects import EFFECTS, EffectMap
 from spanjudge.trajectory.steps import Step
 from spanjudge.values import Target, Verdict, not_evaluated
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from spanjudge.trajectory.effects import Effect
 
 NAME = reasons.SIDE_EFFECTS
 OPTIONS = ("scope", "effects", "fail_on")

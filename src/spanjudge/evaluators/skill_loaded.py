@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from spanjudge import reasons
 from spanjudge.evaluators.base import EvaluationContext, fixed_not_evaluated, unknown_options
@@ -11,6 +10,10 @@ from spanjudge.reasons import NO_EXPECTATION, SESSION_INCOMPLETE
 from spanjudge.records import record_class
 from spanjudge.trajectory.model import SkillLoad
 from spanjudge.values import Target, Verdict, not_evaluated, skill_key
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = reasons.SKILL_LOADED
 

@@ -7,7 +7,6 @@ was recorded; pass when going without a skill was right, fail when a catalogue s
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from spanjudge import reasons
 from spanjudge.errors import JudgeError
@@ -17,6 +16,10 @@ from spanjudge.judges.base import JudgeRequest, requests_up_to
 from spanjudge.reasons import NO_CATALOGUE, NO_REQUEST, NOT_APPLICABLE, SESSION_INCOMPLETE
 from spanjudge.records import record_class
 from spanjudge.values import Target, Verdict, not_evaluated
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = reasons.SKILL_OMISSION
 

@@ -8,7 +8,6 @@ the load then worked. Yes = pass (1.0), No = fail (0.0).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from spanjudge import reasons
 from spanjudge.errors import JudgeError
@@ -19,6 +18,10 @@ from spanjudge.reasons import NO_SKILL_INVOCATION
 from spanjudge.records import record_class
 from spanjudge.trajectory.model import SkillLoad, Trajectory
 from spanjudge.values import Target, Verdict
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = reasons.SKILL_SELECTION
 

@@ -9,15 +9,20 @@ span and ``tool_call_id``; pass = right tool (judge "yes"). Skill loads are not 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from spanjudge import reasons
 from spanjudge.errors import JudgeError
 from spanjudge.evaluators.ask import ask, error_verdict, judge_of
 from spanjudge.evaluators.base import EvaluationContext, unknown_options
-from spanjudge.judges.base import JudgeKind, JudgeRequest, requests_up_to
+from spanjudge.judges.base import JudgeRequest, requests_up_to
 from spanjudge.records import record_class, replace
 from spanjudge.values import Target, Verdict, not_evaluated
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from spanjudge.judges.protocols import JudgeKind
 
 NAME = reasons.TOOL_SELECTION
 

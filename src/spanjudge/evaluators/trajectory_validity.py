@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from spanjudge import reasons
 from spanjudge.evaluators.base import EvaluationContext, unknown_options
@@ -62,6 +61,10 @@ from spanjudge.reasons import NO_CONSTRAINTS, SESSION_INCOMPLETE
 from spanjudge.records import field, record_class
 from spanjudge.trajectory.steps import Step
 from spanjudge.values import Target, Verdict, not_evaluated
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = reasons.TRAJECTORY_VALIDITY
 OPTIONS = (

@@ -6,10 +6,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from spanjudge.evaluators.validity_schema import schema_error
 from spanjudge.records import record_class
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RULE_KINDS = ("glob", "regex", "not_glob", "not_regex")
 

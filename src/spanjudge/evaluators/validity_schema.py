@@ -14,10 +14,15 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable, Mapping
-from typing import Any
 
-from spanjudge.evaluators.schema_subset import Check, Unsupported, compile_subset, run
+from spanjudge.evaluators.schema_subset import Unsupported, compile_subset, run
 from spanjudge.records import record_class
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from spanjudge.evaluators.schema_subset import Check
 
 
 def _installed(name: str) -> bool:

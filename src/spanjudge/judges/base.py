@@ -16,21 +16,22 @@ A judge that cannot answer raises `JudgeError`; it never guesses a rating.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, Protocol, runtime_checkable
 
 from spanjudge.errors import JudgeError
 from spanjudge.records import field, record_class
+from spanjudge.registry import served_from
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.trajectory.steps import CatalogueEntry, Step
 
-JudgeKind = Literal[
-    "skill_selection",
-    "skill_omission",
-    "instruction_following",
-    "outcome",
-    "tool_selection",
-    "tool_parameters",
-]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from spanjudge.judges.protocols import Judge as Judge
+    from spanjudge.judges.protocols import JudgeKind as JudgeKind
+
+# `Judge` and `JudgeKind`, from `judges.protocols` when first asked (they need `typing`)
+__getattr__ = served_from(__name__, "spanjudge.judges.protocols", "Judge", "JudgeKind")
 JUDGE_KINDS: tuple[JudgeKind, ...] = (
     "skill_selection",
     "skill_omission",
@@ -93,17 +94,6 @@ class Judgement:
     skill: str | None = None
     evidence: tuple[str, ...] = ()
     details: Mapping[str, Any] = field(default_factory=dict)
-
-
-@runtime_checkable
-class Judge(Protocol):
-    """``name`` is what verdicts record: ``heuristic`` or ``llm:<model>``."""
-
-    name: str
-
-    def judge(self, request: JudgeRequest) -> Judgement:
-        """Answer ``request``; raise `JudgeError` when no trustworthy answer can be given."""
-        ...
 
 
 def judgement_from(

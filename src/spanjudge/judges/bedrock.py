@@ -8,12 +8,11 @@ import importlib.util
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 from opentelemetry import metrics
 
 from spanjudge.errors import JudgeError
-from spanjudge.judges.base import JudgeKind, Judgement, JudgeRequest
+from spanjudge.judges.base import Judgement, JudgeRequest
 from spanjudge.judges.reliability import (
     CallCore,
     CallPolicy,
@@ -22,6 +21,12 @@ from spanjudge.judges.reliability import (
     RetryableJudgeError,
     as_int,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from spanjudge.judges.protocols import JudgeKind
 
 INSTALL_HINT = "the bedrock judge needs boto3: pip install 'spanjudge[bedrock]'"
 _RETRYABLE_CODES = frozenset(

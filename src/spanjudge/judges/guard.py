@@ -15,12 +15,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
 
 from spanjudge.errors import JudgeError
-from spanjudge.judges.base import Judge, Judgement, JudgeRequest
+from spanjudge.judges.base import Judgement, JudgeRequest
 from spanjudge.lazy_re import LazyPattern
 from spanjudge.records import replace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from spanjudge.judges.protocols import Judge
 
 _PLANTED = LazyPattern(
     "|".join(

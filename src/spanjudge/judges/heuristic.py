@@ -10,7 +10,6 @@ import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
-from typing import Any
 
 from spanjudge.errors import JudgeError
 from spanjudge.judges.base import BINARY, LEVELS, Judgement, JudgeRequest
@@ -167,7 +166,7 @@ class HeuristicJudge:
             scored.items(), key=lambda kv: (kv[1][0], kv[0] == chosen)
         )
         ranking = sorted(((round(s, 3), n) for n, (s, _) in scored.items()), reverse=True)
-        details: dict[str, Any] = {"scores": {n: s for s, n in ranking}, "matched": mine_terms}
+        details: dict[str, object] = {"scores": {n: s for s, n in ranking}, "matched": mine_terms}
         if mine <= 0:
             rating = "no"
             why = f"the request shares no content word with {chosen!r}'s name or description{note}"

@@ -18,13 +18,16 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping
-from typing import Any
 
 from spanjudge.judges.base import BINARY, Judgement, JudgeRequest
 from spanjudge.judges.lexicon import related
 from spanjudge.judges.text import parse_skill, tokens
 from spanjudge.lazy_re import LazyPattern
 from spanjudge.trajectory.steps import Step
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 NAME = "heuristic"
 _ARG_ERROR = LazyPattern(

@@ -14,13 +14,12 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics
 
 from spanjudge.errors import JudgeError
-from spanjudge.judges.base import JudgeKind, Judgement, JudgeRequest
+from spanjudge.judges.base import Judgement, JudgeRequest
 from spanjudge.judges.prompts import response_schema
 from spanjudge.judges.reliability import (
     CallCore,
@@ -30,6 +29,12 @@ from spanjudge.judges.reliability import (
     RetryableJudgeError,
     as_int,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from spanjudge.judges.protocols import JudgeKind
 
 _RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 # Structured output, most to least precise; a server that refuses one is asked with the next.

@@ -40,27 +40,21 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
 
 from spanjudge import reasons
 from spanjudge.errors import ConfigError
-from spanjudge.judges.base import Judge
 from spanjudge.judges.heuristic import HEURISTIC
 from spanjudge.records import field, record_class
 from spanjudge.registry import Registry
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
+    from spanjudge.judges.protocols import Judge, JudgeFactory, JudgeSettings
     from spanjudge.judges.reliability import CallPolicy
 
 DEFAULT_JUDGE = "default"
-
-
-class JudgeFactory(Protocol):
-    """Builds a judge of one ``type`` from its settings (``judges.<name>`` less ``type``);
-    appends every configuration problem, with ``path``, to ``problems``. Third-party judge types
-    register in the `spanjudge.judges` entry-point group; their settings reach them unchecked."""
-
-    def __call__(self, settings: Mapping[str, Any], path: str, problems: list[str]) -> Judge: ...
 
 
 def heuristic_judge(settings: Mapping[str, Any], path: str, problems: list[str]) -> Judge:
@@ -101,20 +95,6 @@ JUDGES: Registry[JudgeFactory] = Registry(
         "bedrock": "spanjudge.judges.registry:bedrock_judge",
     },
 )
-
-
-class JudgeSettings(Protocol):
-    """What the judge lookup reads of a `spanjudge.config.Config` (the configuration module
-    imports this one, so the type is named by its shape)."""
-
-    @property
-    def judges(self) -> Mapping[str, Any]: ...
-    @property
-    def evaluators(self) -> Mapping[str, Any]: ...
-    @property
-    def sections(self) -> Mapping[str, Any]: ...
-    @property
-    def source(self) -> str | None: ...
 
 
 _POLICY_KEYS: dict[str, tuple[type, float]] = {

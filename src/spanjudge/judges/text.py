@@ -5,10 +5,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache
-from typing import Any
 
 from spanjudge.lazy_re import LazyPattern
 from spanjudge.records import record_class
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _WORD = LazyPattern(r"[a-z0-9]+")
 _STOP = frozenset(

@@ -5,15 +5,25 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
 
 from spanjudge import semconv
 from spanjudge.lazy_re import LazyPattern
 from spanjudge.records import record_class
+from spanjudge.registry import served_from
 from spanjudge.spans import jsonfast
 from spanjudge.spans.record import AttrValue, SpanRecord
-from spanjudge.trajectory.steps import Step
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from spanjudge.recognition.protocols import Recogniser as Recogniser
+    from spanjudge.recognition.protocols import SessionFinaliser as SessionFinaliser
+
+# `Recogniser` and `SessionFinaliser`, from `recognition.protocols` when first asked (`typing`)
+__getattr__ = served_from(
+    __name__, "spanjudge.recognition.protocols", "Recogniser", "SessionFinaliser"
+)
 
 # Refusal text that marks a skill load as failed even when the tool reported success.
 _REFUSAL_WORDS = (
@@ -28,15 +38,6 @@ _REFUSAL_WORDS = (
 _REFUSALS = LazyPattern("|".join(rf"\b{word}\b" for word in _REFUSAL_WORDS), re.IGNORECASE)
 
 
-@runtime_checkable
-class Recogniser(Protocol):
-    """Turns one span into steps. ``None`` means "not mine, try the next preset"."""
-
-    name: str
-
-    def recognise(self, span: SpanRecord) -> list[Step] | None: ...
-
-
 @record_class(frozen=True, slots=True, kw_only=True)
 class ClaimEvidence:
     """What a span must carry for a preset to claim it: a name starting with one of
@@ -48,13 +49,6 @@ class ClaimEvidence:
     name_prefixes: tuple[str, ...] = ()
     scopes: tuple[str, ...] = ()
     attributes: tuple[str, ...] = ()
-
-
-@runtime_checkable
-class SessionFinaliser(Protocol):
-    """Optional second pass over a whole session (for facts spread over several spans)."""
-
-    def finalise(self, steps: list[Step], spans: Sequence[SpanRecord]) -> list[Step]: ...
 
 
 def parse_json(value: AttrValue) -> Any:

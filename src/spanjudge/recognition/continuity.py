@@ -26,7 +26,6 @@ A session found incomplete gets ``complete=False`` (so every evaluator applies i
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from spanjudge import reasons
 from spanjudge import semconv as sc
@@ -35,7 +34,13 @@ from spanjudge.recognition.base import parse_json
 from spanjudge.records import record_class, replace
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.model import Trajectory
-from spanjudge.values import Outcome, Verdict, not_evaluated
+from spanjudge.values import Verdict, not_evaluated
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from spanjudge.values import Outcome
 
 _USER = frozenset({"user", "human"})
 _ASSISTANT = frozenset({"assistant", "model", "ai"})

@@ -32,7 +32,6 @@ from __future__ import annotations
 import fnmatch
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from spanjudge.errors import did_you_mean
 from spanjudge.lazy_re import LazyPattern
@@ -42,6 +41,10 @@ from spanjudge.recognition.evidence import ToolFacts, tool_step
 from spanjudge.records import field, record_class
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import Step, ToolRequest
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # role -> the fields it may declare (besides span_name / attributes)
 ROLE_FIELDS: Mapping[str, tuple[str, ...]] = {

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from spanjudge.lazy_re import LazyPattern
 from spanjudge.recognition.base import as_text, error_in_payload, is_refusal, may_match
@@ -22,7 +21,13 @@ from spanjudge.recognition.skill_text import unwrap
 from spanjudge.recognition.skill_tools import known_loader
 from spanjudge.records import field, record_class
 from spanjudge.trajectory.effects import DEFAULT_EFFECT_MAP
-from spanjudge.trajectory.steps import SkillStatus, Step
+from spanjudge.trajectory.steps import Step
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from spanjudge.trajectory.steps import SkillStatus
 
 # Argument names that say "this value is a skill's name" whatever the tool is called.
 SKILL_ARGS = ("skill_name", "skill", "skill_id", "skillName", "skillId")

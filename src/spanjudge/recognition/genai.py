@@ -16,7 +16,6 @@ answers an unknown skill with a success status and refusal text.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from spanjudge import semconv as sc
 from spanjudge.recognition.base import (
@@ -43,6 +42,10 @@ from spanjudge.recognition.genai_messages import (
 from spanjudge.records import replace
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import Step
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class GenAIRecogniser:

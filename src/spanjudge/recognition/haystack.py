@@ -17,7 +17,6 @@ Whether a tool call loaded a skill, and with what status, is the shared evidence
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from spanjudge import semconv as sc
 from spanjudge.lazy_re import LazyPattern
@@ -27,6 +26,10 @@ from spanjudge.recognition.evidence import ToolFacts, tool_step
 from spanjudge.records import replace
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import CatalogueEntry, Step
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # span name -> what it is; other `haystack.*` spans (steps, pipelines, components) add no step
 _KINDS = {

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from spanjudge import semconv
 from spanjudge.lazy_re import LazyPattern
@@ -36,6 +35,7 @@ from spanjudge.recognition.catalogue import parse_catalogue, tool_catalogue
 from spanjudge.recognition.evidence import ToolFacts, bodies_in, tool_step
 from spanjudge.recognition.openinference_messages import (
     USER_ROLES,
+    call_arguments,
     deepagents_catalogue,
     messages,
     tool_message,
@@ -45,6 +45,10 @@ from spanjudge.recognition.openinference_messages import (
 from spanjudge.records import replace
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import CatalogueEntry, Step
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 PRESET = "openinference"
 _TURN_KINDS = frozenset({"CHAIN", "AGENT"})
@@ -147,7 +151,7 @@ class OpenInferenceRecogniser:
         tool_status = (message or {}).get("status")
         facts = ToolFacts(
             tool=span.str_attr(semconv.OI_TOOL_NAME) or span.name,
-            arguments=_call_arguments(parse_json(span.attributes.get(semconv.OI_INPUT_VALUE))),
+            arguments=call_arguments(parse_json(span.attributes.get(semconv.OI_INPUT_VALUE))),
             # a ToolMessage's own status says whether the tool failed; its content is the result
             result=payload if message is None else message.get("content"),
             result_text=result,
@@ -161,18 +165,6 @@ class OpenInferenceRecogniser:
 
 
 # --- span attribute readers ------------------------------------------------------------------
-
-
-_CALL_WRAPPER = frozenset({"args", "kwargs", "sanitize_inputs_outputs"})
-
-
-def _call_arguments(value: Any) -> Any:
-    """A Python call recorded as `{"args": [...], "kwargs": {...}}` (smolagents) is its
-    keyword arguments (or its positional ones when there are none)."""
-    if isinstance(value, Mapping) and "kwargs" in value and set(value) <= _CALL_WRAPPER:
-        kwargs, args = value.get("kwargs"), value.get("args")
-        return kwargs if kwargs or not args else args
-    return value
 
 
 def _tool_definitions(span: SpanRecord) -> str | None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any
 
 from spanjudge import semconv
 from spanjudge.lazy_re import LazyPattern
@@ -16,6 +15,10 @@ from spanjudge.recognition.base import (
 from spanjudge.records import record_class
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import CatalogueEntry, ToolRequest
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MESSAGE_KEY = LazyPattern(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
 CONTENT_TEXT = LazyPattern(r"^contents\.(\d+)\.message_content\.text$")
@@ -194,3 +197,15 @@ def deepagents_catalogue(text: str | None) -> tuple[CatalogueEntry, ...]:
     return tuple(
         CatalogueEntry(name=n.strip(), description=d) for n, d in BOLD_SKILL.findall(section)
     )
+
+
+_CALL_WRAPPER = frozenset({"args", "kwargs", "sanitize_inputs_outputs"})
+
+
+def call_arguments(value: Any) -> Any:
+    """A Python call recorded as `{"args": [...], "kwargs": {...}}` (smolagents) is its
+    keyword arguments (or its positional ones when there are none)."""
+    if isinstance(value, Mapping) and "kwargs" in value and set(value) <= _CALL_WRAPPER:
+        kwargs, args = value.get("kwargs"), value.get("args")
+        return kwargs if kwargs or not args else args
+    return value

@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Protocol
 
 from spanjudge.guard import Guard
-from spanjudge.recognition.base import ClaimEvidence, Recogniser, SessionFinaliser
+from spanjudge.recognition.base import ClaimEvidence
 from spanjudge.recognition.deferred import DEFERRED, DeferredPreset
 from spanjudge.registry import Registry
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import Step
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import TypeGuard
 
-class RecogniserFactory(Protocol):
-    """Builds a recogniser (a preset class is one). Third-party factories register in the
-    `spanjudge.recognisers` entry-point group and are tried before the built-ins: a plugin
-    exists to read what the built-in presets misread."""
-
-    def __call__(self) -> Recogniser: ...
+    from spanjudge.recognition.protocols import Recogniser, RecogniserFactory, SessionFinaliser
 
 
 # name -> "module:class"; tried in this order (most specific first).
@@ -40,7 +37,11 @@ RECOGNISERS: Registry[RecogniserFactory] = Registry(
 _ROUTES_MAX = 4096
 _SCOPE_TYPES = (str, type(None))
 # A preset asked about every span (None), or only about spans carrying one of these attributes.
-_Route = tuple[tuple[Recogniser, "tuple[str, ...] | None"], ...]
+_Route = tuple[tuple["Recogniser", "tuple[str, ...] | None"], ...]
+
+
+def _finalises(recogniser: Recogniser) -> TypeGuard[SessionFinaliser]:
+    return getattr(recogniser, "finalise", None) is not None
 
 
 class RecogniserRegistry:
@@ -53,10 +54,9 @@ class RecogniserRegistry:
 
     def __init__(self, recognisers: Iterable[Recogniser]) -> None:
         self.recognisers: list[Recogniser] = list(recognisers)
-        # Checked once here: isinstance against a Protocol is slow on a per-session path.
-        self.finalisers: list[SessionFinaliser] = [
-            r for r in self.recognisers if isinstance(r, SessionFinaliser)
-        ]
+        # Checked once here, as isinstance against the runtime-checkable `SessionFinaliser`
+        # would (a `finalise` that is not None), without importing the Protocol (`typing`).
+        self.finalisers: list[SessionFinaliser] = [r for r in self.recognisers if _finalises(r)]
         self.guard = Guard("spanjudge", "recognition preset")
         self._planned: list[Recogniser] = []
         self._plan: list[tuple[Recogniser, ClaimEvidence | None]] = []

@@ -6,7 +6,6 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from sys import getsizeof
-from typing import Literal
 
 from spanjudge import semconv
 from spanjudge.records import field, record_class
@@ -15,9 +14,14 @@ from spanjudge.sessions.keys import TRACE_ID_SOURCE, session_key
 from spanjudge.sessions.sizes import SESSION_BASE, estimate_size
 from spanjudge.spans.record import SpanRecord
 
-CloseReason = Literal[
-    "end_marker", "idle", "max_age", "turn", "end_of_input", "shutdown", "evicted"
-]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Literal
+
+    CloseReason = Literal[
+        "end_marker", "idle", "max_age", "turn", "end_of_input", "shutdown", "evicted"
+    ]
+
 # Reasons after which the session may still have been going: evaluated, marked incomplete.
 INCOMPLETE_REASONS = frozenset({"shutdown", "evicted", "max_age"})
 _MAX_TRACE_KEYS = 200_000

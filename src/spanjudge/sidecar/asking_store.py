@@ -17,7 +17,11 @@ import threading
 from collections.abc import Callable, Sequence
 
 from spanjudge.sessions.keys import TRACE_ID_SOURCE
-from spanjudge.sessions.store import ClosedSession, ClosePolicy, CloseReason, SessionStore
+from spanjudge.sessions.store import ClosedSession, ClosePolicy, SessionStore
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from spanjudge.sessions.store import CloseReason
 
 
 class Asker:

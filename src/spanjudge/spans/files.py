@@ -7,7 +7,6 @@ import os
 import stat
 import sys
 from collections.abc import Callable, Iterator
-from typing import IO
 
 from spanjudge.errors import InputError
 from spanjudge.records import record_class
@@ -16,6 +15,10 @@ from spanjudge.spans.limits import DEFAULT_LIMITS, Limits
 from spanjudge.spans.otlp_json import decode_json_document
 from spanjudge.spans.otlp_proto import SpanProblem, decode_request, parse_request
 from spanjudge.spans.record import SpanRecord
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO
 
 
 @record_class(frozen=True, slots=True)

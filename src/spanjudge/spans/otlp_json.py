@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
 
 from spanjudge.spans.ids import IdError, id_from_text, optional_parent_text
 from spanjudge.spans.limits import DEFAULT_LIMITS, Limits, cap_value
@@ -19,16 +18,19 @@ from spanjudge.spans.record import (
     STATUS_CODES,
     AttrValue,
     SpanEvent,
-    SpanKind,
     SpanLink,
     SpanRecord,
-    StatusCode,
 )
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
         ExportTraceServiceRequest,
     )
+
+    from spanjudge.spans.record import SpanKind, StatusCode
 
 _KIND_NAMES = {f"SPAN_KIND_{k.upper()}": k for k in SPAN_KINDS}
 _STATUS_NAMES = {f"STATUS_CODE_{s.upper()}": s for s in STATUS_CODES}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from spanjudge.records import record_class
 from spanjudge.spans.ids import IdError, id_from_bytes, optional_parent
@@ -18,6 +17,7 @@ from spanjudge.spans.record import (
     SpanRecordDraft,
 )
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
         ExportTraceServiceRequest,

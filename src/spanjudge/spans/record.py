@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, TypeAlias
 
 from spanjudge.records import field, fields, record_class
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal, TypeAlias
+
+    StatusCode = Literal["unset", "ok", "error"]
+    SpanKind = Literal["unspecified", "internal", "server", "client", "producer", "consumer"]
 
 # Attribute values after normalisation: OTLP arrays become tuples, kvlists become dicts,
 # bytes become lowercase hex strings.
@@ -13,8 +19,6 @@ AttrValue: TypeAlias = (
     "str | bool | int | float | tuple[AttrValue, ...] | dict[str, AttrValue] | None"
 )
 Attributes = Mapping[str, AttrValue]
-StatusCode = Literal["unset", "ok", "error"]
-SpanKind = Literal["unspecified", "internal", "server", "client", "producer", "consumer"]
 
 SPAN_KINDS: tuple[SpanKind, ...] = (
     "unspecified",

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind as OtelSpanKind
 from opentelemetry.trace import StatusCode as OtelStatusCode
 
 from spanjudge.spans.limits import DEFAULT_LIMITS, Limits, cap_value
-from spanjudge.spans.record import AttrValue, SpanEvent, SpanKind, SpanLink, SpanRecord, StatusCode
+from spanjudge.spans.record import AttrValue, SpanEvent, SpanLink, SpanRecord
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from spanjudge.spans.record import SpanKind, StatusCode
 
 _KINDS: dict[OtelSpanKind, SpanKind] = {
     OtelSpanKind.INTERNAL: "internal",

@@ -6,7 +6,6 @@ import json
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from operator import attrgetter
-from typing import Any
 
 from spanjudge import semconv
 from spanjudge.records import record_class, replace
@@ -16,6 +15,10 @@ from spanjudge.trajectory.model import SkillLoad, Trajectory, Turn
 from spanjudge.trajectory.skills import EMPTY_LIBRARY, SkillLibrary
 from spanjudge.trajectory.stats import compute_stats
 from spanjudge.trajectory.steps import CatalogueEntry, Step
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _START = attrgetter("start_unix_nano")
 _TRACE_ID = attrgetter("trace_id")

@@ -9,11 +9,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any, Literal
 
 from spanjudge.records import field, record_class
 
-Effect = Literal["read", "create", "modify", "delete", "external"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    Effect = Literal["read", "create", "modify", "delete", "external"]
+
 EFFECTS: tuple[Effect, ...] = ("read", "create", "modify", "delete", "external")
 
 # Checked in order; the first pattern that matches the tool name (case-insensitive) wins.

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from spanjudge.records import field, record_class
-from spanjudge.trajectory.steps import BodySource, CatalogueEntry, SkillStatus, Step
+from spanjudge.trajectory.steps import CatalogueEntry, Step
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from spanjudge.trajectory.steps import BodySource, SkillStatus
 
 
 @record_class(frozen=True, slots=True, kw_only=True)

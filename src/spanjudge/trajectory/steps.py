@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
 
 from spanjudge.records import field, record_class
 
-BodySource = Literal["trace", "directory"]
-StepKind = Literal["agent_turn", "model_call", "tool_call", "skill_load", "final_answer"]
-StepStatus = Literal["ok", "error", "unset"]
-SkillStatus = Literal["loaded", "failed", "unresolved"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    BodySource = Literal["trace", "directory"]
+    StepKind = Literal["agent_turn", "model_call", "tool_call", "skill_load", "final_answer"]
+    StepStatus = Literal["ok", "error", "unset"]
+    SkillStatus = Literal["loaded", "failed", "unresolved"]
+
 STEP_KINDS: tuple[StepKind, ...] = (
     "agent_turn",
     "model_call",
