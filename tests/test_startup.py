@@ -20,6 +20,8 @@ NOT_NEEDED = (
     "spanjudge.sidecar",
     "spanjudge.emit.report",  # the JSON writer; the table is the default
     "spanjudge.calibration",  # only `spanjudge calibrate`
+    "spanjudge.spans.otlp_json",  # the general decoders: a line the strict one declines
+    "spanjudge.spans.otlp_proto",  # and protobuf input
     "gzip",  # only for .gz input
     "difflib",  # only to suggest a name after a mistake
     "opentelemetry.sdk.trace",  # the SDK is for the processor and the sidecar

@@ -1,4 +1,9 @@
-"""Reading recorded OTLP files: JSON lines (either spelling) and protobuf (`.pb`)."""
+"""Reading recorded OTLP files: JSON lines (either spelling) and protobuf (`.pb`).
+
+The general decoders are imported when first needed (start-up): `otlp_json` for a JSON document
+the strict decoder (`jsonfast`) declines, `otlp_proto` for protobuf. Ordinary OTLP JSON lines
+need neither.
+"""
 
 from __future__ import annotations
 
@@ -12,13 +17,13 @@ from spanjudge.errors import InputError
 from spanjudge.records import record_class
 from spanjudge.spans.jsonfast import decode_fast, decode_parsed
 from spanjudge.spans.limits import DEFAULT_LIMITS, Limits
-from spanjudge.spans.otlp_json import decode_json_document
-from spanjudge.spans.otlp_proto import SpanProblem, decode_request, parse_request
 from spanjudge.spans.record import SpanRecord
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import IO
+
+    from spanjudge.spans.otlp_proto import SpanProblem
 
 
 @record_class(frozen=True, slots=True)
@@ -118,6 +123,9 @@ def read_input(
             if parsed is not None:
                 yield Chunk(path, lineno, parsed, [], len(line), sizes)
                 continue
+            # a document the strict decoder declines (its problems to report, another layout)
+            from spanjudge.spans.otlp_json import decode_json_document
+
             spans, problems = decode_json_document(doc, limits)
             yield Chunk(path, lineno, spans, problems, len(line))
     except UnicodeDecodeError:
@@ -179,6 +187,8 @@ def _whole_document(path: str, start_line: int, text: str, limits: Limits) -> Ch
             f"invalid JSON at line {exc.lineno + start_line - 1}, column {exc.colno}: {exc.msg}",
             file=path,
         ) from None
+    from spanjudge.spans.otlp_json import decode_json_document
+
     spans, problems = decode_json_document(doc, limits)
     return Chunk(path, start_line, spans, problems, len(text))
 
@@ -186,6 +196,8 @@ def _whole_document(path: str, start_line: int, text: str, limits: Limits) -> Ch
 def _read_protobuf(
     path: str, limits: Limits, on_error: Callable[[InputError], None] | None
 ) -> Iterator[Chunk]:
+    from spanjudge.spans.otlp_proto import decode_request, parse_request
+
     try:
         with open(path, "rb") as handle:
             data = handle.read()
@@ -222,6 +234,8 @@ def _split_length_prefixed(data: bytes) -> list[bytes] | None:
             return None
         out.append(data[pos + 4 : pos + 4 + size])
         pos += 4 + size
+    from spanjudge.spans.otlp_proto import parse_request
+
     try:
         for message in out:
             parse_request(message)
