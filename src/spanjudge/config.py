@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from spanjudge.emit.plugins import parse_emit
 from spanjudge.errors import ConfigError, did_you_mean
@@ -16,7 +16,6 @@ from spanjudge.expectations import (
     yaml_problem,
 )
 from spanjudge.judges.registry import parse_judges
-from spanjudge.recognition.declared import parse_conventions, session_keys
 from spanjudge.recognition.skills_dir import parse_skills
 from spanjudge.records import field, fields, record_class, replace
 from spanjudge.sessions.store import ClosePolicy
@@ -26,6 +25,8 @@ from spanjudge.trajectory.effects import EFFECTS, EffectMap
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from spanjudge.recognition.declared import DeclaredRecogniser
 
     # parser(raw section or None, path, problems[, base=]) -> the section's value; problems get
     # every error (``base=`` only for the sections in WITH_PATHS).
@@ -45,13 +46,33 @@ TOP_LEVEL = (
     "skills",
     "conventions",
 )
+
+
+def _parse_conventions(raw: Any, path: str, problems: list[str]) -> tuple[DeclaredRecogniser, ...]:
+    """`recognition.declared.parse_conventions`, imported only for a configuration that has the
+    section (it and the declared recogniser are a quarter of the recognition code; start-up)."""
+    if raw is None:
+        return ()
+    from spanjudge.recognition.declared import parse_conventions
+
+    return parse_conventions(raw, path, problems)
+
+
+def _session_keys(conventions: Sequence[DeclaredRecogniser]) -> tuple[str, ...]:
+    if not conventions:
+        return ()
+    from spanjudge.recognition.declared import session_keys
+
+    return session_keys(conventions)
+
+
 # Sections validated by the module that owns them, registered by that module: the core never
 # imports a front end, so `serve` is validated here only once `spanjudge.sidecar.config` is
 # imported (the sidecar does, before loading its configuration) and by the sidecar otherwise.
 SECTION_PARSERS: dict[str, SectionParser] = {
     "judges": parse_judges,
     "skills": parse_skills,
-    "conventions": parse_conventions,
+    "conventions": _parse_conventions,
     "emit": parse_emit,
 }
 # Sections naming files: their parser also takes ``base=``, the directory of the configuration
@@ -308,7 +329,7 @@ def parse_config(doc: Any, source: str | None = None) -> Config:
             sections[section] = parser(doc.get(section), section, problems, base=base)
         else:
             sections[section] = parser(doc.get(section), section, problems)
-    if declared_keys := session_keys(sections.get("conventions") or ()):
+    if declared_keys := _session_keys(sections.get("conventions") or ()):
         # a declared convention's session key joins the keys the session store looks for
         keys = tuple(k for k in declared_keys if k not in policy.key_attributes)
         policy = replace(policy, key_attributes=(*policy.key_attributes, *keys))

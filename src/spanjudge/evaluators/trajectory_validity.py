@@ -50,12 +50,7 @@ from spanjudge.evaluators.validity_rules import (
     _str_list,
     glob_to_regex,
     norm_value,
-)
-from spanjudge.evaluators.validity_schema import (
-    VALIDATOR,
-    schema_error,
-    unwrap_schema,
-    validate_schema,
+    validator,
 )
 from spanjudge.reasons import NO_CONSTRAINTS, SESSION_INCOMPLETE
 from spanjudge.records import field, record_class
@@ -155,6 +150,8 @@ class TrajectoryValidity:
                 notes.append(f"{step.span_id}: arguments of {step.name} not recorded as JSON")
                 continue
             schema_checked += 1
+            from spanjudge.evaluators.validity_schema import validate_schema  # see _schema_for
+
             for message in validate_schema(arguments, schema):
                 violations.append(_violation("schema", step, message))
         if self.order:
@@ -165,7 +162,7 @@ class TrajectoryValidity:
             "violations": violations,
             "checked_calls": len(calls),
             "schema_checked_calls": schema_checked,
-            "validator": VALIDATOR,
+            "validator": validator(),
             "measured": {"violations": len(violations), "steps": len(calls)},
         }
         if notes:
@@ -230,6 +227,10 @@ class TrajectoryValidity:
         if tool in self.schemas:
             return self.schemas[tool]
         if self.trace_schemas and tool in recorded:
+            # the schema checks (`validity_schema`, with `schema_subset`) are imported when a
+            # schema is first met: most runs have none (start-up)
+            from spanjudge.evaluators.validity_schema import schema_error, unwrap_schema
+
             schema = unwrap_schema(recorded[tool])
             if schema is not None and schema_error(schema) is None:
                 return schema

@@ -5,14 +5,41 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Mapping
 
-from spanjudge.evaluators.validity_schema import schema_error
 from spanjudge.records import record_class
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+
+def _installed(name: str) -> bool:
+    """Whether top-level module ``name`` can be imported: `importlib.util.find_spec` asks
+    `sys.meta_path`'s finders the same way, but importing importlib.util costs 2% of a small
+    eval."""
+    if name in sys.modules:
+        return sys.modules[name] is not None
+    return any(
+        finder.find_spec(name, None) is not None
+        for finder in sys.meta_path
+        if hasattr(finder, "find_spec")
+    )
+
+
+_found: list[str] = []
+
+
+def validator() -> str:
+    """Which validator checks schemas: "jsonschema" when it is installed, else "builtin". Found
+    without importing it (jsonschema costs ~100 ms of start-up, and most runs check no schema),
+    once, and here rather than in `validity_schema`, which a run without schemas never imports
+    though its verdicts name the validator."""
+    if not _found:
+        _found.append("jsonschema" if _installed("jsonschema") else "builtin")
+    return _found[0]
+
 
 RULE_KINDS = ("glob", "regex", "not_glob", "not_regex")
 
@@ -155,6 +182,8 @@ def _schemas(raw: Any, path: str, problems: list[str]) -> dict[str, Any]:
     if not isinstance(raw, Mapping):
         problems.append(f"{path}: expected {{tool: JSON Schema}}")
         return {}
+    from spanjudge.evaluators.validity_schema import schema_error  # only with schemas configured
+
     out = {}
     for tool, schema in raw.items():
         error = schema_error(schema)

@@ -12,10 +12,10 @@ object, then by canonical JSON).
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterable, Mapping
 
 from spanjudge.evaluators.schema_subset import Unsupported, compile_subset, run
+from spanjudge.evaluators.validity_rules import validator
 from spanjudge.records import record_class
 
 TYPE_CHECKING = False
@@ -25,21 +25,7 @@ if TYPE_CHECKING:
     from spanjudge.evaluators.schema_subset import Check
 
 
-def _installed(name: str) -> bool:
-    """Whether top-level module ``name`` can be imported: `importlib.util.find_spec` asks
-    `sys.meta_path`'s finders the same way, but importing importlib.util costs 2% of a small
-    eval."""
-    if name in sys.modules:
-        return sys.modules[name] is not None
-    return any(
-        finder.find_spec(name, None) is not None
-        for finder in sys.meta_path
-        if hasattr(finder, "find_spec")
-    )
-
-
-# Found without importing it: jsonschema costs ~100 ms of start-up, and most runs check no schema.
-VALIDATOR = "jsonschema" if _installed("jsonschema") else "builtin"
+VALIDATOR = validator()
 
 
 _UNLOADED: Any = object()

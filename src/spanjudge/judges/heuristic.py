@@ -14,8 +14,6 @@ from functools import lru_cache
 from spanjudge.errors import JudgeError
 from spanjudge.judges.base import BINARY, LEVELS, Judgement, JudgeRequest
 from spanjudge.judges.evidence import check_evidence
-from spanjudge.judges.heuristic_outcome import judge_outcome
-from spanjudge.judges.heuristic_tools import judge_tool_parameters, judge_tool_selection
 from spanjudge.judges.lexicon import related
 from spanjudge.judges.text import (
     SkillStep,
@@ -23,6 +21,7 @@ from spanjudge.judges.text import (
     closest_name,
     entry_terms,
     parse_skill,
+    short,
     tokens,
     tool_names,
     trigger_topics,
@@ -90,10 +89,14 @@ class HeuristicJudge:
             return self._omission(request)
         if request.kind == "instruction_following":
             return self._following(request)
-        if request.kind == "tool_selection":
-            return judge_tool_selection(request, lambda load: self._fits(request, load))
-        if request.kind == "tool_parameters":
-            return judge_tool_parameters(request)
+        if request.kind in ("tool_selection", "tool_parameters"):
+            from spanjudge.judges import heuristic_tools as tools  # opt-in: imported when asked
+
+            if request.kind == "tool_selection":
+                return tools.judge_tool_selection(request, lambda load: self._fits(request, load))
+            return tools.judge_tool_parameters(request)
+        from spanjudge.judges.heuristic_outcome import judge_outcome  # needs a reference or task
+
         return judge_outcome(request)
 
     def _fits(self, request: JudgeRequest, load: Step) -> bool | None:
@@ -328,7 +331,7 @@ class HeuristicJudge:
             rating = _REQUIRED_CAP
         lines = []
         for st in doc.steps:
-            label = f"step {st.index} ({_short(st.text)})"
+            label = f"step {st.index} ({short(st.text)})"
             if st not in observable:
                 lines.append(f"{label}: not observable in spans, not counted")
             elif st.index in in_order:
@@ -388,10 +391,6 @@ def _asks_about(entry: CatalogueEntry, words: set[str]) -> bool:
     and the request is about one of those things."""
     topics = trigger_topics(entry.description or "")
     return topics is not None and any(related(word, strong=True) & topics for word in words)
-
-
-def _short(text: str, limit: int = 48) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 HEURISTIC = HeuristicJudge()

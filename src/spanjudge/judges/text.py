@@ -332,3 +332,8 @@ def align(
         else:
             j += 1
     return pairs
+
+
+def short(text: str, limit: int = 48) -> str:
+    """``text`` cut to ``limit`` characters, "..." marking the cut."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
