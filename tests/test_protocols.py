@@ -111,3 +111,11 @@ def test_the_registry_finalises_with_what_the_protocol_would_take() -> None:
     taken = [r.name for r in registry.finalisers]  # type: ignore[attr-defined]
     assert taken == ["finalises"]
     assert taken == [r.name for r in presets if isinstance(r, SessionFinaliser)]
+
+
+def test_the_judge_kinds_are_the_literal_type_checkers_read() -> None:
+    import typing
+
+    from spanjudge.judges.base import JUDGE_KINDS, JudgeKind
+
+    assert typing.get_args(JudgeKind) == JUDGE_KINDS

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
 # `Judge` and `JudgeKind`, from `judges.protocols` when first asked (they need `typing`)
 __getattr__ = served_from(__name__, "spanjudge.judges.protocols", "Judge", "JudgeKind")
+
+# the kinds, as `JudgeKind` spells them for type checkers (tests/test_protocols.py holds them equal)
 JUDGE_KINDS: tuple[JudgeKind, ...] = (
     "skill_selection",
     "skill_omission",
