@@ -21,6 +21,7 @@ from spanjudge.records import field, fields, record_class, replace
 from spanjudge.sessions.store import ClosePolicy
 from spanjudge.spans.limits import Limits
 from spanjudge.trajectory.effects import EFFECTS, EffectMap
+from spanjudge.typenames import module_getattr
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -31,6 +32,9 @@ if TYPE_CHECKING:
     # parser(raw section or None, path, problems[, base=]) -> the section's value; problems get
     # every error (``base=`` only for the sections in WITH_PATHS).
     SectionParser = Callable[..., Any]
+
+# what the block above binds for type checkers only, given when asked (`spanjudge.typenames`)
+__getattr__ = module_getattr(__name__)
 
 TOP_LEVEL = (
     "sessions",

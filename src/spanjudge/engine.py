@@ -22,6 +22,7 @@ from spanjudge.sessions.store import ClosedSession
 from spanjudge.trajectory.assemble import SessionMeta, assemble
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.trajectory.skills import EMPTY_LIBRARY
+from spanjudge.typenames import module_getattr
 from spanjudge.values import (
     Coverage,
     Expectation,
@@ -39,6 +40,9 @@ if TYPE_CHECKING:
 
     # judge_for(evaluator_name) -> judge object or None; supplied by the judges package.
     JudgeLookup = Callable[[str], Any]
+
+# what the block above binds for type checkers only, given when asked (`spanjudge.typenames`)
+__getattr__ = module_getattr(__name__)
 
 
 def coverage_of(

@@ -15,6 +15,7 @@ from spanjudge.pipeline import Pipeline, is_own_span
 from spanjudge.records import field, record_class, replace
 from spanjudge.sessions.store import SessionStore
 from spanjudge.spans.files import read_input
+from spanjudge.typenames import module_getattr
 from spanjudge.values import SessionResult
 
 TYPE_CHECKING = False
@@ -25,6 +26,10 @@ if TYPE_CHECKING:
         def begin(self) -> None: ...
         def session(self, result: SessionResult) -> None: ...
         def end(self, summary: Summary, input_report: dict[str, Any]) -> None: ...
+
+
+# what the block above binds for type checkers only, given when asked (`spanjudge.typenames`)
+__getattr__ = module_getattr(__name__)
 
 
 _GC_THRESHOLD = 50_000  # allocations between young-generation collections during a run

@@ -22,6 +22,7 @@ from spanjudge.records import record_class, replace
 from spanjudge.sessions.store import ClosedSession, SessionStore
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.model import Trajectory
+from spanjudge.typenames import module_getattr
 from spanjudge.values import SessionResult
 
 TYPE_CHECKING = False
@@ -38,6 +39,10 @@ if TYPE_CHECKING:  # offline runs record no telemetry: the metrics API is not im
         def revision(self, key: str) -> int:
             """The last revision of session ``key`` recorded as evaluated, 0 if none."""
             ...
+
+
+# what the block above binds for type checkers only, given when asked (`spanjudge.typenames`)
+__getattr__ = module_getattr(__name__)
 
 
 _OWN_SCOPE_PREFIX = semconv.SJ_SCOPE_NAME + "."

@@ -13,7 +13,7 @@ plugin silently ignored.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 from spanjudge.entry_points import entry_points
 from spanjudge.errors import ConfigError
@@ -30,21 +30,6 @@ else:  # `Registry[X]` is the class itself at run time: no `typing` import (star
             return cls
 
     F = None
-
-
-def served_from(module: str, home: str, *names: str) -> Callable[[str], Any]:
-    """A module-level ``__getattr__`` (PEP 562) for ``module`` that gives ``names`` from module
-    ``home``, importing it when first asked. The extension Protocols live in their package's
-    `protocols` module (a Protocol needs `typing`, which a run does not import); the modules that
-    documented them still answer for them with this."""
-    served = frozenset(names)
-
-    def __getattr__(name: str) -> Any:
-        if name in served:
-            return getattr(load_target(home), name)
-        raise AttributeError(f"module {module!r} has no attribute {name!r}")
-
-    return __getattr__
 
 
 def load_target(target: str) -> Any:

@@ -11,12 +11,16 @@ from collections.abc import Mapping
 
 from spanjudge.records import field, record_class
 from spanjudge.trajectory.model import Trajectory
+from spanjudge.typenames import module_getattr
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Literal
 
     Outcome = Literal["pass", "fail", "not_evaluated"]
+
+# what the block above binds for type checkers only, given when asked (`spanjudge.typenames`)
+__getattr__ = module_getattr(__name__)
 
 OUTCOMES: tuple[Outcome, ...] = ("pass", "fail", "not_evaluated")
 

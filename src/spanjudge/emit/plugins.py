@@ -17,12 +17,16 @@ from collections.abc import Mapping
 from spanjudge.errors import did_you_mean
 from spanjudge.records import field, record_class
 from spanjudge.registry import Registry
+from spanjudge.typenames import module_getattr
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
     from spanjudge.emit.base import Sink, SinkFactory
+
+# what the block above binds for type checkers only, given when asked (`spanjudge.typenames`)
+__getattr__ = module_getattr(__name__)
 
 
 # The built-in sinks need the front end's providers, so the front ends build them; plugins only.

@@ -9,8 +9,9 @@ from spanjudge import reasons
 from spanjudge.errors import did_you_mean
 from spanjudge.errors import unknown_options as unknown_options  # re-exported for evaluators
 from spanjudge.records import field, record_class
-from spanjudge.registry import Registry, served_from
+from spanjudge.registry import Registry
 from spanjudge.trajectory.model import Trajectory
+from spanjudge.typenames import module_getattr
 from spanjudge.values import Expectation, Verdict, not_evaluated
 
 TYPE_CHECKING = False
@@ -20,10 +21,8 @@ if TYPE_CHECKING:
     from spanjudge.evaluators.protocols import Evaluator as Evaluator
     from spanjudge.evaluators.protocols import EvaluatorFactory as EvaluatorFactory
 
-# `Evaluator` and `EvaluatorFactory`, from `evaluators.protocols` when first asked (`typing`)
-__getattr__ = served_from(
-    __name__, "spanjudge.evaluators.protocols", "Evaluator", "EvaluatorFactory"
-)
+# names bound for type checkers only (the Protocols: they need `typing`), given when asked
+__getattr__ = module_getattr(__name__)
 
 
 @record_class(frozen=True, slots=True, kw_only=True)

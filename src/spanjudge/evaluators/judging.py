@@ -27,17 +27,22 @@ from spanjudge.evaluators.base import EvaluationContext
 from spanjudge.judges.heuristic import HEURISTIC
 from spanjudge.reasons import JUDGE_TIMEOUT
 from spanjudge.records import record_class
+from spanjudge.typenames import module_getattr
 from spanjudge.values import Verdict, not_evaluated
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from spanjudge.evaluators.protocols import Evaluator
-
-    RunEvaluator = Callable[[Evaluator, EvaluationContext], list[Verdict]]
     import queue
     import threading
     from concurrent.futures import Future
     from typing import Any
+
+    from spanjudge.evaluators.protocols import Evaluator
+
+    RunEvaluator = Callable[[Evaluator, EvaluationContext], list[Verdict]]
+
+# what the block above binds for type checkers only, given when asked (`spanjudge.typenames`)
+__getattr__ = module_getattr(__name__)
 
 
 DEFAULT_DEADLINE_S = 300.0

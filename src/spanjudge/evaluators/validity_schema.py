@@ -12,6 +12,7 @@ object, then by canonical JSON).
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterable, Mapping
 
 from spanjudge.evaluators.schema_subset import Unsupported, compile_subset, run
@@ -37,9 +38,11 @@ _jsonschema: Any = _UNLOADED
 def _module() -> Any:
     global _jsonschema
     if _jsonschema is _UNLOADED:
-        import importlib
-
-        _jsonschema = importlib.import_module("jsonschema") if VALIDATOR == "jsonschema" else None
+        if VALIDATOR == "jsonschema":  # as importlib.import_module, without importlib (warnings)
+            __import__("jsonschema")
+            _jsonschema = sys.modules["jsonschema"]
+        else:
+            _jsonschema = None
     return _jsonschema
 
 

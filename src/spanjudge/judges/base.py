@@ -19,9 +19,9 @@ from collections.abc import Mapping
 
 from spanjudge.errors import JudgeError
 from spanjudge.records import field, record_class
-from spanjudge.registry import served_from
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.trajectory.steps import CatalogueEntry, Step
+from spanjudge.typenames import module_getattr
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     from spanjudge.judges.protocols import Judge as Judge
     from spanjudge.judges.protocols import JudgeKind as JudgeKind
 
-# `Judge` and `JudgeKind`, from `judges.protocols` when first asked (they need `typing`)
-__getattr__ = served_from(__name__, "spanjudge.judges.protocols", "Judge", "JudgeKind")
+# names bound for type checkers only (the Protocols: they need `typing`), given when asked
+__getattr__ = module_getattr(__name__)
 
 # the kinds, as `JudgeKind` spells them for type checkers (tests/test_protocols.py holds them equal)
 JUDGE_KINDS: tuple[JudgeKind, ...] = (

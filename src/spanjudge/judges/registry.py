@@ -46,6 +46,7 @@ from spanjudge.errors import ConfigError
 from spanjudge.judges.heuristic import HEURISTIC
 from spanjudge.records import field, record_class
 from spanjudge.registry import Registry
+from spanjudge.typenames import module_getattr
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -53,6 +54,9 @@ if TYPE_CHECKING:
 
     from spanjudge.judges.protocols import Judge, JudgeFactory, JudgeSettings
     from spanjudge.judges.reliability import CallPolicy
+
+# what the block above binds for type checkers only, given when asked (`spanjudge.typenames`)
+__getattr__ = module_getattr(__name__)
 
 DEFAULT_JUDGE = "default"
 

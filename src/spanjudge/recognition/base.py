@@ -9,9 +9,9 @@ import re
 from spanjudge import semconv
 from spanjudge.lazy_re import LazyPattern
 from spanjudge.records import record_class
-from spanjudge.registry import served_from
 from spanjudge.spans import jsonfast
 from spanjudge.spans.record import AttrValue, SpanRecord
+from spanjudge.typenames import module_getattr
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -20,10 +20,8 @@ if TYPE_CHECKING:
     from spanjudge.recognition.protocols import Recogniser as Recogniser
     from spanjudge.recognition.protocols import SessionFinaliser as SessionFinaliser
 
-# `Recogniser` and `SessionFinaliser`, from `recognition.protocols` when first asked (`typing`)
-__getattr__ = served_from(
-    __name__, "spanjudge.recognition.protocols", "Recogniser", "SessionFinaliser"
-)
+# names bound for type checkers only (the Protocols: they need `typing`), given when asked
+__getattr__ = module_getattr(__name__)
 
 # Refusal text that marks a skill load as failed even when the tool reported success.
 _REFUSAL_WORDS = (

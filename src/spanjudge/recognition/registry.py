@@ -10,12 +10,16 @@ from spanjudge.recognition.deferred import DEFERRED, DeferredPreset
 from spanjudge.registry import Registry
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import Step
+from spanjudge.typenames import module_getattr
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import TypeGuard
 
     from spanjudge.recognition.protocols import Recogniser, RecogniserFactory, SessionFinaliser
+
+# what the block above binds for type checkers only, given when asked (`spanjudge.typenames`)
+__getattr__ = module_getattr(__name__)
 
 
 # name -> "module:class"; tried in this order (most specific first).
@@ -54,8 +58,10 @@ class RecogniserRegistry:
 
     def __init__(self, recognisers: Iterable[Recogniser]) -> None:
         self.recognisers: list[Recogniser] = list(recognisers)
-        # Checked once here, as isinstance against the runtime-checkable `SessionFinaliser`
-        # would (a `finalise` that is not None), without importing the Protocol (`typing`).
+        # Checked once here, without importing the Protocol (`typing`): a finaliser is a
+        # recogniser whose `finalise` is not None (isinstance against the runtime-checkable
+        # `SessionFinaliser` agreed for the presets and plain plugins; it differed across Python
+        # versions for an instance attribute set to None, or one served by `__getattr__`).
         self.finalisers: list[SessionFinaliser] = [r for r in self.recognisers if _finalises(r)]
         self.guard = Guard("spanjudge", "recognition preset")
         self._planned: list[Recogniser] = []

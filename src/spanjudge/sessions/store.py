@@ -13,6 +13,7 @@ from spanjudge.sessions.deadlines import DeadlineQueue
 from spanjudge.sessions.keys import TRACE_ID_SOURCE, session_key
 from spanjudge.sessions.sizes import SESSION_BASE, estimate_size
 from spanjudge.spans.record import SpanRecord
+from spanjudge.typenames import module_getattr
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -21,6 +22,9 @@ if TYPE_CHECKING:
     CloseReason = Literal[
         "end_marker", "idle", "max_age", "turn", "end_of_input", "shutdown", "evicted"
     ]
+
+# what the block above binds for type checkers only, given when asked (`spanjudge.typenames`)
+__getattr__ = module_getattr(__name__)
 
 # Reasons after which the session may still have been going: evaluated, marked incomplete.
 INCOMPLETE_REASONS = frozenset({"shutdown", "evicted", "max_age"})

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from spanjudge.records import field, fields, record_class
+from spanjudge.typenames import module_getattr
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -12,6 +13,9 @@ if TYPE_CHECKING:
 
     StatusCode = Literal["unset", "ok", "error"]
     SpanKind = Literal["unspecified", "internal", "server", "client", "producer", "consumer"]
+
+# what the block above binds for type checkers only, given when asked (`spanjudge.typenames`)
+__getattr__ = module_getattr(__name__)
 
 # Attribute values after normalisation: OTLP arrays become tuples, kvlists become dicts,
 # bytes become lowercase hex strings.

@@ -11,12 +11,16 @@ from collections.abc import Mapping
 from functools import lru_cache
 
 from spanjudge.records import field, record_class
+from spanjudge.typenames import module_getattr
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Literal
 
     Effect = Literal["read", "create", "modify", "delete", "external"]
+
+# what the block above binds for type checkers only, given when asked (`spanjudge.typenames`)
+__getattr__ = module_getattr(__name__)
 
 EFFECTS: tuple[Effect, ...] = ("read", "create", "modify", "delete", "external")
 

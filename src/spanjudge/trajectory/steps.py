@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from spanjudge.records import field, record_class
+from spanjudge.typenames import module_getattr
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -14,6 +15,9 @@ if TYPE_CHECKING:
     StepKind = Literal["agent_turn", "model_call", "tool_call", "skill_load", "final_answer"]
     StepStatus = Literal["ok", "error", "unset"]
     SkillStatus = Literal["loaded", "failed", "unresolved"]
+
+# what the block above binds for type checkers only, given when asked (`spanjudge.typenames`)
+__getattr__ = module_getattr(__name__)
 
 STEP_KINDS: tuple[StepKind, ...] = (
     "agent_turn",

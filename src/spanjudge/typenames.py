@@ -1,0 +1,68 @@
+"""Names a module binds for type checkers only, given at run time when someone asks for them.
+
+`spanjudge eval` imports no `typing` (start-up, `bench/bench_startup.py`): a module imports
+`Any`, builds its `Literal` aliases (`values.Outcome`, `trajectory.steps.StepKind`, ...) and names
+the extension Protocols (`evaluators.base.Evaluator`, ...) inside ``if TYPE_CHECKING:``, with
+``TYPE_CHECKING = False``. What such a block binds stays available to code that asks at run time:
+
+- `module_getattr(__name__)` is a module's ``__getattr__`` (PEP 562): ``from spanjudge.values
+  import Outcome`` runs the module's ``if TYPE_CHECKING:`` blocks once (importing `typing` then)
+  and gives what they bound;
+- `type_hints(cls)` is `typing.get_type_hints` for a class of spanjudge's (a record), whose
+  annotations name those names: the module's globals do not hold them, so the plain function
+  raises `NameError` there.
+"""
+
+from __future__ import annotations
+
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+_found: dict[str, dict[str, Any]] = {}  # module -> what its type-checking blocks bind
+
+
+def type_checking_names(module: str) -> dict[str, Any]:
+    """What the top-level ``if TYPE_CHECKING:`` blocks of ``module`` (imported) bind that the
+    module itself does not, from running them once on a copy of its globals; empty when the
+    module's source cannot be had."""
+    found = _found.get(module)
+    if found is None:
+        import ast
+
+        namespace = vars(sys.modules[module])
+        get_source = getattr(namespace.get("__loader__"), "get_source", None)
+        source = get_source(module) if get_source is not None else None
+        scratch = dict(namespace)
+        for node in ast.parse(source or "").body:
+            if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+                block = ast.Module(body=node.body, type_ignores=[])
+                exec(compile(block, namespace.get("__file__") or module, "exec"), scratch)
+        found = _found[module] = {k: v for k, v in scratch.items() if k not in namespace}
+    return found
+
+
+def module_getattr(module: str) -> Callable[[str], Any]:
+    """A ``__getattr__`` for ``module`` giving the names its type-checking blocks bind."""
+
+    def __getattr__(name: str) -> Any:
+        if not name.startswith("__"):  # an import-system probe (`__path__`, ...) is no type name
+            found = type_checking_names(module)
+            if name in found:
+                return found[name]
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return __getattr__
+
+
+def type_hints(cls: type) -> dict[str, Any]:
+    """`typing.get_type_hints(cls)` for a class defined in a spanjudge module, with the names
+    that module binds for type checkers only."""
+    import typing
+
+    module = cls.__module__
+    names = {**type_checking_names(module), **vars(sys.modules[module])}
+    return typing.get_type_hints(cls, globalns=names)
