@@ -73,3 +73,15 @@ def test_eval_leaves_the_stdlib_it_does_not_use_alone(tmp_path: Path) -> None:
     unused = ("shutil", "bz2", "lzma", "threading", "queue", "base64", "binascii", "struct")
     unused += ("argparse", "gettext", "locale", "importlib", "importlib.util", "typing", "warnings")
     assert sorted(m for m in unused if m in loaded) == []
+
+
+def test_the_opt_in_tool_judges_load_no_typing(tmp_path: Path) -> None:
+    # `from spanjudge.judges import heuristic_tools` would ask the package for the name first,
+    # and its __getattr__ (spanjudge.typenames) runs its type-checking block, importing typing
+    config = tmp_path / "c.yaml"
+    config.write_text("evaluators: {tool_selection: {}, tool_parameters: {}}\n")
+    traces = FIXTURES / "strands" / "strands_default.jsonl"
+    argv = ("eval", str(traces), "--config", str(config), "-q", "-o", str(tmp_path / "t.txt"))
+    loaded = modules_after(*argv, cwd=tmp_path, flags=("-S",))
+    assert "spanjudge.judges.heuristic_tools" in loaded  # the tool judges did run
+    assert sorted(m for m in ("typing", "ast", "spanjudge.judges.protocols") if m in loaded) == []

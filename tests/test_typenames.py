@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import sys
 import typing
+from pathlib import Path
 
 import pytest
 
@@ -100,3 +102,66 @@ def test_an_unknown_name_is_an_attribute_error_and_import_probes_stay_quick() ->
         values.Nothing  # noqa: B018
     with pytest.raises(AttributeError):
         values.__path__  # noqa: B018  (a dunder never runs the type-checking blocks)
+
+
+def test_threads_asking_at_once_get_the_same_object(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    import spanjudge.offline as offline
+    from spanjudge import typenames
+
+    monkeypatch.delitem(typenames._found, "spanjudge.offline", raising=False)
+    start, got = threading.Barrier(8), []
+
+    def ask() -> None:
+        start.wait()
+        got.append(offline.ReportWriter)
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 8 and all(g is offline.ReportWriter for g in got)
+
+
+_MODULE = """
+from spanjudge.typenames import module_getattr
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any as Thing
+    {extra}
+__getattr__ = module_getattr(__name__)
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "extra", "remove_source", "given"),
+    [
+        ("tn_plain", "", False, True),
+        ("tn_gone", "", True, False),  # the source removed after import (an upgrade in place)
+        ("tn_broken", "import a_module_that_is_not_there", False, False),
+    ],
+)
+def test_a_block_that_cannot_run_gives_no_names_and_no_error(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    extra: str,
+    remove_source: bool,
+    given: bool,
+) -> None:
+    source = tmp_path / f"{name}.py"
+    source.write_text(_MODULE.format(extra=extra))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module(name)
+    try:
+        if remove_source:
+            source.unlink()
+        assert hasattr(module, "Thing") is given
+        assert not hasattr(module, "Other")
+        if given:
+            assert module.Thing is typing.Any
+    finally:
+        del sys.modules[name]

@@ -16,6 +16,7 @@ the extension Protocols (`evaluators.base.Evaluator`, ...) inside ``if TYPE_CHEC
 from __future__ import annotations
 
 import sys
+from _thread import RLock  # = threading.RLock, without importing threading
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -23,26 +24,46 @@ if TYPE_CHECKING:
     from typing import Any
 
 _found: dict[str, dict[str, Any]] = {}  # module -> what its type-checking blocks bind
+_lock = RLock()  # one run per module: every thread gets the same objects (a Protocol class)
+_running: set[str] = set()
 
 
 def type_checking_names(module: str) -> dict[str, Any]:
     """What the top-level ``if TYPE_CHECKING:`` blocks of ``module`` (imported) bind that the
-    module itself does not, from running them once on a copy of its globals; empty when the
-    module's source cannot be had."""
+    module itself does not, from running them once on a copy of its globals. Empty when they
+    cannot be run (no source, a block that fails, a dependency missing), and for a nested ask
+    while they run."""
     found = _found.get(module)
-    if found is None:
-        import ast
+    if found is not None:
+        return found
+    with _lock:
+        found = _found.get(module)
+        if found is None:
+            if module in _running:  # a nested ask while they run (the lock is re-entrant)
+                return {}
+            _running.add(module)
+            try:
+                found = _found[module] = _run_blocks(module)
+            finally:
+                _running.discard(module)
+    return found
 
-        namespace = vars(sys.modules[module])
+
+def _run_blocks(module: str) -> dict[str, Any]:
+    import ast
+
+    namespace = vars(sys.modules[module])
+    scratch = dict(namespace)
+    try:
         get_source = getattr(namespace.get("__loader__"), "get_source", None)
         source = get_source(module) if get_source is not None else None
-        scratch = dict(namespace)
         for node in ast.parse(source or "").body:
             if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
                 block = ast.Module(body=node.body, type_ignores=[])
                 exec(compile(block, namespace.get("__file__") or module, "exec"), scratch)
-        found = _found[module] = {k: v for k, v in scratch.items() if k not in namespace}
-    return found
+    except Exception:  # the source is gone or changed, or a block's import fails: no names
+        return {}
+    return {k: v for k, v in scratch.items() if k not in namespace}
 
 
 def module_getattr(module: str) -> Callable[[str], Any]:

@@ -90,11 +90,13 @@ class HeuristicJudge:
         if request.kind == "instruction_following":
             return self._following(request)
         if request.kind in ("tool_selection", "tool_parameters"):
-            from spanjudge.judges import heuristic_tools as tools  # opt-in: imported when asked
+            # opt-in: imported when asked (from the module: `from spanjudge.judges import ...`
+            # would ask the package, whose __getattr__ runs its type-checking block)
+            from spanjudge.judges.heuristic_tools import judge_tool_parameters, judge_tool_selection
 
             if request.kind == "tool_selection":
-                return tools.judge_tool_selection(request, lambda load: self._fits(request, load))
-            return tools.judge_tool_parameters(request)
+                return judge_tool_selection(request, lambda load: self._fits(request, load))
+            return judge_tool_parameters(request)
         from spanjudge.judges.heuristic_outcome import judge_outcome  # needs a reference or task
 
         return judge_outcome(request)

@@ -60,8 +60,8 @@ class RecogniserRegistry:
         self.recognisers: list[Recogniser] = list(recognisers)
         # Checked once here, without importing the Protocol (`typing`): a finaliser is a
         # recogniser whose `finalise` is not None (isinstance against the runtime-checkable
-        # `SessionFinaliser` agreed for the presets and plain plugins; it differed across Python
-        # versions for an instance attribute set to None, or one served by `__getattr__`).
+        # `SessionFinaliser` agrees, except for a `finalise` served by `__getattr__`, which it
+        # took before Python 3.12 and not since).
         self.finalisers: list[SessionFinaliser] = [r for r in self.recognisers if _finalises(r)]
         self.guard = Guard("spanjudge", "recognition preset")
         self._planned: list[Recogniser] = []
