@@ -7,7 +7,7 @@ the extension Protocols (`evaluators.base.Evaluator`, ...) inside ``if TYPE_CHEC
 
 - `module_getattr(__name__)` is a module's ``__getattr__`` (PEP 562): ``from spanjudge.values
   import Outcome`` runs the module's ``if TYPE_CHECKING:`` blocks once (importing `typing` then)
-  and gives what they bound;
+  and gives what they bound; a name they do not bind is refused from their text, unrun;
 - `type_hints(cls)` is `typing.get_type_hints` for a class of spanjudge's (a record), whose
   annotations name those names: the module's globals do not hold them, so the plain function
   raises `NameError` there.
@@ -50,27 +50,57 @@ def type_checking_names(module: str) -> dict[str, Any]:
 
 
 def _run_blocks(module: str) -> dict[str, Any]:
-    import ast
-
     namespace = vars(sys.modules[module])
     scratch = dict(namespace)
+    block, _ = _read_blocks(module)
     try:
-        get_source = getattr(namespace.get("__loader__"), "get_source", None)
-        source = get_source(module) if get_source is not None else None
-        for node in ast.parse(source or "").body:
-            if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
-                block = ast.Module(body=node.body, type_ignores=[])
-                exec(compile(block, namespace.get("__file__") or module, "exec"), scratch)
-    except Exception:  # the source is gone or changed, or a block's import fails: no names
+        exec(compile(block, namespace.get("__file__") or module, "exec"), scratch)
+    except Exception:  # the source changed, or a block's import fails: no names
         return {}
     return {k: v for k, v in scratch.items() if k not in namespace}
+
+
+_read: dict[str, tuple[Any, frozenset[str]]] = {}  # module -> its blocks as one ast.Module, names
+
+
+def _read_blocks(module: str) -> tuple[Any, frozenset[str]]:
+    """The statements of ``module``'s top-level type-checking blocks, and every name they could
+    bind, read from its source without running them: a name no block binds is answered without
+    running anything (`hasattr` probes; one block imports the OTel metrics API)."""
+    found = _read.get(module)
+    if found is None:
+        import ast
+
+        get_source = getattr(vars(sys.modules[module]).get("__loader__"), "get_source", None)
+        try:
+            source = get_source(module) if get_source is not None else None
+            tree = ast.parse(source or "")
+        except Exception:  # the source is gone (an upgrade in place) or unreadable: no names
+            tree = ast.Module(body=[], type_ignores=[])
+        body = [
+            statement
+            for node in tree.body
+            if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING"
+            for statement in node.body
+        ]
+        names: set[str] = set()
+        for node in (n for statement in body for n in ast.walk(statement)):
+            if isinstance(node, ast.alias):
+                names.add((node.asname or node.name).partition(".")[0])
+            elif isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+        found = _read[module] = (ast.Module(body=body, type_ignores=[]), frozenset(names))
+    return found
 
 
 def module_getattr(module: str) -> Callable[[str], Any]:
     """A ``__getattr__`` for ``module`` giving the names its type-checking blocks bind."""
 
     def __getattr__(name: str) -> Any:
-        if not name.startswith("__"):  # an import-system probe (`__path__`, ...) is no type name
+        # an import-system probe (`__path__`, ...) is no type name
+        if not name.startswith("__") and name in _read_blocks(module)[1]:
             found = type_checking_names(module)
             if name in found:
                 return found[name]
