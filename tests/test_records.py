@@ -9,9 +9,7 @@ import copy
 import dataclasses
 import inspect
 import math
-import os
 import pickle
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,7 +24,7 @@ from spanjudge.record_init import COMPILE_AFTER
 from spanjudge.trajectory.steps import Step
 from spanjudge.values import Verdict
 from tests.conftest import FIXTURES
-from tests.support.startup import modules_after
+from tests.support.startup import modules_after, run_isolated
 
 # The option sets of src's decorators.
 OPTIONS = {
@@ -332,14 +330,7 @@ def test_a_frozen_error_imports_nothing() -> None:
         "except AttributeError as exc:\n"
         "    print(type(exc).__module__, type(exc).__name__, exc, 'dataclasses' in sys.modules)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-S", "-c", script],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-        check=True,
-    )
-    assert done.stdout.split() == [
+    assert run_isolated(script).split() == [
         "spanjudge.records",
         "FrozenInstanceError",
         "cannot",

@@ -14,6 +14,7 @@ import pytest
 
 import spanjudge
 from spanjudge.typenames import type_hints
+from tests.support.startup import run_isolated
 
 # module -> names it bound at run time before they became type-checking only
 FORMER_RUNTIME_NAMES = {
@@ -170,18 +171,8 @@ def test_a_block_that_cannot_run_gives_no_names_and_no_error(
 def test_asking_for_a_name_no_block_binds_runs_no_block() -> None:
     # pipeline's block imports the OTel metrics API (for a type): a `hasattr` probe for some
     # other name must not pay for it, nor import typing
-    import os
-    import subprocess
-
     script = (
         "import sys, spanjudge.pipeline as p; assert not hasattr(p, 'nothing_of_that_name'); "
         "print(sorted(m for m in ('typing', 'spanjudge.emit.metrics') if m in sys.modules))"
     )
-    done = subprocess.run(
-        [sys.executable, "-S", "-c", script],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-        check=True,
-    )
-    assert done.stdout.strip() == "[]"
+    assert run_isolated(script).strip() == "[]"

@@ -31,3 +31,16 @@ def modules_after(*argv: str, cwd: Path, flags: tuple[str, ...] = ()) -> set[str
     assert done.returncode == 0, done.stderr
     loaded: set[str] = set(json.loads(done.stderr.strip().splitlines()[-1]))
     return loaded
+
+
+def run_isolated(script: str) -> str:
+    """The standard output of ``script`` run by `python -S -c` with this test's `sys.path` (so
+    the same spanjudge, without `.pth` hooks or sitecustomize importing anything first)."""
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", script],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        check=True,
+    )
+    return done.stdout
