@@ -7,6 +7,7 @@ import json
 import re
 import sys
 from collections.abc import Mapping
+from functools import lru_cache
 
 from spanjudge.records import record_class
 
@@ -28,17 +29,13 @@ def _installed(name: str) -> bool:
     )
 
 
-_found: list[str] = []
-
-
+@lru_cache(maxsize=1)
 def validator() -> str:
     """Which validator checks schemas: "jsonschema" when it is installed, else "builtin". Found
     without importing it (jsonschema costs ~100 ms of start-up, and most runs check no schema),
     once, and here rather than in `validity_schema`, which a run without schemas never imports
     though its verdicts name the validator."""
-    if not _found:
-        _found.append("jsonschema" if _installed("jsonschema") else "builtin")
-    return _found[0]
+    return "jsonschema" if _installed("jsonschema") else "builtin"
 
 
 RULE_KINDS = ("glob", "regex", "not_glob", "not_regex")
