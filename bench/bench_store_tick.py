@@ -19,11 +19,11 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from typing import TYPE_CHECKING
 
 from spanjudge.sessions.store import ClosedSession, ClosePolicy, SessionStore
 from spanjudge.spans.record import SpanRecord
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from spanjudge.sessions.store import CloseReason
 

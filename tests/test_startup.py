@@ -84,4 +84,4 @@ def test_the_opt_in_tool_judges_load_no_typing(tmp_path: Path) -> None:
     argv = ("eval", str(traces), "--config", str(config), "-q", "-o", str(tmp_path / "t.txt"))
     loaded = modules_after(*argv, cwd=tmp_path, flags=("-S",))
     assert "spanjudge.judges.heuristic_tools" in loaded  # the tool judges did run
-    assert sorted(m for m in ("typing", "ast", "spanjudge.judges.protocols") if m in loaded) == []
+    assert sorted(m for m in ("typing", "ast", "spanjudge.judges.base") if m in loaded) == []

@@ -12,12 +12,11 @@ and `spanjudge eval` pay only for what they touch.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from spanjudge._version import __version__
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from spanjudge.config import Config, load_config, parse_config
     from spanjudge.emit.base import Sink
     from spanjudge.emit.collecting import CollectingSink
@@ -46,10 +45,10 @@ _EXPORTS: dict[str, str] = {
     "Expectation": "spanjudge.values",
     "Coverage": "spanjudge.values",
     "SessionResult": "spanjudge.values",
-    "Evaluator": "spanjudge.evaluators.protocols",
+    "Evaluator": "spanjudge.evaluators.base",
     "EvaluationContext": "spanjudge.evaluators.base",
-    "Recogniser": "spanjudge.recognition.protocols",
-    "Judge": "spanjudge.judges.protocols",
+    "Recogniser": "spanjudge.recognition.base",
+    "Judge": "spanjudge.judges.base",
     "JudgeRequest": "spanjudge.judges.base",
     "Judgement": "spanjudge.judges.base",
     "Sink": "spanjudge.emit.base",

@@ -26,10 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:

@@ -7,20 +7,17 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from spanjudge.errors import InputError
 from spanjudge.reasons import OPT_IN_EVALUATORS
-from spanjudge.records import field, record_class, replace
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 OUTCOME_VALUES = ("pass", "fail", "not_evaluated")
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Label:
     """One expected verdict: ``target`` is None (the evaluator's only verdict), a skill name or
     ``TOOL#N``."""
@@ -114,7 +111,7 @@ def cohen_kappa(pairs: Sequence[tuple[str, str]]) -> float | None:
     return (observed - expected) / (1.0 - expected)
 
 
-@record_class(slots=True)
+@dataclass(slots=True)
 class Agreement:
     """One evaluator and judge against its labels."""
 

@@ -11,12 +11,11 @@ import gc
 import os
 import stat
 import sys
+from typing import TYPE_CHECKING, Any, NoReturn
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable, Sequence
-    from typing import Any, NoReturn
 
 # The console script's process (`console`): the thresholds the collector had before start-up
 # raised them, put back for a command that runs for long (serve); None in a caller's process.

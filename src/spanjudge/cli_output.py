@@ -7,12 +7,9 @@ import io
 import os
 import stat
 from collections.abc import Iterator
+from typing import Any, TextIO
 
 from spanjudge.errors import OutputError
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, TextIO
 
 
 def make_writer(fmt: str, out: TextIO, colour: bool, strict: bool, width: int | None) -> Any:

@@ -11,13 +11,10 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from typing import Any
 
 from spanjudge._version import __version__
 from spanjudge.cli_argv import COMMANDS, FORMATS, command_of
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 __all__ = ["FORMATS", "build_parser", "command_of"]
 

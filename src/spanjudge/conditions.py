@@ -12,18 +12,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from typing import Any
 
 from spanjudge.errors import unknown_options
-from spanjudge.lazy_re import LazyPattern
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 RULE_KEYS = ("contains", "regex", "json_path", "equals", "ignore_case")
 # The keys that make a condition (the others qualify them).
 CONDITION_KEYS = ("contains", "regex", "json_path")
-_PATH_PART = LazyPattern(r"\.?([^.\[\]]+)|\[(\d+)\]")
+_PATH_PART = re.compile(r"\.?([^.\[\]]+)|\[(\d+)\]")
 _MISSING = object()
 
 

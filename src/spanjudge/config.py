@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any
 
 from spanjudge.emit.plugins import parse_emit
 from spanjudge.errors import ConfigError, did_you_mean
@@ -17,24 +19,17 @@ from spanjudge.expectations import (
 )
 from spanjudge.judges.registry import parse_judges
 from spanjudge.recognition.skills_dir import parse_skills
-from spanjudge.records import field, fields, record_class, replace
 from spanjudge.sessions.store import ClosePolicy
 from spanjudge.spans.limits import Limits
 from spanjudge.trajectory.effects import EFFECTS, EffectMap
-from spanjudge.typenames import module_getattr
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from spanjudge.recognition.declared import DeclaredRecogniser
 
-    # parser(raw section or None, path, problems[, base=]) -> the section's value; problems get
-    # every error (``base=`` only for the sections in WITH_PATHS).
-    SectionParser = Callable[..., Any]
+# parser(raw section or None, path, problems[, base=]) -> the section's value; problems get
+# every error (``base=`` only for the sections in WITH_PATHS).
+SectionParser = Callable[..., Any]
 
-# what the block above binds for type checkers only, given when asked (`spanjudge.typenames`)
-__getattr__ = module_getattr(__name__)
 
 TOP_LEVEL = (
     "sessions",
@@ -94,7 +89,7 @@ def register_section(name: str, parser: SectionParser, *, paths: bool = False) -
         WITH_PATHS.add(name)
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Config:
     policy: ClosePolicy = field(default_factory=ClosePolicy)
     rules: tuple[Rule, ...] = ()

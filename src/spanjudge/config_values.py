@@ -13,16 +13,12 @@ its path, to ``problems`` (the configuration reports them all at once).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
-
-from spanjudge.lazy_re import LazyPattern
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
 _UNIT_S = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_PART = LazyPattern(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 DURATION_HINT = "a number of seconds or a duration such as 500ms, 30s, 15m, 1h30m"
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from spanjudge.config import Config
 from spanjudge.errors import ConfigError
@@ -17,12 +19,10 @@ from spanjudge.recognition import continuity
 from spanjudge.recognition.answers import without_hidden_text
 from spanjudge.recognition.reconcile import reconcile
 from spanjudge.recognition.registry import RecogniserRegistry
-from spanjudge.records import record_class
 from spanjudge.sessions.store import ClosedSession
 from spanjudge.trajectory.assemble import SessionMeta, assemble
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.trajectory.skills import EMPTY_LIBRARY
-from spanjudge.typenames import module_getattr
 from spanjudge.values import (
     Coverage,
     Expectation,
@@ -32,17 +32,11 @@ from spanjudge.values import (
     skill_key,
 )
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from spanjudge.evaluators.base import Evaluator
 
-    from spanjudge.evaluators.protocols import Evaluator
-
-    # judge_for(evaluator_name) -> judge object or None; supplied by the judges package.
-    JudgeLookup = Callable[[str], Any]
-
-# what the block above binds for type checkers only, given when asked (`spanjudge.typenames`)
-__getattr__ = module_getattr(__name__)
+# judge_for(evaluator_name) -> judge object or None; supplied by the judges package.
+JudgeLookup = Callable[[str], Any]
 
 
 def coverage_of(
@@ -71,7 +65,7 @@ def coverage_of(
     )
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PendingResult:
     """A session whose deterministic verdicts are in and judged ones may still be running."""
 

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from spanjudge.reasons import JUDGE_ERROR
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:

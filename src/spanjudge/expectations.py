@@ -6,19 +6,16 @@ import fnmatch
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from spanjudge.conditions import validate_rules
 from spanjudge.errors import ConfigError, did_you_mean
-from spanjudge.records import record_class
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.values import Expectation
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
-
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SessionEntry:
     pattern: str
     skills: tuple[str, ...] = ()
@@ -27,7 +24,7 @@ class SessionEntry:
     success: Mapping[str, Any] | None = None
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Rule:
     request_matches: re.Pattern[str]
     skills: tuple[str, ...] = ()

@@ -8,21 +8,18 @@ say so: `--strict` and `--fail-on-error` name the verdicts behind their decision
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
 
 from spanjudge.emit.summary import Summary, not_applicable
 from spanjudge.reasons import EVALUATOR_ERROR
-from spanjudge.records import field, record_class
 from spanjudge.values import SessionResult
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 _SHOWN = 12  # kinds of verdict named on stderr; the report has them all
 
 
-@record_class(slots=True)
+@dataclass(slots=True)
 class Tally:
     """What the gate needs beyond the summary's counts: which verdicts, and one session each."""
 

@@ -16,8 +16,8 @@ import os
 from _thread import allocate_lock  # threading's Lock, without importing threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import logging
 

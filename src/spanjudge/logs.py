@@ -15,11 +15,10 @@ from __future__ import annotations
 import sys
 from _thread import RLock  # threading's RLock, without importing threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import logging
-    from typing import Any
 
 _setup: list[Callable[[], None]] = []
 # Threads logging for the first time at once (judges, the processor's) wait for the set-up:

@@ -7,29 +7,23 @@ import sys
 import time
 from _thread import allocate_lock  # threading's Lock, without importing threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Protocol
 
 from spanjudge.emit.summary import Summary
 from spanjudge.engine import Engine
 from spanjudge.errors import InputError
 from spanjudge.pipeline import Pipeline, is_own_span
-from spanjudge.records import field, record_class, replace
 from spanjudge.sessions.store import SessionStore
 from spanjudge.spans.files import read_input
-from spanjudge.typenames import module_getattr
 from spanjudge.values import SessionResult
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Protocol
 
     class ReportWriter(Protocol):
         def begin(self) -> None: ...
         def session(self, result: SessionResult) -> None: ...
         def end(self, summary: Summary, input_report: dict[str, Any]) -> None: ...
-
-
-# what the block above binds for type checkers only, given when asked (`spanjudge.typenames`)
-__getattr__ = module_getattr(__name__)
 
 
 _GC_THRESHOLD = 50_000  # allocations between young-generation collections during a run
@@ -38,7 +32,7 @@ _gc_runs: set[object] = set()  # the runs under way, in any thread
 _gc_found: list[tuple[int, int, int]] = []  # the thresholds the first of them found
 
 
-@record_class(slots=True)
+@dataclass(slots=True)
 class InputStats:
     files: int = 0
     lines: int = 0

@@ -12,20 +12,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from spanjudge import semconv
 from spanjudge.emit.plugins import EmitSettings, configured_sinks
 from spanjudge.engine import Engine, PendingResult
 from spanjudge.errors import ConfigError
 from spanjudge.guard import Guard
-from spanjudge.records import record_class, replace
 from spanjudge.sessions.store import ClosedSession, SessionStore
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.model import Trajectory
-from spanjudge.typenames import module_getattr
 from spanjudge.values import SessionResult
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:  # offline runs record no telemetry: the metrics API is not imported for it
     from typing import Protocol
 
@@ -39,10 +38,6 @@ if TYPE_CHECKING:  # offline runs record no telemetry: the metrics API is not im
         def revision(self, key: str) -> int:
             """The last revision of session ``key`` recorded as evaluated, 0 if none."""
             ...
-
-
-# what the block above binds for type checkers only, given when asked (`spanjudge.typenames`)
-__getattr__ = module_getattr(__name__)
 
 
 _OWN_SCOPE_PREFIX = semconv.SJ_SCOPE_NAME + "."
@@ -86,7 +81,7 @@ def _plugin_sinks(engine: Engine) -> list[Sink]:
     return built
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Evaluated:
     """A session whose result every sink took, with the ``mark`` its close was given."""
 
@@ -94,7 +89,7 @@ class Evaluated:
     mark: int
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class _Pending:
     session: ClosedSession
     result: PendingResult

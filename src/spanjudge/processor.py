@@ -25,6 +25,7 @@ import threading
 import time
 import weakref
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from opentelemetry import _logs, metrics, trace
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, Context, attach, detach, set_value
@@ -38,7 +39,6 @@ from spanjudge.emit.otel import OtelVerdictSink
 from spanjudge.engine import Engine
 from spanjudge.guard import Guard
 from spanjudge.pipeline import Pipeline, is_own_span
-from spanjudge.records import field, record_class
 from spanjudge.sessions.store import SessionStore
 from spanjudge.spans.record import SpanRecord
 from spanjudge.spans.sdk import span_from_sdk
@@ -46,7 +46,7 @@ from spanjudge.spans.sdk import span_from_sdk
 log = logging.getLogger("spanjudge")
 
 
-@record_class(slots=True)
+@dataclass(slots=True)
 class _Request:
     """A flush or shutdown asked of the worker; `done` is set when it has been served."""
 

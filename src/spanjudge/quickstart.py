@@ -30,6 +30,8 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from dataclasses import dataclass
+from typing import Any
 
 from opentelemetry import _logs, metrics, trace
 from opentelemetry.sdk._logs import LoggerProvider
@@ -45,11 +47,6 @@ from spanjudge.emit.metrics import score_views
 from spanjudge.errors import ConfigError
 from spanjudge.export_health import ExportHealth, exporting, health_for
 from spanjudge.processor import SpanJudgeProcessor
-from spanjudge.records import record_class
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 __all__ = ["Telemetry", "configure_opentelemetry"]
 
@@ -59,7 +56,7 @@ _KINDS = ("otlp", "console", "none")
 _PROTOCOLS = ("grpc", "http/protobuf")
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Telemetry:
     """The providers `configure_opentelemetry` built, and the processor it attached."""
 

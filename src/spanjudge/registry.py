@@ -2,8 +2,8 @@
 
 A `Registry` holds the built-in factories of one kind (evaluators, recognisers, judges, sinks) by
 name, as ``"module:attribute"`` targets imported when first called, plus the factories third-party
-distributions declare in the kind's entry-point group. `importlib.metadata` is imported only when
-a registry is first asked for its factories: start-up pays nothing for it otherwise.
+distributions declare in the kind's entry-point group (`importlib.metadata.entry_points`, so a
+plugin is found in any form it was installed in).
 
 A plugin that cannot be imported, or that takes the name of a built-in or of another plugin, is a
 `ConfigError` naming the plugin, its distribution and the group: never a traceback, never a
@@ -14,31 +14,19 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
+from importlib import import_module
+from importlib.metadata import entry_points
+from typing import Any, Generic, TypeVar
 
-from spanjudge.entry_points import entry_points
 from spanjudge.errors import ConfigError
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, Generic, TypeVar
-
-    F = TypeVar("F")
-else:  # `Registry[X]` is the class itself at run time: no `typing` import (start-up)
-
-    class Generic:
-        def __class_getitem__(cls, _params: object) -> type:
-            return cls
-
-    F = None
+F = TypeVar("F")
 
 
 def load_target(target: str) -> Any:
     """The object a ``"module:attr.attr"`` target names."""
     module_name, _, attr = target.partition(":")
-    # importlib.import_module's work for an absolute name, without importing importlib (and
-    # warnings) into a run that needs nothing else of it
-    __import__(module_name)
-    obj: Any = sys.modules[module_name]
+    obj: Any = import_module(module_name)
     for part in attr.split(".") if attr else ():
         obj = getattr(obj, part)
     return obj
@@ -109,7 +97,7 @@ class Registry(Generic[F]):
         found: dict[str, F] = {}
         origin: dict[str, str] = {}
         problems: list[str] = []
-        for ep in entry_points(self.group):
+        for ep in entry_points(group=self.group):
             dist = getattr(ep.dist, "name", None) or "an unknown distribution"
             where = (
                 f"plugin {ep.name!r} ({ep.value}, from {dist}) in entry-point group {self.group}"

@@ -1,6 +1,6 @@
 """The values every stage and sink share: verdicts, expectations, coverage, session results.
 
-Values only (frozen records, see `spanjudge.records`, and their JSON forms), no behaviour: sinks,
+Values only (frozen dataclasses and their JSON forms), no behaviour: sinks,
 reports and third-party code import this module without pulling in the engine (ARCHITECTURE.md
 section 5).
 """
@@ -8,21 +8,15 @@ section 5).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
 
-from spanjudge.records import field, record_class
 from spanjudge.trajectory.model import Trajectory
-from spanjudge.typenames import module_getattr
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, Literal
+Outcome = Literal["pass", "fail", "not_evaluated"]
 
-    Outcome = Literal["pass", "fail", "not_evaluated"]
 
-# what the block above binds for type checkers only, given when asked (`spanjudge.typenames`)
-__getattr__ = module_getattr(__name__)
-
-OUTCOMES: tuple[Outcome, ...] = ("pass", "fail", "not_evaluated")
+OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 
 
 def skill_key(name: str) -> str:
@@ -31,7 +25,7 @@ def skill_key(name: str) -> str:
     return name.strip().lower()
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Target:
     skill: str | None = None
     span_id: str | None = None
@@ -47,7 +41,7 @@ class Target:
         }
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Verdict:
     """One judgement. ``not_evaluated`` always has a ``reason`` and never a score."""
 
@@ -137,7 +131,7 @@ def not_evaluated(
     )
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Expectation:
     """The merged requirements for one session, with where each came from."""
 
@@ -148,7 +142,7 @@ class Expectation:
     sources: tuple[str, ...] = ()
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Coverage:
     """How much of what should have been judged was judged (ARCHITECTURE.md section 5)."""
 
@@ -171,7 +165,7 @@ class Coverage:
         }
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SessionResult:
     """One evaluated session: what every sink receives."""
 

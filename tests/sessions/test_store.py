@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import random
+from typing import TYPE_CHECKING
 
 from spanjudge.sessions.store import ClosedSession, ClosePolicy, SessionStore
 from tests.conftest import span
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from spanjudge.sessions.store import CloseReason
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pickle
+from dataclasses import FrozenInstanceError
 
 import pytest
 
-from spanjudge.records import FrozenInstanceError
 from spanjudge.spans.record import SpanEvent, SpanEventDraft, draft_class
 
 

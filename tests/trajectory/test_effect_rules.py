@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,7 +17,6 @@ from spanjudge.spans.files import read_input
 from spanjudge.trajectory import effects
 from spanjudge.trajectory.effects import DEFAULT_EFFECT_MAP, DEFAULT_EFFECT_PATTERNS
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from spanjudge.trajectory.effects import Effect
 

@@ -11,16 +11,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
 from spanjudge import semconv
-from spanjudge.records import field, record_class
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 AGENT_NAME = "ops-assistant"
 MODEL = "scripted-model-1"
@@ -67,7 +64,7 @@ TOOLS: Mapping[str, Callable[[Mapping[str, Any]], str]] = {
 }
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Scenario:
     """One session: a request, the tool calls the scripted model makes, then its answer."""
 

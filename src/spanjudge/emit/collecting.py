@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from spanjudge.values import SessionResult, Verdict
+from typing import Any
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
+from spanjudge.values import SessionResult, Verdict
 
 
 class CollectingSink:

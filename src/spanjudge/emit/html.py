@@ -15,16 +15,13 @@ taken from the trace. The page carries no script at all.
 from __future__ import annotations
 
 import json
+from typing import Any, TextIO
 
 from spanjudge._version import __version__
 from spanjudge.emit.markup import html_escape
 from spanjudge.emit.summary import Summary, rates
 from spanjudge.trajectory.steps import Step
 from spanjudge.values import SessionResult, Verdict
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, TextIO
 
 MAX_STEPS = 400  # per session timeline; the rest is counted, not drawn
 MAX_TEXT = 2000  # characters of arguments/results shown per step

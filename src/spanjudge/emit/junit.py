@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any, TextIO
+
 from spanjudge.emit.markup import xml_escape as escape
 from spanjudge.emit.markup import xml_quoteattr as quoteattr
 from spanjudge.emit.summary import Summary, not_applicable
 from spanjudge.values import SessionResult, Verdict
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, TextIO
 
 
 class JunitWriter:

@@ -31,10 +31,9 @@ from spanjudge.values import SessionResult, skill_key
 
 __all__ = ["OTHER", "LabelBudget", "MetricsSink", "SelfTelemetry", "SkillLabels", "score_views"]
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
+from typing import TYPE_CHECKING, Any
 
+if TYPE_CHECKING:
     from opentelemetry.sdk.metrics.view import View
 
 log = logging.getLogger("spanjudge")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
+from typing import Any
 
 from opentelemetry import _logs, trace
 from opentelemetry._logs import SeverityNumber
@@ -22,10 +23,6 @@ from spanjudge import semconv
 from spanjudge._version import __version__
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.values import SessionResult, Verdict
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 _MAX_LINKS = 128  # the SDK's default span link limit; more turns than that keep the latest
 

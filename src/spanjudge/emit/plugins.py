@@ -13,20 +13,14 @@ the report), so a plugin sink sees every evaluated session whichever front end e
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from spanjudge.errors import did_you_mean
-from spanjudge.records import field, record_class
 from spanjudge.registry import Registry
-from spanjudge.typenames import module_getattr
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from spanjudge.emit.base import Sink, SinkFactory
-
-# what the block above binds for type checkers only, given when asked (`spanjudge.typenames`)
-__getattr__ = module_getattr(__name__)
 
 
 # The built-in sinks need the front end's providers, so the front ends build them; plugins only.
@@ -34,7 +28,7 @@ SINKS: Registry[SinkFactory] = Registry("sink", "spanjudge.sinks", {})
 _KEYS = ("sinks",)
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class EmitSettings:
     """The validated ``emit`` section: plugin sink name -> its options, in configured order."""
 

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any, TextIO
 
 from spanjudge._version import __version__
 from spanjudge.emit.summary import Summary
 from spanjudge.trajectory.steps import Step
 from spanjudge.values import SessionResult
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, TextIO
 
 
 def step_to_json(step: Step) -> dict[str, Any]:

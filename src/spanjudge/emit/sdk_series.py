@@ -25,12 +25,9 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
+from typing import Any
 
 from opentelemetry.context import get_current
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 # (major, minor) versions of opentelemetry-sdk whose internals this module was checked against.
 CHECKED_SDK = frozenset({(1, 45)})

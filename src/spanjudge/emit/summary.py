@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from math import comb
+from typing import Any
 
 from spanjudge.reasons import NOT_APPLICABLE
-from spanjudge.records import field, record_class
 from spanjudge.values import OUTCOMES, SessionResult, Verdict
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 
 def not_applicable(verdict: Verdict) -> bool:
@@ -62,7 +59,7 @@ def _seed_key(run: dict[str, Any]) -> tuple[int, float, str]:
         return (1, 0.0, str(seed))
 
 
-@record_class(slots=True)
+@dataclass(slots=True)
 class TaskProfile:
     """Every component of the trajectory vector across the runs of one task
     (ARCHITECTURE.md section 5).
@@ -169,7 +166,7 @@ class TaskProfile:
         }
 
 
-@record_class(slots=True)
+@dataclass(slots=True)
 class Summary:
     sessions: int = 0
     complete: int = 0

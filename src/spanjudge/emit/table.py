@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import Any, TextIO
 
 from spanjudge.emit.summary import Summary, rates
 from spanjudge.values import SessionResult, Verdict
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, TextIO
 
 _MARK = {"pass": "PASS", "fail": "FAIL", "not_evaluated": "NOT EVALUATED"}
 _COLOUR = {"pass": "\033[32m", "fail": "\033[31m", "not_evaluated": "\033[33m"}

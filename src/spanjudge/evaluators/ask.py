@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from spanjudge.errors import JudgeError
 from spanjudge.judges.base import Judgement, JudgeRequest
 from spanjudge.judges.heuristic import HEURISTIC
@@ -15,9 +17,8 @@ from spanjudge.reasons import (
 )
 from spanjudge.values import Target, Verdict, not_evaluated
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from spanjudge.judges.protocols import Judge
+    from spanjudge.judges.base import Judge
 
 _MISSING_EVIDENCE = frozenset(
     {NO_CATALOGUE, NO_REQUEST, NO_OBSERVABLE_STEPS, ARGUMENTS_NOT_RECORDED, NO_TOOL_CALLS}

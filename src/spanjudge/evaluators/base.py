@@ -3,29 +3,38 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any, Protocol, runtime_checkable
 
 from spanjudge import reasons
 from spanjudge.errors import did_you_mean
 from spanjudge.errors import unknown_options as unknown_options  # re-exported for evaluators
-from spanjudge.records import field, record_class
 from spanjudge.registry import Registry
 from spanjudge.trajectory.model import Trajectory
-from spanjudge.typenames import module_getattr
 from spanjudge.values import Expectation, Verdict, not_evaluated
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
-    from spanjudge.evaluators.protocols import Evaluator as Evaluator
-    from spanjudge.evaluators.protocols import EvaluatorFactory as EvaluatorFactory
+@runtime_checkable
+class Evaluator(Protocol):
+    """Judges one aspect of a session. Must return at least one verdict; may raise (the engine
+    turns an exception into a `not_evaluated` verdict with ``error.type``)."""
 
-# names bound for type checkers only (the Protocols: they need `typing`), given when asked
-__getattr__ = module_getattr(__name__)
+    name: str
+
+    def evaluate(self, ctx: EvaluationContext) -> list[Verdict]: ...
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+class EvaluatorFactory(Protocol):
+    """Builds an evaluator from its options (``evaluators.<name>`` in the configuration, less
+    ``enabled`` and ``judge``); appends every configuration problem, with ``path``, to
+    ``problems`` instead of raising. Third-party factories register in the `spanjudge.evaluators`
+    entry-point group."""
+
+    def __call__(self, options: Mapping[str, Any], path: str, problems: list[str]) -> Evaluator: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class EvaluationContext:
     """What an evaluator may look at. ``judge`` is the judge configured for this evaluator."""
 

@@ -23,18 +23,15 @@ its limits (it can only grow). The measures are always in ``details["measured"]`
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from spanjudge import reasons
 from spanjudge.evaluators.base import EvaluationContext, unknown_options
 from spanjudge.evaluators.validity_rules import glob_to_regex
 from spanjudge.reasons import NO_BUDGET, NOT_MEASURED, SESSION_INCOMPLETE
-from spanjudge.records import field, record_class
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.values import Verdict, not_evaluated
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 NAME = reasons.COST
 OPTIONS = ("budget", "reference", "max_ratio", "prices", "currency")
@@ -94,7 +91,7 @@ def _prices(raw: Any, path: str, problems: list[str]) -> dict[str, tuple[float, 
     return out
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Cost:
     """Budget and reference checks on what a session consumed."""
 

@@ -10,6 +10,8 @@ One verdict per loaded skill on five levels: fully 1.0, mostly 0.75, partially 0
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from spanjudge import reasons
 from spanjudge.errors import JudgeError
@@ -17,13 +19,8 @@ from spanjudge.evaluators.ask import ask, error_verdict, judge_of
 from spanjudge.evaluators.base import EvaluationContext, fixed_not_evaluated, unknown_options
 from spanjudge.judges.base import JudgeRequest, requests_up_to
 from spanjudge.reasons import BODY_NOT_RECORDED, LOAD_FAILED, LOAD_UNRESOLVED, NOT_INVOKED
-from spanjudge.records import record_class
 from spanjudge.trajectory.model import SkillLoad
 from spanjudge.values import Target, Verdict, not_evaluated
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 NAME = reasons.INSTRUCTION_FOLLOWING
 DEFAULT_PASS_THRESHOLD = 0.75
@@ -33,7 +30,7 @@ def _key(name: str) -> str:
     return name.strip().lower()
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class InstructionFollowing:
     name: str = NAME
     pass_threshold: float = DEFAULT_PASS_THRESHOLD

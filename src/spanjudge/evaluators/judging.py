@@ -21,28 +21,21 @@ import os
 import time
 from _thread import allocate_lock  # threading's Lock: threading only with a pool
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
+from typing import TYPE_CHECKING, Any
 
-from spanjudge.evaluators.base import EvaluationContext
+from spanjudge.evaluators.base import EvaluationContext, Evaluator
 from spanjudge.judges.heuristic import HEURISTIC
 from spanjudge.reasons import JUDGE_TIMEOUT
-from spanjudge.records import record_class
-from spanjudge.typenames import module_getattr
 from spanjudge.values import Verdict, not_evaluated
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import queue
     import threading
     from concurrent.futures import Future
-    from typing import Any
 
-    from spanjudge.evaluators.protocols import Evaluator
-
-    RunEvaluator = Callable[[Evaluator, EvaluationContext], list[Verdict]]
-
-# what the block above binds for type checkers only, given when asked (`spanjudge.typenames`)
-__getattr__ = module_getattr(__name__)
+RunEvaluator = Callable[[Evaluator, EvaluationContext], list[Verdict]]
 
 
 DEFAULT_DEADLINE_S = 300.0
@@ -123,7 +116,7 @@ def _waits(judge: Any) -> bool:
     return judge is not None and judge is not HEURISTIC and callable(getattr(judge, "judge", None))
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class _InFlight:
     job: Future[list[Verdict]]
     due: float  # clock time of its deadline

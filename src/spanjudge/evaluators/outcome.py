@@ -9,6 +9,8 @@ expectations' ``success``.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from spanjudge import reasons
 from spanjudge.conditions import CONDITION_KEYS, check_rules, validate_rules
@@ -17,19 +19,14 @@ from spanjudge.evaluators.ask import ask, error_verdict, judge_of
 from spanjudge.evaluators.base import EvaluationContext, fixed_not_evaluated
 from spanjudge.judges.base import JudgeRequest
 from spanjudge.reasons import INVALID_CONDITION, NO_CONDITION, NO_FINAL_ANSWER, SESSION_INCOMPLETE
-from spanjudge.records import field, record_class
 from spanjudge.trajectory.hidden import hidden
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.values import Target, Verdict, not_evaluated
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
-
 NAME = reasons.OUTCOME
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Outcome:
     name: str = NAME
     rules: Mapping[str, Any] = field(default_factory=dict)

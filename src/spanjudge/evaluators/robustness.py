@@ -21,23 +21,20 @@ session is within its thresholds so far (counts only grow).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from spanjudge import reasons
 from spanjudge.evaluators.base import EvaluationContext, unknown_options
 from spanjudge.reasons import NO_THRESHOLDS, SESSION_INCOMPLETE
-from spanjudge.records import field, record_class
 from spanjudge.values import Target, Verdict, not_evaluated
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 NAME = reasons.ROBUSTNESS
 COUNTS = ("retries", "backtracks", "errors", "error_rate", "failed_skill_loads")
 OPTIONS = tuple(f"max_{c}" for c in COUNTS)
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Robustness:
     """Thresholds on how much a session stumbled."""
 

@@ -15,19 +15,12 @@ generated schemas and values.
 from __future__ import annotations
 
 from collections.abc import Callable, Sized
+from typing import Any
 
-from spanjudge.typenames import module_getattr
-
-TYPE_CHECKING = False
 Path = tuple[str | int, ...]
 Errors = list[tuple[Path, str]]
-if TYPE_CHECKING:
-    from typing import Any
+Check = Callable[[Any, Path, Errors], None]
 
-    Check = Callable[[Any, Path, Errors], None]
-
-# what the block above binds for type checkers only, given when asked (`spanjudge.typenames`)
-__getattr__ = module_getattr(__name__)
 
 _SIMPLE_TYPES = frozenset({"array", "boolean", "integer", "null", "number", "object", "string"})
 # The Python types of plain JSON values each type name accepts (`integer` also takes a float

@@ -33,20 +33,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from spanjudge import reasons
 from spanjudge.evaluators.base import EvaluationContext, unknown_options
 from spanjudge.evaluators.validity_rules import glob_to_regex
 from spanjudge.reasons import NO_TOOL_CALLS, SESSION_INCOMPLETE
-from spanjudge.records import field, record_class, replace
 from spanjudge.trajectory.effects import EFFECTS, EffectMap
 from spanjudge.trajectory.steps import Step
 from spanjudge.values import Target, Verdict, not_evaluated
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from spanjudge.trajectory.effects import Effect
 
 NAME = reasons.SIDE_EFFECTS
@@ -62,7 +60,7 @@ DEFAULT_FAIL_ON = ("out_of_scope", "duplicate_mutation", "terminal_state_mismatc
 _VERB = {"create": "creates", "modify": "modifies", "delete": "deletes"}
 
 
-@record_class(slots=True)
+@dataclass(slots=True)
 class Ledger:
     """Net effects of the calls, in call order."""
 
@@ -107,7 +105,7 @@ def _names(raw: Any) -> set[str]:
     return set()
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SideEffects:
     """Effects of the tool calls against a scope and the recorded terminal state."""
 

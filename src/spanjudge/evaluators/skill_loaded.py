@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from spanjudge import reasons
 from spanjudge.evaluators.base import EvaluationContext, fixed_not_evaluated, unknown_options
 from spanjudge.reasons import NO_EXPECTATION, SESSION_INCOMPLETE
-from spanjudge.records import record_class
 from spanjudge.trajectory.model import SkillLoad
 from spanjudge.values import Target, Verdict, not_evaluated, skill_key
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 NAME = reasons.SKILL_LOADED
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SkillLoaded:
     name: str = NAME
 

@@ -7,6 +7,8 @@ was recorded; pass when going without a skill was right, fail when a catalogue s
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from spanjudge import reasons
 from spanjudge.errors import JudgeError
@@ -14,17 +16,12 @@ from spanjudge.evaluators.ask import ask, error_verdict, judge_of
 from spanjudge.evaluators.base import EvaluationContext, fixed_not_evaluated, unknown_options
 from spanjudge.judges.base import JudgeRequest, requests_up_to
 from spanjudge.reasons import NO_CATALOGUE, NO_REQUEST, NOT_APPLICABLE, SESSION_INCOMPLETE
-from spanjudge.records import record_class
 from spanjudge.values import Target, Verdict, not_evaluated
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 NAME = reasons.SKILL_OMISSION
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SkillOmission:
     name: str = NAME
 

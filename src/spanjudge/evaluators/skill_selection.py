@@ -8,6 +8,8 @@ the load then worked. Yes = pass (1.0), No = fail (0.0).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from spanjudge import reasons
 from spanjudge.errors import JudgeError
@@ -15,13 +17,8 @@ from spanjudge.evaluators.ask import ask, error_verdict, judge_of
 from spanjudge.evaluators.base import EvaluationContext, fixed_not_evaluated, unknown_options
 from spanjudge.judges.base import JudgeRequest, requests_up_to
 from spanjudge.reasons import NO_SKILL_INVOCATION
-from spanjudge.records import record_class
 from spanjudge.trajectory.model import SkillLoad, Trajectory
 from spanjudge.values import Target, Verdict
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 NAME = reasons.SKILL_SELECTION
 
@@ -34,7 +31,7 @@ def _steps_until(trajectory: Trajectory, load: SkillLoad) -> tuple[Any, ...]:
     return trajectory.steps
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SkillSelection:
     name: str = NAME
 

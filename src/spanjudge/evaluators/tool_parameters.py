@@ -9,21 +9,18 @@ earlier tool outputs or the loaded skill. ``not_evaluated``: ``no_tool_calls``, 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from spanjudge import reasons
 from spanjudge.evaluators.base import EvaluationContext, unknown_options
 from spanjudge.evaluators.tool_selection import judge_tool_calls
-from spanjudge.records import record_class
 from spanjudge.values import Verdict
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 NAME = reasons.TOOL_PARAMETERS
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolParameters:
     name: str = NAME
 

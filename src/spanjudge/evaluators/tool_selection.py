@@ -9,20 +9,18 @@ span and ``tool_call_id``; pass = right tool (judge "yes"). Skill loads are not 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from spanjudge import reasons
 from spanjudge.errors import JudgeError
 from spanjudge.evaluators.ask import ask, error_verdict, judge_of
 from spanjudge.evaluators.base import EvaluationContext, unknown_options
 from spanjudge.judges.base import JudgeRequest, requests_up_to
-from spanjudge.records import record_class, replace
 from spanjudge.values import Target, Verdict, not_evaluated
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
-    from spanjudge.judges.protocols import JudgeKind
+    from spanjudge.judges.base import JudgeKind
 
 NAME = reasons.TOOL_SELECTION
 
@@ -86,7 +84,7 @@ def judge_tool_calls(
     return verdicts
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolSelection:
     name: str = NAME
 

@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from spanjudge import reasons
 from spanjudge.evaluators.base import EvaluationContext, unknown_options
@@ -53,13 +55,8 @@ from spanjudge.evaluators.validity_rules import (
     validator,
 )
 from spanjudge.reasons import NO_CONSTRAINTS, SESSION_INCOMPLETE
-from spanjudge.records import field, record_class
 from spanjudge.trajectory.steps import Step
 from spanjudge.values import Target, Verdict, not_evaluated
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 NAME = reasons.TRAJECTORY_VALIDITY
 OPTIONS = (
@@ -75,7 +72,7 @@ OPTIONS = (
 _MAX_LISTED = 20  # violations spelled out in the explanation; all of them stay in details
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TrajectoryValidity:
     """Constraints on the tool calls of a session; see the module docstring."""
 

@@ -7,13 +7,9 @@ import json
 import re
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import lru_cache
-
-from spanjudge.records import record_class
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
 
 def _installed(name: str) -> bool:
@@ -90,7 +86,7 @@ def _limit(raw: Any, path: str, problems: list[str]) -> int | None:
     return raw
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ArgRule:
     """One argument constraint: the value must (or, for ``not_*``, must not) match."""
 

@@ -14,15 +14,13 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from spanjudge.evaluators.schema_subset import Unsupported, compile_subset, run
 from spanjudge.evaluators.validity_rules import validator
-from spanjudge.records import record_class
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from spanjudge.evaluators.schema_subset import Check
 
 
@@ -94,7 +92,7 @@ def _with_jsonschema() -> bool:
     return VALIDATOR == "jsonschema" and _jsonschema is not None
 
 
-@record_class(slots=True)
+@dataclass(slots=True)
 class _Checked:
     """One schema, checked once: its problem, and how to validate against it."""
 

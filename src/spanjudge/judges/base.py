@@ -16,32 +16,57 @@ A judge that cannot answer raises `JudgeError`; it never guesses a rating.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
 from spanjudge.errors import JudgeError
-from spanjudge.records import field, record_class
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.trajectory.steps import CatalogueEntry, Step
-from spanjudge.typenames import module_getattr
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
-
-    from spanjudge.judges.protocols import Judge as Judge
-    from spanjudge.judges.protocols import JudgeKind as JudgeKind
-
-# names bound for type checkers only (the Protocols: they need `typing`), given when asked
-__getattr__ = module_getattr(__name__)
-
-# the kinds, as `JudgeKind` spells them for type checkers (tests/test_protocols.py holds them equal)
-JUDGE_KINDS: tuple[JudgeKind, ...] = (
+JudgeKind = Literal[
     "skill_selection",
     "skill_omission",
     "instruction_following",
     "outcome",
     "tool_selection",
     "tool_parameters",
-)
+]
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """``name`` is what verdicts record: ``heuristic`` or ``llm:<model>``."""
+
+    name: str
+
+    def judge(self, request: JudgeRequest) -> Judgement:
+        """Answer ``request``; raise `JudgeError` when no trustworthy answer can be given."""
+        ...
+
+
+class JudgeFactory(Protocol):
+    """Builds a judge of one ``type`` from its settings (``judges.<name>`` less ``type``);
+    appends every configuration problem, with ``path``, to ``problems``. Third-party judge types
+    register in the `spanjudge.judges` entry-point group; their settings reach them unchecked."""
+
+    def __call__(self, settings: Mapping[str, Any], path: str, problems: list[str]) -> Judge: ...
+
+
+class JudgeSettings(Protocol):
+    """What the judge lookup reads of a `spanjudge.config.Config` (the configuration module
+    imports this one, so the type is named by its shape)."""
+
+    @property
+    def judges(self) -> Mapping[str, Any]: ...
+    @property
+    def evaluators(self) -> Mapping[str, Any]: ...
+    @property
+    def sections(self) -> Mapping[str, Any]: ...
+    @property
+    def source(self) -> str | None: ...
+
+
+JUDGE_KINDS: tuple[JudgeKind, ...] = get_args(JudgeKind)
 
 # Instruction-following levels and their scores (ARCHITECTURE.md section 5, Contract).
 LEVELS: dict[str, float] = {
@@ -59,7 +84,7 @@ def ratings_for(kind: JudgeKind) -> dict[str, float]:
     return LEVELS if kind == "instruction_following" else BINARY
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class JudgeRequest:
     """Everything a judge may look at for one question.
 
@@ -85,7 +110,7 @@ class JudgeRequest:
     tool_schemas: Mapping[str, Any] = field(default_factory=dict)
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Judgement:
     """A rating from ``ratings_for(kind)`` with its score and a human-readable rationale."""
 

@@ -8,6 +8,7 @@ import importlib.util
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import metrics
 
@@ -22,11 +23,8 @@ from spanjudge.judges.reliability import (
     as_int,
 )
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
-    from spanjudge.judges.protocols import JudgeKind
+    from spanjudge.judges.base import JudgeKind
 
 INSTALL_HINT = "the bedrock judge needs boto3: pip install 'spanjudge[bedrock]'"
 _RETRYABLE_CODES = frozenset(

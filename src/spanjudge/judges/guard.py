@@ -15,19 +15,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from spanjudge.errors import JudgeError
 from spanjudge.judges.base import Judgement, JudgeRequest
-from spanjudge.lazy_re import LazyPattern
-from spanjudge.records import replace
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from spanjudge.judges.base import Judge
 
-    from spanjudge.judges.protocols import Judge
-
-_PLANTED = LazyPattern(
+_PLANTED = re.compile(
     "|".join(
         [
             r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+)?(?:the\s+|your\s+)?"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from functools import lru_cache
 
 from spanjudge.errors import JudgeError
@@ -27,7 +28,6 @@ from spanjudge.judges.text import (
     trigger_topics,
 )
 from spanjudge.reasons import BODY_NOT_RECORDED, NO_CATALOGUE, NO_OBSERVABLE_STEPS, NO_REQUEST
-from spanjudge.records import replace
 from spanjudge.trajectory.steps import CatalogueEntry, Step
 
 NAME = "heuristic"

@@ -7,14 +7,15 @@ claim a path the reference does not.
 
 from __future__ import annotations
 
+import re
+
 from spanjudge.errors import JudgeError
 from spanjudge.judges.base import BINARY, Judgement, JudgeRequest
 from spanjudge.judges.text import tokens
-from spanjudge.lazy_re import LazyPattern
 
 NAME = "heuristic"
-_NUMBER = LazyPattern(r"-?\d[\d,]*(?:\.\d+)?")
-_PATH = LazyPattern(r"(?<![\w/])(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+\.\w+")
+_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+_PATH = re.compile(r"(?<![\w/])(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+\.\w+")
 
 
 def judge_outcome(request: JudgeRequest) -> Judgement:

@@ -18,19 +18,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping
+from typing import Any
 
 from spanjudge.judges.base import BINARY, Judgement, JudgeRequest
 from spanjudge.judges.lexicon import related
 from spanjudge.judges.text import parse_skill, tokens
-from spanjudge.lazy_re import LazyPattern
 from spanjudge.trajectory.steps import Step
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
-
 NAME = "heuristic"
-_ARG_ERROR = LazyPattern(
+_ARG_ERROR = re.compile(
     r"invalid|missing|required|unknown (?:argument|parameter|field)|unexpected (?:argument|keyword)"
     r"|validation|no such file|not found|does not exist|permission denied|out of scope",
     re.IGNORECASE,
@@ -44,8 +40,8 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "object": (dict,),
 }
 _SHORT = 200
-_DIRECTORY = LazyPattern(r"(?:^|[\s'\"(`])\.{0,2}/?[\w.-]+/")
-_TIMESTAMP = LazyPattern(
+_DIRECTORY = re.compile(r"(?:^|[\s'\"(`])\.{0,2}/?[\w.-]+/")
+_TIMESTAMP = re.compile(
     r"^\d{4}-\d{2}-\d{2}(?:[t ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:z|[+-]\d{2}:?\d{2})?)?$"
 )
 

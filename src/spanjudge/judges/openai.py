@@ -14,6 +14,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics
@@ -30,11 +31,8 @@ from spanjudge.judges.reliability import (
     as_int,
 )
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
-    from spanjudge.judges.protocols import JudgeKind
+    from spanjudge.judges.base import JudgeKind
 
 _RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 # Structured output, most to least precise; a server that refuses one is asked with the next.

@@ -11,17 +11,15 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from spanjudge.errors import JudgeError
 from spanjudge.judges.base import Judgement, JudgeRequest, judgement_from, ratings_for
 from spanjudge.trajectory.steps import Step
 from spanjudge.values import skill_key
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
-    from spanjudge.judges.protocols import JudgeKind
+    from spanjudge.judges.base import JudgeKind
 
 MAX_FIELD_CHARS = 600
 MAX_STEPS = 120

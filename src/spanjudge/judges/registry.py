@@ -40,23 +40,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from spanjudge import reasons
 from spanjudge.errors import ConfigError
 from spanjudge.judges.heuristic import HEURISTIC
-from spanjudge.records import field, record_class
 from spanjudge.registry import Registry
-from spanjudge.typenames import module_getattr
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
-    from spanjudge.judges.protocols import Judge, JudgeFactory, JudgeSettings
+    from spanjudge.judges.base import Judge, JudgeFactory, JudgeSettings
     from spanjudge.judges.reliability import CallPolicy
 
-# what the block above binds for type checkers only, given when asked (`spanjudge.typenames`)
-__getattr__ = module_getattr(__name__)
 
 DEFAULT_JUDGE = "default"
 
@@ -132,7 +127,7 @@ _KEYS: dict[str, dict[str, tuple[type, float | None]]] = {
 _REQUIRED = {"openai": ("base_url", "model"), "bedrock": ("model",), "heuristic": ()}
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class JudgeSpec:
     """One validated entry of the ``judges`` section."""
 

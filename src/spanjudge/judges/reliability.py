@@ -9,28 +9,23 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from opentelemetry import metrics
 
 from spanjudge import semconv
 from spanjudge.errors import JudgeError
-from spanjudge.judges.base import Judgement, JudgeRequest
+from spanjudge.judges.base import JudgeKind, Judgement, JudgeRequest
 from spanjudge.judges.evidence import check_evidence
 from spanjudge.judges.guard import cross_check
 from spanjudge.judges.heuristic import HEURISTIC
 from spanjudge.judges.prompts import build_messages, parse_reply
-from spanjudge.judges.protocols import JudgeKind
-from spanjudge.records import record_class
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
-
 
 Messages = list[dict[str, str]]
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Reply:
     """A model's raw answer and the tokens it reported (None when not reported)."""
 
@@ -47,7 +42,7 @@ class RetryableJudgeError(JudgeError):
         self.retry_after_s = retry_after_s
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CallPolicy:
     """How one networked judge calls its endpoint, and how long a session waits for it."""
 

@@ -4,16 +4,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
-from spanjudge.lazy_re import LazyPattern
-from spanjudge.records import record_class
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
-
-_WORD = LazyPattern(r"[a-z0-9]+")
+_WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
     [
         "a",
@@ -102,15 +97,15 @@ _STOP = frozenset(
         "files",
     ]
 )
-_NUMBERED = LazyPattern(r"^ {0,3}(\d{1,3})[.)]\s+(.*\S)")
-_BULLET = LazyPattern(r"^ {0,3}[-*+]\s+(.*\S)")
-_HEADING = LazyPattern(r"^#{1,6}\s+(.*)")
-_BACKTICK = LazyPattern(r"`([^`\n]{1,200})`")
-_IDENT = LazyPattern(r"^[A-Za-z_][A-Za-z0-9_.:-]*$")
+_NUMBERED = re.compile(r"^ {0,3}(\d{1,3})[.)]\s+(.*\S)")
+_BULLET = re.compile(r"^ {0,3}[-*+]\s+(.*\S)")
+_HEADING = re.compile(r"^#{1,6}\s+(.*)")
+_BACKTICK = re.compile(r"`([^`\n]{1,200})`")
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]*$")
 _ANSWER_VERBS = ("answer", "reply", "respond", "return", "tell", "report back", "summarise to")
 # A step the body insists on ("always", "must", "never skip") or a check that guards what follows
 # ("check availability before booking"): skipping it is more than one step of four.
-_REQUIRED = LazyPattern(
+_REQUIRED = re.compile(
     r"\b(must|always|required|requires|mandatory|never skip|do not skip|don't skip|"
     r"make sure|ensure|verify|check|confirm|validate|before|only after|never)\b",
     re.IGNORECASE,
@@ -155,7 +150,7 @@ def _tokens(text: str) -> set[str]:
     return {stem(w) for w in words if w not in _STOP and len(w) > 1}
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SkillStep:
     """One instruction of a SKILL.md body."""
 
@@ -168,7 +163,7 @@ class SkillStep:
     subject: frozenset[str] = frozenset()
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SkillDoc:
     name: str | None
     description: str | None
@@ -230,7 +225,7 @@ def _tool_refs(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(refs))
 
 
-_GUARD_TOOL = LazyPattern(r"(?:^|[_.-])(?:check|verify|validate|confirm)(?:[_.-]|$)", re.I)
+_GUARD_TOOL = re.compile(r"(?:^|[_.-])(?:check|verify|validate|confirm)(?:[_.-]|$)", re.I)
 _ANSWER_WORDS = frozenset({"answer", "reply", "respond", "return", "tell", "back", "summarise"})
 
 
@@ -270,7 +265,7 @@ def parse_skill(body: str) -> SkillDoc:
     return SkillDoc(name=meta.get("name"), description=meta.get("description"), steps=tuple(steps))
 
 
-_TRIGGER = LazyPattern(r"\b(?:when|whenever|if)\b(.*)", re.IGNORECASE | re.DOTALL)
+_TRIGGER = re.compile(r"\b(?:when|whenever|if)\b(.*)", re.IGNORECASE | re.DOTALL)
 
 
 # Every session of an agent offers the same catalogue: its entries' words are read once.

@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
-from spanjudge.records import replace
 from spanjudge.trajectory.hidden import hidden
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.trajectory.steps import Step

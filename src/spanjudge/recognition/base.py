@@ -5,23 +5,39 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
 from spanjudge import semconv
-from spanjudge.lazy_re import LazyPattern
-from spanjudge.records import record_class
 from spanjudge.spans import jsonfast
 from spanjudge.spans.record import AttrValue, SpanRecord
-from spanjudge.typenames import module_getattr
+from spanjudge.trajectory.steps import Step
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
-    from spanjudge.recognition.protocols import Recogniser as Recogniser
-    from spanjudge.recognition.protocols import SessionFinaliser as SessionFinaliser
+@runtime_checkable
+class Recogniser(Protocol):
+    """Turns one span into steps. ``None`` means "not mine, try the next preset"."""
 
-# names bound for type checkers only (the Protocols: they need `typing`), given when asked
-__getattr__ = module_getattr(__name__)
+    name: str
+
+    def recognise(self, span: SpanRecord) -> list[Step] | None: ...
+
+
+@runtime_checkable
+class SessionFinaliser(Protocol):
+    """Optional second pass over a whole session (for facts spread over several spans)."""
+
+    def finalise(self, steps: list[Step], spans: Sequence[SpanRecord]) -> list[Step]: ...
+
+
+class RecogniserFactory(Protocol):
+    """Builds a recogniser (a preset class is one). Third-party factories register in the
+    `spanjudge.recognisers` entry-point group and are tried before the built-ins: a plugin
+    exists to read what the built-in presets misread."""
+
+    def __call__(self) -> Recogniser: ...
+
 
 # Refusal text that marks a skill load as failed even when the tool reported success.
 _REFUSAL_WORDS = (
@@ -33,10 +49,10 @@ _REFUSAL_WORDS = (
     "not available",
     "failed to load",
 )
-_REFUSALS = LazyPattern("|".join(rf"\b{word}\b" for word in _REFUSAL_WORDS), re.IGNORECASE)
+_REFUSALS = re.compile("|".join(rf"\b{word}\b" for word in _REFUSAL_WORDS), re.IGNORECASE)
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ClaimEvidence:
     """What a span must carry for a preset to claim it: a name starting with one of
     ``name_prefixes``, an instrumentation scope in ``scopes``, or one of the ``attributes``.

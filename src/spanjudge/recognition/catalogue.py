@@ -18,30 +18,29 @@ import json
 import re
 from functools import lru_cache
 
-from spanjudge.lazy_re import LazyPattern
 from spanjudge.trajectory.steps import CatalogueEntry
 
-_AVAILABLE_SKILLS = LazyPattern(r"<available_skills>(.*?)</available_skills>", re.DOTALL)
-_SKILL_BLOCK = LazyPattern(
+_AVAILABLE_SKILLS = re.compile(r"<available_skills>(.*?)</available_skills>", re.DOTALL)
+_SKILL_BLOCK = re.compile(
     r"<skill>\s*<name>\s*(.*?)\s*</name>\s*(?:<description>\s*(.*?)\s*</description>)?",
     re.DOTALL,
 )
 # "- name: description" lists, as several harnesses render their catalogue.
-_SKILL_LINE = LazyPattern(r"^\s*[-*]\s*\**`?([A-Za-z0-9_.:-]+)`?\**\s*[:\u2014-]\s+(.+?)\s*$", re.M)
+_SKILL_LINE = re.compile(r"^\s*[-*]\s*\**`?([A-Za-z0-9_.:-]+)`?\**\s*[:\u2014-]\s+(.+?)\s*$", re.M)
 # A heading or lead-in line that announces the list: "### Available skills", "**Available
 # Skills:**", "Available skills:", "The following skills are available:", "... capabilities
 # ... can be loaded ...".
-_HEADING = LazyPattern(
+_HEADING = re.compile(
     r"^[ \t]*(?:#{1,6}[ \t]*|\*\*)?[^\n]{0,60}?"
     r"\b(?:available[ \t]+skills|skills[ \t]+(?:are[ \t]+)?available)\b[^\n]{0,40}$"
     r"|^[^\n]{0,80}\b(?:skills|capabilities)\b[^\n]{0,40}\bcan[ \t]+be[ \t]+loaded\b[^\n]{0,120}$",
     re.I | re.M,
 )
-_ITEM = LazyPattern(
+_ITEM = re.compile(
     r"^[ \t]*[-*][ \t]+(?:\*\*|`)?([A-Za-z0-9][A-Za-z0-9_.:/-]*?)(?:\*\*|`)?[ \t]*"
     r"(?::|\u2014|[ \t]-)[ \t]*(.*?)[ \t]*$"
 )
-_FILE_SUFFIX = LazyPattern(r"\s*\((?:file|path|location):\s*[^)]*\)\s*$", re.I)
+_FILE_SUFFIX = re.compile(r"\s*\((?:file|path|location):\s*[^)]*\)\s*$", re.I)
 
 
 @lru_cache(maxsize=512)  # system prompts and tool descriptions repeat on every model call

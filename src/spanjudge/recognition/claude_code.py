@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 from spanjudge import semconv
-from spanjudge.lazy_re import LazyPattern
 from spanjudge.recognition.base import (
     ClaimEvidence,
     int_attr,
@@ -32,23 +32,22 @@ from spanjudge.recognition.base import (
     span_fields,
 )
 from spanjudge.recognition.evidence import ToolFacts, tool_step
-from spanjudge.records import replace
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import CatalogueEntry, Step
 
 PRESET = "claude_code"
 # `new_context` joins messages with this separator; only a known header after it starts a new
 # section, so a skill body containing a markdown rule stays whole.
-_SECTION = LazyPattern(
+_SECTION = re.compile(
     r"\n\n---\n\n(?=\[(?:USER|USER PROMPT|ASSISTANT|SYSTEM|TOOL RESULT: [^\]\n]+)\])"
 )
-_HEADER = LazyPattern(r"^\[([^\]\n]+)\]\n?")
-_PREFIXED = LazyPattern(r"^\[TOOL (?:INPUT|RESULT): [^\]\n]+\]\n?")
-_LISTING = LazyPattern(
+_HEADER = re.compile(r"^\[([^\]\n]+)\]\n?")
+_PREFIXED = re.compile(r"^\[TOOL (?:INPUT|RESULT): [^\]\n]+\]\n?")
+_LISTING = re.compile(
     r"The following skills are available for use with the Skill tool:\s*\n((?:\s*- [^\n]+\n?)+)"
 )
-_LISTING_LINE = LazyPattern(r"^\s*- ([A-Za-z0-9_.:/-]+): (.+?)\s*$", re.M)
-_UNKNOWN_SKILL = LazyPattern(r"Unknown skill: (\S+?)\.?(?:\s|<|$)")
+_LISTING_LINE = re.compile(r"^\s*- ([A-Za-z0-9_.:/-]+): (.+?)\s*$", re.M)
+_UNKNOWN_SKILL = re.compile(r"Unknown skill: (\S+?)\.?(?:\s|<|$)")
 
 
 def _text(span: SpanRecord, key: str) -> str | None:

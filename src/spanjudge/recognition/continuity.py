@@ -26,20 +26,18 @@ A session found incomplete gets ``complete=False`` (so every evaluator applies i
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from spanjudge import reasons
 from spanjudge import semconv as sc
 from spanjudge.recognition import genai_messages, openinference_messages
 from spanjudge.recognition.base import parse_json
-from spanjudge.records import record_class, replace
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.values import Verdict, not_evaluated
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from spanjudge.values import Outcome
 
 _USER = frozenset({"user", "human"})
@@ -65,7 +63,7 @@ HISTORY_DEPENDENT: Mapping[str, frozenset[Outcome]] = {
 }
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class _Message:
     role: str
     has_text: bool

@@ -31,20 +31,17 @@ from __future__ import annotations
 
 import fnmatch
 import math
+import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from spanjudge.errors import did_you_mean
-from spanjudge.lazy_re import LazyPattern
 from spanjudge.recognition.base import as_text, parse_json, span_error, span_fields
 from spanjudge.recognition.catalogue import parse_catalogue
 from spanjudge.recognition.evidence import ToolFacts, tool_step
-from spanjudge.records import field, record_class
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import Step, ToolRequest
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 # role -> the fields it may declare (besides span_name / attributes)
 ROLE_FIELDS: Mapping[str, tuple[str, ...]] = {
@@ -62,10 +59,10 @@ ROLE_FIELDS: Mapping[str, tuple[str, ...]] = {
 }
 MATCH_KEYS = ("span_name", "attributes")
 TOP_KEYS = ("session_key", "claims", *ROLE_FIELDS)
-_SEGMENT = LazyPattern(r"([^.\[\]]+)|\[(\*|-?\d+|[^=\]]+=[^\]]*)\]|(\.)")
+_SEGMENT = re.compile(r"([^.\[\]]+)|\[(\*|-?\d+|[^=\]]+=[^\]]*)\]|(\.)")
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FieldRef:
     """`attribute#path`: where one fact lives."""
 
@@ -121,7 +118,7 @@ def parse_field(text: str) -> FieldRef:
     return FieldRef(attribute=attribute.strip(), path=tuple(steps))
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Role:
     """Which spans play a role (a turn, a model call, a tool call) and where their facts are."""
 
@@ -161,7 +158,7 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int) or (isinstance(value, str) and value.isdigit())
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DeclaredRecogniser:
     """A recogniser built from a `conventions:` entry of the configuration."""
 
@@ -256,7 +253,7 @@ class DeclaredRecogniser:
 
 
 def _with_catalogue(step: Step, catalogue: Any) -> Step:
-    from spanjudge.records import replace
+    from dataclasses import replace
 
     return replace(step, catalogue=catalogue)
 

@@ -16,17 +16,15 @@ finaliser reads every session's steps, whatever preset made them).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from spanjudge import semconv
 from spanjudge.recognition.base import ClaimEvidence
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import Step
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
-    from spanjudge.recognition.protocols import Recogniser
+    from spanjudge.recognition.base import Recogniser
 
 # name -> the evidence its class declares (`claim_evidence`), as data
 DEFERRED: dict[str, ClaimEvidence] = {

@@ -11,9 +11,9 @@ once).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from spanjudge.recognition.evidence import front_matter_name
-from spanjudge.records import replace
 from spanjudge.trajectory.steps import Step
 
 _FENCES = ("```", "~~~")

@@ -13,27 +13,24 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from spanjudge.lazy_re import LazyPattern
 from spanjudge.recognition.base import as_text, error_in_payload, is_refusal, may_match
 from spanjudge.recognition.skill_text import front_matter_name as front_matter_name
 from spanjudge.recognition.skill_text import unwrap
 from spanjudge.recognition.skill_tools import known_loader
-from spanjudge.records import field, record_class
 from spanjudge.trajectory.effects import DEFAULT_EFFECT_MAP
 from spanjudge.trajectory.steps import Step
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from spanjudge.trajectory.steps import SkillStatus
 
 # Argument names that say "this value is a skill's name" whatever the tool is called.
 SKILL_ARGS = ("skill_name", "skill", "skill_id", "skillName", "skillId")
 # Arguments whose presence means the call writes a file rather than reading it.
 _WRITE_ARGS = frozenset({"content", "contents", "new_string", "old_string", "data", "patch"})
-_SKILL_MD = LazyPattern(
+_SKILL_MD = re.compile(
     r"""((?:[^\s'"`;|&<>()]*[\\/])?([^\\/\s'"`;|&<>()]+)[\\/]SKILL\.md)(?![\w.])""", re.I
 )
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "pwsh", "powershell", "cmd", "sudo", "env"})
@@ -42,12 +39,12 @@ _READERS = frozenset(
     {"cat", "sed", "head", "tail", "less", "more", "type", "bat", "awk", "nl", "view", "batcat"}
     | {"get-content", "gc", "open", "source", "."}
 )
-_ERROR_LEAD = LazyPattern(r"(?:error|exception|traceback)\b", re.I)
-_GLOB = LazyPattern(r"[*?\[\]{}$]")
-_SEGMENT = LazyPattern(r"\|\||&&|[;|\n]")
+_ERROR_LEAD = re.compile(r"(?:error|exception|traceback)\b", re.I)
+_GLOB = re.compile(r"[*?\[\]{}$]")
+_SEGMENT = re.compile(r"\|\||&&|[;|\n]")
 # What instrumentation writes for a value it hides (OpenInference's hide_outputs: __REDACTED__).
 _HIDDEN_RESULT = "the result was hidden by the instrumentation"
-_REDACTED = LazyPattern(
+_REDACTED = re.compile(
     r"^\s*(?:<?redacted>?|_+redacted_+|\*+|\[redacted\]|<REDACTED[^>]*>|null|none)\s*$", re.I
 )
 _REDACTED_WORDS = frozenset({"redacted", "redacted>", "null", "none"})
@@ -69,27 +66,27 @@ def _redacted(text: str) -> bool:
 
 
 # Error evidence in free text (shell output, tool errors rendered as text).
-_EXIT_CODE = LazyPattern(
+_EXIT_CODE = re.compile(
     r"(?:exit(?:ed)?(?: with)?(?: status| code)?|exit_code|returncode)[\"']?\s*[:=]?\s*(-?\d+)",
     re.I,
 )
-_SHELL_ERROR = LazyPattern(
+_SHELL_ERROR = re.compile(
     r"No such file or directory|cannot open|command not found|Permission denied", re.I
 )
-_VALIDATION = LazyPattern(
+_VALIDATION = re.compile(
     r"validation error|invalid (?:tool )?arguments?|missing required (?:argument|parameter)"
     r"|field required|is a required property|unexpected keyword argument|invalid_request",
     re.I,
 )
-_PAYLOAD_ERROR = LazyPattern(
+_PAYLOAD_ERROR = re.compile(
     r"""["']?(?:status|state)["']?\s*[:=]\s*["'](?:error|failed|failure)["']"""
     r"""|["']?(?:is_error|isError)["']?\s*[:=]\s*true""",
     re.I,
 )
-_ERROR_DETAIL = LazyPattern(r"""["'](?:error|message|detail)["']\s*:\s*["']([^"'\n]{1,300})""")
+_ERROR_DETAIL = re.compile(r"""["'](?:error|message|detail)["']\s*:\s*["']([^"'\n]{1,300})""")
 # A result whose first line denies the request ("403 Forbidden", "Access denied.", "I'm sorry,
 # ...", "Skill x is disabled"); a heading line is a body's title, not a denial.
-_DENIAL = LazyPattern(
+_DENIAL = re.compile(
     r"\A(?!#)[^\n]{0,80}?(?:\b(?:not permitted|not allowed|access(?: is)? denied|forbidden"
     r"|unauthori[sz]ed|disabled|timed out|unable to|I(?:'m| am) sorry|sorry"
     r"|I (?:cannot|can't|won't))\b)",
@@ -97,24 +94,24 @@ _DENIAL = LazyPattern(
 )
 # A skill handed over as a titled document (pydantic-ai-harness: "# Skill: csv-report"), the
 # title on one of the first lines, after any wrapper tags.
-_SKILL_TITLE = LazyPattern(
+_SKILL_TITLE = re.compile(
     r"\A(?:[ \t]*<[^>\n]{1,80}>[ \t]*\n?){0,3}[ \t]*#{1,3}[ \t]*Skill:[ \t]*(\S+)[ \t]*$", re.M
 )
 _HEAD_CHARS = 500
 # words one of which every shell failure above contains (checked before the regular expressions)
 _SHELL_WORDS = ("exit", "returncode", "no such file", "cannot open", "not found", "denied")
 _HINT_WORDS = ("valid", "missing", "required", "unexpected")
-_VALIDATION_HINT = LazyPattern("|".join(_HINT_WORDS), re.I)
+_VALIDATION_HINT = re.compile("|".join(_HINT_WORDS), re.I)
 # the words `_PAYLOAD_ERROR` needs one of (lower-case)
 _PAYLOAD_WORDS = ("status", "state", "is_error", "iserror")
 _CHANGES = frozenset({"create", "modify", "delete"})
 _DECODER = json.JSONDecoder()
 _OK_STATUSES = frozenset({"success", "ok", "completed", "succeeded", "loaded"})
 _BODY_KEYS = ("instructions", "body", "content", "text", "output", "stdout")
-_SCALAR = LazyPattern(r"true|false|-?\d+(\.\d+)?")
+_SCALAR = re.compile(r"true|false|-?\d+(\.\d+)?")
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolFacts:
     """What a preset read off one executed tool call; evidence rules decide the rest."""
 
@@ -189,7 +186,7 @@ def _may_hold_skill_md(text: str | None) -> bool:
 
 def as_skill_load(step: Step, skill: str, body: str | None, *, has_result: bool) -> Step:
     """Re-read a tool step as a load of ``skill``; its status comes from the evidence."""
-    from spanjudge.records import replace
+    from dataclasses import replace
 
     status, reason = load_status(step, skill, has_result=has_result, body=body)
     return replace(

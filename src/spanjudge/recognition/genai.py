@@ -16,6 +16,8 @@ answers an unknown skill with a success status and refusal text.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
 
 from spanjudge import semconv as sc
 from spanjudge.recognition.base import (
@@ -39,13 +41,8 @@ from spanjudge.recognition.genai_messages import (
     tool_io,
     tool_schemas,
 )
-from spanjudge.records import replace
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import Step
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 
 class GenAIRecogniser:

@@ -4,6 +4,7 @@ experimental `gen_ai.*.messages` attributes and events, and Strands' variants.""
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
 from spanjudge import semconv as sc
 from spanjudge.recognition import vertex_agent
@@ -16,10 +17,6 @@ from spanjudge.recognition.indexed_messages import MARKERS as INDEXED_MARKERS
 from spanjudge.recognition.indexed_messages import indexed_messages
 from spanjudge.spans.record import AttrValue, SpanRecord
 from spanjudge.trajectory.steps import CatalogueEntry, ToolRequest
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 TOOL_PREFIX = "execute_tool "
 GEN_AI_PREFIX = "gen_ai."

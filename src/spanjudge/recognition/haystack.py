@@ -16,20 +16,17 @@ Whether a tool call loaded a skill, and with what status, is the shared evidence
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
 
 from spanjudge import semconv as sc
-from spanjudge.lazy_re import LazyPattern
 from spanjudge.recognition.base import ClaimEvidence, as_text, parse_json, span_error, span_fields
 from spanjudge.recognition.catalogue import parse_catalogue
 from spanjudge.recognition.evidence import ToolFacts, tool_step
-from spanjudge.records import replace
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import CatalogueEntry, Step
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 # span name -> what it is; other `haystack.*` spans (steps, pipelines, components) add no step
 _KINDS = {
@@ -38,7 +35,7 @@ _KINDS = {
     sc.SPAN_HAYSTACK_TOOL: "tool",
 }
 # a Python string literal in the llm input repr: a Tool's description, a message's text
-_LITERAL = LazyPattern(r"""(?:description|text)=("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')""")
+_LITERAL = re.compile(r"""(?:description|text)=("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')""")
 # reply meta usage keys: OpenAI-style generators, then Anthropic/Google-style ones
 _INPUT_TOKENS = ("prompt_tokens", "input_tokens")
 _OUTPUT_TOKENS = ("completion_tokens", "output_tokens")

@@ -12,12 +12,10 @@ every rule that reads messages reads these too.
 
 from __future__ import annotations
 
+from typing import Any
+
 from spanjudge import semconv as sc
 from spanjudge.spans.record import SpanRecord
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 _MAX_MESSAGES = 1000  # a bound on the index walk, far above any real conversation
 _MAX_CALLS = 128

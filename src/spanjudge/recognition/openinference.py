@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
 
 from spanjudge import semconv
-from spanjudge.lazy_re import LazyPattern
 from spanjudge.recognition.answers import aborted_after, may_answer
 from spanjudge.recognition.base import (
     ClaimEvidence,
@@ -42,19 +43,14 @@ from spanjudge.recognition.openinference_messages import (
     tool_schemas,
     user_request,
 )
-from spanjudge.records import replace
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import CatalogueEntry, Step
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 PRESET = "openinference"
 _TURN_KINDS = frozenset({"CHAIN", "AGENT"})
 _STOP_REASONS = frozenset({"stop", "end_turn", "stop_sequence", "complete", "completed"})
 # Deep Agents' SkillsMiddleware catalogue: "- **name**: description" under "**Available Skills:**".
-_PINNED = LazyPattern(r'\A<skill name="([^"]+)" path="([^"]*)">\n?(.*?)\n?</skill>\s*\Z', re.S)
+_PINNED = re.compile(r'\A<skill name="([^"]+)" path="([^"]*)">\n?(.*?)\n?</skill>\s*\Z', re.S)
 
 
 class OpenInferenceRecogniser:

@@ -5,34 +5,30 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from spanjudge import semconv
-from spanjudge.lazy_re import LazyPattern
 from spanjudge.recognition.base import (
     parse_json,
 )
-from spanjudge.records import record_class
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import CatalogueEntry, ToolRequest
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
-
-MESSAGE_KEY = LazyPattern(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
-CONTENT_TEXT = LazyPattern(r"^contents\.(\d+)\.message_content\.text$")
-TOOL_CALL_KEY = LazyPattern(
+MESSAGE_KEY = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
+CONTENT_TEXT = re.compile(r"^contents\.(\d+)\.message_content\.text$")
+TOOL_CALL_KEY = re.compile(
     r"^tool_calls\.(\d+)\.tool_call\.(id|function\.name|function\.arguments)$"
 )
-TOOL_SCHEMA_KEY = LazyPattern(r"^llm\.tools\.(\d+)\.tool\.json_schema$")
-AVAILABLE_HEADING = LazyPattern(r"^\*\*Available Skills:?\*\*:?\s*$", re.M)
-NEXT_HEADING = LazyPattern(r"^\*\*", re.M)
-BOLD_SKILL = LazyPattern(r"^[-*]\s+\*\*([^*\n]+?)\*\*:\s*(.+?)\s*$", re.M)
+TOOL_SCHEMA_KEY = re.compile(r"^llm\.tools\.(\d+)\.tool\.json_schema$")
+AVAILABLE_HEADING = re.compile(r"^\*\*Available Skills:?\*\*:?\s*$", re.M)
+NEXT_HEADING = re.compile(r"^\*\*", re.M)
+BOLD_SKILL = re.compile(r"^[-*]\s+\*\*([^*\n]+?)\*\*:\s*(.+?)\s*$", re.M)
 USER_ROLES = frozenset({"user", "human"})
 
 
-@record_class(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Message:
     role: str
     text: str | None

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
-from spanjudge.lazy_re import LazyPattern
 from spanjudge.recognition.base import as_text, parse_json
 from spanjudge.recognition.documents import each_document
 from spanjudge.recognition.evidence import (
@@ -31,16 +31,15 @@ from spanjudge.recognition.evidence import (
     skill_md_read,
     skill_of_call,
 )
-from spanjudge.records import replace
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.skills import EMPTY_LIBRARY, SkillLibrary
 from spanjudge.trajectory.steps import Step
 
 _TOOL_KINDS = ("tool_call", "skill_load")
 # Argument names that may carry a skill's name for a loader nobody listed.
-_NAME_KEY = LazyPattern(r"skill|name|capabilit|^id$", re.I)
+_NAME_KEY = re.compile(r"skill|name|capabilit|^id$", re.I)
 # A schema's description of the argument that names what a loader loads.
-_LOADS = LazyPattern(r"\b(?:skill|capability)\b[^.]{0,40}\bto (?:load|activate)\b", re.I)
+_LOADS = re.compile(r"\b(?:skill|capability)\b[^.]{0,40}\bto (?:load|activate)\b", re.I)
 UNEXECUTED = "requested by the model but never executed (rejected before execution or aborted)"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, TypeGuard
 
 from spanjudge.guard import Guard
 from spanjudge.recognition.base import ClaimEvidence
@@ -10,16 +11,9 @@ from spanjudge.recognition.deferred import DEFERRED, DeferredPreset
 from spanjudge.registry import Registry
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import Step
-from spanjudge.typenames import module_getattr
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import TypeGuard
-
-    from spanjudge.recognition.protocols import Recogniser, RecogniserFactory, SessionFinaliser
-
-# what the block above binds for type checkers only, given when asked (`spanjudge.typenames`)
-__getattr__ = module_getattr(__name__)
+    from spanjudge.recognition.base import Recogniser, RecogniserFactory, SessionFinaliser
 
 
 # name -> "module:class"; tried in this order (most specific first).

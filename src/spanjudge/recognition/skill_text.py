@@ -10,19 +10,17 @@ from __future__ import annotations
 
 import re
 
-from spanjudge.lazy_re import LazyPattern
-
 # A SKILL.md document: YAML front matter that names the skill.
-_FRONT_MATTER = LazyPattern(r"(?:\A|\n)---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
-_FM_DESCRIPTION = LazyPattern(r"^description:", re.M)
-_FM_NAME = LazyPattern(r"^name:\s*['\"]?([^'\"\n]+?)['\"]?\s*$", re.M)
+_FRONT_MATTER = re.compile(r"(?:\A|\n)---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
+_FM_DESCRIPTION = re.compile(r"^description:", re.M)
+_FM_NAME = re.compile(r"^name:\s*['\"]?([^'\"\n]+?)['\"]?\s*$", re.M)
 _FM_FIRST = 400  # the front matter starts within the first 400 characters
 _FM_WITHIN = 4000  # and ends within the first 4000
 
 # What harnesses wrap around a file's text: Deep Agents' window header, Strands' metadata tail,
 # Codex-style exec output headers.
-_READ_WINDOW = LazyPattern(r"\A@@ lines \d+-\d+ of \d+ @@\r?\n")
-_STRANDS_TAIL = LazyPattern(
+_READ_WINDOW = re.compile(r"\A@@ lines \d+-\d+ of \d+ @@\r?\n")
+_STRANDS_TAIL = re.compile(
     r"\n+---\n(?:Allowed tools|Compatibility|Location): .*\Z|\n+Available resources:\n.*\Z", re.S
 )
 _EXEC_LINES = (
@@ -33,7 +31,7 @@ _EXEC_LINES = (
     "Original token count",
     "Total output lines",
 )
-_EXEC_HEADER = LazyPattern(r"\A(?:(?:" + "|".join(_EXEC_LINES) + r")[^\n]*\n){1,8}Output:\r?\n")
+_EXEC_HEADER = re.compile(r"\A(?:(?:" + "|".join(_EXEC_LINES) + r")[^\n]*\n){1,8}Output:\r?\n")
 
 
 def unwrap(text: str) -> str:

@@ -11,8 +11,6 @@ import fnmatch
 import re
 from functools import lru_cache
 
-from spanjudge.lazy_re import LazyPattern
-
 # tool name (glob) -> argument names that carry the skill name, tried in order
 SKILL_LOADER_ARGS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("skills", ("skill_name", "name", "skill")),  # Strands AgentSkills plugin
@@ -22,7 +20,7 @@ SKILL_LOADER_ARGS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("activate_skill", ("name", "skill_name", "skill")),  # Gemini CLI
     ("invoke_skill", ("name", "skill_name", "skill")),  # OpenHands
 )
-_SKILL_PATH = LazyPattern(r"(?:^|[\\/])([^\\/]+)[\\/]SKILL\.md$", re.IGNORECASE)
+_SKILL_PATH = re.compile(r"(?:^|[\\/])([^\\/]+)[\\/]SKILL\.md$", re.IGNORECASE)
 
 
 def skill_from_path(path: str) -> str | None:

@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from spanjudge.lazy_re import LazyPattern
 from spanjudge.trajectory.skills import EMPTY_LIBRARY, Skill, SkillLibrary
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
-    from typing import Any
 
-_FRONT_MATTER = LazyPattern(r"\A\ufeff?---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(.*)\Z", re.S)
+_FRONT_MATTER = re.compile(r"\A\ufeff?---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(.*)\Z", re.S)
 
 
 def parse_skill_md(text: str, path: str) -> tuple[Skill | None, str | None]:

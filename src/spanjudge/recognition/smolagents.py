@@ -22,16 +22,13 @@ LLM and step (CHAIN) spans are left to the OpenInference preset.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from spanjudge import semconv
 from spanjudge.recognition.base import ClaimEvidence, as_text, parse_json, span_error, span_fields
 from spanjudge.recognition.evidence import ToolFacts, tool_step
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import Step
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 PRESET = "smolagents"
 SCOPE = semconv.SMOLAGENTS_SCOPE

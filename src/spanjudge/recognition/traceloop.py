@@ -12,18 +12,15 @@ inside are `gen_ai.*` spans, read by the GenAI preset (legacy indexed messages i
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
 
 from spanjudge import semconv as sc
 from spanjudge.recognition.base import ClaimEvidence, as_text, parse_json, span_error, span_fields
 from spanjudge.recognition.evidence import ToolFacts, tool_step
 from spanjudge.recognition.genai_messages import last_user_text
-from spanjudge.records import replace
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import Step
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 _TURN_KINDS = frozenset({"workflow", "agent"})
 _TOOL_KINDS = frozenset({"tool"})

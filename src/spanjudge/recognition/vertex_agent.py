@@ -14,13 +14,11 @@ messages (requests, answers, tool requests, replayed turns) reads these too.
 
 from __future__ import annotations
 
+from typing import Any
+
 from spanjudge import semconv as sc
 from spanjudge.recognition.base import parse_json
 from spanjudge.spans.record import SpanRecord
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 # ADK's stand-in when a tool call produced no function response event
 _NOT_SPECIFIED = "<not specified>"

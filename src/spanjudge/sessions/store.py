@@ -5,26 +5,20 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from sys import getsizeof
+from typing import Literal
 
 from spanjudge import semconv
-from spanjudge.records import field, record_class
 from spanjudge.sessions.deadlines import DeadlineQueue
 from spanjudge.sessions.keys import TRACE_ID_SOURCE, session_key
 from spanjudge.sessions.sizes import SESSION_BASE, estimate_size
 from spanjudge.spans.record import SpanRecord
-from spanjudge.typenames import module_getattr
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Literal
+CloseReason = Literal[
+    "end_marker", "idle", "max_age", "turn", "end_of_input", "shutdown", "evicted"
+]
 
-    CloseReason = Literal[
-        "end_marker", "idle", "max_age", "turn", "end_of_input", "shutdown", "evicted"
-    ]
-
-# what the block above binds for type checkers only, given when asked (`spanjudge.typenames`)
-__getattr__ = module_getattr(__name__)
 
 # Reasons after which the session may still have been going: evaluated, marked incomplete.
 INCOMPLETE_REASONS = frozenset({"shutdown", "evicted", "max_age"})
@@ -34,7 +28,7 @@ _END_VALUES = (True, "true", "True", 1)  # what marks a session's end (== compar
 __all__ = ["ClosePolicy", "ClosedSession", "OpenSession", "SessionStore", "estimate_size"]
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ClosePolicy:
     """When sessions close. Times are seconds on the store's clock."""
 
@@ -53,7 +47,7 @@ class ClosePolicy:
     key_attributes: tuple[str, ...] = ()
 
 
-@record_class(slots=True)
+@dataclass(slots=True)
 class OpenSession:
     key: str
     key_source: str
@@ -69,7 +63,7 @@ class OpenSession:
     order: int = 0  # place in the store's opening order (the order due sessions close in)
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ClosedSession:
     key: str
     key_source: str

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from spanjudge.sessions.keys import TRACE_ID_SOURCE
 from spanjudge.sessions.store import ClosedSession, ClosePolicy, SessionStore
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from spanjudge.sessions.store import CloseReason
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from spanjudge.config import register_section
 from spanjudge.config_values import client_tls, durations, server_tls
-from spanjudge.records import field, fields, record_class, replace
 
 DEFAULT_GRPC_ENDPOINT = "127.0.0.1:4327"
 DEFAULT_HTTP_ENDPOINT = "127.0.0.1:4328"
@@ -33,7 +33,7 @@ def usable_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TlsConfig:
     """Server TLS. ``client_ca_file`` set means mutual TLS: clients must present a certificate."""
 
@@ -46,7 +46,7 @@ class TlsConfig:
         return self.cert_file is not None
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AuthConfig:
     """Bearer-token auth on both receivers. The token comes from the file, or from ``token_env``."""
 
@@ -61,7 +61,7 @@ class AuthConfig:
         return None
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SpoolConfig:
     """The SQLite spool. ``synchronous: full`` also survives power loss, at a cost per request."""
 
@@ -75,7 +75,7 @@ class SpoolConfig:
     recreate: bool = False
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ExportConfig:
     """Verdicts out over OTLP. ``None`` leaves the setting to `OTEL_EXPORTER_OTLP_*`."""
 
@@ -94,7 +94,7 @@ class ExportConfig:
     metrics_interval_s: float = 10.0
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class InputConfig:
     """What a receiver accepts before it decodes a span."""
 
@@ -105,7 +105,7 @@ class InputConfig:
     max_span_duration_s: float = 7 * 86_400.0
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ServeConfig:
     """Everything `spanjudge serve` needs besides the core configuration."""
 

@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from typing import Any, cast
 
@@ -30,7 +31,6 @@ from spanjudge.config import Config
 from spanjudge.emit.metrics import SelfTelemetry
 from spanjudge.emit.otel import OtelVerdictSink
 from spanjudge.engine import Engine
-from spanjudge.records import record_class, replace
 from spanjudge.sidecar.asking_store import Asker, AskingStore
 from spanjudge.sidecar.config import ExportConfig, InputConfig
 from spanjudge.sidecar.export import VerdictExport, build_verdict_export, report_unflushed
@@ -45,7 +45,7 @@ from spanjudge.values import SessionResult
 log = logging.getLogger("spanjudge.sidecar")
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ProcessSettings:
     """What an evaluation process needs to build its worker (sent once, at spawn)."""
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, detach, set_value
@@ -23,7 +24,6 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from spanjudge.guard import Guard
-from spanjudge.records import record_class
 from spanjudge.sidecar.config import ExportConfig
 from spanjudge.sidecar.export_health import ExportHealth, export_health, exporting
 
@@ -205,7 +205,7 @@ class ConfirmingLogProcessor(_Confirmed, LogRecordProcessor):
         )
 
 
-@record_class(slots=True)
+@dataclass(slots=True)
 class VerdictExport:
     """The providers the OTLP verdict sink writes to, and their confirming processors."""
 

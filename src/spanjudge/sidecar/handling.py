@@ -10,6 +10,7 @@ from __future__ import annotations
 import hmac
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from opentelemetry import metrics
@@ -21,7 +22,6 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from spanjudge import semconv
 from spanjudge.guard import Guard
-from spanjudge.records import record_class
 from spanjudge.sidecar.config import InputConfig
 from spanjudge.sidecar.intake import BadRequest, decode_body
 from spanjudge.sidecar.worker import Overloaded, Worker
@@ -31,7 +31,7 @@ log = logging.getLogger("spanjudge.sidecar")
 Result = Literal["ok", "partial", "invalid", "too_large", "unavailable", "unauthenticated"]
 
 
-@record_class(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Answer:
     """The outcome of one request: ``response`` is set for ok/partial, ``message`` otherwise."""
 

@@ -11,9 +11,9 @@ import re
 import time
 import zlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from spanjudge.records import record_class
 from spanjudge.sidecar.config import InputConfig
 from spanjudge.spans.jsonfast import decode_fast
 from spanjudge.spans.limits import Limits
@@ -35,7 +35,7 @@ class BadRequest(Exception):
         self.too_large = too_large
 
 
-@record_class(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Decoded:
     """The spans accepted from one request and the problems of the ones rejected."""
 

@@ -13,9 +13,9 @@ import os
 import sqlite3
 import struct
 import time
+from dataclasses import dataclass
 
 from spanjudge.errors import ConfigError
-from spanjudge.records import record_class
 from spanjudge.sidecar.config import ServeConfig, spool_path_problem
 from spanjudge.sidecar.spool import MemorySpool, Spool
 
@@ -27,7 +27,7 @@ _WAL_MAGIC = (0x377F0682, 0x377F0683)
 SIDE_FILES = ("-wal", "-shm")
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DiskState:
     """The spool's files before opening: notes for the operator, and whether one was there."""
 

@@ -23,9 +23,9 @@ import time
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 from spanjudge.pipeline import is_own_span
-from spanjudge.records import field, record_class
 from spanjudge.sessions.keys import session_key
 from spanjudge.spans.record import SpanRecord
 
@@ -37,14 +37,14 @@ def owner(key: str, workers: int) -> int:
     return zlib.crc32(key.encode("utf-8", "surrogatepass")) % workers
 
 
-@record_class(slots=True)
+@dataclass(slots=True)
 class _Held:
     process: int
     since: float
     spans: list[SpanRecord] = field(default_factory=list)
 
 
-@record_class(slots=True)
+@dataclass(slots=True)
 class Routed:
     """One process's part of a request: spans in order, and traces it must release."""
 

@@ -11,6 +11,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry import metrics
@@ -23,7 +24,6 @@ from spanjudge.emit.metrics import MetricsSink, SelfTelemetry, score_views
 from spanjudge.emit.otel import OtelVerdictSink
 from spanjudge.engine import Engine
 from spanjudge.errors import ConfigError
-from spanjudge.records import record_class
 from spanjudge.sidecar.config import ServeConfig
 from spanjudge.sidecar.export import (
     build_metric_readers,
@@ -48,7 +48,7 @@ def _adopt_as_global(provider: MeterProvider) -> None:
         metrics.set_meter_provider(provider)
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Endpoints:
     """Where the started sidecar listens (ports resolved when 0 was configured)."""
 

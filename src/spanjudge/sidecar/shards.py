@@ -23,13 +23,13 @@ import threading
 import time
 from collections import deque
 from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import wait
 from typing import Any
 
 from spanjudge.config import Config
 from spanjudge.emit.base import Sink
 from spanjudge.engine import Engine
-from spanjudge.records import field, record_class, replace
 from spanjudge.sessions.store import ClosePolicy
 from spanjudge.sidecar import evaluation_process
 from spanjudge.sidecar.config import ExportConfig
@@ -69,7 +69,7 @@ def process_share(policy: ClosePolicy, workers: int) -> ClosePolicy:
     )
 
 
-@record_class(eq=False)
+@dataclass(eq=False)
 class _Process:
     index: int
     process: Any = None  # multiprocessing.Process, once started

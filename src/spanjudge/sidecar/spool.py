@@ -15,8 +15,8 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 
-from spanjudge.records import record_class
 from spanjudge.sessions.keys import session_key
 from spanjudge.spans.record import SpanRecord
 
@@ -60,7 +60,7 @@ def group_of(span: SpanRecord, key_attributes: Sequence[str] = ()) -> str:
     return "s:" + found[0] if found is not None else "t:" + span.trace_id
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Completion:
     """An evaluated session whose spool rows may go: groups, the last request id it consumed."""
 
@@ -70,7 +70,7 @@ class Completion:
     upto: int
 
 
-@record_class(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Stored:
     """One spooled request, for replay: only spans of ``groups`` are still owed an evaluation."""
 

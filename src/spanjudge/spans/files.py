@@ -12,25 +12,19 @@ import os
 import stat
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING
 
 from spanjudge.errors import InputError
-from spanjudge.records import record_class
 from spanjudge.spans.jsonfast import decode_fast, decode_parsed
 from spanjudge.spans.limits import DEFAULT_LIMITS, Limits
 from spanjudge.spans.record import SpanRecord
-from spanjudge.typenames import module_getattr
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import IO
-
     from spanjudge.spans.otlp_proto import SpanProblem
 
-# what the block above binds for type checkers only, given when asked (`spanjudge.typenames`)
-__getattr__ = module_getattr(__name__)
 
-
-@record_class(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Chunk:
     """Spans decoded from one line (JSON) or one message (protobuf) of one input."""
 

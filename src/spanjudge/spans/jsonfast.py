@@ -17,6 +17,7 @@ the ordinary document, more cheaply, and the general decoder takes the rest.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from spanjudge.spans.ids import id_from_text
 from spanjudge.spans.jsonfast_values import _DECLINE, _attrs
@@ -32,10 +33,6 @@ from spanjudge.spans.record import (
     SpanRecordDraft,
 )
 from spanjudge.spans.sizes import EVENT_BASE, LINK_SIZE, SPAN_BASE
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 # orjson.loads once looked up (None: not installed); imported on first use, as it brings in
 # datetime, uuid and zoneinfo, which a run that reads no JSON need not pay for at start-up.

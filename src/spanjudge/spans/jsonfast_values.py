@@ -6,14 +6,11 @@ document), and an attribute dict's memory-budget estimate worked out as it is re
 from __future__ import annotations
 
 from sys import getsizeof
+from typing import Any
 
 from spanjudge.spans.limits import Limits
 from spanjudge.spans.record import AttrValue
 from spanjudge.spans.sizes import ENTRY_BASE, ENTRY_SIZE, STR_HEADER, attributes_size, nested_size
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 _FLOAT_WORDS = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from spanjudge.records import record_class
+from dataclasses import dataclass
+
 from spanjudge.spans.record import AttrValue
 
 TRUNCATION_MARK = "…[truncated by spanjudge]"
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Limits:
     """Caps applied while decoding. Values over a cap are cut, marked and counted, never dropped."""
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from spanjudge.spans.ids import IdError, id_from_text, optional_parent_text
 from spanjudge.spans.limits import DEFAULT_LIMITS, Limits, cap_value
@@ -22,10 +23,7 @@ from spanjudge.spans.record import (
     SpanRecord,
 )
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
         ExportTraceServiceRequest,
     )

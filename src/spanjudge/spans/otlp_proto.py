@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from spanjudge.records import record_class
 from spanjudge.spans.ids import IdError, id_from_bytes, optional_parent
 from spanjudge.spans.limits import DEFAULT_LIMITS, Limits, cap_value
 from spanjudge.spans.record import (
@@ -17,7 +18,6 @@ from spanjudge.spans.record import (
     SpanRecordDraft,
 )
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
         ExportTraceServiceRequest,
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 
-@record_class(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class SpanProblem:
     """One span of a request that could not be decoded, with the field path and why."""
 

@@ -3,19 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal, TypeAlias, get_args
 
-from spanjudge.records import field, fields, record_class
-from spanjudge.typenames import module_getattr
+StatusCode = Literal["unset", "ok", "error"]
+SpanKind = Literal["unspecified", "internal", "server", "client", "producer", "consumer"]
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, Literal, TypeAlias
-
-    StatusCode = Literal["unset", "ok", "error"]
-    SpanKind = Literal["unspecified", "internal", "server", "client", "producer", "consumer"]
-
-# what the block above binds for type checkers only, given when asked (`spanjudge.typenames`)
-__getattr__ = module_getattr(__name__)
 
 # Attribute values after normalisation: OTLP arrays become tuples, kvlists become dicts,
 # bytes become lowercase hex strings.
@@ -24,33 +17,26 @@ AttrValue: TypeAlias = (
 )
 Attributes = Mapping[str, AttrValue]
 
-SPAN_KINDS: tuple[SpanKind, ...] = (
-    "unspecified",
-    "internal",
-    "server",
-    "client",
-    "producer",
-    "consumer",
-)
-STATUS_CODES: tuple[StatusCode, ...] = ("unset", "ok", "error")
+SPAN_KINDS: tuple[SpanKind, ...] = get_args(SpanKind)
+STATUS_CODES: tuple[StatusCode, ...] = get_args(StatusCode)
 EMPTY_ATTRS: Attributes = {}
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SpanEvent:
     name: str
     time_unix_nano: int
     attributes: Attributes = field(default_factory=dict)
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SpanLink:
     trace_id: str
     span_id: str
     attributes: Attributes = field(default_factory=dict)
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SpanRecord:
     """A finished span, with ids as lowercase hex and times in Unix nanoseconds."""
 
@@ -91,7 +77,7 @@ class SpanRecord:
 
 
 # The field order the fast decoders (spans/jsonfast.py, spans/otlp_proto.py) build records in
-# (`spanjudge.records.slot_setters` checks it against the class).
+# (`draft_class` checks it against the class).
 SPAN_RECORD_FIELDS = (
     "trace_id",
     "span_id",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind as OtelSpanKind
@@ -11,10 +12,7 @@ from opentelemetry.trace import StatusCode as OtelStatusCode
 from spanjudge.spans.limits import DEFAULT_LIMITS, Limits, cap_value
 from spanjudge.spans.record import AttrValue, SpanEvent, SpanLink, SpanRecord
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from spanjudge.spans.record import SpanKind, StatusCode
 
 _KINDS: dict[OtelSpanKind, SpanKind] = {

@@ -5,20 +5,17 @@ from __future__ import annotations
 import json
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from operator import attrgetter
+from typing import Any
 
 from spanjudge import semconv
-from spanjudge.records import record_class, replace
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.effects import DEFAULT_EFFECT_MAP, EffectMap
 from spanjudge.trajectory.model import SkillLoad, Trajectory, Turn
 from spanjudge.trajectory.skills import EMPTY_LIBRARY, SkillLibrary
 from spanjudge.trajectory.stats import compute_stats
 from spanjudge.trajectory.steps import CatalogueEntry, Step
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 _START = attrgetter("start_unix_nano")
 _TRACE_ID = attrgetter("trace_id")
@@ -30,7 +27,7 @@ _SESSION_KEYS = frozenset(_SESSION_KEYS_IN_ORDER)
 _SESSION_KEYS_OR_METADATA = _SESSION_KEYS | {semconv.OI_METADATA}
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SessionMeta:
     """What session assembly knows about a session besides its spans."""
 

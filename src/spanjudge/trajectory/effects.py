@@ -8,21 +8,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any, Literal, get_args
 
-from spanjudge.records import field, record_class
-from spanjudge.typenames import module_getattr
+Effect = Literal["read", "create", "modify", "delete", "external"]
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, Literal
 
-    Effect = Literal["read", "create", "modify", "delete", "external"]
-
-# what the block above binds for type checkers only, given when asked (`spanjudge.typenames`)
-__getattr__ = module_getattr(__name__)
-
-EFFECTS: tuple[Effect, ...] = ("read", "create", "modify", "delete", "external")
+EFFECTS: tuple[Effect, ...] = get_args(Effect)
 
 # Checked in order; the first pattern that matches the tool name (case-insensitive) wins.
 DEFAULT_EFFECT_PATTERNS: tuple[tuple[str, Effect], ...] = (
@@ -43,7 +36,7 @@ DEFAULT_EFFECT_PATTERNS: tuple[tuple[str, Effect], ...] = (
 RESOURCE_ARGS: tuple[str, ...] = ("path", "file_path", "filename", "file", "key", "id")
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class EffectMap:
     """Effect per tool: explicit overrides first, then the default patterns."""
 

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import re
 
-from spanjudge.lazy_re import LazyPattern
-
 # What instrumentation writes for an output it hides (OpenInference's TraceConfig(hide_outputs=
 # True): `__REDACTED__`; others `<redacted>`, `[REDACTED]`), once or once per copy.
-_HIDDEN = LazyPattern(r"(?:\s*(?:_+redacted_+|<redacted[^>\n]*>|\[redacted\]))+\s*", re.I)
+_HIDDEN = re.compile(r"(?:\s*(?:_+redacted_+|<redacted[^>\n]*>|\[redacted\]))+\s*", re.I)
 
 
 def hidden(text: str | None) -> bool:

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from spanjudge.records import field, record_class
 from spanjudge.trajectory.steps import CatalogueEntry, Step
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from spanjudge.trajectory.steps import BodySource, SkillStatus
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Turn:
     index: int
     span_id: str
@@ -26,7 +24,7 @@ class Turn:
     end_unix_nano: int
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SkillLoad:
     skill: str
     status: SkillStatus
@@ -43,7 +41,7 @@ class SkillLoad:
         return bool(self.body)
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Stats:
     """ARCHITECTURE.md section 4 (Contract)."""
 
@@ -73,7 +71,7 @@ class Stats:
         }
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Trajectory:
     """Everything the evaluators see about one session."""
 

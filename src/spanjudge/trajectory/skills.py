@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 
-from spanjudge.records import field, record_class
 from spanjudge.trajectory.steps import CatalogueEntry
 
 # A body is recognised in a result by its opening text, whitespace-normalised.
 _PROBE_CHARS = 160
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Skill:
     """One SKILL.md: its front matter's name and description, its body and where it lives."""
 
@@ -25,7 +25,7 @@ class Skill:
         return " ".join(self.body.split())[:_PROBE_CHARS]
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SkillLibrary:
     """Every skill found under the configured paths, by name."""
 

@@ -3,32 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
 
-from spanjudge.records import field, record_class
-from spanjudge.typenames import module_getattr
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, Literal
-
-    BodySource = Literal["trace", "directory"]
-    StepKind = Literal["agent_turn", "model_call", "tool_call", "skill_load", "final_answer"]
-    StepStatus = Literal["ok", "error", "unset"]
-    SkillStatus = Literal["loaded", "failed", "unresolved"]
-
-# what the block above binds for type checkers only, given when asked (`spanjudge.typenames`)
-__getattr__ = module_getattr(__name__)
-
-STEP_KINDS: tuple[StepKind, ...] = (
-    "agent_turn",
-    "model_call",
-    "tool_call",
-    "skill_load",
-    "final_answer",
-)
+BodySource = Literal["trace", "directory"]
+StepKind = Literal["agent_turn", "model_call", "tool_call", "skill_load", "final_answer"]
+StepStatus = Literal["ok", "error", "unset"]
+SkillStatus = Literal["loaded", "failed", "unresolved"]
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+STEP_KINDS: tuple[StepKind, ...] = get_args(StepKind)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CatalogueEntry:
     """One skill offered to the agent (from `<available_skills>` blocks and equivalents)."""
 
@@ -36,7 +23,7 @@ class CatalogueEntry:
     description: str | None = None
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolRequest:
     """A tool call a model asked for in its output (executed or not)."""
 
@@ -45,7 +32,7 @@ class ToolRequest:
     arguments: Any = None
 
 
-@record_class(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Step:
     """One recognised unit of agent activity.
 
