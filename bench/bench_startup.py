@@ -1,32 +1,37 @@
-"""Start-up cost of `spanjudge eval` on a small file, against `python -c pass` in the same run.
+"""Start-up of `spanjudge eval` on a small file, timed against its peers' command lines.
 
-A release gate runs `spanjudge eval` once per build: on a small file nearly all of its time is
-start-up (imports), so the figure is the ratio of the two medians. Target: at most 4x.
+A release gate runs one eval per build; on a small file nearly all of it is start-up. The goal:
+spanjudge quicker than every peer. Each command runs once per round, rounds interleaved (and the
+order rotated), so all see the same machine load; the table gives the median and the fastest run
+of each, wall and CPU, and spanjudge's time over each peer's (below 1: spanjudge is quicker).
 
-    python bench/bench_startup.py             # 15 runs each, interleaved, in both interpreters
-    python bench/bench_startup.py --runs 30 --input fixtures/adk/adk.jsonl
-    python bench/bench_startup.py --only venv --importtime   # the 15 slowest imports of one run
-    python bench/bench_startup.py --only venv --against ../main   # and another checkout's venv
+    python bench/bench_startup.py                    # 11 rounds, on strands_default.jsonl
+    python bench/bench_startup.py --runs 21 --input fixtures/adk/adk.jsonl
+    python bench/bench_startup.py --against ../base  # another checkout's eval in the rounds
+    python bench/bench_startup.py --importtime       # the 15 slowest imports of spanjudge's eval
 
-Two interpreters are measured, each against its own `python -c pass`:
+The commands, all on the same file:
 
-- ``current``: this interpreter with this checkout's `src/` first on `PYTHONPATH` (whatever else
-  its site-packages hold, as in a developer's environment);
-- ``venv``: a fresh virtual environment, made in a temporary directory, holding what
-  `pip install .` gives a newcomer: this checkout's package (copied, compiled and given its
-  `.dist-info` with the console script, as pip installs a wheel) and the distributions it depends
-  on, linked file by file from this interpreter's environment (so it runs offline). A small
-  `python -c pass` there makes the ratio the harder one to meet.
+- ``spanjudge eval FILE -q -o REPORT``: the console script pip writes for pyproject's entry, in a
+  fresh venv `make_venv` builds offline (the tree installed as its wheel, its dependencies linked
+  from this environment). ``--current``: this interpreter with the tree's `src/` on PYTHONPATH
+  instead; ``--checkout DIR``: another tree in its place (e.g. a clean one while this one is
+  being edited).
+- Strands Evals: `strands_evals_route.py FILE SKILL` (its cheapest route from a file: json.loads,
+  SDK ReadableSpans, per session its mapper and the SkillInvoked check) in the venv
+  `scripts/setup-strands-evals` makes.
+- agentevals (agentevals-cli): ``agentevals run FILE --group-by conversation`` in the venv
+  `scripts/setup-agentevals` makes. It reads the file, groups it by session and extracts the
+  invocations; scoring them needs an ADK eval set (expected tool calls, matched by the first user
+  message), which this file does not come with, so its default metric reports NOT_EVALUATED.
+  This is its floor: a scored run also imports ADK's evaluator registry (several seconds more).
+- ``python -c "import opentelemetry.sdk.trace"`` in spanjudge's interpreter: the OTel SDK alone.
+- ``python -c pass`` there too: the interpreter's own start-up, for information (not a target).
 
-``--against CHECKOUT`` builds a second fresh venv from another checkout (an older commit, say)
-and runs its eval in the same interleaved loop, so the two trees' figures share one machine
-load: a before/after comparison that does not depend on when each was measured.
-
-The command is the `spanjudge` console script as pip writes it for this checkout's
-`[project.scripts]` entry (`console_script`: in the venv it is `bin/spanjudge`), run by that
-interpreter, with the report written to a file so the terminal does not count, and with
-bytecode cached as after `pip install` (a warm-up run writes it to a private cache). Both wall
-and CPU time are reported; on a shared machine the CPU ratio is the steadier one.
+A peer whose venv is absent is skipped, with the reason printed. Bytecode is cached as after
+`pip install`: a warm-up run of each command writes it (to a private cache, whatever
+PYTHONDONTWRITEBYTECODE says) and the timed runs load it. CPU time is the child's user + system
+time; on a shared machine it is the steadier figure.
 """
 
 from __future__ import annotations
@@ -51,7 +56,12 @@ from pathlib import Path
 import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_INPUT = ROOT / "fixtures" / "claude_code" / "claude_code.jsonl"  # 13 sessions
+# 16 sessions that all three tools read: agentevals extracts their invocations and Strands Evals'
+# mapper their trajectories (of Claude Code's spans, say, agentevals extracts nothing).
+DEFAULT_INPUT = ROOT / "fixtures" / "strands" / "strands_default.jsonl"
+CACHE = Path(os.environ.get("SPANJUDGE_CACHE", "/root/.cache/spanjudge"))
+STRANDS_EVALS = CACHE / "strands-evals-venv" / "bin" / "python"  # scripts/setup-strands-evals
+AGENTEVALS = CACHE / "agentevals-venv" / "bin" / "agentevals"  # scripts/setup-agentevals
 
 
 def console_script(root: Path = ROOT) -> str:
@@ -70,22 +80,16 @@ def console_script(root: Path = ROOT) -> str:
     )
 
 
-CLI = console_script()
-TARGET = 4.0
-
-
 def _time(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of the child): on a shared machine the CPU time is the
-    steadier of the two, since waiting for a core is not counted."""
+    """(wall seconds, CPU seconds of the child); exit codes 0 and 1 (a failed verdict) are fine."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     elapsed = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode not in (0, 1):
-        raise SystemExit(f"{argv} exited {done.returncode}: {done.stderr.decode()[-2000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return elapsed, cpu
+        raise RuntimeError(f"exited {done.returncode}: {done.stderr.decode()[-2000:].strip()}")
+    return elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 # `-X importtime` sees imports through `import`, not `importlib.import_module` (how registries load
@@ -212,137 +216,171 @@ def make_venv(directory: Path, root: Path = ROOT) -> Path:
 # --- measuring -------------------------------------------------------------------------------
 
 
-def _figures(baseline: list[tuple[float, float]], spanjudge: list[tuple[float, float]]) -> dict:
-    base_s, eval_s = (statistics.median(w for w, _ in runs) for runs in (baseline, spanjudge))
-    base_cpu, eval_cpu = (statistics.median(c for _, c in runs) for runs in (baseline, spanjudge))
-    return {
-        "python_c_pass_median_s": round(base_s, 4),
-        "spanjudge_eval_median_s": round(eval_s, 4),
-        "ratio": round(eval_s / base_s, 2),
-        "python_c_pass_cpu_median_s": round(base_cpu, 4),
-        "spanjudge_eval_cpu_median_s": round(eval_cpu, 4),
-        "cpu_ratio": round(eval_cpu / base_cpu, 2),
-        # The fastest run of each: what is left when the shared machine's noise is least.
-        "cpu_min_ratio": round(min(c for _, c in spanjudge) / min(c for _, c in baseline), 2),
+def _commands(args: argparse.Namespace, tmp: str) -> tuple[list[dict], list[str]]:
+    """The commands to time ({name, role, argv, env}) and the peers skipped, with the reason."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH", "PYTHONHOME")
     }
-
-
-def measure(
-    python: str,
-    script: str,
-    env: dict[str, str],
-    args: argparse.Namespace,
-    tmp: str,
-    against: tuple[str, str] | None = None,
-) -> dict:
-    """Figures of ``script``'s eval against ``python -c pass``; with ``against`` (another
-    venv's python and script), that eval's too, in the same interleaved loop."""
+    env["PYTHONPYCACHEPREFIX"] = os.path.join(tmp, "pyc")
+    tree = (args.checkout or ROOT).resolve()
+    if args.current:
+        python, script = sys.executable, Path(tmp) / "spanjudge"
+        script.write_text(console_script(tree))
+        own_env = {**env, "PYTHONPATH": str(tree / "src")}
+    else:
+        venv_python = make_venv(Path(tmp) / "venv", tree)
+        python, script, own_env = str(venv_python), venv_python.parent / "spanjudge", env
     report = os.path.join(tmp, "report.txt")
-    evals = [[python, script, "eval", args.input, "-q", "-o", report]]
-    if against is not None:
-        evals.append([*against, "eval", args.input, "-q", "-o", report])
-    baseline_argv = [python, "-c", "pass"]
-    if args.importtime:
-        _time(evals[0], env)
-        return {"importtime": _importtime(evals[0], env)}
-    for argv in evals:
-        _time(argv, env)  # warm the page cache and the bytecode cache
-    baseline: list[tuple[float, float]] = []
-    runs: list[list[tuple[float, float]]] = [[] for _ in evals]
-    for _ in range(args.runs):  # interleaved: all see the same machine load
-        baseline.append(_time(baseline_argv, env))
-        for argv, times in zip(evals, runs, strict=True):
-            times.append(_time(argv, env))
-    figures = _figures(baseline, runs[0])
-    if against is not None:
-        figures["against"] = _figures(baseline, runs[1])
-    return figures
+    where = "this interpreter" if args.current else "fresh venv"
+    label = "" if tree == ROOT else f" ({os.path.relpath(tree)})"
+    commands = [
+        {
+            "name": f"spanjudge eval{label}, {where}",
+            "role": "spanjudge",
+            "argv": [python, str(script), "eval", args.input, "-q", "-o", report],
+            "env": own_env,
+        }
+    ]
+    if args.against is not None:
+        other = make_venv(Path(tmp) / "venv_against", args.against.resolve())
+        argv = [str(other), str(other.parent / "spanjudge"), "eval", args.input, "-q", "-o", report]
+        name = f"spanjudge eval ({os.path.relpath(args.against.resolve())}), fresh venv"
+        commands.append({"name": name, "role": "against", "argv": argv, "env": env})
+    skipped = []
+    route = str(Path(__file__).with_name("strands_evals_route.py"))
+    peers = [
+        ("Strands Evals 1.7 route", args.strands_evals, [route, args.input, args.skill]),
+        (
+            "agentevals run (no eval set)",
+            args.agentevals,
+            ["run", args.input, "--group-by", "conversation"],
+        ),
+    ]
+    for name, program, rest in peers:
+        if Path(program).is_file():
+            commands.append({"name": name, "role": "peer", "argv": [program, *rest], "env": env})
+        else:
+            setup = "strands-evals" if "Strands" in name else "agentevals"
+            skipped.append(f"{name}: no {program} (run scripts/setup-{setup})")
+    for name, role, code in (
+        ("python -c 'import opentelemetry.sdk.trace'", "peer", "import opentelemetry.sdk.trace"),
+        ("python -c pass", "floor", "pass"),
+    ):
+        commands.append({"name": name, "role": role, "argv": [python, "-c", code], "env": own_env})
+    return commands, skipped
+
+
+def measure(commands: list[dict], runs: int, skipped: list[str]) -> None:
+    """Warm each command up (a peer that fails is dropped, with the reason), then time ``runs``
+    interleaved rounds; each command gets its ``times`` [(wall, CPU), ...]."""
+    for command in list(commands):
+        try:
+            _time(command["argv"], command["env"])  # page cache and bytecode cache
+        except RuntimeError as error:
+            if command["role"] == "spanjudge":
+                raise SystemExit(f"{command['name']} {error}") from None
+            commands.remove(command)
+            skipped.append(f"{command['name']}: {error}")
+        command["times"] = []
+    for i in range(runs):
+        for command in commands[i % len(commands) :] + commands[: i % len(commands)]:
+            command["times"].append(_time(command["argv"], command["env"]))
+
+
+def _figures(times: list[tuple[float, float]]) -> dict[str, float]:
+    walls, cpus = [w for w, _ in times], [c for _, c in times]
+    return {
+        "wall_median": statistics.median(walls),
+        "wall_min": min(walls),
+        "cpu_median": statistics.median(cpus),
+        "cpu_min": min(cpus),
+    }
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--runs", type=int, default=11, help="interleaved rounds (default 11)")
     parser.add_argument("--input", default=str(DEFAULT_INPUT))
+    parser.add_argument("--skill", default="csv-report", help="Strands Evals' SkillInvoked skill")
     parser.add_argument(
-        "--only", choices=("current", "venv"), help="measure one interpreter (default: both)"
+        "--current",
+        action="store_true",
+        help="run spanjudge in this interpreter with the tree's src/ on PYTHONPATH (no venv)",
     )
-    parser.add_argument("--importtime", action="store_true", help="show the slowest imports")
-    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument(
+        "--checkout", type=Path, help="measure this checkout's spanjudge (default: this one)"
+    )
     parser.add_argument(
         "--against",
         metavar="CHECKOUT",
         type=Path,
-        help="also measure another checkout's fresh venv in the same runs (e.g. an older commit)",
+        help="also time another checkout's spanjudge (fresh venv) in the same rounds",
     )
+    parser.add_argument("--strands-evals", default=str(STRANDS_EVALS), metavar="PYTHON")
+    parser.add_argument("--agentevals", default=str(AGENTEVALS), metavar="PROGRAM")
+    parser.add_argument("--importtime", action="store_true", help="show the slowest imports")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
-    figures: dict = {
-        "input": os.path.relpath(args.input, ROOT),
-        "input_bytes": os.path.getsize(args.input),
-        "runs": args.runs,
-        "target_ratio": TARGET,
-    }
+    args.input = os.path.abspath(args.input)
     with tempfile.TemporaryDirectory() as tmp:
-        # As installed: pip compiles bytecode at install time, so the warm-up run writes it
-        # (to a private cache, whatever PYTHONDONTWRITEBYTECODE says) and later runs load it.
-        base_env = {
-            k: v
-            for k, v in os.environ.items()
-            if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH", "PYTHONHOME")
-        }
-        base_env["PYTHONPYCACHEPREFIX"] = os.path.join(tmp, "pyc")
-        targets: list[tuple[str, str, str, dict[str, str]]] = []
-        if args.only in (None, "current"):
-            script = Path(tmp) / "spanjudge"
-            script.write_text(CLI)
-            env = {**base_env, "PYTHONPATH": str(ROOT / "src")}
-            targets.append(("current", sys.executable, str(script), env))
-        against = None
-        if args.only in (None, "venv"):
-            python = make_venv(Path(tmp) / "venv")
-            targets.append(("venv", str(python), str(python.parent / "spanjudge"), base_env))
-            if args.against is not None:
-                other = make_venv(Path(tmp) / "venv_against", args.against.resolve())
-                against = (str(other), str(other.parent / "spanjudge"))
-                figures["against"] = str(args.against)
-        for name, python, script, env in targets:
-            figures[name] = measure(
-                python, script, env, args, tmp, against if name == "venv" else None
-            )
-    if args.json:
-        print(json.dumps(figures, indent=2))
-        return 0
-    print(f"spanjudge eval {figures['input']} ({figures['input_bytes']:,} bytes), {args.runs} runs")
-    for name, *_ in targets:
-        f = figures[name]
-        label = "this interpreter" if name == "current" else "a fresh venv    "
+        commands, skipped = _commands(args, tmp)
         if args.importtime:
-            found = f["importtime"]
+            argv, env = commands[0]["argv"], commands[0]["env"]
+            _time(argv, env)
+            found = _importtime(argv, env)
             print(
-                f"{label}: imports take {found['spanjudge_self_us'] / 1000:.0f} ms in spanjudge's"
-                f" own modules, {found['other_us'] / 1000:.0f} ms in others (self times, under"
+                f"imports take {found['spanjudge_self_us'] / 1000:.0f} ms in spanjudge's own"
+                f" modules, {found['other_us'] / 1000:.0f} ms in others (self times, under"
                 " -X importtime); the slowest (cumulative):"
             )
             for micros, module in found["slowest"]:
                 print(f"{micros / 1000:8.1f} ms  {module}")
-            continue
-        print(
-            f"{label}: eval median wall {f['spanjudge_eval_median_s'] * 1000:4.0f} ms,"
-            f" CPU {f['spanjudge_eval_cpu_median_s'] * 1000:4.0f} ms; python -c pass wall"
-            f" {f['python_c_pass_median_s'] * 1000:3.0f} ms, CPU"
-            f" {f['python_c_pass_cpu_median_s'] * 1000:3.0f} ms; ratio wall {f['ratio']:.2f}x,"
-            f" CPU {f['cpu_ratio']:.2f}x (fastest runs {f['cpu_min_ratio']:.2f}x; target <="
-            f" {TARGET:g}x)"
+            return 0
+        measure(commands, args.runs, skipped)
+    own = _figures(commands[0]["times"])
+    rows = []
+    for command in commands:
+        f = _figures(command["times"])
+        if command["role"] in ("peer", "against"):
+            f["wall_ratio"] = own["wall_median"] / f["wall_median"]
+            f["cpu_ratio"] = own["cpu_median"] / f["cpu_median"]
+        rows.append(
+            {"name": command["name"], "role": command["role"], "argv": command["argv"], **f}
         )
-        if "against" in f:
-            a = f["against"]
-            cpu_ratio = f["spanjudge_eval_cpu_median_s"] / a["spanjudge_eval_cpu_median_s"]
-            print(
-                f"  {figures['against']} in the same runs: eval median wall"
-                f" {a['spanjudge_eval_median_s'] * 1000:4.0f} ms, CPU"
-                f" {a['spanjudge_eval_cpu_median_s'] * 1000:4.0f} ms; ratio wall {a['ratio']:.2f}x,"
-                f" CPU {a['cpu_ratio']:.2f}x (fastest runs {a['cpu_min_ratio']:.2f}x); this tree's"
-                f" eval CPU / its: {cpu_ratio:.2f}"
-            )
+    slower = [r for r in rows if r["role"] == "peer" and r["cpu_ratio"] >= 1]
+    if args.json:
+        print(
+            json.dumps({"input": args.input, "runs": args.runs, "rows": rows, "skipped": skipped})
+        )
+        return 0
+    size = os.path.getsize(args.input)
+    print(f"{os.path.relpath(args.input, ROOT)} ({size:,} bytes), {args.runs} interleaved rounds")
+    print(
+        f"{'command':<48} {'wall ms':>13} {'CPU ms':>13}  spanjudge / it\n"
+        f"{'':<48} {'median':>6} {'min':>6} {'median':>6} {'min':>6}  {'wall':>5} {'CPU':>5}"
+    )
+    for r in rows:
+        ratio = (
+            f"  {r['wall_ratio']:5.2f} {r['cpu_ratio']:5.2f}"
+            if "cpu_ratio" in r
+            else ("  (floor, for information)" if r["role"] == "floor" else "")
+        )
+        times = (r["wall_median"], r["wall_min"], r["cpu_median"], r["cpu_min"])
+        print(f"{r['name']:<48} " + " ".join(f"{t * 1000:6.0f}" for t in times) + ratio)
+    for reason in skipped:
+        print(f"skipped {reason}")
+    if any(r["name"].startswith("agentevals") for r in rows):
+        print(
+            "agentevals read the file with no eval set: its default metric reports NOT_EVALUATED\n"
+            "  per session, so this is its floor (a scored run also imports ADK's evaluators)"
+        )
+    verdict = ", ".join(f"{r['name']} ({r['cpu_ratio']:.2f}x)" for r in slower)
+    print(
+        "goal (CPU median below every peer's): "
+        + (f"not met, slower than {verdict}" if slower else "met")
+    )
     return 0
 
 
