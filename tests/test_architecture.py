@@ -237,7 +237,7 @@ def test_the_test_import_check_sees_every_form(tmp_path: Path) -> None:
     module.write_text(
         "from tests.test_cli_judges import config\n"
         "from tests.sidecar import test_crash\n"
-        "import tests.test_startup\n"
+        "import tests.test_offline\n"
         "from .test_calibrate import LABELS\n"
         "def f():\n    from tests.sidecar.test_workers import _env\n"
         "from tests.support.judged import TRACES\n"  # a helper module: allowed
@@ -245,7 +245,7 @@ def test_the_test_import_check_sees_every_form(tmp_path: Path) -> None:
     assert [name for _, name in imported_test_modules(module, "tests")] == [
         "tests.test_cli_judges",
         "tests.sidecar.test_crash",
-        "tests.test_startup",
+        "tests.test_offline",
         "tests.test_calibrate",
         "tests.sidecar.test_workers",
     ]

@@ -1,16 +1,13 @@
 """The `spanjudge` command's own process (`spanjudge.cli.console`: the console script and
-`python -m spanjudge`): it ends without the interpreter's teardown once its output is flushed
-and the atexit handlers have run. What a user sees must be what a normal exit gives: the whole
-report in a pipe or a file, every exit status, atexit work done, threads waited for; and
+`python -m spanjudge`): the whole report in a pipe or a file, every exit status, atexit work
+done, threads waited for, a plugin's open file written out, a profiler's output saved; and
 `main(argv)` in a caller's process returns and changes nothing of the process."""
 
 from __future__ import annotations
 
 import gc
-import importlib.metadata as metadata
 import json
 import os
-import re
 import subprocess
 import sys
 import textwrap
@@ -40,18 +37,10 @@ def _spanjudge(*argv: str, **kwargs: object) -> subprocess.CompletedProcess[byte
     )
 
 
-def _console_after(
-    prologue: str, *argv: str, cwd: Path, wrapped: bool = True
-) -> subprocess.CompletedProcess[str]:
+def _console_after(prologue: str, *argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """The console entry run with ``argv`` after ``prologue`` (what a plugin or a wrapper may
-    have set up in the process before the command ran). ``wrapped``: the prologue runs in a
-    function, so the script's globals are those of pip's console script (modules and the entry):
-    the command may then end without the teardown, which is what these tests check."""
-    prologue = textwrap.dedent(prologue)
-    if wrapped:
-        body = textwrap.indent(prologue, "    ")
-        prologue = f"def _prologue():\n    pass\n{body}\n_prologue()\ndel _prologue\n"
-    script = prologue + "\nfrom spanjudge.cli import console\nconsole()\n"
+    have set up in the process before the command ran)."""
+    script = textwrap.dedent(prologue) + "\nfrom spanjudge.cli import console\nconsole()\n"
     return subprocess.run(
         [sys.executable, "-c", script, *argv],
         capture_output=True,
@@ -186,23 +175,6 @@ def test_a_thread_still_running_is_waited_for(tmp_path: Path) -> None:
     assert (tmp_path / "report.txt").read_text().endswith(TABLE_LAST_LINE)
 
 
-def test_serve_runs_with_the_collector_python_starts_with(tmp_path: Path) -> None:
-    # Start-up raises the collector's thresholds; a server, running for days, gets Python's.
-    done = _console_after(
-        """
-        import gc, spanjudge.sidecar
-        def serve(argv, **options):
-            print("serving with", gc.get_threshold())
-            return 0
-        spanjudge.sidecar.main = serve
-        """,
-        "serve",
-        cwd=tmp_path,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout == f"serving with {gc.get_threshold()}\n"
-
-
 def test_main_in_a_callers_process_returns_and_leaves_the_process_as_it_was(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -212,15 +184,11 @@ def test_main_in_a_callers_process_returns_and_leaves_the_process_as_it_was(
     assert "wrote table report" in capsys.readouterr().err
 
 
-_KEEPS_A_FILE_OPEN = 'LOG = open("plugin.log", "w")\nLOG.write("plugin was here\\n")\n'
-
-
-def test_a_file_a_plugin_module_keeps_open_is_written_out_as_at_a_normal_exit(
-    tmp_path: Path,
-) -> None:
-    # A plugin's module holds an open file with buffered data that only the teardown flushes:
-    # with other code loaded the command takes the normal exit (the data was lost before).
-    (tmp_path / "plugin_mod.py").write_text(_KEEPS_A_FILE_OPEN)
+def test_a_file_a_plugin_module_keeps_open_is_written_out(tmp_path: Path) -> None:
+    # A plugin's module holds an open file with buffered data that only the teardown flushes.
+    (tmp_path / "plugin_mod.py").write_text(
+        'LOG = open("plugin.log", "w")\nLOG.write("plugin was here\\n")\n'
+    )
     done = _console_after(
         "import plugin_mod", "eval", str(TRACES), "-q", "-o", "r.txt", cwd=tmp_path
     )
@@ -229,81 +197,25 @@ def test_a_file_a_plugin_module_keeps_open_is_written_out_as_at_a_normal_exit(
     assert (tmp_path / "r.txt").read_text().endswith(TABLE_LAST_LINE)
 
 
-def test_a_file_the_calling_script_keeps_open_is_written_out_as_at_a_normal_exit(
-    tmp_path: Path,
-) -> None:
-    done = _console_after(
-        _KEEPS_A_FILE_OPEN, "eval", str(TRACES), "-q", "-o", "r.txt", cwd=tmp_path, wrapped=False
-    )
-    assert done.returncode == 1, done.stderr
-    assert (tmp_path / "plugin.log").read_text() == "plugin was here\n"
+# What pip writes for the `spanjudge = "spanjudge.cli:console"` entry point.
+CONSOLE_SCRIPT = "import sys\nfrom spanjudge.cli import console\nsys.exit(console())\n"
 
 
-_KNOWN_AFTER_EVAL = """
-import re
-import sys
-{extra}
-from spanjudge.cli import main, _known_code
-main(["eval", {traces!r}, "-q", "-o", "r.txt"])
-print(_known_code())
-"""
-
-
-@pytest.mark.parametrize(("extra", "known"), [("", True), ("import plugin_mod", False)])
-def test_the_teardown_is_skipped_only_with_nothing_but_known_code(
-    tmp_path: Path, extra: str, known: bool
-) -> None:
-    # pip's console script (modules and the entry in its globals) after an eval: nothing but the
-    # standard library, spanjudge and its dependencies is loaded; a module of anyone else is not.
-    (tmp_path / "plugin_mod.py").write_text("VALUE = 1\n")
-    script = _KNOWN_AFTER_EVAL.format(extra=extra, traces=str(TRACES))
+def test_a_profile_of_the_command_is_written(tmp_path: Path) -> None:
+    # `python -m cProfile -o prof.out $(which spanjudge) eval ...`: the profiler saves its
+    # output once the console script returns.
+    script = tmp_path / "spanjudge_script.py"
+    script.write_text(CONSOLE_SCRIPT)
+    argv = ("eval", str(TRACES), "-q", "-o", "report.txt")
     done = subprocess.run(
-        [sys.executable, "-c", script],
+        [sys.executable, "-m", "cProfile", "-o", "prof.out", str(script), *argv],
         capture_output=True,
         text=True,
         env=_env(),
         cwd=tmp_path,
         timeout=120,
     )
-    assert done.stdout == f"{known}\n", done.stderr
-
-
-def _top_level_packages(dist: metadata.Distribution) -> set[str]:
-    names = set()
-    for file in dist.files or ():
-        top = file.parts[0]
-        if top in ("..", "__pycache__") or top.endswith((".dist-info", ".egg-info", ".pth")):
-            continue
-        names.add(top.split(".")[0] if len(file.parts) == 1 else top)
-    return names
-
-
-def test_the_known_dependency_packages_are_the_installed_dependencies_packages() -> None:
-    # Every top-level package of spanjudge's core dependencies (and theirs) counts as known
-    # code: a dependency added without updating the list only costs the fast exit, but the list
-    # must not miss what is installed today (mypyc's hashed helper modules excepted).
-    from spanjudge.cli import _DEPENDENCY_PACKAGES
-
-    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-    todo = [re.match(r"[A-Za-z0-9._-]+", spec).group(0) for spec in requires if "extra" not in spec]  # type: ignore[union-attr]
-    seen: set[str] = set()
-    missing: set[str] = set()
-    while todo:
-        name = todo.pop()
-        key = re.sub(r"[-_.]+", "-", name).lower()
-        if key in seen:
-            continue
-        seen.add(key)
-        try:
-            dist = metadata.distribution(name)
-        except metadata.PackageNotFoundError:
-            continue  # not installed here (another platform's)
-        missing |= {
-            top
-            for top in _top_level_packages(dist)
-            if top not in _DEPENDENCY_PACKAGES and not top.endswith("__mypyc")
-        }
-        for spec in dist.requires or ():
-            if "extra ==" not in spec:
-                todo.append(re.match(r"[A-Za-z0-9._-]+", spec).group(0))  # type: ignore[union-attr]
-    assert not missing, sorted(missing)
+    assert done.returncode == 0, done.stderr  # cProfile takes the command's SystemExit
+    assert (tmp_path / "prof.out").stat().st_size > 0
+    table = (tmp_path / "report.txt").read_text().splitlines()
+    assert sum(line.startswith("session ") for line in table) == 13

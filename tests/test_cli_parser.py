@@ -1,5 +1,5 @@
-"""`spanjudge` builds only the parser of the subcommand it runs (`cli_parser.command_of`); what
-the top level shows must still name every subcommand, whatever comes before the command."""
+"""What `spanjudge` shows for help and usage errors, whatever comes before the subcommand: the
+top level names every subcommand; a subcommand's help and errors are its own."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, fake_distribution
 
 CLI = [sys.executable, "-m", "spanjudge.cli"]
 TRACES = FIXTURES / "claude_code" / "claude_code.jsonl"  # 13 sessions, 166 spans
@@ -119,6 +119,77 @@ def test_a_configured_judges_warning_keeps_the_cli_format_without_verbose(tmp_pa
         )
     warned = [line for line in done.stderr.splitlines() if "refused response_format" in line]
     assert len(warned) == 1 and warned[0].startswith("spanjudge: WARNING: judge llm:"), done.stderr
+
+
+PLUGIN_SINK = """
+import logging
+
+
+class Chatty:
+    def emit(self, result):
+        logging.getLogger("chatty").warning("chatty saw %s", result.trajectory.session_id)
+
+    def flush(self, timeout_s):
+        return True
+
+    def shutdown(self):
+        pass
+
+
+def chatty(options, path, problems):
+    return Chatty()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("verbose", [[], ["-v"]], ids=["quiet", "verbose"])
+def test_a_plugins_warning_has_the_cli_format(tmp_path: Path, verbose: list[str]) -> None:
+    """A plugin logging through its own logger gets `spanjudge: LEVEL: message` too, not a bare
+    line from logging's last-resort handler."""
+    site = fake_distribution(
+        tmp_path / "site",
+        "chatty",
+        {"spanjudge.sinks": {"chatty": "chatty:chatty"}},
+        {"chatty": PLUGIN_SINK},
+    )
+    config = tmp_path / "spanjudge.yaml"
+    config.write_text("emit: {sinks: {chatty: {}}}\n")
+    path = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
+    done = _run(
+        "eval",
+        str(TRACES),
+        "--config",
+        str(config),
+        *verbose,
+        "-o",
+        "report.txt",
+        cwd=tmp_path,
+        PYTHONPATH=path,
+    )
+    said = [line for line in done.stderr.splitlines() if "chatty saw" in line]
+    assert len(said) == 13, done.stderr  # one per session of the file
+    assert all(line.startswith("spanjudge: WARNING: chatty saw ") for line in said), said
+
+
+@pytest.mark.slow
+def test_main_called_in_a_callers_process_gives_its_logging_back(tmp_path: Path) -> None:
+    """`spanjudge.cli.main([...])` from a script: afterwards the script's own records are
+    formatted as the script set up (here: not at all), not with the CLI's `spanjudge: LEVEL:`."""
+    code = (
+        "import logging\n"
+        "from spanjudge.cli import main\n"
+        f"code = main(['eval', {str(TRACES)!r}, '-v', '-o', 'report.txt'])\n"
+        "logging.getLogger('caller').warning('the caller logs')\n"
+        "logging.getLogger('spanjudge.caller').info('an info nobody asked for')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert any(line.startswith("spanjudge: INFO: reading ") for line in lines), lines  # -v ran
+    assert lines[-1] == "the caller logs", lines
+    assert "an info nobody asked for" not in done.stderr
 
 
 def _coloured_on_a_terminal(*argv: str, **env: str) -> bool:

@@ -25,13 +25,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from typing import Any
 
+log = logging.getLogger("spanjudge.cli")  # -v: INFO, as `eval -v` says what it read
+
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
-    """The ``calibrate`` subcommand (cheap to build: the computation, `spanjudge.calibration`, is
-    imported when the command runs)."""
+    """The ``calibrate`` subcommand's parser."""
     parser: argparse.ArgumentParser = sub.add_parser(
         "calibrate",
         help="agreement of each evaluator and judge with hand labels (accuracy, kappa, coverage)",
@@ -50,9 +52,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 def cmd_calibrate(args: argparse.Namespace, out: Any = None) -> int:
     from spanjudge.calibration import load_labels, run
     from spanjudge.config import load_config
-    from spanjudge.logs import logger
 
-    log = logger("spanjudge.cli")  # -v: INFO, as `eval -v` says what it read
     out = out or sys.stdout
     labels = load_labels(args.labels)
     log.info("labels: %d from %s", len(labels), args.labels)

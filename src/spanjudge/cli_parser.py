@@ -1,22 +1,17 @@
-"""The parsers of the `spanjudge` command line (ARCHITECTURE.md section 9, Contract).
-
-argparse's parsers are slow to build (a formatter and gettext look-ups per argument): all five
-took milliseconds of a small `spanjudge eval`, so `spanjudge.cli.main` builds only the parser of
-the subcommand it runs when nothing before it could show the others (`command_of`), and none for
-a plain eval command line (`spanjudge.cli_argv.plain_eval`, which reads eval's options as
-`_add_eval` declares them).
-"""
+"""The argparse parsers of the `spanjudge` command line (ARCHITECTURE.md section 9, Contract)."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from typing import Any
 
 from spanjudge._version import __version__
-from spanjudge.cli_argv import COMMANDS, FORMATS, command_of
+from spanjudge.calibrate import add_parser
 
-__all__ = ["FORMATS", "build_parser", "command_of"]
+__all__ = ["COMMANDS", "FORMATS", "build_parser"]
+
+COMMANDS = ("eval", "serve", "demo", "calibrate")
+FORMATS = ("table", "json", "junit", "html")
 
 EVAL_EPILOG = """\
 inputs:
@@ -37,29 +32,6 @@ examples:
   spanjudge eval --expect expectations.yaml --format json --output report.json traces/*.jsonl
   spanjudge eval --format junit --output junit.xml --strict --fail-on-error traces.jsonl
 """
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse's parser, built without asking for the terminal's size: `add_argument` makes a
-    formatter to check each argument's metavar, and argparse's formatter, made without a width,
-    imports `shutil` (with zlib, bz2 and lzma) to ask the terminal. The check formats one
-    argument, whatever the width; help, usage and errors are formatted as argparse does."""
-
-    _adding = False
-
-    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
-        self._adding = True
-        try:
-            return super().add_argument(*args, **kwargs)
-        finally:
-            self._adding = False
-
-    def _get_formatter(self) -> argparse.HelpFormatter:
-        if self._adding:
-            make: Any = self.formatter_class  # every HelpFormatter takes a width
-            formatter: argparse.HelpFormatter = make(prog=self.prog, width=80)
-            return formatter
-        return super()._get_formatter()
 
 
 _VERBOSE_HELP = (
@@ -156,27 +128,14 @@ def _add_demo(sub: Any) -> argparse.ArgumentParser:
 
 
 def _add_calibrate(sub: Any) -> argparse.ArgumentParser:
-    from spanjudge.calibrate import add_parser
-
     calibrate = add_parser(sub)
     _verbose(calibrate)
     return calibrate
 
 
-_COMMANDS: dict[str, Callable[[Any], argparse.ArgumentParser]] = dict(
-    zip(COMMANDS, (_add_eval, _add_serve, _add_demo, _add_calibrate), strict=True)
-)
-
-
-def build_parser(
-    command: str | None = None,
-) -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
-    """The top-level parser and each subcommand's own (for usage messages that fit).
-
-    With ``command`` only that subcommand's parser is built (argparse's parsers are slow to
-    build: all five took milliseconds of a small `spanjudge eval`); `main` passes it when nothing
-    before the subcommand could show the others (`command_of`)."""
-    parser = _Parser(
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The top-level parser and each subcommand's own (for usage messages that fit)."""
+    parser = argparse.ArgumentParser(
         prog="spanjudge",
         description="Judge AI agents from their OpenTelemetry traces: skill loads, tool calls, "
         "trajectories. Verdicts are pass, fail or not_evaluated (with a reason); pass rates are "
@@ -184,9 +143,7 @@ def build_parser(
     )
     parser.add_argument("-v", "--verbose", action="count", default=0, help=_VERBOSE_HELP)
     parser.add_argument("--version", action="version", version=f"spanjudge {__version__}")
-    # prog: what argparse would format from the usage (no positionals yet), without a formatter
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", prog="spanjudge")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-
-    names = [command] if command else list(_COMMANDS)
-    return parser, {name: _COMMANDS[name](sub) for name in names}
+    adders = (_add_eval, _add_serve, _add_demo, _add_calibrate)
+    return parser, {name: add(sub) for name, add in zip(COMMANDS, adders, strict=True)}

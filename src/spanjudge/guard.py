@@ -12,14 +12,11 @@ a test that makes something fail on purpose opts out with `contained()`.
 
 from __future__ import annotations
 
+import logging
 import os
-from _thread import allocate_lock  # threading's Lock, without importing threading
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import logging
 
 RAISE_ENV = "SPANJUDGE_RAISE_INTERNAL_ERRORS"
 _contained_depth = 0
@@ -45,8 +42,7 @@ def contained() -> Iterator[None]:
 
 class Guard:
     """One owner's failures: ``errors`` counts them, the first per ``where`` is logged with its
-    traceback, ``on_error(where)`` sees each (for a metric). ``logger`` may be a logger's name:
-    `logging` is then imported only when there is a failure to log (start-up cost)."""
+    traceback, ``on_error(where)`` sees each (for a metric). ``logger`` is a logger or its name."""
 
     def __init__(
         self,
@@ -54,13 +50,13 @@ class Guard:
         what: str,
         on_error: Callable[[str], None] | None = None,
     ) -> None:
-        self.log = logger
+        self.log = logging.getLogger(logger) if isinstance(logger, str) else logger
         self.what = what
         self.on_error = on_error
         self.errors = 0
         self._warned: set[str] = set()
         # Two threads failing in one place at once: one logs it, both are counted.
-        self._lock = allocate_lock()
+        self._lock = threading.Lock()
 
     def failed(self, where: str, detail: str = "") -> None:
         """Call from an ``except`` block: the exception being handled is the failure."""
@@ -76,10 +72,6 @@ class Guard:
         try:
             if first:
                 suffix = f" on {detail}" if detail else ""
-                if isinstance(self.log, str):
-                    from spanjudge.logs import logger
-
-                    self.log = logger(self.log)
                 self.log.exception(
                     "%s %s failed%s (logged once, every occurrence counted)",
                     self.what,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import gc
 import sys
+import threading
 import time
-from _thread import allocate_lock  # threading's Lock, without importing threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
@@ -27,9 +27,9 @@ if TYPE_CHECKING:
 
 
 _GC_THRESHOLD = 50_000  # allocations between young-generation collections during a run
-_gc_lock = allocate_lock()
-_gc_runs: set[object] = set()  # the runs under way, in any thread
-_gc_found: list[tuple[int, int, int]] = []  # the thresholds the first of them found
+_gc_lock = threading.Lock()
+_gc_runs = 0  # runs under way, in any thread
+_gc_found = (0, 0, 0)  # the thresholds the first of them found; the last one puts them back
 
 
 @dataclass(slots=True)
@@ -127,24 +127,24 @@ def run_offline(
 
     Raises `InputError` on the first bad line unless ``skip_invalid``."""
     # Each span brings a dozen containers that live until its session closes: at the default
-    # threshold (700 allocations) the collector ran every few dozen spans and re-traversed
-    # them all (5-10% of an eval). Cycles are rare here; a larger first threshold is enough.
+    # threshold (700 allocations) the collector runs every few dozen spans and re-traverses
+    # them all. Cycles are rare here; a larger first threshold is enough.
     # The thresholds are the process's: runs overlapping in threads raise them once, and the
     # last one to end (whichever it is) puts back what the first one found.
-    run = object()
+    global _gc_runs, _gc_found
+    with _gc_lock:
+        if not _gc_runs:
+            _gc_found = gc.get_threshold()
+            if _gc_found[0]:  # 0: automatic collection is off, and stays so
+                gc.set_threshold(max(_gc_found[0], _GC_THRESHOLD), *_gc_found[1:])
+        _gc_runs += 1
     try:
-        with _gc_lock:
-            if not _gc_runs and not _gc_found:
-                _gc_found.append(gc.get_threshold())
-                if _gc_found[0][0]:  # 0: automatic collection is off, and stays so
-                    gc.set_threshold(max(_gc_found[0][0], _GC_THRESHOLD), *_gc_found[0][1:])
-            _gc_runs.add(run)
         return _run(paths, engine, writer, skip_invalid, progress, on_skip, total_bytes)
     finally:
         with _gc_lock:
-            _gc_runs.discard(run)
-            if not _gc_runs and _gc_found:
-                gc.set_threshold(*_gc_found.pop())
+            _gc_runs -= 1
+            if not _gc_runs:
+                gc.set_threshold(*_gc_found)
 
 
 def _run(

@@ -1,5 +1,5 @@
 """What a `spanjudge` command imports: the modules loaded after running it in a fresh interpreter
-(start-up tests in tests/test_startup.py and tests/test_records.py)."""
+(tests/recognition/test_deferred.py)."""
 
 from __future__ import annotations
 
@@ -31,16 +31,3 @@ def modules_after(*argv: str, cwd: Path, flags: tuple[str, ...] = ()) -> set[str
     assert done.returncode == 0, done.stderr
     loaded: set[str] = set(json.loads(done.stderr.strip().splitlines()[-1]))
     return loaded
-
-
-def run_isolated(script: str) -> str:
-    """The standard output of ``script`` run by `python -S -c` with this test's `sys.path` (so
-    the same spanjudge, without `.pth` hooks or sitecustomize importing anything first)."""
-    done = subprocess.run(
-        [sys.executable, "-S", "-c", script],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-        check=True,
-    )
-    return done.stdout

@@ -8,6 +8,7 @@ fluent answer), one is not evaluated, with its reason.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 
 from opentelemetry.sdk._logs import LoggerProvider
@@ -86,9 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         help="colour the outcomes (default: on a terminal, unless NO_COLOR is set or TERM=dumb)",
     )
     args = parser.parse_args(argv)
-    from spanjudge.logs import logger
-
-    log = logger("spanjudge.cli")  # -v: INFO, -vv: DEBUG, as `eval -v` says what it ran
+    log = logging.getLogger("spanjudge.cli")  # -v: INFO, -vv: DEBUG, as `eval -v` says what it ran
     log.info(
         "running %d scripted scenario(s) through SpanJudgeProcessor (in-memory exporters)",
         len(SCENARIOS),

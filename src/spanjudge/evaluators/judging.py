@@ -18,8 +18,8 @@ After ``fork`` the child starts fresh pools (threads do not survive a fork).
 from __future__ import annotations
 
 import os
+import threading
 import time
-from _thread import allocate_lock  # threading's Lock: threading only with a pool
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -32,7 +32,6 @@ from spanjudge.values import Verdict, not_evaluated
 
 if TYPE_CHECKING:
     import queue
-    import threading
     from concurrent.futures import Future
 
 RunEvaluator = Callable[[Evaluator, EvaluationContext], list[Verdict]]
@@ -54,7 +53,7 @@ class JudgePool:
         self.workers = max(1, workers)
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
-        self._lock = allocate_lock()
+        self._lock = threading.Lock()
         self._pid = os.getpid()
 
     def submit(self, fn: Callable[[], list[Verdict]]) -> Future[list[Verdict]]:
@@ -67,7 +66,6 @@ class JudgePool:
 
     def _ensure_started(self) -> None:
         import queue
-        import threading
 
         with self._lock:
             if self._pid != os.getpid():  # forked: the parent's threads are not here
@@ -169,7 +167,7 @@ class Judging:
     def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._pools: dict[int, JudgePool] = {}
-        self._lock = allocate_lock()
+        self._lock = threading.Lock()
 
     def pool_for(self, judge: Any) -> JudgePool:
         with self._lock:
