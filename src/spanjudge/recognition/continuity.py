@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from spanjudge import reasons
 from spanjudge import semconv as sc
-from spanjudge.recognition import genai, openinference_messages
+from spanjudge.recognition import genai, openinference
 from spanjudge.recognition.base import parse_json
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.model import Trajectory
@@ -116,8 +116,7 @@ def input_messages(span: SpanRecord) -> list[_Message]:
     if found:
         return found
     found = [
-        _Message(role=m.role, has_text=bool(m.text))
-        for m in openinference_messages.messages(span, "input")
+        _Message(role=m.role, has_text=bool(m.text)) for m in openinference.messages(span, "input")
     ]
     return (
         found
