@@ -9,7 +9,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spanjudge.recognition import genai_messages
+from spanjudge.recognition import genai
 from spanjudge.spans.record import SpanEvent, SpanRecord
 
 _MESSAGES = json.dumps([{"role": "user", "parts": [{"type": "text", "content": "hi"}]}])
@@ -56,7 +56,7 @@ def test_messages_are_what_reading_them_in_full_gives(
         events=tuple(events),
     )
     for key in ("gen_ai.input.messages", "gen_ai.output.messages"):
-        assert genai_messages.messages(span, key) == genai_messages._messages(span, key)
+        assert genai.messages(span, key) == genai._messages(span, key)
 
 
 def test_a_span_with_messages_in_an_event_gets_them() -> None:
@@ -74,5 +74,5 @@ def test_a_span_with_messages_in_an_event_gets_them() -> None:
         end_unix_nano=2,
         events=(details,),
     )
-    assert genai_messages.last_user_text(span) == "hi"
-    assert genai_messages.messages(span, "gen_ai.output.messages") == []
+    assert genai.last_user_text(span) == "hi"
+    assert genai.messages(span, "gen_ai.output.messages") == []

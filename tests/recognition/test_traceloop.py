@@ -3,8 +3,13 @@
 
 from __future__ import annotations
 
-from spanjudge.recognition.genai import GenAIRecogniser
-from spanjudge.recognition.genai_messages import last_user_text, messages, output, tool_requests
+from spanjudge.recognition.genai import (
+    GenAIRecogniser,
+    last_user_text,
+    messages,
+    output,
+    tool_requests,
+)
 from spanjudge.recognition.traceloop import TraceloopRecogniser
 from spanjudge.spans.files import read_input
 from spanjudge.spans.record import SpanRecord

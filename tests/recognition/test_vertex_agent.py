@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from spanjudge.recognition.genai import GenAIRecogniser
-from spanjudge.recognition.genai_messages import last_user_text, output, tool_requests
+from spanjudge.recognition.genai import GenAIRecogniser, last_user_text, output, tool_requests
 from spanjudge.recognition.vertex_agent import tool_io
 from spanjudge.spans.files import read_input
 from spanjudge.spans.record import SpanRecord

@@ -1,16 +1,37 @@
 """The embedded default judge: deterministic, explainable, no network.
 
-It reads only what the user asked (requests, the catalogue) and what the agent did (tool names,
-order, status, final answer). Tool outputs are never read, so text planted in them cannot steer it.
+It reads what the user asked (requests, the catalogue) and what the agent did (tool names, order,
+status, arguments, final answer). Tool outputs are read only as words an argument or a reply may
+have come from, never as instructions to the judge.
+
+- skill selection and omission: the request's content words against each catalogue entry's name
+  and description, weighted by how rare a word is in the catalogue;
+- instruction following: the loaded SKILL.md's steps aligned in order with the tool calls and the
+  final answer that came after the load;
+- tool selection: a tool the agent was not offered (when the offer was recorded) is wrong; a tool
+  a loaded SKILL.md tells it to use is right when that skill fits the request; otherwise the tool
+  must be about the request: its name or description shares a word (or a related one) with the
+  request, or its arguments carry a value the request or an earlier tool output gave;
+- tool parameters: the arguments must satisfy the tool's recorded schema (required names, no
+  unknown ones where the schema forbids them, types, enums); a call that failed with an argument
+  error is wrong; and every short identifier-like value (a path, an id, a name) must come from the
+  context: the requests, earlier tool arguments and outputs, or a loaded SKILL.md (a path may also
+  sit under a directory the context names);
+- outcome: does the final answer agree with the reference? Numbers first (every figure of the
+  reference must be in the answer), words otherwise; and an answer is no better than what backs
+  it: a file it points to must hold its figures, and it must not claim a path the reference does
+  not.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from functools import lru_cache
+from typing import Any
 
 from spanjudge.errors import JudgeError
 from spanjudge.judges.base import BINARY, LEVELS, Judgement, JudgeRequest
@@ -22,7 +43,6 @@ from spanjudge.judges.text import (
     closest_name,
     entry_terms,
     parse_skill,
-    short,
     tokens,
     tool_names,
     trigger_topics,
@@ -45,6 +65,28 @@ _REQUIRED_CAP = "partially"
 # A reply that repeats none of its step's words still follows it when it reports on the session
 # in at least this many content words.
 _REPLY_MIN_WORDS = 3
+
+_ARG_ERROR = re.compile(
+    r"invalid|missing|required|unknown (?:argument|parameter|field)|unexpected (?:argument|keyword)"
+    r"|validation|no such file|not found|does not exist|permission denied|out of scope",
+    re.IGNORECASE,
+)
+_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list, tuple),
+    "object": (dict,),
+}
+# Longer argument values are content the agent wrote (a report, a message), not identifiers.
+_IDENTIFIER_MAX = 200
+_DIRECTORY = re.compile(r"(?:^|[\s'\"(`])\.{0,2}/?[\w.-]+/")
+_TIMESTAMP = re.compile(
+    r"^\d{4}-\d{2}-\d{2}(?:[t ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:z|[+-]\d{2}:?\d{2})?)?$"
+)
+_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+_PATH = re.compile(r"(?<![\w/])(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+\.\w+")
 
 
 def _level(in_order: float, reordered: bool) -> str:
@@ -89,16 +131,10 @@ class HeuristicJudge:
             return self._omission(request)
         if request.kind == "instruction_following":
             return self._following(request)
-        if request.kind in ("tool_selection", "tool_parameters"):
-            # opt-in: imported when asked (from the module: `from spanjudge.judges import ...`
-            # would ask the package, whose __getattr__ runs its type-checking block)
-            from spanjudge.judges.heuristic_tools import judge_tool_parameters, judge_tool_selection
-
-            if request.kind == "tool_selection":
-                return judge_tool_selection(request, lambda load: self._fits(request, load))
+        if request.kind == "tool_selection":
+            return judge_tool_selection(request, lambda load: self._fits(request, load))
+        if request.kind == "tool_parameters":
             return judge_tool_parameters(request)
-        from spanjudge.judges.heuristic_outcome import judge_outcome  # needs a reference or task
-
         return judge_outcome(request)
 
     def _fits(self, request: JudgeRequest, load: Step) -> bool | None:
@@ -333,7 +369,7 @@ class HeuristicJudge:
             rating = _REQUIRED_CAP
         lines = []
         for st in doc.steps:
-            label = f"step {st.index} ({short(st.text)})"
+            label = f"step {st.index} ({_short(st.text)})"
             if st not in observable:
                 lines.append(f"{label}: not observable in spans, not counted")
             elif st.index in in_order:
@@ -375,8 +411,6 @@ class HeuristicJudge:
             details=details,
         )
 
-    # --- outcome ----------------------------------------------------------------------------
-
 
 def _known_words(request: JudgeRequest) -> frozenset[str]:
     """What the session dealt with: the requests and the successful tool calls' arguments and
@@ -393,6 +427,277 @@ def _asks_about(entry: CatalogueEntry, words: set[str]) -> bool:
     and the request is about one of those things."""
     topics = trigger_topics(entry.description or "")
     return topics is not None and any(related(word, strong=True) & topics for word in words)
+
+
+def _short(text: str, limit: int = 48) -> str:
+    """``text`` cut to ``limit`` characters, "..." marking the cut."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# --- tool selection and parameters -----------------------------------------------------------
+
+
+def _answer(rating: str, why: str, evidence: tuple[str, ...] = ()) -> Judgement:
+    return Judgement(
+        rating=rating, score=BINARY[rating], rationale=why, judge=NAME, evidence=evidence
+    )
+
+
+def _before(request: JudgeRequest) -> list[Step]:
+    call = request.tool_call
+    return [s for s in request.steps if call is None or s.span_id != call.span_id]
+
+
+def _context_text(request: JudgeRequest) -> str:
+    parts = [p for p in (request.request, *request.prior_context) if p]
+    for step in _before(request):
+        if step.kind in ("tool_call", "skill_load") and not step.failed:
+            parts.append(json.dumps(step.arguments, default=str))
+            parts.append(step.result or "")
+        if step.skill_body:
+            parts.append(step.skill_body)
+    return "\n".join(parts)
+
+
+def _values(arguments: Any) -> Iterator[tuple[str, Any]]:
+    if isinstance(arguments, Mapping):
+        for key, value in arguments.items():
+            if isinstance(value, (Mapping, list)):
+                for sub, inner in _values(value):
+                    yield f"{key}.{sub}", inner
+            else:
+                yield str(key), value
+    elif isinstance(arguments, list):
+        for i, value in enumerate(arguments):
+            for sub, inner in _values(value):
+                yield f"{i}.{sub}", inner
+
+
+def _grounded(value: str, context: str, words: set[str]) -> bool:
+    lowered = context.lower()
+    needle = value.strip().lower()
+    if needle in lowered or _TIMESTAMP.match(needle):
+        # A time the agent worked out ("since 09:40" -> an ISO timestamp) is not an identifier.
+        return True
+    if "/" in needle:
+        parent, name = needle.rsplit("/", 1)
+        if parent and (parent + "/") in lowered:
+            return True
+        if _DIRECTORY.search(lowered):
+            return False  # the context names where things are, and this is elsewhere
+        # A file the agent creates may be new, but is named after what it was asked for.
+        stem = tokens(name.rsplit(".", 1)[0])
+        if stem and all(related(w) & words for w in stem):
+            return True
+    own = tokens(value)
+    return bool(own) and own <= words
+
+
+def judge_tool_parameters(request: JudgeRequest) -> Judgement:
+    """Schema, argument errors, then grounding of each short identifier-like value."""
+    call = request.tool_call
+    assert call is not None  # check_evidence
+    args = call.arguments
+    schema = request.tool_schemas.get(call.name)
+    if isinstance(schema, Mapping):
+        problem = _schema_problem(args, schema)
+        if problem:
+            return _answer("no", f"{call.name}: {problem} (the tool's schema)", (call.span_id,))
+    if call.failed and call.error and _ARG_ERROR.search(call.error):
+        short = " ".join(call.error.split())[:120]
+        return _answer("no", f"{call.name} failed on its arguments: {short!r}", (call.span_id,))
+    context = _context_text(request)
+    words = tokens(context)
+    checked = []
+    for key, value in _values(args if isinstance(args, (Mapping, list)) else {"": args}):
+        if not isinstance(value, str) or not value.strip():
+            continue
+        if len(value) > _IDENTIFIER_MAX or any(c.isspace() for c in value.strip()):
+            continue  # content the agent wrote (a report, a message): not an identifier
+        if not _grounded(value, context, words):
+            why = (
+                f"{call.name}: argument {key or 'value'}={value!r} comes from nothing in the "
+                "request, the earlier tool calls or the loaded skill"
+            )
+            return _answer("no", why, (call.span_id,))
+        checked.append(f"{key}={value!r}" if key else repr(value))
+    shown = f"; grounded: {', '.join(checked)}" if checked else ""
+    return _answer("yes", f"{call.name}: arguments fit the schema and the context{shown}")
+
+
+def _schema_problem(args: Any, schema: Mapping[str, Any]) -> str | None:
+    props = schema.get("properties")
+    if not isinstance(props, Mapping):
+        return None
+    given = args if isinstance(args, Mapping) else {}
+    missing = [r for r in schema.get("required") or () if r not in given]
+    if missing:
+        return f"missing required argument {', '.join(map(str, missing))}"
+    if schema.get("additionalProperties") is False:
+        unknown = [k for k in given if k not in props]
+        if unknown:
+            return f"unknown argument {', '.join(map(str, unknown))}"
+    for key, value in given.items():
+        spec = props.get(key)
+        if not isinstance(spec, Mapping):
+            continue
+        want = _TYPES.get(str(spec.get("type")))
+        if want and (not isinstance(value, want) or (bool not in want and value is True)):
+            return f"argument {key} should be {spec.get('type')}, got {type(value).__name__}"
+        enum = spec.get("enum")
+        if isinstance(enum, list) and value not in enum:
+            return f"argument {key}={value!r} is not one of {enum}"
+    return None
+
+
+def judge_tool_selection(
+    request: JudgeRequest, skill_fits: Callable[[Step], bool | None]
+) -> Judgement:
+    """``skill_fits(skill_load_step) -> bool | None``: whether a loaded skill suits the request."""
+    call = request.tool_call
+    assert call is not None  # check_evidence
+    for earlier in _before(request):
+        if (
+            earlier.kind == "tool_call"
+            and earlier.name == call.name
+            and not earlier.failed
+            and earlier.arguments == call.arguments
+            and call.arguments
+        ):
+            why = f"{call.name} repeats a call that had already succeeded with the same arguments"
+            return _answer("no", why, (earlier.span_id, call.span_id))
+    if request.tool_schemas and call.name not in request.tool_schemas:
+        offered = ", ".join(sorted(request.tool_schemas)[:8])
+        return _answer("no", f"{call.name} was not among the tools offered ({offered})")
+    for load in _before(request):
+        if load.kind != "skill_load" or not load.skill_body or load.failed:
+            continue
+        named = {t for st in parse_skill(load.skill_body).steps for t in st.tools}
+        if call.name in named or any(call.name.endswith(("_" + t, "." + t)) for t in named):
+            fits = skill_fits(load)
+            if fits is False:
+                return _answer(
+                    "no",
+                    f"{call.name} serves skill {load.skill!r}, which does not fit the request",
+                    (call.span_id, load.span_id),
+                )
+            return _answer(
+                "yes", f"{call.name} is a step of loaded skill {load.skill!r}", (load.span_id,)
+            )
+    asked = tokens(request.request) | set().union(*(tokens(p) for p in request.prior_context))
+    schema = request.tool_schemas.get(call.name)
+    about = tokens(call.name)
+    if isinstance(schema, Mapping):
+        about |= tokens(str(schema.get("description") or ""))
+    shared = sorted(w for w in about if related(w) & asked)
+    if shared:
+        return _answer("yes", f"{call.name} is about the request ({', '.join(shared)})")
+    values = [
+        v
+        for _, v in _values(call.arguments if isinstance(call.arguments, Mapping) else {})
+        if isinstance(v, str) and len(v) <= _IDENTIFIER_MAX
+    ]
+    mentioned = sorted({w for v in values for w in tokens(v) if related(w) & asked})
+    if mentioned:
+        why = f"{call.name} works on what the request names ({', '.join(mentioned)})"
+        return _answer("yes", why)
+    context = _context_text(request)
+    words = tokens(context)
+    carried = [
+        f"{k}={v!r}"
+        for k, v in _values(call.arguments if isinstance(call.arguments, Mapping) else {})
+        if isinstance(v, str)
+        and v.strip()
+        and len(v) <= _IDENTIFIER_MAX
+        and _grounded(v, context, words)
+    ]
+    if carried:
+        return _answer("yes", f"{call.name} works on what the context gave ({', '.join(carried)})")
+    return _answer(
+        "no",
+        f"{call.name} is not about the request and works on nothing the request or earlier "
+        "tool calls gave",
+        (call.span_id,),
+    )
+
+
+# --- outcome -----------------------------------------------------------------------------------
+
+
+def judge_outcome(request: JudgeRequest) -> Judgement:
+    """Does the final answer agree with the reference answer? Numbers first, then words."""
+    reference = request.reference_answer
+    answer = request.final_answer
+    if not reference or not answer:
+        raise JudgeError("needs a final answer and a reference answer", error_type="no_reference")
+    want_numbers = _numbers(reference)
+    if want_numbers:
+        missing = sorted(want_numbers - _numbers(answer))
+        ok = not missing
+        why = (
+            f"every number of the reference ({', '.join(map(_fmt, sorted(want_numbers)))}) "
+            "appears in the final answer"
+            if ok
+            else f"the final answer lacks {', '.join(map(_fmt, missing))} from the reference"
+        )
+        hollow = _hollow_file(request, answer, want_numbers) if ok else None
+        if hollow:
+            # The right figures in the reply, but the file it points to holds none of them.
+            ok = False
+            why = (
+                f"the final answer points to {hollow}, but what the agent wrote there holds "
+                "none of the reference's figures"
+            )
+    else:
+        want = tokens(reference)
+        got = tokens(answer)
+        recall = len(want & got) / len(want) if want else 0.0
+        ok = recall >= 0.6
+        why = f"{recall:.0%} of the reference's content words appear in the final answer"
+    extra = sorted(_paths(answer) - _paths(reference)) if _paths(reference) else []
+    if ok and extra:
+        ok = False
+        why = f"the final answer also claims {', '.join(extra)}, which the reference does not"
+    rating = "yes" if ok else "no"
+    return Judgement(rating=rating, score=BINARY[rating], rationale=why, judge=NAME)
+
+
+def _hollow_file(request: JudgeRequest, answer: str, figures: set[float]) -> str | None:
+    """A path the answer names whose last write (a successful call with that path and text to
+    write among its arguments) carries none of ``figures``."""
+    for path in sorted(_paths(answer)):
+        written = None
+        for step in request.steps:
+            args = step.arguments
+            if step.kind != "tool_call" or step.failed or not isinstance(args, dict):
+                continue
+            values = [v for v in args.values() if isinstance(v, str)]
+            if any(v.strip() == path for v in values):
+                # Content, not another option: text with a space or a line break in it.
+                texts = [v for v in values if v.strip() != path and any(c.isspace() for c in v)]
+                if texts:
+                    written = " ".join(texts)
+        if written is not None and not figures & _numbers(written):
+            return path
+    return None
+
+
+def _paths(text: str) -> set[str]:
+    return {m.rstrip(".,;:") for m in _PATH.findall(text)}
+
+
+def _numbers(text: str) -> set[float]:
+    found = set()
+    for raw in _NUMBER.findall(text):
+        try:
+            found.add(float(raw.replace(",", "")))
+        except ValueError:
+            continue
+    return found
+
+
+def _fmt(value: float) -> str:
+    return str(int(value)) if value.is_integer() else str(value)
 
 
 HEURISTIC = HeuristicJudge()

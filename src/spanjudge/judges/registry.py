@@ -63,7 +63,7 @@ def heuristic_judge(settings: Mapping[str, Any], path: str, problems: list[str])
 
 def openai_judge(settings: Mapping[str, Any], path: str, problems: list[str]) -> Judge:
     """Any OpenAI-compatible chat-completions endpoint; settings validated by `parse_judges`."""
-    from spanjudge.judges.openai import OpenAIJudge  # its HTTP client only when configured
+    from spanjudge.judges.openai import OpenAIJudge
 
     rest, policy = _split_policy(settings)
     return OpenAIJudge(policy=policy, **rest)
@@ -78,7 +78,7 @@ def bedrock_judge(settings: Mapping[str, Any], path: str, problems: list[str]) -
 
 
 def _split_policy(settings: Mapping[str, Any]) -> tuple[dict[str, Any], CallPolicy]:
-    from spanjudge.judges.reliability import CallPolicy  # with the network judges only
+    from spanjudge.judges.reliability import CallPolicy
 
     rest = dict(settings)
     policy = CallPolicy(**{k: rest.pop(k) for k in list(rest) if k in CallPolicy.__slots__})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -297,8 +298,6 @@ def closest_name(chosen: str, offered: tuple[str, ...]) -> str | None:
     """The offered name closest to ``chosen`` (difflib, cutoff 0.6), or None. An agent that calls
     a skill by a name its catalogue does not offer does so session after session: worked out
     once per name and catalogue."""
-    import difflib
-
     close = difflib.get_close_matches(chosen, list(offered), n=1, cutoff=0.6)
     return close[0] if close else None
 
@@ -327,8 +326,3 @@ def align(
         else:
             j += 1
     return pairs
-
-
-def short(text: str, limit: int = 48) -> str:
-    """``text`` cut to ``limit`` characters, "..." marking the cut."""
-    return text if len(text) <= limit else text[: limit - 3] + "..."

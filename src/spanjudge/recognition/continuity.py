@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from spanjudge import reasons
 from spanjudge import semconv as sc
-from spanjudge.recognition import genai_messages, openinference_messages
+from spanjudge.recognition import genai, openinference
 from spanjudge.recognition.base import parse_json
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.model import Trajectory
@@ -70,12 +70,12 @@ class _Message:
 
 
 def _genai_messages(span: SpanRecord) -> list[_Message]:
-    found = genai_messages.messages(span, sc.GEN_AI_INPUT_MESSAGES)
+    found = genai.messages(span, sc.GEN_AI_INPUT_MESSAGES)
     if found:
         return [
             _Message(
                 role=str(m.get("role") or "").lower(),
-                has_text=bool(genai_messages.content_text(genai_messages.parts(m, "text"))),
+                has_text=bool(genai.content_text(genai.parts(m, "text"))),
             )
             for m in found
         ]
@@ -83,7 +83,7 @@ def _genai_messages(span: SpanRecord) -> list[_Message]:
     return [
         _Message(
             role=_EVENT_ROLES[e.name],
-            has_text=bool(genai_messages.content_text(e.attributes.get("content"))),
+            has_text=bool(genai.content_text(e.attributes.get("content"))),
         )
         for e in events
     ]
@@ -116,8 +116,7 @@ def input_messages(span: SpanRecord) -> list[_Message]:
     if found:
         return found
     found = [
-        _Message(role=m.role, has_text=bool(m.text))
-        for m in openinference_messages.messages(span, "input")
+        _Message(role=m.role, has_text=bool(m.text)) for m in openinference.messages(span, "input")
     ]
     return (
         found

@@ -11,38 +11,383 @@ Three spellings of the same facts are read (ARCHITECTURE.md section 2):
 Strands specifics: agent spans carry cumulative token totals (never counted as model calls),
 `execute_event_loop_cycle` spans are claimed without steps, and the AgentSkills `skills` tool
 answers an unknown skill with a success status and refusal text.
+
+The message readers below read every spelling, and fall back to OpenLLMetry's indexed attributes
+(`indexed_messages`) and ADK 1.x's `LlmRequest` (`vertex_agent`); the Traceloop preset and the
+continuity check read messages through them too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import lru_cache
 from typing import Any
 
 from spanjudge import semconv as sc
+from spanjudge.recognition import vertex_agent
 from spanjudge.recognition.base import (
+    as_text,
     first_attr,
     int_attr,
+    parse_json,
     span_error,
     span_fields,
 )
+from spanjudge.recognition.catalogue import parse_catalogue, tool_catalogue
 from spanjudge.recognition.evidence import ToolFacts, bodies_in, tool_step
-from spanjudge.recognition.genai_messages import (
-    GEN_AI_PREFIX,
-    STOP_REASONS,
-    TOOL_PREFIX,
-    catalogue,
-    continues_turn,
-    input_texts,
-    last_user_text,
-    model_output,
-    output,
-    result_text,
-    tool_io,
-    tool_schemas,
-)
-from spanjudge.spans.record import SpanRecord
-from spanjudge.trajectory.steps import Step
+from spanjudge.recognition.indexed_messages import MARKERS as INDEXED_MARKERS
+from spanjudge.recognition.indexed_messages import indexed_messages
+from spanjudge.spans.record import AttrValue, SpanRecord
+from spanjudge.trajectory.steps import CatalogueEntry, Step, ToolRequest
+
+TOOL_PREFIX = "execute_tool "
+GEN_AI_PREFIX = "gen_ai."
+# Finish reasons that end a turn (OTel `stop`, Strands/Anthropic `end_turn`, Gemini `STOP`).
+STOP_REASONS = frozenset({"stop", "end_turn", "completed", "stop_sequence"})
+
+
+# --------------------------------------------------------------------------- payload helpers
+
+
+# The span whose messages were decoded last, with them by key: a preset reads a span's input
+# and output messages for several facts in a row. (A tuple read and replaced whole: threads
+# that recognise different spans each keep their own.)
+_last: tuple[SpanRecord | None, dict[str, list[dict[str, Any]]]] = (None, {})
+
+
+def messages(span: SpanRecord, key: str) -> list[dict[str, Any]]:
+    """Decoded `gen_ai.input.messages` / `gen_ai.output.messages` (latest conventions).
+    Callers never change what it returns (it is shared by the calls on one span)."""
+    global _last
+    memo = _last
+    if memo[0] is not span:
+        memo = (span, _none_recorded(span))
+        _last = memo
+    found = memo[1].get(key)
+    if found is None:
+        found = memo[1][key] = _messages(span, key)
+    return found
+
+
+def _none_recorded(span: SpanRecord) -> dict[str, list[dict[str, Any]]]:
+    """Both message lists when the span records messages in none of the forms `_messages`
+    reads (most spans: v1.36 events, or no content at all), with one look at it; else {}."""
+    attributes = span.attributes
+    if (
+        sc.GEN_AI_INPUT_MESSAGES in attributes
+        or sc.GEN_AI_OUTPUT_MESSAGES in attributes
+        or sc.GCP_VERTEX_AGENT_LLM_REQUEST in attributes
+        or not attributes.keys().isdisjoint(INDEXED_MARKERS)
+    ):
+        return {}
+    for event in span.events:
+        if event.name == sc.EV_GEN_AI_INFERENCE_DETAILS:
+            return {}
+    return {sc.GEN_AI_INPUT_MESSAGES: [], sc.GEN_AI_OUTPUT_MESSAGES: []}
+
+
+def _messages(span: SpanRecord, key: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    attributes = span.attributes
+    found = attributes.get(key)  # `values`, inline: twice per span
+    if found is not None:
+        out.extend(_decoded(found) if isinstance(found, str) else _message_list(found))
+    for event in span.events:
+        if event.name == sc.EV_GEN_AI_INFERENCE_DETAILS:
+            found = event.attributes.get(key)
+            if found is not None:
+                out.extend(_decoded(found) if isinstance(found, str) else _message_list(found))
+    if out:
+        return out
+    if not attributes.keys().isdisjoint(INDEXED_MARKERS):
+        return indexed_messages(span, key)
+    if sc.GCP_VERTEX_AGENT_LLM_REQUEST in attributes:  # ADK 1.x's LlmRequest
+        return vertex_agent.vertex_messages(span, key)
+    return out
+
+
+@lru_cache(maxsize=1024)
+def read_json(value: str) -> Any:
+    """`parse_json` for message payloads, decoded once: a span's output is read for its text,
+    its tool requests and its finish reason. Callers never change what it returns."""
+    return parse_json(value)
+
+
+@lru_cache(maxsize=256)  # the same span's messages are read for its text, tools and turn shape
+def _decoded(value: str) -> tuple[dict[str, Any], ...]:
+    return _message_list(read_json(value))
+
+
+def _message_list(decoded: Any) -> tuple[dict[str, Any], ...]:
+    if isinstance(decoded, dict):
+        decoded = [decoded]
+    if isinstance(decoded, (list, tuple)):
+        return tuple(m for m in decoded if isinstance(m, dict))
+    return ()
+
+
+def block_text(block: Any) -> str | None:
+    """Text of one content block: OTel part, Strands/Bedrock block or plain string."""
+    if isinstance(block, str):
+        return block
+    if not isinstance(block, dict):
+        return None
+    if block.get("type") in (None, "text") and isinstance(block.get("content"), str):
+        return str(block["content"])
+    if isinstance(block.get("text"), str):
+        return str(block["text"])
+    if "json" in block:
+        return as_text(block["json"])
+    return None
+
+
+def content_text(content: Any) -> str | None:
+    """Join the text of a message's content (a string, a block list, or a JSON string of them)."""
+    if isinstance(content, str):
+        return _text_of(content)
+    return _content_text(content)
+
+
+@lru_cache(maxsize=1024)  # every model call repeats the conversation so far (and its system
+def _text_of(content: str) -> str | None:  # prompt): each message's text is joined once
+    return _content_text(read_json(content))
+
+
+def _content_text(content: Any) -> str | None:
+    if isinstance(content, dict):
+        if "parts" in content:  # an OTel message
+            return content_text(content["parts"])
+        if isinstance(content.get("content"), (list, tuple)):  # a v1.36 message with blocks
+            return content_text(content["content"])
+        return block_text(content)
+    if isinstance(content, (list, tuple)):
+        texts = [t for t in (block_text(b) for b in content) if t]
+        return "\n".join(texts) if texts else None
+    return content if isinstance(content, str) else None
+
+
+def parts(message: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    return [p for p in _parts(message) if isinstance(p, dict) and p.get("type") == kind]
+
+
+def _parts(message: dict[str, Any]) -> Any:
+    """A message's `parts`; anything but a list of them (`"parts": true`) holds none."""
+    found = message.get("parts")
+    return found if isinstance(found, (list, tuple)) else ()
+
+
+def last_user_text(span: SpanRecord) -> str | None:
+    for message in reversed(messages(span, sc.GEN_AI_INPUT_MESSAGES)):
+        if message.get("role") == "user" and parts(message, "text"):
+            return content_text(parts(message, "text"))
+    for event in reversed(span.events):
+        if event.name == sc.EV_GEN_AI_USER_MESSAGE:
+            text = content_text(event.attributes.get("content"))
+            if text:
+                return text
+    return None
+
+
+def input_texts(span: SpanRecord) -> list[str]:
+    """Texts that may be SKILL.md documents among the messages new in a model call's input
+    (those after the model last spoke: older ones were seen by an earlier call)."""
+    texts: list[str] = []
+    for message in reversed(messages(span, sc.GEN_AI_INPUT_MESSAGES)):
+        if message.get("role") in ("assistant", "model", "system"):
+            break
+        for part in _parts(message):
+            if isinstance(part, dict):
+                found = (part.get("content"), as_text(part.get("response")))
+                texts += [str(t) for t in found if _maybe_md(t)]
+    for event in reversed(span.events):
+        if event.name in (sc.EV_GEN_AI_ASSISTANT_MESSAGE, sc.EV_GEN_AI_CHOICE):
+            break
+        if event.name in (sc.EV_GEN_AI_USER_MESSAGE, sc.EV_GEN_AI_TOOL_MESSAGE):
+            content = event.attributes.get("content")
+            if isinstance(content, str) and "name:" in content:
+                text = content_text(content)
+                if _maybe_md(text):
+                    texts.append(str(text))
+    return texts
+
+
+def _maybe_md(text: Any) -> bool:
+    """Cheap pre-check for `evidence.bodies_in`: front matter, or a "# Skill: name" title."""
+    if not isinstance(text, str):
+        return False
+    return ("---" in text[:600] and "name:" in text) or "Skill:" in text[:300]
+
+
+def continues_turn(span: SpanRecord) -> bool:
+    """The span's new input is only tool results or approval responses, no user text: a
+    round-trip inside the request before it (Agent Framework's approval flow), not a new one."""
+    inputs = messages(span, sc.GEN_AI_INPUT_MESSAGES)
+    if not inputs:
+        return False
+    last = inputs[-1]
+    kinds = [p.get("type") for p in _parts(last) if isinstance(p, dict)]
+    return bool(kinds) and "text" not in kinds and last.get("role") in ("user", "tool")
+
+
+def output(span: SpanRecord) -> tuple[str | None, str | None, bool]:
+    """(text, finish reason, asked for tools) of the span's model or agent output."""
+    text, reason, asked, _ = model_output(span, requests=False)
+    return text, reason, asked
+
+
+def tool_requests(span: SpanRecord) -> tuple[ToolRequest, ...]:
+    """The tool calls the model's last output asked for (`tool_call` parts, `toolUse` blocks)."""
+    return model_output(span)[3]
+
+
+def model_output(
+    span: SpanRecord, *, requests: bool = True
+) -> tuple[str | None, str | None, bool, tuple[ToolRequest, ...]]:
+    """`output` and `tool_requests` of one span, from one look for its last output (a model
+    call needs both). ``requests=False`` leaves the tool requests out (empty)."""
+    for message in reversed(messages(span, sc.GEN_AI_OUTPUT_MESSAGES)):
+        if message.get("role") in (None, "assistant", "model"):
+            reason = message.get("finish_reason")
+            text = content_text(parts(message, "text"))
+            calls = parts(message, "tool_call")
+            asked = tuple(
+                ToolRequest(
+                    name=str(p.get("name") or ""),
+                    call_id=str(p["id"]) if p.get("id") else None,
+                    arguments=parse_json(p.get("arguments")),
+                )
+                for p in (calls if requests else ())
+            )
+            return text, str(reason) if reason else None, bool(calls), asked
+    for event in reversed(span.events):
+        if event.name == sc.EV_GEN_AI_CHOICE:
+            message = event.attributes.get("message")
+            reason = event.attributes.get("finish_reason")
+            decoded = read_json(message) if isinstance(message, str) else message
+            blocks = decoded if isinstance(decoded, (list, tuple)) else ()
+            asked_tools = any(
+                isinstance(b, dict) and ("toolUse" in b or b.get("type") == "tool_call")
+                for b in blocks
+            )
+            uses = (
+                [b["toolUse"] for b in blocks if isinstance(b, dict) and "toolUse" in b]
+                if requests and asked_tools
+                else ()
+            )
+            asked = tuple(
+                ToolRequest(
+                    name=str(u.get("name") or ""),
+                    call_id=str(u["toolUseId"]) if u.get("toolUseId") else None,
+                    arguments=u.get("input"),
+                )
+                for u in uses
+                if isinstance(u, dict)
+            )
+            return content_text(message), str(reason) if reason else None, asked_tools, asked
+    return None, None, False, ()
+
+
+def system_text(span: SpanRecord) -> str | None:
+    # `values` of the system instructions, then the system message events: one pass
+    texts = []
+    found = span.attributes.get(sc.GEN_AI_SYSTEM_INSTRUCTIONS)
+    if found is not None:
+        texts.append(content_text(found))
+    events = []
+    for event in span.events:
+        if event.name == sc.EV_GEN_AI_SYSTEM_MESSAGE:
+            events.append(content_text(event.attributes.get("content")))
+        elif event.name == sc.EV_GEN_AI_INFERENCE_DETAILS:
+            found = event.attributes.get(sc.GEN_AI_SYSTEM_INSTRUCTIONS)
+            if found is not None:
+                texts.append(content_text(found))
+    joined = "\n".join(t for t in (*texts, *events) if t)
+    if not joined:  # legacy conventions: the system prompt is an input message
+        joined = "\n".join(
+            t
+            for m in messages(span, sc.GEN_AI_INPUT_MESSAGES)
+            if m.get("role") == "system" and (t := content_text(parts(m, "text")))
+        )
+    return joined or vertex_agent.system_text(span)
+
+
+def catalogue(span: SpanRecord) -> tuple[CatalogueEntry, ...]:
+    offered = parse_catalogue(system_text(span))
+    definitions = span.attributes.get(sc.GEN_AI_TOOL_DEFINITIONS)
+    described = tool_catalogue(definitions) if isinstance(definitions, str) else ()
+    return offered + tuple(e for e in described if e not in offered) if described else offered
+
+
+def tool_schemas(span: SpanRecord, tool_name: str | None = None) -> dict[str, Any]:
+    schemas: dict[str, Any] = {}
+    definitions = _shared_json(span.attributes.get(sc.GEN_AI_TOOL_DEFINITIONS))
+    if isinstance(definitions, (list, tuple)):
+        for item in definitions:
+            if not isinstance(item, dict):
+                continue
+            nested = item.get("function")  # OpenAI-style {"type": "function", "function": {...}}
+            function: dict[str, Any] = nested if isinstance(nested, dict) else item
+            name = function.get("name")
+            schema = function.get("parameters", function.get("inputSchema"))
+            if isinstance(schema, dict) and isinstance(schema.get("json"), dict):
+                schema = schema["json"]  # Strands/Bedrock wrap the JSON schema
+            if isinstance(name, str) and schema is not None:
+                schemas[name] = schema
+    schema = _shared_json(span.attributes.get(sc.GEN_AI_TOOL_JSON_SCHEMA))
+    if tool_name and isinstance(schema, dict):
+        schemas[tool_name] = schema
+    return schemas
+
+
+def _shared_json(value: AttrValue) -> Any:
+    """A tool definition, decoded once per distinct text: every span of every session records
+    the same ones, and schema checks are cached per decoded object (read-only, like
+    `read_json`'s)."""
+    return read_json(value) if isinstance(value, str) else parse_json(value)
+
+
+def tool_io(span: SpanRecord) -> tuple[Any, Any, bool]:
+    """(arguments, result payload, has result) of an `execute_tool` span, in any convention."""
+    arguments: Any = None
+    raw_args = span.attributes.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS)
+    if raw_args is not None:
+        arguments = parse_json(raw_args)
+    result: Any = None
+    has_result = False
+    raw_result = span.attributes.get(sc.GEN_AI_TOOL_CALL_RESULT)
+    if raw_result is not None:
+        result, has_result = parse_json(raw_result), True
+    for message in messages(span, sc.GEN_AI_INPUT_MESSAGES):
+        for part in parts(message, "tool_call"):
+            if arguments is None:
+                arguments = parse_json(part.get("arguments"))
+    for message in messages(span, sc.GEN_AI_OUTPUT_MESSAGES):
+        for part in parts(message, "tool_call_response"):
+            if not has_result:
+                result, has_result = parse_json(part.get("response")), True
+    for event in span.events:
+        if event.name == sc.EV_GEN_AI_TOOL_MESSAGE and arguments is None:
+            arguments = parse_json(event.attributes.get("content"))
+        elif event.name == sc.EV_GEN_AI_CHOICE and not has_result:
+            result, has_result = parse_json(event.attributes.get("message")), True
+    if arguments is None and not has_result:
+        return vertex_agent.tool_io(span)
+    return arguments, result, has_result
+
+
+def result_text(result: Any) -> str | None:
+    """Tool result as text: Strands `[{"text": ...}]` content is unwrapped, JSON kept as JSON."""
+    if (
+        isinstance(result, (list, tuple))
+        and result
+        and all(isinstance(b, dict) and ("text" in b or "json" in b) for b in result)
+    ):
+        return content_text(result)
+    return as_text(result)
+
+
+# --------------------------------------------------------------------------- the recogniser
 
 
 class GenAIRecogniser:

@@ -4,7 +4,7 @@ Before `gen_ai.input.messages`, OpenLLMetry (traceloop's instrumentations, e.g.
 opentelemetry-instrumentation-openai <= 0.52) flattened every message into attributes:
 `gen_ai.prompt.N.role` / `.content` / `.tool_call_id` / `.tool_calls.M.{id,name,arguments}`
 for the input and `gen_ai.completion.N.role` / `.content` / `.finish_reason` /
-`.tool_calls.M.*` for the output. The GenAI readers (genai_messages.py) fall back to these
+`.tool_calls.M.*` for the output. The GenAI readers (genai.py) fall back to these
 when a span has no `gen_ai.input.messages` / `gen_ai.output.messages`: the result has the
 same shape (`role`, `parts` of `text`, `tool_call`, `tool_call_response`, `finish_reason`), so
 every rule that reads messages reads these too.
@@ -71,7 +71,7 @@ def indexed_messages(span: SpanRecord, key: str) -> list[dict[str, Any]]:
     return out
 
 
-# A span holds indexed messages when it has one of these (genai_messages reads them then).
+# A span holds indexed messages when it has one of these (the GenAI readers read them then).
 MARKERS = tuple(
     f"{base}.0.{field}"
     for base in (sc.GEN_AI_LEGACY_PROMPT, sc.GEN_AI_LEGACY_COMPLETION)

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, TypeGuard
+from typing import TypeGuard
 
 from spanjudge.guard import Guard
-from spanjudge.recognition.base import ClaimEvidence
-from spanjudge.recognition.deferred import DEFERRED, DeferredPreset
+from spanjudge.recognition.base import (
+    ClaimEvidence,
+    Recogniser,
+    RecogniserFactory,
+    SessionFinaliser,
+)
 from spanjudge.registry import Registry
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import Step
-
-if TYPE_CHECKING:
-    from spanjudge.recognition.base import Recogniser, RecogniserFactory, SessionFinaliser
-
 
 # name -> "module:class"; tried in this order (most specific first).
 RECOGNISERS: Registry[RecogniserFactory] = Registry(
@@ -35,10 +35,12 @@ RECOGNISERS: Registry[RecogniserFactory] = Registry(
 _ROUTES_MAX = 4096
 _SCOPE_TYPES = (str, type(None))
 # A preset asked about every span (None), or only about spans carrying one of these attributes.
-_Route = tuple[tuple["Recogniser", "tuple[str, ...] | None"], ...]
+_Route = tuple[tuple[Recogniser, tuple[str, ...] | None], ...]
 
 
 def _finalises(recogniser: Recogniser) -> TypeGuard[SessionFinaliser]:
+    """A `finalise` that is not None, found as plain attribute lookup finds it (`isinstance`
+    against the Protocol looks past `__getattr__` since Python 3.12)."""
     return getattr(recogniser, "finalise", None) is not None
 
 
@@ -52,10 +54,6 @@ class RecogniserRegistry:
 
     def __init__(self, recognisers: Iterable[Recogniser]) -> None:
         self.recognisers: list[Recogniser] = list(recognisers)
-        # Checked once here, without importing the Protocol (`typing`): a finaliser is a
-        # recogniser whose `finalise` is not None (isinstance against the runtime-checkable
-        # `SessionFinaliser` agrees, except for a `finalise` served by `__getattr__`, which it
-        # took before Python 3.12 and not since).
         self.finalisers: list[SessionFinaliser] = [r for r in self.recognisers if _finalises(r)]
         self.guard = Guard("spanjudge", "recognition preset")
         self._planned: list[Recogniser] = []
@@ -66,22 +64,11 @@ class RecogniserRegistry:
     @classmethod
     def default(cls, first: Iterable[Recogniser] = ()) -> RecogniserRegistry:
         """``first`` (declared conventions), plugins (entry-point group
-        `spanjudge.recognisers`), then the built-in presets; those in
-        `recognition.deferred.DEFERRED` are made when a span first shows their evidence."""
+        `spanjudge.recognisers`), then the built-in presets in `RECOGNISERS` order."""
         factories = RECOGNISERS.factories()
         plugins = RECOGNISERS.plugin_names()
         order = [*plugins, *(n for n in factories if n not in plugins)]
-        return cls(
-            [
-                *first,
-                *(
-                    DeferredPreset(name, DEFERRED[name], factories[name])
-                    if name in DEFERRED and name not in plugins
-                    else factories[name]()
-                    for name in order
-                ),
-            ]
-        )
+        return cls([*first, *(factories[name]() for name in order)])
 
     def recognise_span(self, span: SpanRecord) -> list[Step]:
         # spanjudge's own spans never get here: the pipeline skips them (`pipeline.is_own_span`).
@@ -99,10 +86,6 @@ class RecogniserRegistry:
         scope, name = key
         route: list[tuple[Recogniser, tuple[str, ...] | None]] = []
         for recogniser, evidence in self._plan:
-            if isinstance(recogniser, DeferredPreset) and (
-                recogniser.is_made or evidence is None or _named_by(evidence, scope, name)
-            ):
-                recogniser = recogniser.made  # the span shows its evidence: make the preset
             if evidence is None or _named_by(evidence, scope, name):
                 route.append((recogniser, None))
             elif evidence.attributes:
@@ -164,10 +147,7 @@ def _named_by(evidence: ClaimEvidence, scope: str | None, name: str) -> bool:
 def _claim_evidence(recogniser: Recogniser) -> ClaimEvidence | None:
     """The `claim_evidence` a preset declares, honoured only where it sits beside the
     `recognise` that is called: a subclass or an instance that replaces `recognise` is
-    asked about every span unless it declares its own. A deferred built-in's is its class's,
-    written as data (`recognition.deferred`)."""
-    if isinstance(recogniser, DeferredPreset):
-        return recogniser.claim_evidence
+    asked about every span unless it declares its own."""
     if "recognise" in getattr(recogniser, "__dict__", ()):
         return None
     for klass in type(recogniser).__mro__:

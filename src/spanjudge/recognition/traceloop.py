@@ -18,7 +18,7 @@ from typing import Any
 from spanjudge import semconv as sc
 from spanjudge.recognition.base import ClaimEvidence, as_text, parse_json, span_error, span_fields
 from spanjudge.recognition.evidence import ToolFacts, tool_step
-from spanjudge.recognition.genai_messages import last_user_text
+from spanjudge.recognition.genai import last_user_text
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import Step
 

@@ -7,7 +7,7 @@ ADK 1.x records the model request and response only as JSON in `gcp.vertex.agent
 `gcp.vertex.agent.tool_response` on `execute_tool` spans. Contents are google-genai `Content`
 dicts: `parts` of `text`, `function_call` (`id`, `name`, `args`) and `function_response`.
 With content capture off ADK writes `{}` placeholders; those say nothing and are read as absent.
-The GenAI readers (genai_messages.py) fall back to these: contents become GenAI message dicts
+The GenAI readers (genai.py) fall back to these: contents become GenAI message dicts
 (`role`, `parts` of `text`, `tool_call`, `tool_call_response`), so every rule that reads
 messages (requests, answers, tool requests, replayed turns) reads these too.
 """
