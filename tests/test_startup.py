@@ -21,8 +21,6 @@ NOT_NEEDED = (
     "spanjudge.emit.report",  # the JSON writer; the table is the default
     "spanjudge.calibration",  # only `spanjudge calibrate`
     "spanjudge.recognition.declared",  # only when a configuration declares conventions
-    "spanjudge.evaluators.validity_schema",  # only when a tool schema is checked
-    "spanjudge.evaluators.schema_subset",
     "spanjudge.judges.heuristic_tools",  # the opt-in tool judgements
     "spanjudge.judges.heuristic_outcome",  # only for a reference answer or a task
     "spanjudge.spans.otlp_json",  # the general decoders: a line the strict one declines
