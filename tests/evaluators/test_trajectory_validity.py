@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 import pytest
 
 from spanjudge.config import parse_config
 from spanjudge.errors import ConfigError
-from spanjudge.evaluators import validity_schema
 from spanjudge.evaluators.base import EvaluationContext
 from spanjudge.evaluators.trajectory_validity import TrajectoryValidity
 from spanjudge.evaluators.validity_rules import glob_to_regex
@@ -117,21 +117,50 @@ def test_recorded_tool_schema_is_used_by_default_and_can_be_switched_off():
     assert v.outcome == "not_evaluated" and v.reason == "no_constraints" and v.score is None
 
 
-def test_builtin_validator_covers_type_required_enum_properties(monkeypatch):
-    monkeypatch.setattr(validity_schema, "_jsonschema", None)
+def test_schema_violations_say_where_and_what_in_jsonschemas_words():
     schema = {
         "type": "object",
         "required": ["mode"],
         "additionalProperties": False,
         "properties": {"mode": {"enum": ["a", "b"]}, "n": {"type": "integer"}},
     }
-    assert validity_schema.validate_schema({"mode": "a", "n": 2}, schema) == []
-    errors = validity_schema.validate_schema({"mode": "c", "n": True, "x": 1}, schema)
-    assert len(errors) == 3 and any("'c' is not one of" in e for e in errors)
-    assert validity_schema.validate_schema({}, schema) == [
-        "arguments: 'mode' is a required property"
+    steps = [
+        turn(1, "go"),
+        tool(2, "run", args={"mode": "a", "n": 2.0}),  # 2.0 is an integer in JSON Schema
+        tool(3, "run", args={"mode": "c", "n": True, "x": 1}),
+        tool(4, "run", args="{}"),
     ]
-    assert validity_schema.schema_error({"type": "strnig"}) is not None
+    v = check(steps, {"schemas": {"run": schema}})
+    assert v.outcome == "fail" and v.details["validator"] == "jsonschema"
+    assert v.details["schema_checked_calls"] == 3
+    assert [(x["span_id"], x["message"]) for x in v.details["violations"]] == [
+        (sid(3), "arguments: Additional properties are not allowed ('x' was unexpected)"),
+        (sid(3), "mode: 'c' is not one of ['a', 'b']"),
+        (sid(3), "n: True is not of type 'integer'"),
+        (sid(4), "arguments: 'mode' is a required property"),
+    ]
+
+
+def test_the_order_of_a_schemas_keywords_does_not_move_its_messages():
+    keywords = [("type", "object"), ("required", ["path"]), ("additionalProperties", False)]
+    messages = []
+    for order in (keywords, keywords[::-1]):
+        steps = [turn(1, "go"), tool(2, "write_file", args={"mode": "w"})]
+        v = check(steps, {}, tool_schemas={"write_file": dict(order)})
+        messages.append([x["message"] for x in v.details["violations"]])
+    assert len(messages[0]) == 2 and messages[0] == messages[1]
+
+
+def test_recorded_schemas_are_read_from_text_and_wrappers_and_invalid_ones_are_skipped():
+    schema = {"type": "object", "required": ["path"]}
+    steps = [turn(1, "go"), tool(2, "write_file", args={})]
+    for recorded in (json.dumps(schema), {"json": schema}):
+        v = check(steps, {}, tool_schemas={"write_file": recorded})
+        assert v.outcome == "fail" and v.details["schema_checked_calls"] == 1
+    for recorded in ({"type": "strnig"}, "not json", ["type", "object"]):
+        v = check(steps, {}, tool_schemas={"write_file": recorded})
+        assert v.outcome == "not_evaluated" and v.reason == "no_constraints"
+        assert v.details["schema_checked_calls"] == 0
 
 
 def test_no_constraints_and_no_schema_is_not_evaluated_with_counts():
@@ -182,7 +211,8 @@ def test_fixture_verdicts_match_the_scenario_record():
         ),
         (
             {"schemas": {"write_file": {"type": "strnig"}}},
-            "evaluators.trajectory_validity.schemas.write_file: the JSON Schema does not parse",
+            "evaluators.trajectory_validity.schemas.write_file: the JSON Schema does not parse: "
+            "'strnig' is not valid under any of the given schemas (at type)",
         ),
         (
             {"schemas": {"write_file": "object"}},

@@ -20,11 +20,9 @@ lists, argument rules and schemas under their tool name (e.g. `skills`). Globs: 
 stay within one path segment, `**` crosses segments; values are compared with a leading `./`
 removed.
 
-Schemas: `jsonschema`'s Draft 2020-12 semantics when it can be imported (it is not a runtime
-dependency; the keywords tool definitions use are checked without importing it, with its
-messages: `validity_schema`); otherwise a small built-in validator checks `type`, `required`,
-`enum`, `const`, `properties`, `items` and `additionalProperties: false`, and the details say
-`"validator": "builtin"`.
+Schemas are checked by `jsonschema` (Draft 2020-12 unless a schema's `$schema` names another
+draft; `format` is an annotation); the details say `"validator": "jsonschema"`. A recorded schema
+that is not a valid JSON Schema is not used; a configured one stops start-up.
 Arguments recorded as text that is not JSON (e.g. truncated by size caps) are not checked.
 
 Outcome: `fail` with every violation enumerated (span id, tool, kind, message) in the
@@ -52,7 +50,9 @@ from spanjudge.evaluators.validity_rules import (
     _str_list,
     glob_to_regex,
     norm_value,
-    validator,
+    schema_error,
+    unwrap_schema,
+    validate_schema,
 )
 from spanjudge.reasons import NO_CONSTRAINTS, SESSION_INCOMPLETE
 from spanjudge.trajectory.steps import Step
@@ -147,8 +147,6 @@ class TrajectoryValidity:
                 notes.append(f"{step.span_id}: arguments of {step.name} not recorded as JSON")
                 continue
             schema_checked += 1
-            from spanjudge.evaluators.validity_schema import validate_schema  # see _schema_for
-
             for message in validate_schema(arguments, schema):
                 violations.append(_violation("schema", step, message))
         if self.order:
@@ -159,7 +157,7 @@ class TrajectoryValidity:
             "violations": violations,
             "checked_calls": len(calls),
             "schema_checked_calls": schema_checked,
-            "validator": validator(),
+            "validator": "jsonschema",
             "measured": {"violations": len(violations), "steps": len(calls)},
         }
         if notes:
@@ -224,10 +222,6 @@ class TrajectoryValidity:
         if tool in self.schemas:
             return self.schemas[tool]
         if self.trace_schemas and tool in recorded:
-            # the schema checks (`validity_schema`, with `schema_subset`) are imported when a
-            # schema is first met: most runs have none (start-up)
-            from spanjudge.evaluators.validity_schema import schema_error, unwrap_schema
-
             schema = unwrap_schema(recorded[tool])
             if schema is not None and schema_error(schema) is None:
                 return schema

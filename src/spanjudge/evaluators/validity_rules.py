@@ -1,38 +1,23 @@
 """Constraint options of `trajectory_validity`: argument rules (glob / regex), ordering pairs,
-step limits and explicit schemas, parsed with every problem reported at its config path."""
+step limits and explicit schemas, parsed with every problem reported at its config path; and the
+JSON Schema checks of tool arguments, by `jsonschema` (Draft 2020-12 unless a schema names
+another draft in `$schema`).
+
+`jsonschema` is imported by the first schema checked (most runs check none). A schema is checked
+and compiled once: schemas repeat across spans and sessions (each trace records the same tool
+definitions), so the result is cached by object, then by canonical JSON.
+"""
 
 from __future__ import annotations
 
 import json
 import re
-import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-
-def _installed(name: str) -> bool:
-    """Whether top-level module ``name`` can be imported: `importlib.util.find_spec` asks
-    `sys.meta_path`'s finders the same way, but importing importlib.util costs 2% of a small
-    eval."""
-    if name in sys.modules:
-        return sys.modules[name] is not None
-    return any(
-        finder.find_spec(name, None) is not None
-        for finder in sys.meta_path
-        if hasattr(finder, "find_spec")
-    )
-
-
-@lru_cache(maxsize=1)
-def validator() -> str:
-    """Which validator checks schemas: "jsonschema" when it is installed, else "builtin". Found
-    without importing it (jsonschema costs ~100 ms of start-up, and most runs check no schema),
-    once, and here rather than in `validity_schema`, which a run without schemas never imports
-    though its verdicts name the validator."""
-    return "jsonschema" if _installed("jsonschema") else "builtin"
-
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
 
 RULE_KINDS = ("glob", "regex", "not_glob", "not_regex")
 
@@ -175,8 +160,6 @@ def _schemas(raw: Any, path: str, problems: list[str]) -> dict[str, Any]:
     if not isinstance(raw, Mapping):
         problems.append(f"{path}: expected {{tool: JSON Schema}}")
         return {}
-    from spanjudge.evaluators.validity_schema import schema_error  # only with schemas configured
-
     out = {}
     for tool, schema in raw.items():
         error = schema_error(schema)
@@ -185,3 +168,94 @@ def _schemas(raw: Any, path: str, problems: list[str]) -> dict[str, Any]:
         else:
             out[str(tool)] = schema
     return out
+
+
+def unwrap_schema(raw: Any) -> Any:
+    """The JSON Schema inside a recorded tool definition (`{"json": {...}}`, JSON text)."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return None
+    if isinstance(raw, Mapping) and isinstance(raw.get("json"), Mapping):
+        raw = raw["json"]
+    return raw if isinstance(raw, Mapping) else None
+
+
+def schema_error(schema: Any) -> str | None:
+    """Why ``schema`` is not a usable JSON Schema, or None."""
+    if not isinstance(schema, (Mapping, bool)):
+        return f"expected a JSON Schema object, got {type(schema).__name__}"
+    return _checked(schema).error
+
+
+def validate_schema(value: Any, schema: Any) -> list[str]:
+    """Every way ``value`` breaks ``schema``, as readable messages ordered by where they are."""
+    checked = _checked(schema)
+    if checked.validator is None:
+        import jsonschema
+
+        checked.validator = jsonschema.validators.validator_for(checked.source)(checked.source)
+    return [
+        f"{_where(e.absolute_path)}: {e.message}"
+        for e in sorted(checked.validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+    ]
+
+
+def _where(path: Iterable[Any]) -> str:
+    return "/".join(str(p) for p in path) or "arguments"
+
+
+@dataclass(slots=True)
+class _Checked:
+    """One schema, checked once: its problem, and jsonschema's validator for it."""
+
+    error: str | None
+    # What jsonschema checks and compiles: the schema read back from its canonical JSON (sorted
+    # keywords, so the errors of one place come in the same order whatever order the trace
+    # recorded the keywords in).
+    source: Any
+    validator: Validator | None = None  # compiled on first use
+
+
+_CACHE_SIZE = 1024
+# Both caches hold their schemas, so an id is never reused while cached.
+_by_id: dict[int, tuple[Any, _Checked]] = {}
+_by_key: dict[str, _Checked] = {}
+
+
+def _checked(schema: Any) -> _Checked:
+    hit = _by_id.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    key = _canonical(schema)
+    checked = _by_key.get(key) if key is not None else None
+    if checked is None:
+        source = json.loads(key) if key is not None else schema
+        checked = _Checked(error=_check(source), source=source)
+        if key is not None:
+            if len(_by_key) >= _CACHE_SIZE:
+                _by_key.clear()
+            _by_key[key] = checked
+    if len(_by_id) >= _CACHE_SIZE:
+        _by_id.clear()
+    _by_id[id(schema)] = (schema, checked)
+    return checked
+
+
+def _canonical(schema: Any) -> str | None:
+    try:
+        return json.dumps(schema, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return None
+
+
+def _check(schema: Any) -> str | None:
+    import jsonschema
+
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        where = "/".join(str(p) for p in exc.path) or "top level"
+        return f"{exc.message} (at {where})"
+    return None
