@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from spanjudge.patterns import PatternError, UserPattern, compile_user_pattern
+
 
 def _installed(name: str) -> bool:
     """Whether top-level module ``name`` can be imported: `importlib.util.find_spec` asks
@@ -94,7 +96,7 @@ class ArgRule:
     argument: str
     kind: str
     pattern: str
-    compiled: re.Pattern[str]
+    compiled: UserPattern
 
     def violated(self, value: str) -> bool:
         matched = (
@@ -135,8 +137,12 @@ def _arg_rules(raw: Any, path: str, problems: list[str]) -> tuple[ArgRule, ...]:
                 problems.append(f"{where}: the {kind} pattern must be a string")
                 continue
             try:
-                compiled = glob_to_regex(pattern) if kind.endswith("glob") else re.compile(pattern)
-            except re.error as exc:
+                compiled = (
+                    glob_to_regex(pattern)
+                    if kind.endswith("glob")
+                    else compile_user_pattern(pattern)
+                )
+            except PatternError as exc:
                 problems.append(
                     f"{where}: invalid regular expression {pattern!r}: {exc} "
                     "(fix the pattern, or use {glob: ...} for a path pattern)"
