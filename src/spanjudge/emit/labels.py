@@ -1,8 +1,10 @@
 """Bounded metric label values: configured names always pass, a cap per label for the rest
-(reported as `other`), and names whose series expired give their place back."""
+(reported as `other`), names whose series expired give their place back, and a long value is
+cut to `MAX_LABEL_CHARS` plus a hash of the whole (so two long names stay two series)."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable, Iterable
 
@@ -11,6 +13,18 @@ from spanjudge.values import SessionResult, skill_key
 
 log = logging.getLogger("spanjudge")
 OTHER = "other"
+# Every series repeats its label values in each scrape: a name sent by an agent must not be able
+# to make one series as large as the name.
+MAX_LABEL_CHARS = 128
+
+
+def cap_label(value: str) -> str:
+    """``value``, or its first `MAX_LABEL_CHARS` characters, an ellipsis and a short hash of the
+    whole when it is longer."""
+    if len(value) <= MAX_LABEL_CHARS:
+        return value
+    digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{value[:MAX_LABEL_CHARS]}…{digest}"
 
 
 class LabelBudget:
@@ -24,8 +38,13 @@ class LabelBudget:
         self.cap = cap
         self._admitted: dict[str, str] = {}
         self.overflowed = 0
+        self.cut = 0  # values longer than MAX_LABEL_CHARS, each time one was cut
 
     def __call__(self, value: str, spelling: str | None = None) -> str:
+        if len(value) > MAX_LABEL_CHARS:
+            self.cut += 1
+            value = cap_label(value)
+            spelling = cap_label(spelling) if spelling is not None else None
         key = skill_key(value)
         found = self.configured.get(key) or self._admitted.get(key)
         if found is not None:
