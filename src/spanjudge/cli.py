@@ -338,6 +338,7 @@ _DEPENDENCY_PACKAGES = frozenset(
         "opentelemetry",
         "orjson",
         "prometheus_client",
+        "re2",
         "requests",
         "typing_extensions",
         "urllib3",

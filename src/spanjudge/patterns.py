@@ -14,8 +14,6 @@ from __future__ import annotations
 import re
 from typing import Protocol
 
-import re2  # type: ignore[import-untyped]
-
 
 class UserPattern(Protocol):
     """What callers use of a compiled user pattern (a `re.Pattern` has the same methods)."""
@@ -39,6 +37,8 @@ def compile_user_pattern(pattern: str, *, ignore_case: bool = False) -> UserPatt
         re.compile(pattern)
     except re.error as exc:
         raise PatternError(str(exc)) from None
+    import re2  # type: ignore[import-untyped]  # only when the configuration holds a pattern
+
     options = re2.Options()
     options.case_sensitive = not ignore_case
     options.log_errors = False  # the error is ours to report, at the config path
