@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from spanjudge import semconv
 from spanjudge.values import SessionResult, skill_key
@@ -32,17 +33,24 @@ class LabelBudget:
     up to ``cap`` other names are admitted, first come, for the life of the process; anything
     after that is `other`. A name sent by an agent must not be able to mint a new series."""
 
-    def __init__(self, label: str, configured: Iterable[str] = (), cap: int = 100) -> None:
+    def __init__(
+        self,
+        label: str,
+        configured: Iterable[str] = (),
+        cap: int = 100,
+        on_cut: Callable[[int], object] | None = None,
+    ) -> None:
         self.label = label
+        self.on_cut = on_cut  # told of each value longer than MAX_LABEL_CHARS
         self.configured = {skill_key(s): s.strip() for s in configured if s.strip()}
         self.cap = cap
         self._admitted: dict[str, str] = {}
         self.overflowed = 0
-        self.cut = 0  # values longer than MAX_LABEL_CHARS, each time one was cut
 
     def __call__(self, value: str, spelling: str | None = None) -> str:
         if len(value) > MAX_LABEL_CHARS:
-            self.cut += 1
+            if self.on_cut is not None:
+                self.on_cut(1)
             value = cap_label(value)
             spelling = cap_label(spelling) if spelling is not None else None
         key = skill_key(value)
@@ -76,8 +84,13 @@ class SkillLabels:
     the session's expectations and its catalogue is `other`; the ones the session itself names
     (its catalogue, `spanjudge.expected_skills`: both sent by the agent) share a cap."""
 
-    def __init__(self, configured: Iterable[str] = (), cap: int = 100) -> None:
-        self.budget = LabelBudget(semconv.GEN_AI_SKILL_NAME, configured, cap)
+    def __init__(
+        self,
+        configured: Iterable[str] = (),
+        cap: int = 100,
+        on_cut: Callable[[int], object] | None = None,
+    ) -> None:
+        self.budget = LabelBudget(semconv.GEN_AI_SKILL_NAME, configured, cap, on_cut)
 
     def for_session(self, result: SessionResult) -> Callable[[str], str]:
         # Matched case-insensitively, emitted in the spelling the configuration, expectation or
@@ -96,3 +109,18 @@ class SkillLabels:
             return budget(skill, named[key]) if key in named else OTHER
 
         return label
+
+
+def label_budgets(
+    meter: Any, skills: Iterable[str], agents: Iterable[str], cap: int
+) -> tuple[SkillLabels, LabelBudget]:
+    """The skill and the agent label budgets, their cut values counted on ``meter``."""
+    cut = meter.create_counter(
+        semconv.M_LABEL_VALUES_CUT,
+        unit="{value}",
+        description=f"Agent and skill names longer than {MAX_LABEL_CHARS} characters, cut",
+    )
+    return (
+        SkillLabels(skills, cap, cut.add),
+        LabelBudget(semconv.GEN_AI_AGENT_NAME, agents, cap, cut.add),
+    )

@@ -9,10 +9,8 @@ Add `score_views()` to your `MeterProvider` so that `spanjudge.score` uses the b
 Label values are bounded: a skill name outside the session's catalogue, its expectations and the
 configured `labels.skills` is reported as `other`, and so is any agent or skill name past the
 `labels.max_values` distinct ones (names listed in `labels.agents` / `labels.skills` always pass).
-An agent or skill name longer than `MAX_LABEL_CHARS` is cut to that length plus a hash of the
-whole, and counted (`spanjudge.label_values_cut`). A series not updated for `labels.series_ttl`
-(default 1h) is dropped from the export (and its agent or skill name frees its place under the
-cap), as the Collector's `metric_expiration` does.
+A series not updated for `labels.series_ttl` (default 1h) is dropped from the export (and its
+agent or skill name frees its place under the cap), as the Collector's `metric_expiration` does.
 """
 
 from __future__ import annotations
@@ -27,19 +25,11 @@ from opentelemetry.metrics import CallbackOptions, Observation
 
 from spanjudge import semconv
 from spanjudge._version import __version__
-from spanjudge.emit.labels import MAX_LABEL_CHARS, OTHER, LabelBudget, SkillLabels
+from spanjudge.emit.labels import OTHER, LabelBudget, SkillLabels, label_budgets
 from spanjudge.emit.sdk_series import SdkSeries
 from spanjudge.values import SessionResult, skill_key
 
-__all__ = [
-    "MAX_LABEL_CHARS",
-    "OTHER",
-    "LabelBudget",
-    "MetricsSink",
-    "SelfTelemetry",
-    "SkillLabels",
-    "score_views",
-]
+__all__ = ["OTHER", "LabelBudget", "MetricsSink", "SelfTelemetry", "SkillLabels", "score_views"]
 
 from typing import TYPE_CHECKING, Any
 
@@ -117,8 +107,10 @@ class MetricsSink:
         self._clock = clock
         self._sdk = SdkSeries()
         self._seen_agents: set[str] = set()
-        self._labels = SkillLabels(label_skills, max_label_values)
-        self._agents = LabelBudget(semconv.GEN_AI_AGENT_NAME, label_agents, max_label_values)
+        # long names are cut, and counted as `spanjudge.label_values_cut`
+        self._labels, self._agents = label_budgets(
+            meter, label_skills, label_agents, max_label_values
+        )
         self.verdicts = meter.create_counter(
             semconv.M_VERDICTS, unit="1", description="Verdicts by evaluator and outcome"
         )
@@ -163,11 +155,6 @@ class MetricsSink:
         self.backtracks = meter.create_counter(
             semconv.M_SESSION_BACKTRACKS, unit="1", description="Calls that undid earlier effects"
         )
-        self.values_cut = meter.create_counter(
-            semconv.M_LABEL_VALUES_CUT,
-            unit="{value}",
-            description="Agent and skill names cut to the longest label value, each time",
-        )
         meter.create_observable_gauge(
             semconv.M_LABEL_SERIES,
             callbacks=[self._observe_series],
@@ -180,13 +167,6 @@ class MetricsSink:
             self._emit(result)
 
     def _emit(self, result: SessionResult) -> None:
-        cut_before = self._agents.cut + self._labels.budget.cut
-        self._emit_series(result)
-        cut = self._agents.cut + self._labels.budget.cut - cut_before
-        if cut:
-            self.values_cut.add(cut)
-
-    def _emit_series(self, result: SessionResult) -> None:
         trajectory = result.trajectory
         agent = self._agents(trajectory.agent_name) if trajectory.agent_name else UNKNOWN_AGENT
         skill_label = self._labels.for_session(result)
