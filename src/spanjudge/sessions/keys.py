@@ -8,8 +8,6 @@ if absent, and counted (`refused_keys`)."""
 from __future__ import annotations
 
 import hashlib
-import logging
-import threading
 from collections.abc import Sequence
 
 from spanjudge import semconv
@@ -20,9 +18,7 @@ TRACE_ID_SOURCE = "trace_id"
 MAX_KEY_CHARS = 256
 CUT_MARK = "…[session id cut by spanjudge; sha256 {digest}]"
 
-log = logging.getLogger("spanjudge")
 _refused = 0
-_refused_lock = threading.Lock()
 
 
 def refused_keys() -> int:
@@ -30,18 +26,11 @@ def refused_keys() -> int:
     return _refused
 
 
-def _refuse(attribute: str, value: object) -> None:
+def _refuse() -> None:
+    # A count, not a log line: an agent that sends such ids sends them on every span. Stores
+    # take spans under their owner's lock, so the count needs none of its own.
     global _refused
-    with _refused_lock:
-        _refused += 1
-        first = _refused == 1
-    if first:
-        log.warning(
-            "%s holds a %s, not a string: it is not used as a session key (further ones are"
-            " counted, not logged)",
-            attribute,
-            type(value).__name__,
-        )
+    _refused += 1
 
 
 def key_text(value: str) -> str:
@@ -67,5 +56,5 @@ def session_key(span: SpanRecord, extra_attributes: Sequence[str] = ()) -> tuple
                 return key_text(value), attribute
             if isinstance(value, int) and not isinstance(value, bool):
                 return str(value), attribute
-            _refuse(attribute, value)
+            _refuse()
     return None
