@@ -2,7 +2,7 @@
 evaluator's options (ARCHITECTURE.md section 6). All rules given must hold::
 
     {contains: "42"}                      # or a list: every string must appear
-    {regex: "total: \\d+"}                # re.search
+    {regex: "total: \\d+"}                # searched for, on RE2 (`spanjudge.patterns`)
     {json_path: "$.total", equals: 42}    # the answer (or its JSON block) parsed as JSON
     {contains: "Paris", ignore_case: false}   # contains/regex ignore case by default
 """
@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from spanjudge.errors import unknown_options
+from spanjudge.patterns import PatternError, compile_user_pattern
 
 RULE_KEYS = ("contains", "regex", "json_path", "equals", "ignore_case")
 # The keys that make a condition (the others qualify them).
@@ -37,8 +38,8 @@ def validate_rules(rules: Mapping[str, Any], path: str, problems: list[str]) -> 
         problems.append(f"{path}.regex: expected a regular expression string")
     elif isinstance(regex, str):
         try:
-            re.compile(regex)
-        except re.error as exc:
+            compile_user_pattern(regex)
+        except PatternError as exc:
             problems.append(f"{path}.regex: invalid regular expression {regex!r}: {exc}")
     json_path = rules.get("json_path")
     if json_path is not None and (not isinstance(json_path, str) or not json_path.strip()):
@@ -92,7 +93,9 @@ def check_rules(rules: Mapping[str, Any], answer: str) -> tuple[bool, list[str]]
         found = re.search(re.escape(needle), answer, flags) is not None
         results.append((found, f"contains {needle!r}: {'yes' if found else 'no'}"))
     if isinstance(rules.get("regex"), str):
-        found = re.search(rules["regex"], answer, flags) is not None
+        # validated at load; RE2 keeps its own cache of compiled patterns
+        compiled = compile_user_pattern(rules["regex"], ignore_case=bool(flags))
+        found = compiled.search(answer) is not None
         results.append((found, f"matches /{rules['regex']}/: {'yes' if found else 'no'}"))
     if isinstance(rules.get("json_path"), str):
         doc = _json_in(answer)

@@ -365,8 +365,10 @@ def load_config(path: str | None) -> Config:
         raise ConfigError(f"cannot read configuration file: {exc.strerror}", source=path) from None
     import yaml  # only when a file is read: `load_config(None)` needs no parser
 
+    from spanjudge.config_values import load_yaml
+
     try:
-        doc = yaml.safe_load(text)
+        doc = load_yaml(text, path)
     except yaml.YAMLError as exc:
         raise ConfigError(f"not valid YAML: {yaml_problem(exc)}", source=path) from None
     return parse_config(doc, path)

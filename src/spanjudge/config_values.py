@@ -7,6 +7,8 @@ Users who write OpenTelemetry Collector configuration expect the same spellings 
 - `tls:` blocks with the Collector's keys: `ca_file`, `cert_file`, `key_file` and, for a client,
   `insecure` (`configtls` in the Collector).
 
+`load_yaml` reads every configuration and expectations file, with YAML aliases bounded.
+
 Each helper turns those spellings into this project's settings and appends every problem, with
 its path, to ``problems`` (the configuration reports them all at once).
 """
@@ -15,7 +17,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from spanjudge.errors import ConfigError
+
+if TYPE_CHECKING:
+    from yaml.nodes import Node
 
 _UNIT_S = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
@@ -106,3 +113,49 @@ def client_tls(raw: Any, path: str, problems: list[str]) -> dict[str, Any]:
             continue
         out[ours] = value
     return out
+
+
+# Nodes a configuration document may hold once its aliases are expanded. An alias costs nothing
+# to parse, yet nine levels of nine aliases are nine to the ninth nodes for whatever walks the
+# result; a real configuration holds a few thousand at most.
+MAX_YAML_NODES = 100_000
+
+
+def load_yaml(text: str, source: str) -> Any:
+    """`yaml.safe_load` of ``text``, refused as a `ConfigError` naming ``source`` when its
+    aliases expand past `MAX_YAML_NODES` nodes (`yaml.YAMLError` when it is not YAML)."""
+    import yaml  # only when a file is read (start-up cost)
+
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if _expanded_nodes(node, {}) > MAX_YAML_NODES:
+            raise ConfigError(
+                f"YAML aliases expand to more than {MAX_YAML_NODES:,} nodes "
+                "(write the repeated parts out, or alias fewer levels deep)",
+                source=source,
+            )
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _expanded_nodes(node: Node, sizes: dict[int, int]) -> int:
+    """How many nodes ``node`` stands for with every alias expanded, counted once per distinct
+    node (``sizes``) and stopped past the limit, so that counting a bomb is itself cheap."""
+    known = sizes.get(id(node))
+    if known is not None:
+        return known
+    sizes[id(node)] = MAX_YAML_NODES + 1  # an alias inside its own anchor expands for ever
+    total = 1
+    value = node.value
+    if isinstance(value, list):
+        for item in value:
+            for child in item if isinstance(item, tuple) else (item,):
+                total += _expanded_nodes(child, sizes)
+                if total > MAX_YAML_NODES:
+                    return total
+    sizes[id(node)] = total
+    return total

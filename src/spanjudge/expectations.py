@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from spanjudge.conditions import validate_rules
 from spanjudge.errors import ConfigError, did_you_mean
+from spanjudge.patterns import PatternError, UserPattern, compile_user_pattern
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.values import Expectation
 
@@ -26,7 +26,7 @@ class SessionEntry:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Rule:
-    request_matches: re.Pattern[str]
+    request_matches: UserPattern
     skills: tuple[str, ...] = ()
     success: Mapping[str, Any] | None = None
 
@@ -114,8 +114,10 @@ def load_expectations_file(path: str) -> list[SessionEntry]:
         raise ConfigError(f"cannot read expectations file: {exc.strerror}", source=path) from None
     import yaml  # only when a file is read (start-up cost)
 
+    from spanjudge.config_values import load_yaml
+
     try:
-        doc = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
+        doc = json.loads(text) if path.endswith(".json") else load_yaml(text, path)
     except ValueError as exc:
         raise ConfigError(f"not valid JSON: {exc}", source=path) from None
     except yaml.YAMLError as exc:
@@ -147,8 +149,8 @@ def parse_rules(raw: Any, path: str, problems: list[str]) -> list[Rule]:
             problems.append(f"{where}.when.request_matches: required, a regular expression")
             continue
         try:
-            compiled = re.compile(regex, re.IGNORECASE)
-        except re.error as exc:
+            compiled = compile_user_pattern(regex, ignore_case=True)
+        except PatternError as exc:
             problems.append(f"{where}.when.request_matches: invalid regex {regex!r}: {exc}")
             continue
         for key in item:

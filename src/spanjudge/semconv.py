@@ -157,6 +157,8 @@ M_INTERNAL_ERRORS = "spanjudge.internal_errors"
 M_NON_AGENT_TRACES = "spanjudge.non_agent_traces"
 # live series of the verdict and session metrics (series not updated for labels.series_ttl expire)
 M_LABEL_SERIES = "spanjudge.label_series"
+# agent and skill names longer than the longest label value, cut to it plus a hash of the whole
+M_LABEL_VALUES_CUT = "spanjudge.label_values_cut"
 DROP_QUEUE_FULL = "queue_full"
 DROP_INVALID = "invalid_span"
 DROP_SHUTDOWN = "after_shutdown"

@@ -3,6 +3,8 @@ a user sees them (the record's values, the problem's message), and the sidecar's
 
 from __future__ import annotations
 
+import hashlib
+
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
@@ -12,6 +14,11 @@ from spanjudge.sidecar.intake import check_records
 from spanjudge.spans.limits import TRUNCATION_MARK, Limits
 from spanjudge.spans.otlp_proto import decode_request
 from spanjudge.spans.record import SpanEvent, SpanLink
+
+
+def _sha256_16(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
 
 TRACE = bytes(range(1, 17))
 START = 1_700_000_000_000_000_000
@@ -117,7 +124,11 @@ def test_caps_cut_and_count() -> None:
     (record,) = records
     assert record.attributes == {"a": "abc", "b": 123456789}
     assert record.events == (
-        SpanEvent(name="e1", time_unix_nano=START + 1, attributes={"m": "1234" + TRUNCATION_MARK}),
+        SpanEvent(
+            name="e1",
+            time_unix_nano=START + 1,
+            attributes={"m": "1234" + TRUNCATION_MARK.format(digest=_sha256_16("123456"))},
+        ),
     )
     assert record.links == (SpanLink(trace_id=TRACE.hex(), span_id="0000000000000009"),)
     # "abcdefgh" cut (1), "c" and "d" over the count (2), the event string (1), "e2" (1)

@@ -25,7 +25,7 @@ from opentelemetry.metrics import CallbackOptions, Observation
 
 from spanjudge import semconv
 from spanjudge._version import __version__
-from spanjudge.emit.labels import OTHER, LabelBudget, SkillLabels
+from spanjudge.emit.labels import OTHER, LabelBudget, SkillLabels, label_budgets
 from spanjudge.emit.sdk_series import SdkSeries
 from spanjudge.values import SessionResult, skill_key
 
@@ -107,8 +107,10 @@ class MetricsSink:
         self._clock = clock
         self._sdk = SdkSeries()
         self._seen_agents: set[str] = set()
-        self._labels = SkillLabels(label_skills, max_label_values)
-        self._agents = LabelBudget(semconv.GEN_AI_AGENT_NAME, label_agents, max_label_values)
+        # long names are cut, and counted as `spanjudge.label_values_cut`
+        self._labels, self._agents = label_budgets(
+            meter, label_skills, label_agents, max_label_values
+        )
         self.verdicts = meter.create_counter(
             semconv.M_VERDICTS, unit="1", description="Verdicts by evaluator and outcome"
         )

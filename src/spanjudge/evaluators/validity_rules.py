@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from spanjudge.patterns import PatternError, UserPattern, compile_user_pattern
+
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
 
@@ -79,7 +81,7 @@ class ArgRule:
     argument: str
     kind: str
     pattern: str
-    compiled: re.Pattern[str]
+    compiled: UserPattern
 
     def violated(self, value: str) -> bool:
         matched = (
@@ -120,8 +122,12 @@ def _arg_rules(raw: Any, path: str, problems: list[str]) -> tuple[ArgRule, ...]:
                 problems.append(f"{where}: the {kind} pattern must be a string")
                 continue
             try:
-                compiled = glob_to_regex(pattern) if kind.endswith("glob") else re.compile(pattern)
-            except re.error as exc:
+                compiled = (
+                    glob_to_regex(pattern)
+                    if kind.endswith("glob")
+                    else compile_user_pattern(pattern)
+                )
+            except PatternError as exc:
                 problems.append(
                     f"{where}: invalid regular expression {pattern!r}: {exc} "
                     "(fix the pattern, or use {glob: ...} for a path pattern)"

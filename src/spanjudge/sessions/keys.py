@@ -1,7 +1,13 @@
-"""Session key precedence (ARCHITECTURE.md section 3)."""
+"""Session key precedence (ARCHITECTURE.md section 3).
+
+A key longer than `MAX_KEY_CHARS` keeps its first characters and a hash of the whole, so two
+long ids that share a prefix stay two sessions, and the id shown in the report says it was cut.
+A key attribute that is not a string or an integer (an array, say) is no key: it is skipped as
+if absent, and counted (`refused_keys`)."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 
 from spanjudge import semconv
@@ -9,6 +15,30 @@ from spanjudge.spans.record import SpanRecord
 
 DEFAULT_KEY_ATTRIBUTES: tuple[str, ...] = (semconv.GEN_AI_CONVERSATION_ID, semconv.SESSION_ID)
 TRACE_ID_SOURCE = "trace_id"
+MAX_KEY_CHARS = 256
+CUT_MARK = "…[session id cut by spanjudge; sha256 {digest}]"
+
+_refused = 0
+
+
+def refused_keys() -> int:
+    """Key attributes skipped in this process because their value was no string or integer."""
+    return _refused
+
+
+def _refuse() -> None:
+    # A count, not a log line: an agent that sends such ids sends them on every span. Stores
+    # take spans under their owner's lock, so the count needs none of its own.
+    global _refused
+    _refused += 1
+
+
+def key_text(value: str) -> str:
+    """``value`` as a session key: itself, or cut to a prefix plus a hash of the whole."""
+    if len(value) <= MAX_KEY_CHARS:
+        return value
+    digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return value[:MAX_KEY_CHARS] + CUT_MARK.format(digest=digest)
 
 
 def session_key(span: SpanRecord, extra_attributes: Sequence[str] = ()) -> tuple[str, str] | None:
@@ -19,10 +49,12 @@ def session_key(span: SpanRecord, extra_attributes: Sequence[str] = ()) -> tuple
     if extra_attributes:
         keys = (*keys, *extra_attributes)
     for attribute in keys:
-        value = attrs.get(attribute)
-        if value is None or value == "":
-            value = resource.get(attribute)
+        for value in (attrs.get(attribute), resource.get(attribute)):
             if value is None or value == "":
                 continue
-        return str(value), attribute
+            if isinstance(value, str):
+                return key_text(value), attribute
+            if isinstance(value, int) and not isinstance(value, bool):
+                return str(value), attribute
+            _refuse()
     return None

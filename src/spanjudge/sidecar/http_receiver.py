@@ -3,7 +3,9 @@
 A threaded stdlib server: the handler work is the same as gRPC's and the Collector keeps a few
 connections open, so a thread per connection is enough. Error bodies are `google.rpc.Status`
 in the request's encoding, as the OTLP/HTTP specification asks; an unsupported Content-Type
-gets 415 with a protobuf `Status`, a known path with the wrong method 405 with `Allow`.
+gets 415 with a protobuf `Status`, a known path with the wrong method 405 with `Allow`. A body
+comes with a Content-Length or chunked (`Transfer-Encoding: chunked`, which some SDKs send),
+under the same size limit.
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ HEALTH_PATH = "/healthz"
 CONTENT_TYPES = ("application/x-protobuf", "application/json")
 # How much of a refused body is read before answering; beyond it the connection is just closed.
 _DRAIN_BYTES = 64 * 1024 * 1024
+# A chunk-size line (hex size and extensions) or trailer line longer than this is not OTLP.
+_CHUNK_LINE_BYTES = 4096
+_MAX_TRAILER_LINES = 64
+_HEX = frozenset(b"0123456789abcdefABCDEF")
 _ALLOW = {TRACES_PATH: "POST", HEALTH_PATH: "GET, HEAD"}
 _STATUS = {
     "invalid": (400, code_pb2.INVALID_ARGUMENT),
@@ -188,11 +194,61 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     # --- helpers ---
 
+    def _chunked(self) -> bool:
+        transfer = (self.headers.get("Transfer-Encoding") or "").strip().lower()
+        if transfer and transfer != "chunked":
+            self.close_connection = True  # the end of such a body cannot be found
+            raise BadRequest(f"unsupported Transfer-Encoding {transfer!r} (chunked or none)")
+        return transfer == "chunked"
+
     def _read_body(self) -> bytes:
         limit = self.server.max_request_bytes
+        # Transfer-Encoding wins over a Content-Length sent beside it (RFC 9112, 6.3).
+        body = self._read_chunked(limit) if self._chunked() else self._read_sized(limit)
+        encoding = (self.headers.get("Content-Encoding") or "identity").strip().lower()
+        if encoding == "gzip":
+            return gunzip(body, limit)
+        if encoding not in ("identity", ""):
+            raise BadRequest(f"unsupported Content-Encoding {encoding!r} (gzip or identity)")
+        return body
+
+    def _read_chunked(self, limit: int) -> bytes:
+        """A chunked body, refused as soon as its chunks pass ``limit`` bytes."""
+        parts: list[bytes] = []
+        total = 0
+        while True:
+            line = self.rfile.readline(_CHUNK_LINE_BYTES + 1)
+            size_text = line.split(b";", 1)[0].strip()
+            if not line.endswith(b"\n") or not size_text or not _HEX.issuperset(size_text):
+                self.close_connection = True
+                raise BadRequest("malformed chunked body: bad chunk-size line")
+            size = int(size_text, 16)
+            if size == 0:
+                break
+            total += size
+            if total > limit:
+                self.close_connection = True
+                self._drain(size)
+                raise BadRequest(
+                    f"chunked request of more than {limit} bytes exceeds the limit",
+                    too_large=True,
+                )
+            chunk = self.rfile.read(size)
+            if len(chunk) < size or self.rfile.readline(3) not in (b"\r\n", b"\n"):
+                self.close_connection = True
+                raise BadRequest("malformed chunked body: a chunk is cut short")
+            parts.append(chunk)
+        for _ in range(_MAX_TRAILER_LINES):  # trailer fields, ignored, up to the blank line
+            line = self.rfile.readline(_CHUNK_LINE_BYTES + 1)
+            if line in (b"\r\n", b"\n", b""):
+                return b"".join(parts)
+        self.close_connection = True
+        raise BadRequest("malformed chunked body: too many trailer lines")
+
+    def _read_sized(self, limit: int) -> bytes:
         length_header = self.headers.get("Content-Length")
         if length_header is None:
-            raise BadRequest("a Content-Length header is required")
+            raise BadRequest("a Content-Length header or Transfer-Encoding: chunked is required")
         try:
             length = int(length_header)
         except ValueError:
@@ -209,14 +265,16 @@ class _RequestHandler(BaseHTTPRequestHandler):
         body = self.rfile.read(length)
         if len(body) < length:
             raise BadRequest("request body shorter than its Content-Length")
-        encoding = (self.headers.get("Content-Encoding") or "identity").strip().lower()
-        if encoding == "gzip":
-            return gunzip(body, limit)
-        if encoding not in ("identity", ""):
-            raise BadRequest(f"unsupported Content-Encoding {encoding!r} (gzip or identity)")
         return body
 
     def _discard_body(self) -> None:
+        if (self.headers.get("Transfer-Encoding") or "").strip():
+            # Read it (within the limit) so that the answer reaches the client, then close.
+            with contextlib.suppress(BadRequest):
+                if self._chunked():
+                    self._read_chunked(self.server.max_request_bytes)
+            self.close_connection = True
+            return
         try:
             length = int(self.headers.get("Content-Length") or 0)
         except ValueError:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 from spanjudge.spans.record import AttrValue
 
-TRUNCATION_MARK = "…[truncated by spanjudge]"
+# The hash is of the whole value: two long values that share their first characters (two
+# session ids, say) stay two values once cut.
+TRUNCATION_MARK = "…[truncated by spanjudge; sha256 {digest}]"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -26,7 +29,8 @@ def cap_value(value: AttrValue, limits: Limits) -> tuple[AttrValue, int]:
     """Cut a string value (or strings inside arrays) to the cap; returns (value, cuts)."""
     if isinstance(value, str):
         if len(value) > limits.max_attr_chars:
-            return value[: limits.max_attr_chars] + TRUNCATION_MARK, 1
+            digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+            return value[: limits.max_attr_chars] + TRUNCATION_MARK.format(digest=digest), 1
         return value, 0
     if isinstance(value, tuple):
         cuts = 0
