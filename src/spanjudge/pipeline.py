@@ -11,7 +11,7 @@ once per kind, counted, and the remaining sessions and sinks still run.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -54,6 +54,29 @@ def is_own_span(scope_name: str | None, span_name: str) -> bool:
         or scope.startswith(_OWN_SCOPE_PREFIX)
         or span_name == semconv.SPAN_EVALUATE
     )
+
+
+def agent_spans(
+    spans: Sequence[SpanRecord], sizes: Sequence[int] | None = None
+) -> tuple[Sequence[SpanRecord], Sequence[int] | None]:
+    """``spans`` without spanjudge's own, with the ``sizes`` of those kept (None when not given
+    or when some were left out: the store then works them out)."""
+    if not any(is_own_span(span.scope_name, span.name) for span in spans):
+        return spans, sizes
+    return [span for span in spans if not is_own_span(span.scope_name, span.name)], None
+
+
+class EventClock:
+    """Offline time is event time: the latest end of an agent span taken so far, in seconds.
+
+    Given to a `Pipeline` (and its store), it moves as the pipeline takes spans; spanjudge's own
+    evaluation spans, recorded after their session, never move it."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
 def has_agent_activity(trajectory: Trajectory) -> bool:
@@ -103,7 +126,8 @@ class Pipeline:
     recorded or this pipeline handed out and not yet confirmed, so a session re-opened after a
     restart never reuses a verdict id; sessions evaluated and emitted are kept for
     `take_evaluated` until the owner confirms them with `confirmed`. With ``raise_errors`` an
-    engine or sink error propagates (offline: a report must not silently lack a session).
+    engine or sink error propagates (offline: a report must not silently lack a session). With
+    an ``event_clock`` (the store's clock, offline), time moves with the agent spans taken.
 
     A session's deterministic verdicts are in when it closes; its judged ones run on their
     judges' pools, and its result goes to the sinks from a later `tick` once they are in or
@@ -121,6 +145,7 @@ class Pipeline:
         *,
         telemetry: SelfTelemetry | None = None,
         ledger: RevisionLedger | None = None,
+        event_clock: EventClock | None = None,
         raise_errors: bool = False,
         ordered: bool = False,
         max_pending: int = MAX_PENDING_SESSIONS,
@@ -130,8 +155,8 @@ class Pipeline:
         self.sinks = [*sinks, *_plugin_sinks(engine)]
         self.telemetry = telemetry
         self.ledger = ledger
+        self.event_clock = event_clock
         self.raise_errors = raise_errors
-        self.own_spans_skipped = 0
         self.guard = Guard(
             "spanjudge",
             "spanjudge",
@@ -148,25 +173,23 @@ class Pipeline:
         if telemetry is not None:
             telemetry.set_open_sessions_callback(lambda: len(self.store.open))
 
-    def add(self, spans: Iterable[SpanRecord], sizes: Sequence[int] | None = None) -> int:
+    def add(self, spans: Sequence[SpanRecord], sizes: Sequence[int] | None = None) -> int:
         """Take spans into their sessions, skipping spanjudge's own; returns the agent spans
         taken. ``sizes``: each span's `estimate_size`, when the decoder worked them out."""
+        spans, sizes = agent_spans(spans, sizes)
+        clock = self.event_clock
+        if clock is not None:  # before the store takes them: their sessions are seen "now"
+            for span in spans:
+                if span.end_unix_nano / 1e9 > clock.now:
+                    clock.now = span.end_unix_nano / 1e9
         store = self.store
-        n = 0
         if sizes is None:
             for span in spans:
-                if is_own_span(span.scope_name, span.name):
-                    self.own_spans_skipped += 1
-                    continue
                 store.add(span)
-                n += 1
         else:
             for span, size in zip(spans, sizes, strict=True):
-                if is_own_span(span.scope_name, span.name):
-                    self.own_spans_skipped += 1
-                    continue
                 store.add(span, size)
-                n += 1
+        n = len(spans)
         if self.telemetry is not None and n:
             self.telemetry.spans_received(n)
         return n

@@ -20,7 +20,7 @@ from spanjudge.emit.base import Sink
 from spanjudge.emit.metrics import SelfTelemetry
 from spanjudge.engine import Engine
 from spanjudge.guard import Guard
-from spanjudge.pipeline import Pipeline, is_own_span
+from spanjudge.pipeline import Pipeline, agent_spans
 from spanjudge.sessions.store import ClosePolicy, SessionStore
 from spanjudge.sidecar.config import InputConfig
 from spanjudge.sidecar.intake import BadRequest, decode_body
@@ -102,13 +102,13 @@ class Worker:
 
     # --- receiver side (any thread) ---
 
-    def submit(self, body: bytes, fmt: str, records: list[SpanRecord], sizes: Any = None) -> None:
+    def submit(
+        self, body: bytes, fmt: str, records: Sequence[SpanRecord], sizes: Any = None
+    ) -> None:
         """Spool and queue one request's spans (``sizes``, if decoded); `Overloaded` when full."""
-        # spanjudge's own spans (verdicts routed back here) are never evaluated: spooled, no
-        # session would ever release them, and the spool would fill up with them.
-        kept = [r for r in records if not is_own_span(r.scope_name, r.name)]
-        if len(kept) < len(records):  # rare: the store works out the sizes of what is left
-            records, sizes = kept, None
+        # The pipeline never takes spanjudge's own spans (verdicts routed back here): spooled,
+        # no session would ever release them. So what it would skip is not spooled either.
+        records, sizes = agent_spans(records, sizes)
         if not records:
             return
         n = len(records)
@@ -166,7 +166,7 @@ class Worker:
         return self.lag.bytes
 
     def _enqueue(
-        self, request_id: int, records: list[SpanRecord], nbytes: int = 0, sizes: Any = None
+        self, request_id: int, records: Sequence[SpanRecord], nbytes: int = 0, sizes: Any = None
     ) -> None:
         """Hand one spooled request's spans to evaluation, in spool id order (lock held)."""
         self.pending_spans += len(records)
@@ -198,9 +198,9 @@ class Worker:
             except BadRequest:  # it was accepted once with the same checks; cannot happen
                 log.error("spooled request %d no longer decodes; kept", stored.request_id)
                 continue
-            records = [
-                r for r in decoded.records if group_of(r, self._key_attributes) in stored.groups
-            ]
+            records, _ = agent_spans(
+                [r for r in decoded.records if group_of(r, self._key_attributes) in stored.groups]
+            )
             with self._submit_lock:
                 self._enqueue(stored.request_id, records, len(stored.body))
             count += len(records)
