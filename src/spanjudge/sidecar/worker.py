@@ -3,7 +3,8 @@
 Receivers call `Worker.submit` from many threads: it checks the budgets, writes the request to
 the spool (durably, before the caller acknowledges) and queues the decoded spans. The worker
 thread feeds them to the shared `Pipeline`, evaluates sessions as they close, flushes the sinks,
-and only when every sink confirmed does it tell the spool the sessions are done. A crash in
+and only when every sink confirmed does it confirm the sessions through the revision ledger,
+which releases them from the spool. A crash in
 between re-evaluates those sessions on restart with the same revision, hence the same verdict ids.
 """
 
@@ -21,11 +22,12 @@ from spanjudge.emit.metrics import SelfTelemetry
 from spanjudge.engine import Engine
 from spanjudge.guard import Guard
 from spanjudge.pipeline import Pipeline, agent_spans
+from spanjudge.sessions.revisions import Completion, Revisions
 from spanjudge.sessions.store import ClosePolicy, SessionStore
 from spanjudge.sidecar.config import InputConfig
 from spanjudge.sidecar.intake import BadRequest, decode_body
 from spanjudge.sidecar.lag import LagMeter
-from spanjudge.sidecar.spool import Completion, MemorySpool, Spool, StorageError, group_of
+from spanjudge.sidecar.spool import MemorySpool, Spool, StorageError, group_of
 from spanjudge.spans.limits import Limits
 from spanjudge.spans.record import SpanRecord
 
@@ -65,9 +67,11 @@ class Worker:
         self.guard = Guard(
             log, "sidecar", on_error=telemetry.internal_error if telemetry is not None else None
         )
-        # The spool is the ledger: revisions continue above what it recorded as evaluated.
+        # The spool is the ledger's record: revisions continue above what it recorded as
+        # evaluated, and a session's rows go once its confirmation is written there.
+        self.revisions = Revisions(policy.keep_closed_revisions, record=spool)
         self.pipeline = Pipeline(
-            engine, SessionStore(policy, clock), sinks, telemetry=telemetry, ledger=spool
+            engine, SessionStore(policy, clock, self.revisions), sinks, telemetry=telemetry
         )
         self.telemetry = telemetry
         self.limits = limits
@@ -285,7 +289,7 @@ class Worker:
         self._confirm()
 
     def _confirm(self) -> None:
-        for evaluated in self.pipeline.take_evaluated():
+        for evaluated in self.revisions.take_evaluated():
             session = evaluated.session
             # Its own group and the traces of its key-less spans: a trace whose key-less spans
             # are another session's (one closed idle before the key came) keeps its rows.
@@ -319,7 +323,7 @@ class Worker:
         self._unconfirmed_said = False
         done, self._unconfirmed = self._unconfirmed, []
         try:
-            self.spool.complete(done)
+            self.revisions.confirm(done)
         except StorageError as exc:
             # Exported but not yet forgotten: tried again next tick (the flush is then empty).
             self._unconfirmed = done + self._unconfirmed
@@ -330,8 +334,6 @@ class Worker:
             with self._submit_lock:
                 self._storage_ok()
         self.evaluated_sessions += len(done)
-        for item in done:
-            self.pipeline.confirmed(item.key, item.revision)
 
     @property
     def store(self) -> SessionStore:
