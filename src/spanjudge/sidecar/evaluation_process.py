@@ -6,8 +6,7 @@ single-process sidecar (store, engine, ticks, shutdown modes), but its "sinks" a
 the pipe back to the parent: results go back to be emitted, and completions (with the mark of
 the last request this process had taken when the session closed) go back to be confirmed in
 the one spool once the parent's sinks accepted them. Nothing here writes the spool: the worker's
-revision ledger has it as its record, read for the revisions recorded as evaluated (so a
-re-opened session never reuses a verdict id) and told of confirmations through the pipe.
+revision ledger reads the revisions recorded there and confirms through the pipe.
 """
 
 from __future__ import annotations
@@ -177,8 +176,7 @@ class _ForwardSink:
 
 
 class _PipeSpool:
-    """Stands in for the spool: completions go to the parent; revisions are read from the
-    spool file, and those sent are remembered until the parent has written them there."""
+    """The spool over the pipe: revisions read from its file, completions sent (and kept)."""
 
     def __init__(self, channel: _Channel, path: str | None, keep: int) -> None:
         self.bytes = self.max_bytes = self.requests = 0
@@ -323,9 +321,8 @@ def run(settings: ProcessSettings, conn: Connection, out: Connection, paused: An
     )
     # A key-less trace it closes alone is judged only if its spans did not move meanwhile.
     asker = Asker(channel.send)
-    store = AskingStore(config.policy, worker.pipeline.store.clock, asker)
-    store.revisions = worker.revisions
-    worker.pipeline.store = store
+    worker.pipeline.store = AskingStore(config.policy, worker.pipeline.store.clock, asker)
+    worker.pipeline.store.revisions = worker.revisions
     worker.channel = channel
     worker.settings = settings
     worker.relay = relay

@@ -3,9 +3,9 @@
 Receivers call `Worker.submit` from many threads: it checks the budgets, writes the request to
 the spool (durably, before the caller acknowledges) and queues the decoded spans. The worker
 thread feeds them to the shared `Pipeline`, evaluates sessions as they close, flushes the sinks,
-and only when every sink confirmed does it confirm the sessions through the revision ledger,
-which releases them from the spool. A crash in
-between re-evaluates those sessions on restart with the same revision, hence the same verdict ids.
+and only when every sink confirmed does it confirm the sessions through the revision ledger (the
+spool releases them). A crash in between re-evaluates those sessions on restart with the same
+revision, hence the same verdict ids.
 """
 
 from __future__ import annotations
@@ -67,8 +67,7 @@ class Worker:
         self.guard = Guard(
             log, "sidecar", on_error=telemetry.internal_error if telemetry is not None else None
         )
-        # The spool is the ledger's record: revisions continue above what it recorded as
-        # evaluated, and a session's rows go once its confirmation is written there.
+        # The spool is the ledger's record: revisions continue above what it recorded.
         self.revisions = Revisions(policy.keep_closed_revisions, record=spool)
         self.pipeline = Pipeline(
             engine, SessionStore(policy, clock, self.revisions), sinks, telemetry=telemetry
@@ -110,8 +109,7 @@ class Worker:
         self, body: bytes, fmt: str, records: Sequence[SpanRecord], sizes: Any = None
     ) -> None:
         """Spool and queue one request's spans (``sizes``, if decoded); `Overloaded` when full."""
-        # The pipeline never takes spanjudge's own spans (verdicts routed back here): spooled,
-        # no session would ever release them. So what it would skip is not spooled either.
+        # Not spooled: spanjudge's own spans, which the pipeline skips (no session releases them).
         records, sizes = agent_spans(records, sizes)
         if not records:
             return
