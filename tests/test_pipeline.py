@@ -1,6 +1,6 @@
 """The pipeline's one close path and its record of evaluated sessions, as the sidecar's spool
 sees them: a session closed at shutdown is released once (never emitted again after a restart),
-and a session whose evaluation raised stays spooled (issue 11; issue 12 item 6)."""
+and a session whose evaluation raised stays spooled."""
 
 from __future__ import annotations
 

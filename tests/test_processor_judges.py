@@ -1,4 +1,4 @@
-"""A slow LLM judge on one session holds up no other (issue 15 item 1): the processor emits a
+"""A slow LLM judge on one session holds up no other: the processor emits a
 session's verdicts, exported through a real SDK provider, while another session's judgment is
 still out; at shutdown a judgment still out is `judge_timeout`, emitted once, never lost."""
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from spanjudge.emit.summary import Summary
 from spanjudge.engine import Engine
 from spanjudge.errors import InputError
-from spanjudge.pipeline import Pipeline, is_own_span
+from spanjudge.pipeline import EventClock, Pipeline
 from spanjudge.sessions.store import SessionStore
 from spanjudge.spans.files import read_input
 from spanjudge.values import SessionResult
@@ -51,16 +51,6 @@ class InputStats:
             "duplicate_spans": self.duplicate_spans,
             "problems": self.problems[:100],
         }
-
-
-class EventClock:
-    """Offline time is event time: the latest span end seen so far, in seconds."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class Progress:
@@ -166,6 +156,7 @@ def _run(
         SessionStore(policy, clock=clock),
         [_ReportSink(summary, writer)],
         raise_errors=True,
+        event_clock=clock,
         # Judgments overlap across sessions; the report keeps the order sessions closed in.
         ordered=True,
     )
@@ -189,13 +180,6 @@ def _run(
                 if not skip_invalid:
                     raise error
                 skip(error)
-            for span in chunk.spans:
-                # Event time is agent time: spanjudge's own evaluation spans (recorded after
-                # the session) must not move it.
-                if span.end_unix_nano / 1e9 > clock.now and not is_own_span(
-                    span.scope_name, span.name
-                ):
-                    clock.now = span.end_unix_nano / 1e9
             pipeline.add(chunk.spans, chunk.sizes)
             stats.spans += len(chunk.spans)
             pipeline.tick()

@@ -2,17 +2,18 @@
 
 The processor, the sidecar and `spanjudge eval` each own one `Pipeline` and drive it from one
 thread (it is not thread-safe, like the `SessionStore` inside it). spanjudge's own spans are
-skipped here and nowhere else; sessions leave the store by its one `close` path; revisions that
-must survive restarts and the record of evaluated sessions are kept here, for the front end that
-confirms them (the sidecar's spool). Failures are contained: an engine or sink error is logged
-once per kind, counted, and the remaining sessions and sinks still run.
+skipped here and nowhere else; sessions leave the store by its one `close` path; the store's
+revision ledger (`sessions.revisions`) is told which sessions went to evaluation and which were
+emitted, for the front end that confirms them (the sidecar's spool). Failures are contained: an
+engine or sink error is logged once per kind, counted, and the remaining sessions and sinks
+still run.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from spanjudge import semconv
@@ -26,18 +27,9 @@ from spanjudge.trajectory.model import Trajectory
 from spanjudge.values import SessionResult
 
 if TYPE_CHECKING:  # offline runs record no telemetry: the metrics API is not imported for it
-    from typing import Protocol
-
     from spanjudge.emit.base import Sink
     from spanjudge.emit.metrics import SelfTelemetry
     from spanjudge.sessions.store import CloseReason
-
-    class RevisionLedger(Protocol):
-        """Where evaluated revisions outlive the process (the sidecar's spool)."""
-
-        def revision(self, key: str) -> int:
-            """The last revision of session ``key`` recorded as evaluated, 0 if none."""
-            ...
 
 
 _OWN_SCOPE_PREFIX = semconv.SJ_SCOPE_NAME + "."
@@ -54,6 +46,29 @@ def is_own_span(scope_name: str | None, span_name: str) -> bool:
         or scope.startswith(_OWN_SCOPE_PREFIX)
         or span_name == semconv.SPAN_EVALUATE
     )
+
+
+def agent_spans(
+    spans: Sequence[SpanRecord], sizes: Sequence[int] | None = None
+) -> tuple[Sequence[SpanRecord], Sequence[int] | None]:
+    """``spans`` without spanjudge's own, with the ``sizes`` of those kept (None when not given
+    or when some were left out: the store then works them out)."""
+    if not any(is_own_span(span.scope_name, span.name) for span in spans):
+        return spans, sizes
+    return [span for span in spans if not is_own_span(span.scope_name, span.name)], None
+
+
+class EventClock:
+    """Offline time is event time: the latest end of an agent span taken so far, in seconds.
+
+    Given to a `Pipeline` (and its store), it moves as the pipeline takes spans; spanjudge's own
+    evaluation spans, recorded after their session, never move it."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
 def has_agent_activity(trajectory: Trajectory) -> bool:
@@ -82,14 +97,6 @@ def _plugin_sinks(engine: Engine) -> list[Sink]:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Evaluated:
-    """A session whose result every sink took, with the ``mark`` its close was given."""
-
-    session: ClosedSession
-    mark: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class _Pending:
     session: ClosedSession
     result: PendingResult
@@ -99,11 +106,11 @@ class _Pending:
 class Pipeline:
     """Feeds spans to the store, evaluates sessions as they close and hands results to sinks.
 
-    With a ``ledger``, a closed session's revision is raised above every revision the ledger
-    recorded or this pipeline handed out and not yet confirmed, so a session re-opened after a
-    restart never reuses a verdict id; sessions evaluated and emitted are kept for
-    `take_evaluated` until the owner confirms them with `confirmed`. With ``raise_errors`` an
-    engine or sink error propagates (offline: a report must not silently lack a session).
+    Each session closed is reported to the store's revision ledger as it goes to evaluation, and
+    again once every sink took its result, for an owner that confirms (`Revisions.confirm`).
+    With ``raise_errors`` an
+    engine or sink error propagates (offline: a report must not silently lack a session). With
+    an ``event_clock`` (the store's clock, offline), time moves with the agent spans taken.
 
     A session's deterministic verdicts are in when it closes; its judged ones run on their
     judges' pools, and its result goes to the sinks from a later `tick` once they are in or
@@ -120,7 +127,7 @@ class Pipeline:
         sinks: Sequence[Sink],
         *,
         telemetry: SelfTelemetry | None = None,
-        ledger: RevisionLedger | None = None,
+        event_clock: EventClock | None = None,
         raise_errors: bool = False,
         ordered: bool = False,
         max_pending: int = MAX_PENDING_SESSIONS,
@@ -129,17 +136,14 @@ class Pipeline:
         self.store = store
         self.sinks = [*sinks, *_plugin_sinks(engine)]
         self.telemetry = telemetry
-        self.ledger = ledger
+        self.event_clock = event_clock
         self.raise_errors = raise_errors
-        self.own_spans_skipped = 0
         self.guard = Guard(
             "spanjudge",
             "spanjudge",
             on_error=telemetry.internal_error if telemetry is not None else None,
         )
         self.non_agent_traces = 0
-        self._in_flight: dict[str, int] = {}  # key -> revision evaluated, not yet confirmed
-        self._evaluated: list[Evaluated] = []
         self._pending: list[_Pending] = []  # evaluations started, results not yet emitted
         self.ordered = ordered
         self.max_pending = max_pending
@@ -148,25 +152,23 @@ class Pipeline:
         if telemetry is not None:
             telemetry.set_open_sessions_callback(lambda: len(self.store.open))
 
-    def add(self, spans: Iterable[SpanRecord], sizes: Sequence[int] | None = None) -> int:
+    def add(self, spans: Sequence[SpanRecord], sizes: Sequence[int] | None = None) -> int:
         """Take spans into their sessions, skipping spanjudge's own; returns the agent spans
         taken. ``sizes``: each span's `estimate_size`, when the decoder worked them out."""
+        spans, sizes = agent_spans(spans, sizes)
+        clock = self.event_clock
+        if clock is not None:  # before the store takes them: their sessions are seen "now"
+            for span in spans:
+                if span.end_unix_nano / 1e9 > clock.now:
+                    clock.now = span.end_unix_nano / 1e9
         store = self.store
-        n = 0
         if sizes is None:
             for span in spans:
-                if is_own_span(span.scope_name, span.name):
-                    self.own_spans_skipped += 1
-                    continue
                 store.add(span)
-                n += 1
         else:
             for span, size in zip(spans, sizes, strict=True):
-                if is_own_span(span.scope_name, span.name):
-                    self.own_spans_skipped += 1
-                    continue
                 store.add(span, size)
-                n += 1
+        n = len(spans)
         if self.telemetry is not None and n:
             self.telemetry.spans_received(n)
         return n
@@ -197,16 +199,6 @@ class Pipeline:
         """Sessions whose evaluation started and whose result is not emitted yet."""
         return len(self._pending)
 
-    def take_evaluated(self) -> list[Evaluated]:
-        """Sessions evaluated and handed to every sink since the last call (ledger only)."""
-        done, self._evaluated = self._evaluated, []
-        return done
-
-    def confirmed(self, key: str, revision: int) -> None:
-        """The ledger now records ``revision`` of ``key``: it no longer needs holding here."""
-        if self._in_flight.get(key) == revision:
-            del self._in_flight[key]
-
     def flush(self, timeout_s: float) -> bool:
         """Flush every sink within ``timeout_s`` overall."""
         deadline = time.monotonic() + max(0.0, timeout_s)
@@ -230,18 +222,10 @@ class Pipeline:
             except BaseException:
                 self._failed(f"shutdown:{type(sink).__name__}")
 
-    def _revise(self, session: ClosedSession) -> ClosedSession:
-        assert self.ledger is not None
-        floor = max(self.ledger.revision(session.key), self._in_flight.get(session.key, 0))
-        if session.revision <= floor:
-            session = replace(session, revision=floor + 1)
-        self._in_flight[session.key] = session.revision
-        return session
-
     def _start(self, closed: Sequence[ClosedSession], mark: int) -> None:
+        revisions = self.store.revisions
         for session in closed:
-            if self.ledger is not None:
-                session = self._revise(session)
+            revisions.started(session)
             try:
                 trajectory = self.engine.trajectory(session)
                 if not has_agent_activity(trajectory):
@@ -252,7 +236,7 @@ class Pipeline:
                 started = self.engine.begin(session, trajectory, on_judged=self.on_judged)
             except Exception:
                 self._failed("evaluate")
-                continue  # not recorded as evaluated: the ledger keeps its spans
+                continue  # not recorded as evaluated: the spool keeps its spans
             self._pending.append(_Pending(session=session, result=started, mark=mark))
         while len(self._pending) > self.max_pending:  # memory bound: the oldest waits now
             self._finish(self._pending.pop(0), None)
@@ -277,7 +261,7 @@ class Pipeline:
             result = item.result.result(until=until)
         except Exception:
             self._failed("evaluate")
-            return None  # not recorded as evaluated: the ledger keeps its spans
+            return None  # not recorded as evaluated: the spool keeps its spans
         if self.telemetry is not None:
             self.telemetry.evaluation_duration(result.evaluation_duration_s)
         emitted = True
@@ -289,8 +273,8 @@ class Pipeline:
             except BaseException:  # a plugin's SystemExit must not end the worker thread
                 emitted = False
                 self._failed(f"emit:{type(sink).__name__}")
-        if emitted and self.ledger is not None:
-            self._evaluated.append(Evaluated(session=item.session, mark=item.mark))
+        if emitted:
+            self.store.revisions.evaluated(item.session, item.mark)
         return result
 
     @property
@@ -300,12 +284,11 @@ class Pipeline:
 
     def _not_agent(self, session: ClosedSession, mark: int) -> None:
         """A health check or plain HTTP trace: counted apart, never judged, so it never lowers
-        coverage; the ledger records it as done (nothing to emit, nothing left to keep)."""
+        coverage; the revision ledger has it as evaluated (nothing to emit, nothing to keep)."""
         self.non_agent_traces += 1
         if self.telemetry is not None:
             self.telemetry.non_agent_trace()
-        if self.ledger is not None:
-            self._evaluated.append(Evaluated(session=session, mark=mark))
+        self.store.revisions.evaluated(session, mark)
 
     def _failed(self, where: str) -> None:
         if self.raise_errors:

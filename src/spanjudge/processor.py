@@ -162,7 +162,8 @@ class SpanJudgeProcessor(SpanProcessor):
             if self._shutdown:
                 # Ended after shutdown: nobody will evaluate it; say so rather than lose it quietly
                 # (our own evaluation spans, emitted while shutting down, are not agent spans).
-                if not _own(span):
+                scope = span.instrumentation_scope
+                if not is_own_span(scope.name if scope is not None else None, span.name):
                     self.telemetry.spans_dropped(1, semconv.DROP_SHUTDOWN)
                 return
             queue = self._queue
@@ -294,11 +295,6 @@ class SpanJudgeProcessor(SpanProcessor):
     def dropped_spans(self) -> int:
         """Spans dropped because the queue was full."""
         return self._dropped
-
-
-def _own(span: ReadableSpan) -> bool:
-    scope = span.instrumentation_scope
-    return is_own_span(scope.name if scope is not None else None, span.name)
 
 
 def _check_arguments(

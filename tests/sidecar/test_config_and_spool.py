@@ -6,13 +6,14 @@ from pathlib import Path
 
 import pytest
 
+from spanjudge.sessions.revisions import Completion
 from spanjudge.sidecar.config import (
     DEFAULT_GRPC_ENDPOINT,
     DEFAULT_HTTP_ENDPOINT,
     DEFAULT_METRICS_ENDPOINT,
     parse_serve,
 )
-from spanjudge.sidecar.spool import Completion, Spool
+from spanjudge.sidecar.spool import Spool
 
 
 @pytest.fixture(autouse=True)

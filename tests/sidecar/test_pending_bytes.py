@@ -1,6 +1,6 @@
 """serve.max_pending_bytes: accepted requests wait decoded in memory until a tick takes them, so
-their bytes are bounded too, not only their span count and age (issue 12: backpressure by
-memory). And with several evaluation processes the open-session budget is shared, so
+their bytes are bounded too, not only their span count and age (backpressure by memory).
+And with several evaluation processes the open-session budget is shared, so
 `sessions.max_open_bytes` bounds serve's memory whatever `serve.workers` is."""
 
 from __future__ import annotations

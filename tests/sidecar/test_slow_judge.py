@@ -1,4 +1,4 @@
-"""The sidecar's worker with a slow LLM judge on one session (issue 15 item 1): another
+"""The sidecar's worker with a slow LLM judge on one session: another
 session's verdicts are emitted and its spool rows released while that judgment is out; the slow
 session's rows stay spooled until its own result is emitted and confirmed, and rows a session
 re-opened with meanwhile are never released with the earlier revision."""

@@ -1,8 +1,7 @@
 """`workers: 1`: the worker thread died (a bug outside its guards; serve then exits 1 with
 'stopping: the evaluation worker died'). The stop still does what a stop does: the open
-sessions are evaluated (`on_shutdown: evaluate`) and their verdicts exported, as before 526a150,
-where the stop's finish ran only on the (dead) worker thread and nothing was sent.
-(From rv's reproducer, /work/coord/rv/s4/worker_crash.)"""
+sessions are evaluated (`on_shutdown: evaluate`) and their verdicts exported: the stop's finish
+does not depend on the (dead) worker thread."""
 
 from __future__ import annotations
 

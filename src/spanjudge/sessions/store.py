@@ -12,6 +12,7 @@ from typing import Literal
 from spanjudge import semconv
 from spanjudge.sessions.deadlines import DeadlineQueue
 from spanjudge.sessions.keys import TRACE_ID_SOURCE, session_key
+from spanjudge.sessions.revisions import Revisions
 from spanjudge.sessions.sizes import SESSION_BASE, estimate_size
 from spanjudge.spans.record import SpanRecord
 
@@ -82,16 +83,22 @@ class SessionStore:
     """Groups spans into sessions and decides when each closes.
 
     Not thread-safe: one owner (the processor's worker, the sidecar's pipeline) calls it.
-    ``clock`` is injectable; offline runs use event time (the latest span end seen).
+    ``clock`` is injectable; offline runs use event time (the latest span end seen). A session's
+    revision comes from ``revisions`` (by default a ledger of its own, remembering the policy's
+    ``keep_closed_revisions`` keys).
     """
 
     def __init__(
         self,
         policy: ClosePolicy | None = None,
         clock: Callable[[], float] = time.monotonic,
+        revisions: Revisions | None = None,
     ) -> None:
         self.policy = policy or ClosePolicy()
         self.clock = clock
+        self.revisions = (
+            Revisions(self.policy.keep_closed_revisions) if revisions is None else revisions
+        )
         self.open: OrderedDict[str, OpenSession] = OrderedDict()
         self._trace_key: dict[str, str] = {}
         self._pending: dict[str, list[SpanRecord]] = {}  # spans of traces with no key yet
@@ -99,7 +106,6 @@ class SessionStore:
         self._pending_bytes: dict[str, int] = {}
         # spans of the last closed sessions, kept so a late span re-opens them whole
         self._closed_spans: OrderedDict[str, tuple[tuple[SpanRecord, ...], int]] = OrderedDict()
-        self._revisions: OrderedDict[str, int] = OrderedDict()
         # The memory budget (`max_open_bytes`) covers all three: open sessions, the spans of
         # traces with no session key yet, and the retained spans of closed sessions.
         self.open_bytes = 0
@@ -172,17 +178,15 @@ class SessionStore:
     ) -> None:
         session = self.open.get(key)
         if session is None:
-            revision = 1
-            partial = False
-            previous = self._revisions.pop(key, None)
+            revision, reopened = self.revisions.open(key)
             kept = self._closed_spans.pop(key, None)
             earlier = None
             if kept is not None:
                 earlier, kept_bytes = kept
                 self.retained_bytes -= kept_bytes
-            if previous is not None:
-                revision = previous + 1
-                partial = earlier is None
+            # Re-opened without its earlier spans: this evaluation sees only part of it.
+            partial = reopened and earlier is None
+            if reopened:
                 self.reopened += 1
             self._opened += 1
             session = OpenSession(
@@ -367,9 +371,7 @@ class SessionStore:
             self.retained_bytes += session.size_bytes
             while len(self._closed_spans) > self.policy.keep_closed_sessions:
                 self.retained_bytes -= self._closed_spans.popitem(last=False)[1][1]
-        self._revisions[key] = session.revision
-        while len(self._revisions) > self.policy.keep_closed_revisions:
-            self._revisions.popitem(last=False)
+        self.revisions.closed(key, session.revision)
         for trace_id in {s.trace_id for s in spans}:
             if self._trace_key.get(trace_id) == key and reason in ("end_of_input", "shutdown"):
                 self._trace_key.pop(trace_id, None)

@@ -5,8 +5,8 @@ it here with the spool id of its request. This process runs the same `Worker` lo
 single-process sidecar (store, engine, ticks, shutdown modes), but its "sinks" and "spool" are
 the pipe back to the parent: results go back to be emitted, and completions (with the mark of
 the last request this process had taken when the session closed) go back to be confirmed in
-the one spool once the parent's sinks accepted them. Nothing here writes the spool; it only
-reads the revisions recorded as evaluated, so a re-opened session never reuses a verdict id.
+the one spool once the parent's sinks accepted them. Nothing here writes the spool: the worker's
+revision ledger reads the revisions recorded there and confirms through the pipe.
 """
 
 from __future__ import annotations
@@ -31,13 +31,14 @@ from spanjudge.config import Config
 from spanjudge.emit.metrics import SelfTelemetry
 from spanjudge.emit.otel import OtelVerdictSink
 from spanjudge.engine import Engine
+from spanjudge.sessions.revisions import Completion
 from spanjudge.sidecar.asking_store import Asker, AskingStore
 from spanjudge.sidecar.config import ExportConfig, InputConfig
 from spanjudge.sidecar.export import VerdictExport, build_verdict_export, report_unflushed
 from spanjudge.sidecar.export_health import export_health
 from spanjudge.sidecar.relay_metrics import RelayMeterProvider
 from spanjudge.sidecar.signals import STOP_SIGNALS
-from spanjudge.sidecar.spool import Completion, Stored, remember_revisions
+from spanjudge.sidecar.spool import Stored, remember_revisions
 from spanjudge.sidecar.worker import Worker
 from spanjudge.spans.record import SpanRecord
 from spanjudge.values import SessionResult
@@ -174,9 +175,8 @@ class _ForwardSink:
         return None
 
 
-class _Ledger:
-    """Stands in for the spool: completions go to the parent; revisions are read from the
-    spool file (what earlier runs recorded) and remembered for what this process handed out."""
+class _PipeSpool:
+    """The spool over the pipe: revisions read from its file, completions sent (and kept)."""
 
     def __init__(self, channel: _Channel, path: str | None, keep: int) -> None:
         self.bytes = self.max_bytes = self.requests = 0
@@ -294,7 +294,7 @@ def run(settings: ProcessSettings, conn: Connection, out: Connection, paused: An
     metrics.set_meter_provider(meters)
     config = settings.config
     relay = _Telemetry()
-    ledger = _Ledger(channel, settings.spool_path, settings.keep_evaluated)
+    spool = _PipeSpool(channel, settings.spool_path, settings.keep_evaluated)
     export: VerdictExport | None = None
     sinks: list[Any] = []
     if settings.export.enabled:
@@ -310,7 +310,7 @@ def run(settings: ProcessSettings, conn: Connection, out: Connection, paused: An
     worker = _ProcessWorker(
         Engine(config),
         [],
-        ledger,  # type: ignore[arg-type]  # the spool's interface, over the pipe
+        spool,  # type: ignore[arg-type]  # the spool's interface, over the pipe
         policy=config.policy,
         limits=config.limits,
         checks=settings.checks,
@@ -322,6 +322,7 @@ def run(settings: ProcessSettings, conn: Connection, out: Connection, paused: An
     # A key-less trace it closes alone is judged only if its spans did not move meanwhile.
     asker = Asker(channel.send)
     worker.pipeline.store = AskingStore(config.policy, worker.pipeline.store.clock, asker)
+    worker.pipeline.store.revisions = worker.revisions
     worker.channel = channel
     worker.settings = settings
     worker.relay = relay
@@ -336,7 +337,7 @@ def run(settings: ProcessSettings, conn: Connection, out: Connection, paused: An
     try:
         code = _serve(worker, conn, channel, asker)
     finally:
-        ledger.close()
+        spool.close()
     sys.exit(code)
 
 

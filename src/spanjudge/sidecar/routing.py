@@ -25,7 +25,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from spanjudge.pipeline import is_own_span
 from spanjudge.sessions.keys import session_key
 from spanjudge.spans.record import SpanRecord
 
@@ -50,7 +49,7 @@ class Routed:
 
     records: list[SpanRecord] = field(default_factory=list)
     released: list[str] = field(default_factory=list)
-    # agent spans among ``records`` sent a second time (already counted as received once)
+    # spans among ``records`` sent a second time (already counted as received once)
     resent: int = 0
     # each record's `estimate_size`, when the decoder worked out all of them (else None: the
     # store works them out)
@@ -58,7 +57,8 @@ class Routed:
 
 
 class Router:
-    """Not thread-safe: the sidecar routes under its submit lock, in spool id order."""
+    """Not thread-safe: the sidecar routes under its submit lock, in spool id order. It is
+    given agent spans only: the worker leaves spanjudge's own out first (`pipeline.agent_spans`)."""
 
     def __init__(
         self,
@@ -127,9 +127,7 @@ class Router:
             if waited.process != process:
                 target.records.extend(waited.spans)
                 target.sizes = None  # the store works out those of this part
-                target.resent += sum(
-                    1 for s in waited.spans if not is_own_span(s.scope_name, s.name)
-                )
+                target.resent += len(waited.spans)
                 part(waited.process).released.append(trace_id)
                 self.moved_spans += len(waited.spans)
         return out

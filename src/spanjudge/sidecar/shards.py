@@ -157,7 +157,7 @@ class ShardedWorker(Worker):
     # --- receiver side (submit lock held) ---
 
     def _enqueue(
-        self, request_id: int, records: list[SpanRecord], nbytes: int = 0, sizes: Any = None
+        self, request_id: int, records: Sequence[SpanRecord], nbytes: int = 0, sizes: Any = None
     ) -> None:
         now = time.monotonic()
         total = len(records) or 1

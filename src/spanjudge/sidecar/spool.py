@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from spanjudge.sessions.keys import session_key
+from spanjudge.sessions.revisions import Completion
 from spanjudge.spans.record import SpanRecord
 
 _SCHEMA = """
@@ -60,16 +61,6 @@ def group_of(span: SpanRecord, key_attributes: Sequence[str] = ()) -> str:
     return "s:" + found[0] if found is not None else "t:" + span.trace_id
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Completion:
-    """An evaluated session whose spool rows may go: groups, the last request id it consumed."""
-
-    key: str
-    revision: int
-    groups: tuple[str, ...]
-    upto: int
-
-
 @dataclass(frozen=True, slots=True)
 class Stored:
     """One spooled request, for replay: only spans of ``groups`` are still owed an evaluation."""
@@ -81,7 +72,8 @@ class Stored:
 
 
 class Spool:
-    """SQLite spool. Thread-safe: every call holds one lock around one connection."""
+    """SQLite spool. Thread-safe: every call holds one lock around one connection. It is the
+    record of a sidecar's revision ledger (`sessions.revisions.Revisions`)."""
 
     def __init__(
         self,

@@ -3,8 +3,9 @@
 Receivers call `Worker.submit` from many threads: it checks the budgets, writes the request to
 the spool (durably, before the caller acknowledges) and queues the decoded spans. The worker
 thread feeds them to the shared `Pipeline`, evaluates sessions as they close, flushes the sinks,
-and only when every sink confirmed does it tell the spool the sessions are done. A crash in
-between re-evaluates those sessions on restart with the same revision, hence the same verdict ids.
+and only when every sink confirmed does it confirm the sessions through the revision ledger (the
+spool releases them). A crash in between re-evaluates those sessions on restart with the same
+revision, hence the same verdict ids.
 """
 
 from __future__ import annotations
@@ -20,12 +21,13 @@ from spanjudge.emit.base import Sink
 from spanjudge.emit.metrics import SelfTelemetry
 from spanjudge.engine import Engine
 from spanjudge.guard import Guard
-from spanjudge.pipeline import Pipeline, is_own_span
+from spanjudge.pipeline import Pipeline, agent_spans
+from spanjudge.sessions.revisions import Completion, Revisions
 from spanjudge.sessions.store import ClosePolicy, SessionStore
 from spanjudge.sidecar.config import InputConfig
 from spanjudge.sidecar.intake import BadRequest, decode_body
 from spanjudge.sidecar.lag import LagMeter
-from spanjudge.sidecar.spool import Completion, MemorySpool, Spool, StorageError, group_of
+from spanjudge.sidecar.spool import MemorySpool, Spool, StorageError, group_of
 from spanjudge.spans.limits import Limits
 from spanjudge.spans.record import SpanRecord
 
@@ -65,9 +67,10 @@ class Worker:
         self.guard = Guard(
             log, "sidecar", on_error=telemetry.internal_error if telemetry is not None else None
         )
-        # The spool is the ledger: revisions continue above what it recorded as evaluated.
+        # The spool is the ledger's record: revisions continue above what it recorded.
+        self.revisions = Revisions(policy.keep_closed_revisions, record=spool)
         self.pipeline = Pipeline(
-            engine, SessionStore(policy, clock), sinks, telemetry=telemetry, ledger=spool
+            engine, SessionStore(policy, clock, self.revisions), sinks, telemetry=telemetry
         )
         self.telemetry = telemetry
         self.limits = limits
@@ -102,13 +105,12 @@ class Worker:
 
     # --- receiver side (any thread) ---
 
-    def submit(self, body: bytes, fmt: str, records: list[SpanRecord], sizes: Any = None) -> None:
+    def submit(
+        self, body: bytes, fmt: str, records: Sequence[SpanRecord], sizes: Any = None
+    ) -> None:
         """Spool and queue one request's spans (``sizes``, if decoded); `Overloaded` when full."""
-        # spanjudge's own spans (verdicts routed back here) are never evaluated: spooled, no
-        # session would ever release them, and the spool would fill up with them.
-        kept = [r for r in records if not is_own_span(r.scope_name, r.name)]
-        if len(kept) < len(records):  # rare: the store works out the sizes of what is left
-            records, sizes = kept, None
+        # Not spooled: spanjudge's own spans, which the pipeline skips (no session releases them).
+        records, sizes = agent_spans(records, sizes)
         if not records:
             return
         n = len(records)
@@ -166,7 +168,7 @@ class Worker:
         return self.lag.bytes
 
     def _enqueue(
-        self, request_id: int, records: list[SpanRecord], nbytes: int = 0, sizes: Any = None
+        self, request_id: int, records: Sequence[SpanRecord], nbytes: int = 0, sizes: Any = None
     ) -> None:
         """Hand one spooled request's spans to evaluation, in spool id order (lock held)."""
         self.pending_spans += len(records)
@@ -198,9 +200,9 @@ class Worker:
             except BadRequest:  # it was accepted once with the same checks; cannot happen
                 log.error("spooled request %d no longer decodes; kept", stored.request_id)
                 continue
-            records = [
-                r for r in decoded.records if group_of(r, self._key_attributes) in stored.groups
-            ]
+            records, _ = agent_spans(
+                [r for r in decoded.records if group_of(r, self._key_attributes) in stored.groups]
+            )
             with self._submit_lock:
                 self._enqueue(stored.request_id, records, len(stored.body))
             count += len(records)
@@ -285,7 +287,7 @@ class Worker:
         self._confirm()
 
     def _confirm(self) -> None:
-        for evaluated in self.pipeline.take_evaluated():
+        for evaluated in self.revisions.take_evaluated():
             session = evaluated.session
             # Its own group and the traces of its key-less spans: a trace whose key-less spans
             # are another session's (one closed idle before the key came) keeps its rows.
@@ -319,7 +321,7 @@ class Worker:
         self._unconfirmed_said = False
         done, self._unconfirmed = self._unconfirmed, []
         try:
-            self.spool.complete(done)
+            self.revisions.confirm(done)
         except StorageError as exc:
             # Exported but not yet forgotten: tried again next tick (the flush is then empty).
             self._unconfirmed = done + self._unconfirmed
@@ -330,8 +332,6 @@ class Worker:
             with self._submit_lock:
                 self._storage_ok()
         self.evaluated_sessions += len(done)
-        for item in done:
-            self.pipeline.confirmed(item.key, item.revision)
 
     @property
     def store(self) -> SessionStore:

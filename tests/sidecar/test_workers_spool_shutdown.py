@@ -1,4 +1,4 @@
-"""Audit of issue 12 with `serve.workers` > 1: a SIGTERM in `on_shutdown: spool` mode keeps what
+"""`serve.workers` > 1: a SIGTERM in `on_shutdown: spool` mode keeps what
 is open (and what waits out its end grace) spooled, and a restart with another number of
 processes judges each session once, with the verdicts one process gives."""
 

@@ -1,4 +1,4 @@
-"""Audit of issue 12 with `serve.workers: 2` (evaluation in spawned processes): a `SystemExit`
+"""`serve.workers: 2` (evaluation in spawned processes): a `SystemExit`
 or another `BaseException` from a plugin evaluator is an error verdict and the processes live
 on; a session a plugin sink failed on in an evaluation process stays spooled and is judged at
 the next start, once per revision, with the same verdict ids."""
@@ -33,13 +33,13 @@ class Boom(BaseException):
 
 
 class Raiser:
-    name = "audit_raiser"
+    name = "raiser"
 
     def evaluate(self, ctx):
         sid = ctx.trajectory.session_id
         if sid == "exits":
             raise SystemExit(3)
-        if sid == "slow" and os.environ.get("AUDIT_SLOW"):
+        if sid == "slow" and os.environ.get("PLUGIN_SLOW"):
             time.sleep(120)
         if sid == "booms":
             raise Boom("not an Exception")
@@ -53,7 +53,7 @@ def evaluator(options, path, problems):
 
 class Failing:
     def emit(self, result):
-        if os.environ.get("AUDIT_SINK_FAILS") and result.trajectory.session_id == "breaks":
+        if os.environ.get("PLUGIN_SINK_FAILS") and result.trajectory.session_id == "breaks":
             raise RuntimeError("sink down for this one")
 
     def flush(self, timeout_s):
@@ -71,7 +71,7 @@ def sink(options, path, problems):
 def _config(tmp: Path, **serve: Any) -> dict[str, Any]:
     return {
         "sessions": {"idle_timeout_s": 120.0, "end_grace_s": 0.1},
-        "emit": {"sinks": {"audit_sink": {}}},
+        "emit": {"sinks": {"plugin_sink": {}}},
         "serve": {
             "grpc_endpoint": "127.0.0.1:0",
             "http_endpoint": "127.0.0.1:0",
@@ -87,12 +87,12 @@ def _config(tmp: Path, **serve: Any) -> dict[str, Any]:
 def _env(tmp: Path, verdicts: VerdictServer, **extra: str) -> dict[str, str]:
     site = fake_distribution(
         tmp / "site",
-        "audit-plugins",
+        "workers-plugins",
         {
-            "spanjudge.evaluators": {"audit_raiser": "audit_plugin:evaluator"},
-            "spanjudge.sinks": {"audit_sink": "audit_plugin:sink"},
+            "spanjudge.evaluators": {"raiser": "workers_plugin:evaluator"},
+            "spanjudge.sinks": {"plugin_sink": "workers_plugin:sink"},
         },
-        {"audit_plugin": PLUGIN},
+        {"workers_plugin": PLUGIN},
     )
     path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)
     return {
@@ -130,7 +130,7 @@ def test_base_exceptions_from_an_evaluator_in_an_evaluation_process(tmp_path: Pa
         errors = {
             e["session.id"]: e.get("error.type")
             for e in verdicts.received.verdicts().values()
-            if e["gen_ai.evaluation.name"] == "audit_raiser"
+            if e["gen_ai.evaluation.name"] == "raiser"
         }
         assert errors["exits"] == "SystemExit"
         assert errors["booms"] == "Boom"
@@ -146,7 +146,7 @@ def test_base_exceptions_from_an_evaluator_in_an_evaluation_process(tmp_path: Pa
 
 def test_a_session_a_plugin_sink_failed_on_stays_spooled(tmp_path: Path) -> None:
     verdicts = VerdictServer()
-    env = _env(tmp_path, verdicts, AUDIT_SINK_FAILS="1")
+    env = _env(tmp_path, verdicts, PLUGIN_SINK_FAILS="1")
     sidecar = SidecarProcess(tmp_path, _config(tmp_path), env).start()
     sent = ["breaks", *(f"fine-{i}" for i in range(6))]
     try:
@@ -173,7 +173,7 @@ def test_a_shutdown_that_times_out_in_an_evaluation_process(
 ) -> None:
     verdicts = VerdictServer()
     config = _config(tmp_path, shutdown_timeout_s=4, on_shutdown=on_shutdown)
-    env = _env(tmp_path, verdicts, AUDIT_SLOW="1")
+    env = _env(tmp_path, verdicts, PLUGIN_SLOW="1")
     sidecar = SidecarProcess(tmp_path, config, env).start()
     sent = ["slow", *(f"fine-{i}" for i in range(6))]
     try:
