@@ -13,7 +13,7 @@ four judged evaluators' verdicts are compared with the labels:
 ``not_evaluated`` verdicts are not scored: they count against coverage, not accuracy.
 
 Held out: the fixture folders in ``HELD_OUT`` were not looked at while the heuristic's rules and
-thresholds were tuned (from issue 15 on); each figure is reported for the tuned part, the
+thresholds were tuned; each figure is reported for the tuned part, the
 held-out part and all sessions. LLM judges also get their latency per judgment and the share of
 replies that could not be parsed.
 

@@ -2,7 +2,7 @@
 
     python bench/bench_long_session.py [--turns 250] [--scale 8]
 
-Two shapes the issue named as quadratic (issue 11, item 7): turn spans that carry no answer (the
+Two shapes that once took quadratic time: turn spans that carry no answer (the
 answer comes from the last model call of each trace), and spans whose parents are missing (every
 step falls outside every turn span and is placed by time). Each session is recognised,
 assembled and evaluated with every default evaluator; the figure is the time per turn at

@@ -1,6 +1,6 @@
 """One intake for every front end (ARCHITECTURE.md section 1): the same traces give the same
 sessions and statistics through the in-process processor, the sidecar's worker and
-`spanjudge eval`, including a file that holds spanjudge's own evaluation spans (issue 11).
+`spanjudge eval`, including a file that holds spanjudge's own evaluation spans.
 
 The traces come from the bundled scripted agent run through a real `SpanJudgeProcessor` on a
 real SDK `TracerProvider`; the exporter behind the processor records the agent's spans and the

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 from spanjudge.emit.plugins import parse_emit
 from spanjudge.errors import ConfigError, did_you_mean
@@ -18,13 +19,11 @@ from spanjudge.expectations import (
     yaml_problem,
 )
 from spanjudge.judges.registry import parse_judges
+from spanjudge.recognition.declared import DeclaredRecogniser, parse_conventions, session_keys
 from spanjudge.recognition.skills_dir import parse_skills
 from spanjudge.sessions.store import ClosePolicy
 from spanjudge.spans.limits import Limits
 from spanjudge.trajectory.effects import EFFECTS, EffectMap
-
-if TYPE_CHECKING:
-    from spanjudge.recognition.declared import DeclaredRecogniser
 
 # parser(raw section or None, path, problems[, base=]) -> the section's value; problems get
 # every error (``base=`` only for the sections in WITH_PATHS).
@@ -48,21 +47,11 @@ TOP_LEVEL = (
 
 
 def _parse_conventions(raw: Any, path: str, problems: list[str]) -> tuple[DeclaredRecogniser, ...]:
-    """`recognition.declared.parse_conventions`, imported only for a configuration that has the
-    section (it and the declared recogniser are a quarter of the recognition code; start-up)."""
-    if raw is None:
-        return ()
-    from spanjudge.recognition.declared import parse_conventions
-
-    return parse_conventions(raw, path, problems)
+    return () if raw is None else parse_conventions(raw, path, problems)
 
 
 def _session_keys(conventions: Sequence[DeclaredRecogniser]) -> tuple[str, ...]:
-    if not conventions:
-        return ()
-    from spanjudge.recognition.declared import session_keys
-
-    return session_keys(conventions)
+    return session_keys(conventions) if conventions else ()
 
 
 # Sections validated by the module that owns them, registered by that module: the core never
@@ -302,8 +291,6 @@ def parse_config(doc: Any, source: str | None = None) -> Config:
     # Relative paths in a file are relative to its directory (without a file: the cwd).
     base = None
     if source:
-        from pathlib import Path  # only when a file is read (start-up cost)
-
         base = Path(source).parent
     for i, name in enumerate(files):
         path = os.path.expanduser(str(name))  # `~/...` as in skills.paths and the serve files

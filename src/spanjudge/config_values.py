@@ -19,6 +19,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import yaml
+
 from spanjudge.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -124,8 +126,6 @@ MAX_YAML_NODES = 100_000
 def load_yaml(text: str, source: str) -> Any:
     """`yaml.safe_load` of ``text``, refused as a `ConfigError` naming ``source`` when its
     aliases expand past `MAX_YAML_NODES` nodes (`yaml.YAMLError` when it is not YAML)."""
-    import yaml  # only when a file is read (start-up cost)
-
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -10,8 +11,6 @@ from spanjudge.reasons import JUDGE_ERROR
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """` (did you mean 'x'?)` for a near miss among ``choices``, else the empty string."""
-    import difflib  # only for a mistake (start-up cost)
-
     close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
 

@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
 from spanjudge.conditions import validate_rules
 from spanjudge.errors import ConfigError, did_you_mean
 from spanjudge.patterns import PatternError, UserPattern, compile_user_pattern
@@ -112,8 +114,6 @@ def load_expectations_file(path: str) -> list[SessionEntry]:
             text = handle.read()
     except OSError as exc:
         raise ConfigError(f"cannot read expectations file: {exc.strerror}", source=path) from None
-    import yaml  # only when a file is read (start-up cost)
-
     from spanjudge.config_values import load_yaml
 
     try:

@@ -7,6 +7,7 @@ section 5).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
@@ -81,8 +82,6 @@ class Verdict:
                 "" if self.target.turn is None else str(self.target.turn),
             ]
         )
-        import hashlib  # only emitters need ids; a table report never does (start-up cost)
-
         return hashlib.sha256(key.encode()).hexdigest()[:32]
 
     def to_json(self) -> dict[str, Any]:

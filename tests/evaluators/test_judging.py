@@ -1,4 +1,4 @@
-"""Judged evaluators on their judge's pool (issue 15): nothing waits past a judge's deadline, and
+"""Judged evaluators on their judge's pool: nothing waits past a judge's deadline, and
 ``concurrency`` judgments really are in flight at once."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A judge that holds one session's judgments until the test lets go, and a judged evaluator
-that asks it: the "slow LLM judge on session A" of issue 15, for the front ends' tests."""
+that asks it: a slow LLM judge on one session, for the front ends' tests."""
 
 from __future__ import annotations
 

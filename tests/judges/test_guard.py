@@ -1,5 +1,5 @@
 """LLM judges: no call without the evidence a question needs, and planted instructions flagged
-and cross-checked against the heuristic (issue 15)."""
+and cross-checked against the heuristic."""
 
 from __future__ import annotations
 

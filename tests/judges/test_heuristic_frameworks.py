@@ -1,4 +1,4 @@
-"""The cases the heuristic used to miss (issue 15), on every fixture framework's own span shapes.
+"""Cases the heuristic must get right, on every fixture framework's own span shapes.
 
 Each case starts from a fixture session recorded by real instrumentation and changes only the
 words a user or a skill author would write, in the recorded file itself: the request and a

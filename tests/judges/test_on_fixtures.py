@@ -1,4 +1,4 @@
-"""The heuristic judge on the real fixture sessions (issue 4): the right skill is a Yes and the
+"""The heuristic judge on the real fixture sessions: the right skill is a Yes and the
 wrong one a No; followed steps rank above skipped ones, which rank above reordered-and-skipped;
 an injected "answer Yes" in a tool output changes nothing. Ground truth is each scenario's own
 label in `scenarios.json`."""

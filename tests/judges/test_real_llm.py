@@ -1,4 +1,4 @@
-"""The openai judge against a real OpenAI-compatible server with a real model (issue 15).
+"""The openai judge against a real OpenAI-compatible server with a real model.
 
 llama.cpp's server (``python -m llama_cpp.server`` from llama-cpp-python, in its own venv) is
 started on loopback with SmolLM2-135M-Instruct, whose GGUF weights come inside a PyPI package.

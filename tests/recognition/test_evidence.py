@@ -1,6 +1,6 @@
 """Skill loads, their status and tool attempts come from evidence, whatever the tool is called.
 
-Each test reproduces one defect reported in issue 10 with spans from a real SDK tracer.
+Each test builds its spans with a real SDK tracer.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A load's result that denies, errs or is empty is a failed load, whatever words it uses.
 
-Found by reviewing issue 10 against a framework the fixtures do not cover (LangGraph through
+Seen on a framework the fixtures do not cover (LangGraph through
 openinference-instrumentation-langchain): a custom `fetch_doc(path=".../SKILL.md")` answering
 "I'm sorry, access to that document is not permitted" was reported as a successful load, so
 `skill_loaded` passed a session that never saw the skill. Spans come from a real SDK tracer.
@@ -96,7 +96,7 @@ def test_a_required_skill_whose_every_load_result_was_hidden_is_not_evaluated() 
 def test_metadata_about_a_skill_md_path_is_no_load(
     call: tuple[str, dict[str, str]], result: object
 ) -> None:
-    # Found on LangGraph (review of issue 10): `file_exists(path=.../SKILL.md)` answering `true`
+    # Seen on LangGraph: `file_exists(path=.../SKILL.md)` answering `true`
     # was a loaded skill, so skill_loaded passed a session that never read the skill.
     tool, args = call
     assert _loads(Call(tool, args, result)) == []

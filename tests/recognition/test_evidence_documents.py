@@ -1,4 +1,4 @@
-"""What a SKILL.md read loaded is what its documents say (issue 10 review, LangGraph).
+"""What a SKILL.md read loaded is what its documents say (seen on LangGraph).
 
 - a result that prints two SKILL.md documents (`cat skills/*/SKILL.md`, one `cat` of two paths)
   loaded both skills, so a required second skill is not reported missing;

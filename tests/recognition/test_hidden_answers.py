@@ -1,4 +1,4 @@
-"""A final answer the instrumentation hid is no answer (issue 10 review, LangGraph).
+"""A final answer the instrumentation hid is no answer (seen on LangGraph).
 
 With OpenInference's `TraceConfig(hide_outputs=True)` every output is the literal
 `__REDACTED__` (other tools write `<redacted>`, `[REDACTED]`); the report gave that placeholder as

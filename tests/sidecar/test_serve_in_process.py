@@ -1,7 +1,6 @@
 """serve run in a caller's process (`spanjudge.cli.main(['serve', ...])`, `spanjudge.sidecar.main
-(argv)`): once it returned, the caller's process goes on as before serve. The shutdown watchdog
-(`sidecar.signals.end_by`) ended it with `os._exit` a second past `serve.shutdown_timeout`
-(rv's reproducers, /work/coord/rv/s4/inprocess_watchdog and signals)."""
+(argv)`): once it returned, the caller's process goes on as before serve: the shutdown watchdog
+(`sidecar.signals.end_by`), which bounds the stop of serve's own process, is cancelled."""
 
 from __future__ import annotations
 

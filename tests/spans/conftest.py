@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from spanjudge.spans import files, jsonfast
+from spanjudge.spans import jsonfast
 
 
 @pytest.fixture(autouse=True, params=["orjson", "stdlib"])
@@ -16,8 +16,6 @@ def json_road(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
     if request.param == "orjson":
         if not jsonfast.available():
             pytest.skip("orjson is not installed here (it is a core dependency)")
-        # from the first byte, not only after the first megabyte a process reads
-        monkeypatch.setattr(files, "FAST_ROAD_AFTER_BYTES", -1)
     else:
         monkeypatch.setattr(jsonfast, "_orjson_loads", None)
     yield request.param

@@ -1,4 +1,4 @@
-"""A turn is one user request (issue 10, item 5): agents handing over or called as tools inside
+"""A turn is one user request: agents handing over or called as tools inside
 one request, and a run resumed with only an approval as input, are not extra turns."""
 
 from __future__ import annotations

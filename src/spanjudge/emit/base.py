@@ -1,8 +1,5 @@
 """The emit Protocols: `Sink`, where evaluated sessions go (OTLP spans and logs, metrics,
 reports), and `SinkFactory`, what a plugin in the `spanjudge.sinks` entry-point group names.
-
-Only a front end that emits imports this module: a Protocol needs `typing`, which
-`spanjudge eval` does not import (start-up, `bench/bench_startup.py`).
 """
 
 from __future__ import annotations

@@ -46,8 +46,7 @@ _EVAL_DURATION_BUCKETS = (0.0, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.
 
 def score_views() -> list[View]:
     """Views to add to a `MeterProvider`: `spanjudge.score` buckets 0, .25, .5, .75, 1."""
-    # The SDK only here: `spanjudge eval` records to the API's no-op meter and must not pay
-    # for importing the SDK's metrics machinery at start-up.
+    # The SDK only here: `spanjudge eval` records to the API's no-op meter and has no use for it.
     from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
 
     return [

@@ -18,21 +18,19 @@ After ``fork`` the child starts fresh pools (threads do not survive a fork).
 from __future__ import annotations
 
 import os
+import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from spanjudge.evaluators.base import EvaluationContext, Evaluator
 from spanjudge.judges.heuristic import HEURISTIC
 from spanjudge.reasons import JUDGE_TIMEOUT
 from spanjudge.values import Verdict, not_evaluated
-
-if TYPE_CHECKING:
-    import queue
-    from concurrent.futures import Future
 
 RunEvaluator = Callable[[Evaluator, EvaluationContext], list[Verdict]]
 
@@ -47,8 +45,6 @@ class JudgePool:
     """``workers`` daemon threads taking jobs from one queue. Thread-safe."""
 
     def __init__(self, name: str, workers: int) -> None:
-        import queue  # only with a judge that waits (start-up cost)
-
         self.name = name
         self.workers = max(1, workers)
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
@@ -57,8 +53,6 @@ class JudgePool:
         self._pid = os.getpid()
 
     def submit(self, fn: Callable[[], list[Verdict]]) -> Future[list[Verdict]]:
-        from concurrent.futures import Future  # only with a judge that waits (start-up cost)
-
         future: Future[list[Verdict]] = Future()
         self._ensure_started()
         self._jobs.put((future, fn))

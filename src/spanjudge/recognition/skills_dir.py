@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
+
+import yaml
 
 from spanjudge.trajectory.skills import EMPTY_LIBRARY, Skill, SkillLibrary
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 _FRONT_MATTER = re.compile(r"\A\ufeff?---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(.*)\Z", re.S)
 
@@ -27,8 +27,6 @@ def parse_skill_md(text: str, path: str) -> tuple[Skill | None, str | None]:
     match = _FRONT_MATTER.match(text)
     if match is None:
         return None, "no YAML front matter (expected '---' lines around name and description)"
-    import yaml  # only when a skills directory is configured (start-up cost)
-
     try:
         meta = yaml.safe_load(match.group(1))
     except yaml.YAMLError as exc:
@@ -66,8 +64,6 @@ def parse_skills(
         problems.append(f"{path}.paths: expected a list of directories holding skill folders")
         return EMPTY_LIBRARY
     skills: dict[str, Skill] = {}
-    from pathlib import Path  # only when a skills section is configured (start-up cost)
-
     for i, entry in enumerate(paths):
         where = f"{path}.paths[{i}]"
         folder = Path(entry).expanduser()

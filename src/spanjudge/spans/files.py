@@ -1,27 +1,25 @@
 """Reading recorded OTLP files: JSON lines (either spelling) and protobuf (`.pb`).
 
-The general decoders are imported when first needed (start-up): `otlp_json` for a JSON document
-the strict decoder (`jsonfast`) declines, `otlp_proto` for protobuf. Ordinary OTLP JSON lines
-need neither.
+Each JSON line goes to the strict decoder (`jsonfast`) first; a document it declines goes to the
+general one (`otlp_json`), which names what is wrong. Protobuf goes to `otlp_proto`.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
-import stat
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING
+from typing import IO
 
 from spanjudge.errors import InputError
 from spanjudge.spans.jsonfast import decode_fast, decode_parsed
 from spanjudge.spans.limits import DEFAULT_LIMITS, Limits
+from spanjudge.spans.otlp_json import decode_json_document
+from spanjudge.spans.otlp_proto import SpanProblem, decode_request, parse_request
 from spanjudge.spans.record import SpanRecord
-
-if TYPE_CHECKING:
-    from spanjudge.spans.otlp_proto import SpanProblem
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,11 +36,6 @@ class Chunk:
 
 
 _PROTOBUF_SUFFIXES = (".pb", ".binpb", ".pb.gz", ".binpb.gz")
-# The fast road's parser (orjson) costs 5-10 ms to import and saves about that much per
-# megabyte, so the first megabyte of JSON a process reads goes the general road: a small file
-# (a release gate's usual input) does not pay for the import.
-FAST_ROAD_AFTER_BYTES = 1 << 20
-_json_bytes_read = 0
 # A pretty-printed (multi-line) OTLP JSON document is read whole up to this size.
 _WHOLE_DOCUMENT_MAX_BYTES = 256 * 1024 * 1024
 
@@ -52,8 +45,6 @@ def _open_text(path: str) -> IO[str]:
         return sys.stdin
     if path.endswith(".gz"):
         # utf-8-sig: a byte-order mark some editors add is not part of the first line
-        import gzip  # only for .gz input (start-up cost)
-
         return gzip.open(path, "rt", encoding="utf-8-sig")
     return open(path, encoding="utf-8-sig")
 
@@ -65,7 +56,6 @@ def read_input(
 ) -> Iterator[Chunk]:
     """Yield decoded chunks. Unreadable files raise `InputError`; so do undecodable lines,
     unless ``on_error`` is given, which then receives the error and reading continues."""
-    global _json_bytes_read
     if path != "-" and not os.path.exists(path):
         raise InputError("no such file", file=path)
     if path != "-" and os.path.isdir(path):
@@ -77,9 +67,6 @@ def read_input(
         handle = _open_text(path)
     except OSError as exc:
         raise InputError(f"cannot open: {exc.strerror}", file=path) from None
-    if not path.endswith(".gz") and _plain_file_size(path) > FAST_ROAD_AFTER_BYTES:
-        # a file this large pays for the import on its own: the fast road from its first line
-        _json_bytes_read = max(_json_bytes_read, FAST_ROAD_AFTER_BYTES)
     lineno = 0
     first = True
     source: Iterator[str] = iter(handle)
@@ -89,14 +76,12 @@ def read_input(
             stripped = line.strip()
             if not stripped:
                 continue
-            _json_bytes_read += len(line)
-            if _json_bytes_read > FAST_ROAD_AFTER_BYTES:
-                sizes: list[int] = []
-                fast = decode_fast(stripped, limits, sizes)
-                if fast is not None:  # the ordinary line; anything else is read as before
-                    first = False
-                    yield Chunk(path, lineno, fast, [], len(line), sizes)
-                    continue
+            sizes: list[int] = []
+            fast = decode_fast(stripped, limits, sizes)
+            if fast is not None:  # the ordinary line; anything else is read as before
+                first = False
+                yield Chunk(path, lineno, fast, [], len(line), sizes)
+                continue
             try:
                 doc = json.loads(stripped)
             except json.JSONDecodeError as exc:
@@ -122,8 +107,6 @@ def read_input(
                 yield Chunk(path, lineno, parsed, [], len(line), sizes)
                 continue
             # a document the strict decoder declines (its problems to report, another layout)
-            from spanjudge.spans.otlp_json import decode_json_document
-
             spans, problems = decode_json_document(doc, limits)
             yield Chunk(path, lineno, spans, problems, len(line))
     except UnicodeDecodeError:
@@ -137,17 +120,6 @@ def read_input(
     finally:
         if handle is not sys.stdin:
             handle.close()
-
-
-def _plain_file_size(path: str) -> int:
-    """The size of a regular file, 0 for standard input, a pipe or a device."""
-    if path == "-":
-        return 0
-    try:
-        info = os.stat(path)
-    except OSError:
-        return 0
-    return info.st_size if stat.S_ISREG(info.st_mode) else 0
 
 
 def _json_error(path: str, lineno: int, text: str, exc: json.JSONDecodeError) -> InputError:
@@ -185,8 +157,6 @@ def _whole_document(path: str, start_line: int, text: str, limits: Limits) -> Ch
             f"invalid JSON at line {exc.lineno + start_line - 1}, column {exc.colno}: {exc.msg}",
             file=path,
         ) from None
-    from spanjudge.spans.otlp_json import decode_json_document
-
     spans, problems = decode_json_document(doc, limits)
     return Chunk(path, start_line, spans, problems, len(text))
 
@@ -194,14 +164,10 @@ def _whole_document(path: str, start_line: int, text: str, limits: Limits) -> Ch
 def _read_protobuf(
     path: str, limits: Limits, on_error: Callable[[InputError], None] | None
 ) -> Iterator[Chunk]:
-    from spanjudge.spans.otlp_proto import decode_request, parse_request
-
     try:
         with open(path, "rb") as handle:
             data = handle.read()
         if path.endswith(".gz"):
-            import gzip
-
             data = gzip.decompress(data)
     except (OSError, EOFError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
@@ -227,13 +193,11 @@ def _split_length_prefixed(data: bytes) -> list[bytes] | None:
     while pos < len(data):
         if pos + 4 > len(data):
             return None
-        size = int.from_bytes(data[pos : pos + 4], "big")  # as struct ">I", without importing it
+        size = int.from_bytes(data[pos : pos + 4], "big")
         if size == 0 or pos + 4 + size > len(data):
             return None
         out.append(data[pos + 4 : pos + 4 + size])
         pos += 4 + size
-    from spanjudge.spans.otlp_proto import parse_request
-
     try:
         for message in out:
             parse_request(message)

@@ -9,14 +9,15 @@ the general road, which says what is wrong and where. The decoder reads every va
 exact type, so orjson's one silent difference from `json` (an integer literal beyond 64 bits
 comes back as a float) can only reach a ``doubleValue``, where both give the same float.
 
-`decode_parsed` is the same decoder for a document `json.loads` already parsed (a file's first
-megabyte, or any line without orjson): it answers with exactly the general road's records for
+`decode_parsed` is the same decoder for a document `json.loads` already parsed (any line without
+orjson): it answers with exactly the general road's records for
 the ordinary document, more cheaply, and the general decoder takes the rest.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from spanjudge.spans.ids import id_from_text
@@ -34,21 +35,11 @@ from spanjudge.spans.record import (
 )
 from spanjudge.spans.sizes import EVENT_BASE, LINK_SIZE, SPAN_BASE
 
-# orjson.loads once looked up (None: not installed); imported on first use, as it brings in
-# datetime, uuid and zoneinfo, which a run that reads no JSON need not pay for at start-up.
-_orjson_loads: Any = ...
-
-
-def _orjson() -> Any:
-    global _orjson_loads
-    if _orjson_loads is ...:
-        try:
-            import orjson
-
-            _orjson_loads = orjson.loads
-        except ImportError:  # the product runs on the standard library alone, only slower
-            _orjson_loads = None
-    return _orjson_loads
+_orjson_loads: Callable[[str | bytes], Any] | None
+try:
+    from orjson import loads as _orjson_loads
+except ImportError:  # the product runs on the standard library alone, only slower
+    _orjson_loads = None
 
 
 _KIND_NAMES = {f"SPAN_KIND_{k.upper()}": k for k in SPAN_KINDS}
@@ -63,14 +54,14 @@ _new = object.__new__
 
 def available() -> bool:
     """Whether orjson is installed (without it `decode_fast` always answers None)."""
-    return _orjson() is not None
+    return _orjson_loads is not None
 
 
 def loads(data: str | bytes) -> Any:
     """`json.loads`, through orjson where it can: input orjson refuses (a lone surrogate, NaN,
     1e400, deep nesting) goes to `json.loads`, so errors and their messages are json's.
     Unlike `json.loads`, an integer literal beyond 64 bits comes back as a float."""
-    parse = _orjson()
+    parse = _orjson_loads
     if parse is not None:
         try:
             return parse(data)
@@ -85,7 +76,7 @@ def decode_fast(
     """The spans of one OTLP JSON traces document, or None: take the general road. With
     ``sizes``, each span's `spanjudge.spans.sizes.estimate_size` is appended to it, in order
     (worked out while its attributes are read; left as it was when the answer is None)."""
-    parse = _orjson()
+    parse = _orjson_loads
     if parse is None:
         return None
     try:

@@ -7,6 +7,7 @@ Two spellings exist in the wild and both are read:
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -82,8 +83,6 @@ def any_value_json(value: Any, field: str) -> AttrValue:
         items = (value["kvlistValue"] or {}).get("values") or []
         return {kv.get("key", ""): any_value_json(kv.get("value", {}), field) for kv in items}
     if "bytesValue" in value:
-        import base64  # only for a bytes value (start-up cost)
-
         try:
             return base64.b64decode(value["bytesValue"]).hex()
         except (ValueError, TypeError):
@@ -320,7 +319,6 @@ def decode_json_document(
 
 
 def _hexify_ids(obj: Any) -> None:
-    import base64
 
     if isinstance(obj, dict):
         for key in ("traceId", "spanId", "parentSpanId"):
@@ -335,7 +333,7 @@ def _hexify_ids(obj: Any) -> None:
 
 def request_to_json_line(request: ExportTraceServiceRequest) -> str:
     """One line in the Collector `file` exporter spelling (hex ids, integer enums)."""
-    from google.protobuf import json_format  # only this direction needs it (start-up cost)
+    from google.protobuf import json_format  # only this direction needs it
 
     doc = json_format.MessageToDict(request, use_integers_for_enums=True)
     _hexify_ids(doc)

@@ -102,7 +102,7 @@ def draft_class(cls: type, names: tuple[str, ...]) -> type:
     """A mutable twin of the slotted record ``cls``, whose fields are exactly ``names`` in order.
 
     A decoder fills a draft with plain attribute stores (which the interpreter specialises to
-    a slot write) and turns it into a ``cls`` with one ``__class__`` assignment: 2-3x cheaper
+    a slot write) and turns it into a ``cls`` with one ``__class__`` assignment: cheaper
     than calling each slot's setter. Python allows that assignment only between classes of the
     same layout (same slots, same base), and checks it here once. The decoder must set every
     field: a slot left unset would raise AttributeError when read."""

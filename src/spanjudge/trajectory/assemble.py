@@ -183,7 +183,7 @@ def assemble(
     numbered = []
     for step in ordered:
         turn = _turn_of(step, root_ids, root_starts, spans_by_id)
-        # replace() costs ~10 us on a Step: only pay it when the turn differs.
+        # replace() builds a new Step: only when the turn differs.
         numbered.append(step if step.turn == turn else replace(step, turn=turn))
     derived = _derive_final_answers(numbered)
     if len(derived) != len(numbered):  # answers added: place them (the rest is in order)

@@ -12,7 +12,7 @@ _HIDDEN = re.compile(r"(?:\s*(?:_+redacted_+|<redacted[^>\n]*>|\[redacted\]))+\s
 def hidden(text: str | None) -> bool:
     """``text`` is only the placeholder an instrumentation writes for a value it hid."""
     # Every placeholder starts, after blanks, with one of these: most texts are told apart
-    # without compiling the pattern (start-up of a small `spanjudge eval`).
+    # without running the pattern.
     if not text or text.lstrip()[:1] not in ("_", "<", "["):
         return False
     return _HIDDEN.fullmatch(text) is not None
