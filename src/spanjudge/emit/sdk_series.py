@@ -4,8 +4,8 @@ The SDK takes one measurement per API call, and each call does its work once per
 (exemplar filter, attribute hashing, locks): recording a session's histogram values one call at
 a time was most of the sidecar's metrics cost. `SdkSeries.write` merges the values one series
 collected since the last flush into the SDK's own explicit-bucket aggregation of every reader in
-one step, exactly as that many `Histogram.record` (or `Counter.add`) calls would: same buckets, sum (added
-in the same order), count, min and max.
+one step, exactly as that many `Histogram.record` (or `Counter.add`) calls would: same buckets,
+sum (added in the same order), count, min and max.
 
 The SDK also never forgets a series; `SdkSeries.forget` removes one from every reader (the
 Collector's Prometheus exporter expires series after `metric_expiration` in the same way), so
