@@ -5,7 +5,6 @@ bad fields, values over a cap. Every test runs on both roads (tests/spans/confte
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
 import math
 import os
@@ -283,28 +282,3 @@ def test_without_orjson_eval_reads_a_fixture_all_the_same(tmp_path: Path) -> Non
         pytest.skip("orjson is not installed here: both runs took the standard library road")
     assert first["sessions"] and first["sessions"] == second["sessions"]
     assert first["input"] == second["input"]
-
-
-def test_orjson_is_imported_only_once_a_megabyte_of_json_was_read(tmp_path: Path) -> None:
-    # its import costs about what it saves on a megabyte: a small file does not pay for it
-    small = FIXTURES / "claude_code" / "claude_code.jsonl"
-    line = (FIXTURES / "strands" / "strands_default.jsonl").read_text().splitlines()[0]
-    big = tmp_path / "big.jsonl"
-    big.write_text((line + "\n") * (2_000_000 // len(line) + 1))
-    code = (
-        "import sys\n"
-        "from spanjudge.spans.files import read_input\n"
-        f"spans = sum(len(c.spans) for c in read_input({str(small)!r}))\n"
-        "print(spans > 0, 'orjson' in sys.modules)\n"
-        f"spans = sum(len(c.spans) for c in read_input({str(big)!r}))\n"
-        "print(spans > 0, 'orjson' in sys.modules)\n"
-    )
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
-    )
-    assert done.returncode == 0, done.stderr
-    assert small.stat().st_size < 1_000_000 < big.stat().st_size
-    after_small, after_big = done.stdout.split("\n")[:2]
-    assert after_small == "True False"
-    assert after_big == f"True {importlib.util.find_spec('orjson') is not None}"
