@@ -11,6 +11,8 @@ import fnmatch
 import re
 from functools import lru_cache
 
+from spanjudge.trajectory.toolnames import first_match
+
 # tool name (glob) -> argument names that carry the skill name, tried in order
 SKILL_LOADER_ARGS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("skills", ("skill_name", "name", "skill")),  # Strands AgentSkills plugin
@@ -31,7 +33,12 @@ def skill_from_path(path: str) -> str | None:
 
 @lru_cache(maxsize=4096)
 def known_loader(tool_name: str) -> tuple[str, ...] | None:
-    """The skill-name arguments of a known loader, or None (tool names repeat: matched once)."""
+    """The skill-name arguments of a known loader, or None (tool names repeat: matched once).
+    A namespaced loader (`mcp__skills__load_skill`) is known by its base name."""
+    return first_match(tool_name, _loader_args)
+
+
+def _loader_args(tool_name: str) -> tuple[str, ...] | None:
     for pattern, keys in SKILL_LOADER_ARGS:
         if _glob_matches(tool_name, pattern):
             return keys

@@ -1,7 +1,8 @@
 """What a tool call does to the world: its effect class and the resource it touches.
 
 Used for backtracks (ARCHITECTURE.md section 4) and by the `side_effects` evaluator. Defaults go by
-tool-name pattern; configuration can override any tool.
+tool-name pattern; configuration can override any tool. A namespaced name (`ops-delete_file`)
+is classified by its base name when the whole name says nothing (`trajectory/toolnames.py`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal, get_args
+
+from spanjudge.trajectory.toolnames import first_match
 
 Effect = Literal["read", "create", "modify", "delete", "external"]
 
@@ -45,9 +48,12 @@ class EffectMap:
     resource_args: tuple[str, ...] = RESOURCE_ARGS
 
     def effect(self, tool_name: str) -> Effect | None:
-        if tool_name in self.overrides:
-            return self.overrides[tool_name]
-        return _classify(self.patterns, tool_name)
+        """An override of the name or its base name (`ops-delete_file` -> `delete_file`), else
+        the first pattern that classifies either."""
+        overridden: Effect | None = first_match(tool_name, lambda name: self.overrides.get(name))
+        if overridden is not None:
+            return overridden
+        return first_match(tool_name, lambda name: _classify(self.patterns, name))
 
     def resource(self, arguments: Any) -> str | None:
         """The path-like argument a call acts on, normalised (`./out/a` and `out/a` agree)."""
