@@ -46,9 +46,7 @@ def test_a_catalogue_is_reported_as_read_from_the_trace_or_a_loader_description(
 
 
 def test_tool_definitions_are_not_a_catalogue() -> None:
-    tools = [
-        {"name": n, "description": d, "parameters": {"type": "object"}} for n, d in SKILLS
-    ]
+    tools = [{"name": n, "description": d, "parameters": {"type": "object"}} for n, d in SKILLS]
     text = f"You can use skills and tools.\nTools:\n{json.dumps(tools)}"
     assert parse_catalogue(text) == ()
 
