@@ -11,7 +11,7 @@ import fnmatch
 import re
 from functools import lru_cache
 
-from spanjudge.trajectory.toolnames import first_match
+from spanjudge.trajectory.toolnames import candidates
 
 # tool name (glob) -> argument names that carry the skill name, tried in order
 SKILL_LOADER_ARGS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -35,13 +35,10 @@ def skill_from_path(path: str) -> str | None:
 def known_loader(tool_name: str) -> tuple[str, ...] | None:
     """The skill-name arguments of a known loader, or None (tool names repeat: matched once).
     A namespaced loader (`mcp__skills__load_skill`) is known by its base name."""
-    return first_match(tool_name, _loader_args)
-
-
-def _loader_args(tool_name: str) -> tuple[str, ...] | None:
-    for pattern, keys in SKILL_LOADER_ARGS:
-        if _glob_matches(tool_name, pattern):
-            return keys
+    for name in candidates(tool_name):
+        for pattern, keys in SKILL_LOADER_ARGS:
+            if _glob_matches(name, pattern):
+                return keys
     return None
 
 

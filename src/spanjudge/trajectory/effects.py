@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal, get_args
 
-from spanjudge.trajectory.toolnames import first_match
+from spanjudge.trajectory.toolnames import candidates
 
 Effect = Literal["read", "create", "modify", "delete", "external"]
 
@@ -50,10 +50,15 @@ class EffectMap:
     def effect(self, tool_name: str) -> Effect | None:
         """An override of the name or its base name (`ops-delete_file` -> `delete_file`), else
         the first pattern that classifies either."""
-        overridden: Effect | None = first_match(tool_name, lambda name: self.overrides.get(name))
-        if overridden is not None:
-            return overridden
-        return first_match(tool_name, lambda name: _classify(self.patterns, name))
+        names = candidates(tool_name)
+        for name in names:
+            if name in self.overrides:
+                return self.overrides[name]
+        for name in names:
+            effect = _classify(self.patterns, name)
+            if effect is not None:
+                return effect
+        return None
 
     def resource(self, arguments: Any) -> str | None:
         """The path-like argument a call acts on, normalised (`./out/a` and `out/a` agree)."""

@@ -10,11 +10,7 @@ namespace separator, longest first (`a.b-c` -> `b-c`, then `c`). Reports keep th
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from functools import lru_cache
-from typing import TypeVar
-
-T = TypeVar("T")
 
 # `mcp__server__tool` splits on the double underscore only: a single `_` joins the words of a
 # name (`get_exchange_rate`) and is never a namespace separator.
@@ -36,12 +32,3 @@ def candidates(recorded: str) -> tuple[str, ...]:
 def same_tool(recorded: str, named: str) -> bool:
     """`recorded` (a trace's tool name) is the tool `named` names."""
     return recorded == named or named in candidates(recorded)[1:]
-
-
-def first_match(recorded: str, lookup: Callable[[str], T | None]) -> T | None:
-    """``lookup`` of the recorded name, else of its first base name it knows (exact first)."""
-    for name in candidates(recorded):
-        found = lookup(name)
-        if found is not None:
-            return found
-    return None
