@@ -62,6 +62,7 @@ def coverage_of(
         invocations_with_body=with_body,
         bodies_from_directory=from_directory,
         not_evaluated=skipped,
+        catalogue_source=trajectory.catalogue_source,
     )
 
 

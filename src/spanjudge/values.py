@@ -152,6 +152,8 @@ class Coverage:
     # of those, bodies the trace did not record, taken from a configured skills directory
     bodies_from_directory: int = 0
     not_evaluated: Mapping[str, int] = field(default_factory=dict)
+    # where the catalogue was read (the trajectory's); None when no catalogue was offered
+    catalogue_source: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -161,6 +163,7 @@ class Coverage:
             "invocations_with_body": self.invocations_with_body,
             "bodies_from_directory": self.bodies_from_directory,
             "not_evaluated": dict(self.not_evaluated),
+            "catalogue_source": self.catalogue_source,
         }
 
 

@@ -56,6 +56,7 @@ from spanjudge.evaluators.validity_rules import (
 )
 from spanjudge.reasons import NO_CONSTRAINTS, SESSION_INCOMPLETE
 from spanjudge.trajectory.steps import Step
+from spanjudge.trajectory.toolnames import candidates, same_tool
 from spanjudge.values import Target, Verdict, not_evaluated
 
 NAME = reasons.TRAJECTORY_VALIDITY
@@ -70,6 +71,12 @@ OPTIONS = (
     "max_tool_calls",
 )
 _MAX_LISTED = 20  # violations spelled out in the explanation; all of them stay in details
+
+
+def _named(recorded: str, pattern: str) -> bool:
+    """A config glob names the recorded tool or its base name (`trajectory/toolnames.py`)."""
+    compiled = glob_to_regex(pattern)
+    return any(compiled.match(name) for name in candidates(recorded))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -229,11 +236,9 @@ class TrajectoryValidity:
 
     def _tool_violations(self, step: Step) -> list[dict[str, Any]]:
         out = []
-        if any(glob_to_regex(p).match(step.name) for p in self.forbidden_tools):
+        if any(_named(step.name, p) for p in self.forbidden_tools):
             out.append(_violation("forbidden_tool", step, f"tool {step.name!r} is forbidden"))
-        if self.allowed_tools and not any(
-            glob_to_regex(p).match(step.name) for p in self.allowed_tools
-        ):
+        if self.allowed_tools and not any(_named(step.name, p) for p in self.allowed_tools):
             out.append(
                 _violation(
                     "tool_not_allowed",
@@ -245,7 +250,7 @@ class TrajectoryValidity:
             return out
         arguments, _ = _decoded(step.arguments)
         for rule in self.arg_rules:
-            if rule.tool != step.name:
+            if not same_tool(step.name, rule.tool):
                 continue
             if not isinstance(arguments, Mapping) or rule.argument not in arguments:
                 continue  # a missing argument is the schema's business, not a pattern rule's
@@ -266,9 +271,9 @@ class TrajectoryValidity:
         for before, after in self.order:
             seen_before = False
             for step in calls:
-                if step.name == before:
+                if same_tool(step.name, before):
                     seen_before = True
-                elif step.name == after and not seen_before:
+                elif same_tool(step.name, after) and not seen_before:
                     out.append(
                         _violation(
                             "order", step, f"{after!r} was called before any call to {before!r}"

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from spanjudge.trajectory.toolnames import SEPARATORS
+
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
     [
@@ -287,10 +289,11 @@ def trigger_topics(description: str) -> frozenset[str] | None:
 
 @lru_cache(maxsize=1024)  # a skill's steps name the same tools in every session
 def tool_names(tools: tuple[str, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
-    """A step's tools lower-cased, and the suffixes that name them as well (``mcp_read_csv``,
-    ``files.read_csv`` for ``read_csv``)."""
+    """A step's tools lower-cased, and the suffixes that name them as well: the tool after a
+    namespace separator (``ops-read_csv``, ``files.read_csv``, ``mcp__files__read_csv``: the
+    separators of `trajectory/toolnames.py`) or a word prefix (``mcp_read_csv``)."""
     lowered = [t.lower() for t in tools]
-    return frozenset(lowered), tuple(p + t for t in lowered for p in ("_", "."))
+    return frozenset(lowered), tuple(p + t for t in lowered for p in ("_", *SEPARATORS))
 
 
 @lru_cache(maxsize=1024)

@@ -10,15 +10,30 @@ a loader tool's description:
   "available skills:" in a tool description (Haystack's `load_skill`);
 - a list after a line saying its items "can be loaded" (pydantic-ai-harness: "The following
   capabilities are deferred and can be loaded using the `load_capability` tool").
+
+Beyond those, a catalogue is recognised by evidence, whatever its layout: a run of two or more
+entries, each pairing a skill-like name (one word: letters, digits, `-_.:`) with a one-line
+description, in one layout (XML elements or attributes, markdown headings, lists or tables, a JSON
+array, YAML, plain `name - description` / `name: description` lines), announced as skills by a
+heading, lead-in line, tag or key within the few lines before it or by its own header. A list of
+tool definitions (entries with parameters or a schema) and examples ("for example", "e.g.") are
+not catalogues.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from functools import lru_cache
 
-from spanjudge.trajectory.steps import CatalogueEntry
+from spanjudge.recognition.catalogue_layouts import by_layout
+from spanjudge.trajectory.steps import (
+    LOADER_DESCRIPTION,
+    TRACE_LAYOUT,
+    CatalogueEntry,
+    CatalogueSource,
+)
 
 _AVAILABLE_SKILLS = re.compile(r"<available_skills>(.*?)</available_skills>", re.DOTALL)
 _SKILL_BLOCK = re.compile(
@@ -44,8 +59,11 @@ _FILE_SUFFIX = re.compile(r"\s*\((?:file|path|location):\s*[^)]*\)\s*$", re.I)
 
 
 @lru_cache(maxsize=512)  # system prompts and tool descriptions repeat on every model call
-def parse_catalogue(text: str | None) -> tuple[CatalogueEntry, ...]:
-    """Skills offered in a prompt or tool description, in any of the shapes above."""
+def parse_catalogue(
+    text: str | None, source: CatalogueSource = TRACE_LAYOUT
+) -> tuple[CatalogueEntry, ...]:
+    """Skills offered in a prompt or tool description, in any of the shapes above; ``source``
+    says where the text was (a prompt's layout, or a loader tool's description)."""
     if not text or ("skill" not in text.lower() and "capabilit" not in text.lower()):
         return ()
     entries: dict[str, CatalogueEntry] = {}
@@ -58,7 +76,10 @@ def parse_catalogue(text: str | None) -> tuple[CatalogueEntry, ...]:
     for heading in _HEADING.finditer(text):
         for name, description in _listed(text, heading.end()):
             entries.setdefault(name, CatalogueEntry(name=name, description=description or None))
-    return tuple(entries.values())
+    if not entries:
+        for name, description in by_layout(text):
+            entries.setdefault(name, CatalogueEntry(name=name, description=description))
+    return tuple(replace(e, source=source) for e in entries.values())
 
 
 def _listed(text: str, start: int) -> list[tuple[str, str]]:
@@ -98,5 +119,7 @@ def tool_catalogue(definitions: str | None) -> tuple[CatalogueEntry, ...]:
         spec = nested if isinstance(nested, dict) else tool
         description = spec.get("description")
         if isinstance(description, str):
-            found.extend(e for e in parse_catalogue(description) if e not in found)
+            found.extend(
+                e for e in parse_catalogue(description, LOADER_DESCRIPTION) if e not in found
+            )
     return tuple(found)

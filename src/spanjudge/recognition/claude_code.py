@@ -31,6 +31,7 @@ from spanjudge.recognition.base import (
     parse_json,
     span_fields,
 )
+from spanjudge.recognition.catalogue import parse_catalogue
 from spanjudge.recognition.evidence import ToolFacts, tool_step
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import CatalogueEntry, Step
@@ -82,7 +83,7 @@ def parse_skill_listing(text: str | None) -> tuple[CatalogueEntry, ...]:
     for block in _LISTING.findall(text):
         for name, description in _LISTING_LINE.findall(block):
             entries.setdefault(name, CatalogueEntry(name=name, description=description))
-    return tuple(entries.values())
+    return tuple(entries.values()) or parse_catalogue(text)  # another layout: by evidence
 
 
 class ClaudeCodeRecogniser:

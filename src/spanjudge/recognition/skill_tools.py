@@ -11,6 +11,8 @@ import fnmatch
 import re
 from functools import lru_cache
 
+from spanjudge.trajectory.toolnames import candidates
+
 # tool name (glob) -> argument names that carry the skill name, tried in order
 SKILL_LOADER_ARGS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("skills", ("skill_name", "name", "skill")),  # Strands AgentSkills plugin
@@ -31,10 +33,12 @@ def skill_from_path(path: str) -> str | None:
 
 @lru_cache(maxsize=4096)
 def known_loader(tool_name: str) -> tuple[str, ...] | None:
-    """The skill-name arguments of a known loader, or None (tool names repeat: matched once)."""
-    for pattern, keys in SKILL_LOADER_ARGS:
-        if _glob_matches(tool_name, pattern):
-            return keys
+    """The skill-name arguments of a known loader, or None (tool names repeat: matched once).
+    A namespaced loader (`mcp__skills__load_skill`) is known by its base name."""
+    for name in candidates(tool_name):
+        for pattern, keys in SKILL_LOADER_ARGS:
+            if _glob_matches(name, pattern):
+                return keys
     return None
 
 

@@ -15,7 +15,7 @@ from spanjudge.trajectory.effects import DEFAULT_EFFECT_MAP, EffectMap
 from spanjudge.trajectory.model import SkillLoad, Trajectory, Turn
 from spanjudge.trajectory.skills import EMPTY_LIBRARY, SkillLibrary
 from spanjudge.trajectory.stats import compute_stats
-from spanjudge.trajectory.steps import CatalogueEntry, Step
+from spanjudge.trajectory.steps import SKILLS_DIRECTORY, TRACE_LAYOUT, CatalogueEntry, Step
 
 _START = attrgetter("start_unix_nano")
 _TRACE_ID = attrgetter("trace_id")
@@ -230,8 +230,11 @@ def assemble(
             if known is None or (not known.description and entry.description):
                 catalogue[entry.name] = entry
         schemas.update(step.tool_schemas)
+    # a preset that reads one harness's own listing does not say where: a prompt's layout
+    catalogue_source = next((e.source or TRACE_LAYOUT for e in catalogue.values()), None)
     if not catalogue:  # the trace recorded no catalogue: the configured skills are the offer
         catalogue = {e.name: e for e in skills.catalogue()}
+        catalogue_source = SKILLS_DIRECTORY if catalogue else None
     stats, retried, undone = compute_stats(numbered, spans, len(turns), effects)
     final_answer = None
     if turns:
@@ -276,6 +279,7 @@ def assemble(
         steps=tuple(numbered),
         skill_loads=skill_loads,
         catalogue=tuple(catalogue.values()),
+        catalogue_source=catalogue_source,
         final_answer=final_answer,
         stats=stats,
         agent_name=agent_name,

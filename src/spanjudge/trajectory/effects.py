@@ -1,7 +1,8 @@
 """What a tool call does to the world: its effect class and the resource it touches.
 
 Used for backtracks (ARCHITECTURE.md section 4) and by the `side_effects` evaluator. Defaults go by
-tool-name pattern; configuration can override any tool.
+tool-name pattern; configuration can override any tool. A namespaced name (`ops-delete_file`)
+is classified by its base name when the whole name says nothing (`trajectory/toolnames.py`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal, get_args
+
+from spanjudge.trajectory.toolnames import candidates
 
 Effect = Literal["read", "create", "modify", "delete", "external"]
 
@@ -45,9 +48,17 @@ class EffectMap:
     resource_args: tuple[str, ...] = RESOURCE_ARGS
 
     def effect(self, tool_name: str) -> Effect | None:
-        if tool_name in self.overrides:
-            return self.overrides[tool_name]
-        return _classify(self.patterns, tool_name)
+        """An override of the name or its base name (`ops-delete_file` -> `delete_file`), else
+        the first pattern that classifies either."""
+        names = candidates(tool_name)
+        for name in names:
+            if name in self.overrides:
+                return self.overrides[name]
+        for name in names:
+            effect = _classify(self.patterns, name)
+            if effect is not None:
+                return effect
+        return None
 
     def resource(self, arguments: Any) -> str | None:
         """The path-like argument a call acts on, normalised (`./out/a` and `out/a` agree)."""

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from spanjudge.trajectory.steps import CatalogueEntry, Step
 
 if TYPE_CHECKING:
-    from spanjudge.trajectory.steps import BodySource, SkillStatus
+    from spanjudge.trajectory.steps import BodySource, CatalogueSource, SkillStatus
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -100,6 +100,7 @@ class Trajectory:
     backtrack_span_ids: tuple[str, ...] = ()
     # evidence that earlier turns went elsewhere (recognition/continuity.py); None when whole
     prior_turns_missing: str | None = None
+    catalogue_source: CatalogueSource | None = None  # None when there is no catalogue
 
     @property
     def request(self) -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from spanjudge.trajectory.steps import CatalogueEntry
+from spanjudge.trajectory.steps import SKILLS_DIRECTORY, CatalogueEntry
 
 # A body is recognised in a result by its opening text, whitespace-normalised.
 _PROBE_CHARS = 160
@@ -37,7 +37,8 @@ class SkillLibrary:
 
     def catalogue(self) -> tuple[CatalogueEntry, ...]:
         return tuple(
-            CatalogueEntry(name=s.name, description=s.description) for s in self.skills.values()
+            CatalogueEntry(name=s.name, description=s.description, source=SKILLS_DIRECTORY)
+            for s in self.skills.values()
         )
 
     def skill_in(self, text: str | None) -> Skill | None:

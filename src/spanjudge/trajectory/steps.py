@@ -10,6 +10,12 @@ BodySource = Literal["trace", "directory"]
 StepKind = Literal["agent_turn", "model_call", "tool_call", "skill_load", "final_answer"]
 StepStatus = Literal["ok", "error", "unset"]
 SkillStatus = Literal["loaded", "failed", "unresolved"]
+# Where a catalogue was read (`coverage.catalogue_source`): a prompt's layout, a loader tool's
+# description, or the configured skills directory (`skills.paths`).
+CatalogueSource = Literal["trace_layout", "loader_description", "skills_directory"]
+TRACE_LAYOUT: CatalogueSource = "trace_layout"
+LOADER_DESCRIPTION: CatalogueSource = "loader_description"
+SKILLS_DIRECTORY: CatalogueSource = "skills_directory"
 
 
 STEP_KINDS: tuple[StepKind, ...] = get_args(StepKind)
@@ -21,6 +27,9 @@ class CatalogueEntry:
 
     name: str
     description: str | None = None
+    # where it was read (None: a preset's own listing, in a prompt); the same offer wherever
+    # it was read, so not compared
+    source: CatalogueSource | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,0 +1,164 @@
+"""Metamorphic: writing a fixture session differently (its catalogue in another layout, its tools
+under a namespace, its attributes and spans in another order) leaves every verdict as it was.
+
+Every fixture file of every framework is evaluated as `spanjudge eval FILE --expect
+expectations.yaml` would, once as recorded and once per transformation; a failure names the
+transformation, the session and the verdict that moved.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spanjudge.config import parse_config
+from spanjudge.emit.report import JsonReportWriter
+from spanjudge.engine import Engine
+from spanjudge.expectations import ExpectationResolver, load_expectations_file
+from spanjudge.offline import run_offline
+from tests.metamorphic.transforms import (
+    map_strings,
+    namespace_tools,
+    rerender_catalogue,
+    shuffle_order,
+)
+from tests.support.catalogue_layouts import LAYOUTS
+
+FIXTURES = Path(__file__).parents[2] / "fixtures"
+FILES = sorted(str(p.relative_to(FIXTURES)) for p in FIXTURES.glob("*/*.jsonl"))
+# One namespace form per file, in turn, so that every form is met and every file is run once.
+PREFIXES = ("ops-", "plugin.", "mcp__server__", "server/", "server:")
+Verdicts = dict[str, list[tuple[str, str, str, str | None]]]
+
+
+def _report(path: Path, lines: list[str]) -> dict[str, Any]:
+    engine = Engine(parse_config({}))
+    expectations = path.parent / "expectations.yaml"
+    if expectations.exists():
+        engine.add_expectations(ExpectationResolver(load_expectations_file(str(expectations))))
+    buf = io.StringIO()
+    run_offline(
+        [str(path)] if not lines else [_written(path, lines)], engine, JsonReportWriter(buf)
+    )
+    report: dict[str, Any] = json.loads(buf.getvalue())
+    return report
+
+
+_TMP: list[Path] = []
+
+
+def _written(path: Path, lines: list[str]) -> str:
+    out = _TMP[0] / f"{path.parent.name}-{path.name}"
+    out.write_text("\n".join(lines) + "\n")
+    return str(out)
+
+
+def _verdicts(report: dict[str, Any]) -> Verdicts:
+    return {
+        s["session_id"]: sorted(
+            (
+                v["evaluator"],
+                json.dumps(v["target"], sort_keys=True),
+                v["outcome"],
+                v["reason"],
+            )
+            for v in s["verdicts"]
+        )
+        for s in report["sessions"]
+    }
+
+
+@cache
+def _original(name: str) -> tuple[dict[str, Any], Verdicts]:
+    report = _report(FIXTURES / name, [])
+    return report, _verdicts(report)
+
+
+def _requests(name: str) -> list[dict[str, Any]]:
+    text = (FIXTURES / name).read_text()
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def _assert_unchanged(transformation: str, name: str, requests: list[dict[str, Any]]) -> None:
+    _, before = _original(name)
+    assert before, f"{name}: no session"
+    after = _verdicts(_report(FIXTURES / name, [json.dumps(r) for r in requests]))
+    assert sorted(after) == sorted(before), f"{transformation}: {name}: sessions differ"
+    for session, verdicts in before.items():
+        moved = [v for v in verdicts if v not in after[session]]
+        came = [v for v in after[session] if v not in verdicts]
+        assert not moved and not came, (
+            f"{transformation} moved verdicts of session {session} ({name}):\n"
+            f"  before: {moved}\n  after:  {came}"
+        )
+
+
+@pytest.fixture(autouse=True)
+def _tmp(tmp_path: Path) -> None:
+    _TMP[:] = [tmp_path]
+
+
+def _catalogue(name: str) -> tuple[tuple[str, str], ...]:
+    report, _ = _original(name)
+    found: dict[str, str] = {}
+    for session in report["sessions"]:
+        for entry in session["catalogue"]:
+            found.setdefault(entry["name"], entry["description"] or "")
+    return tuple(found.items())
+
+
+# Each file is re-rendered in three layouts, the layouts taken in turn across the files: every
+# layout meets several frameworks and the suite stays quick.
+LAYOUT_CASES = [
+    (layout, name)
+    for i, name in enumerate(FILES)
+    for layout in (sorted(LAYOUTS) * 3)[3 * i : 3 * i + 3]
+]
+
+
+@pytest.mark.parametrize(("layout", "name"), LAYOUT_CASES)
+def test_catalogue_in_another_layout(layout: str, name: str) -> None:
+    entries = _catalogue(name)
+    if not entries:
+        pytest.skip(f"{name} records no catalogue")
+    requests = _requests(name)
+    change = rerender_catalogue(layout, entries)
+    for request in requests:
+        map_strings(request, change, span_names=False)
+    assert requests != _requests(name), f"{layout}: the catalogue of {name} was not found"
+    _assert_unchanged(f"catalogue as {layout}", name, requests)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_tool_names_under_a_namespace(name: str) -> None:
+    report, _ = _original(name)
+    tools = frozenset(
+        step["name"]
+        for session in report["sessions"]
+        for step in session["steps"]
+        if step["kind"] in ("tool_call", "skill_load")
+    )
+    if not tools:
+        pytest.skip(f"{name} records no tool call")
+    prefix = PREFIXES[FILES.index(name) % len(PREFIXES)]
+    requests = _requests(name)
+    change = namespace_tools(prefix, tools)
+    for request in requests:
+        map_strings(request, change, span_names=True)
+    assert requests != _requests(name), f"{prefix}: no tool name of {name} was found"
+    _assert_unchanged(f"tool names as {prefix}<tool>", name, requests)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_attribute_and_span_order_shuffled(name: str) -> None:
+    rng = random.Random(name)
+    requests = _requests(name)
+    for request in requests:
+        shuffle_order(request, rng)
+    _assert_unchanged("attributes and spans shuffled", name, requests)
