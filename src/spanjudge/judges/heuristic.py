@@ -49,6 +49,7 @@ from spanjudge.judges.text import (
 )
 from spanjudge.reasons import BODY_NOT_RECORDED, NO_CATALOGUE, NO_OBSERVABLE_STEPS, NO_REQUEST
 from spanjudge.trajectory.steps import CatalogueEntry, Step
+from spanjudge.trajectory.toolnames import SEPARATORS
 
 NAME = "heuristic"
 # Omission: a catalogue entry "fits" a request that names it (every word of the skill's name),
@@ -573,7 +574,8 @@ def judge_tool_selection(
         if load.kind != "skill_load" or not load.skill_body or load.failed:
             continue
         named = {t for st in parse_skill(load.skill_body).steps for t in st.tools}
-        if call.name in named or any(call.name.endswith(("_" + t, "." + t)) for t in named):
+        suffixes = tuple(sep + t for t in named for sep in ("_", *SEPARATORS))
+        if call.name in named or call.name.endswith(suffixes):
             fits = skill_fits(load)
             if fits is False:
                 return _answer(
