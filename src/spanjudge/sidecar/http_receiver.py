@@ -228,7 +228,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
             total += size
             if total > limit:
                 self.close_connection = True
-                self._drain(size)
+                self._drain_chunks(size)
                 raise BadRequest(
                     f"chunked request of more than {limit} bytes exceeds the limit",
                     too_large=True,
@@ -284,6 +284,25 @@ class _RequestHandler(BaseHTTPRequestHandler):
         else:
             self._drain(length)
             self.close_connection = True
+
+    def _drain_chunks(self, size: int) -> None:
+        """Read and discard the rest of a refused chunked body (this chunk of ``size`` bytes and
+        the ones after it), at most `_DRAIN_BYTES` of it, so that the answer reaches a client
+        that sends its whole body before reading one."""
+        left = max(_DRAIN_BYTES, self.server.max_request_bytes)
+        while 0 < size and size + 2 <= left:  # the chunk and its line end
+            if len(self.rfile.read(size + 2)) < size + 2:
+                return
+            left -= size + 2
+            line = self.rfile.readline(_CHUNK_LINE_BYTES + 1)
+            size_text = line.split(b";", 1)[0].strip()
+            if not line.endswith(b"\n") or not size_text or not _HEX.issuperset(size_text):
+                return
+            size = int(size_text, 16)
+        if size == 0:  # the end: trailer lines up to the blank line
+            for _ in range(_MAX_TRAILER_LINES):
+                if self.rfile.readline(_CHUNK_LINE_BYTES + 1) in (b"\r\n", b"\n", b""):
+                    return
 
     def _drain(self, length: int) -> None:
         """Read and discard up to ``length`` bytes of body, at most `_DRAIN_BYTES` of it."""
