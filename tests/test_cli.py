@@ -69,9 +69,10 @@ def test_json_report_is_valid_against_the_schema(capsys, tmp_path, trace_file, e
     assert by_id["s-required"]["expected_skills"] == ["csv-report"]
     assert by_id["s-free"]["verdicts"][0]["outcome"] == "not_evaluated"
     summary = report["summary"]["by_evaluator"]["skill_loaded"]
-    assert report["summary"]["by_evaluator"]["skill_loaded"]["coverage"] == 0.5
     assert (summary["pass"], summary["fail"], summary["not_evaluated"]) == (0, 1, 1)
-    assert summary["pass_rate"] == 0.0 and summary["coverage"] == 0.5
+    # s-free expects no skill: nothing to judge skill_loaded against, so outside coverage.
+    assert summary["outside_coverage"] == {"no_expectation": 1}
+    assert summary["pass_rate"] == 0.0 and summary["coverage"] == 1.0
 
 
 def test_junit_has_one_testcase_per_verdict(capsys, trace_file, expect_file):  # type: ignore[no-untyped-def]
@@ -202,12 +203,15 @@ def test_empty_input_warns_and_strict_fails(capsys, tmp_path):  # type: ignore[n
 def test_junit_under_strict_fails_what_was_not_evaluated(capsys, trace_file):  # type: ignore[no-untyped-def]
     code, out, _ = run(capsys, "eval", str(trace_file), "--format", "junit", "--strict")
     root = ET.fromstring(out)
-    mine = [
-        c for c in root.findall(".//testcase") if c.get("classname") == "spanjudge.skill_loaded"
-    ]
+    cases = root.findall(".//testcase")
+    # No skill catalogue was recorded: skill_omission could have been judged and was not.
+    gaps = [c for c in cases if c.get("classname") == "spanjudge.skill_omission"]
+    # No skill is expected: nothing to judge skill_loaded against, which --strict leaves alone.
+    unconfigured = [c for c in cases if c.get("classname") == "spanjudge.skill_loaded"]
     assert code == 1
-    assert all(c.find("failure") is not None for c in mine)
-    assert "--strict is on" in (mine[0].find("failure").get("message") or "")  # type: ignore[union-attr]
+    assert gaps and all(c.find("failure") is not None for c in gaps)
+    assert "--strict is on" in (gaps[0].find("failure").get("message") or "")  # type: ignore[union-attr]
+    assert unconfigured and all(c.find("failure") is None for c in unconfigured)
 
 
 def test_an_unset_api_key_env_is_a_configuration_error(capsys, tmp_path, trace_file, monkeypatch):  # type: ignore[no-untyped-def]

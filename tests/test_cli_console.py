@@ -21,7 +21,7 @@ from tests.conftest import FIXTURES, ROOT, recorded, write_jsonl
 from tests.support.sessions import agent_turn
 
 TRACES = FIXTURES / "claude_code" / "claude_code.jsonl"  # 13 sessions; its JSON report > 64 KB
-TABLE_LAST_LINE = "   i.e. all but the not_applicable ones; n/e = not evaluated)\n"
+TABLE_LAST_LINE = "   have been judged, i.e. all but those outside coverage; n/e = not evaluated)\n"
 
 
 def _env() -> dict[str, str]:

@@ -156,17 +156,20 @@ def test_strict_names_the_not_evaluated_verdicts_that_failed_it(capsys, traces, 
     assert main(["eval", str(traces), "--expect", str(expect), "--strict"]) == 1
     err = capsys.readouterr().err
     [line] = [x for x in err.splitlines() if x.startswith("spanjudge: --strict")]
-    assert "failing on" in line and "skill_loaded [no_expectation] x1 (e.g. session s-free)" in line
+    # The session with no expected skill has nothing to judge skill_loaded against: not a gap.
+    assert "failing on 2 not_evaluated" in line, line
+    assert "skill_omission [no_catalogue] x2 (e.g. session s-required)" in line, line
+    assert "no_expectation" not in line, line
 
 
 def test_strict_help_says_what_strict_does(capsys):  # type: ignore[no-untyped-def]
-    # --strict leaves not_applicable verdicts out (the question did not arise) and fails an
-    # input with no spans: the help must not promise "any not_evaluated verdict".
+    # --strict leaves out what had nothing configured to judge against and what did not arise,
+    # and fails an input with no spans: the help must not promise "any not_evaluated verdict".
     with pytest.raises(SystemExit):
         main(["eval", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     strict = out.split("--strict ", 1)[1].split(" --fail-on-error ", 1)[0]
-    assert "not_applicable" in strict and "no spans" in strict, strict
+    assert "no_budget" in strict and "not_invoked" in strict and "no spans" in strict, strict
 
 
 def test_unknown_flag_after_eval_shows_evals_usage(capsys, traces):  # type: ignore[no-untyped-def]
@@ -350,16 +353,61 @@ def test_the_table_legend_defines_coverage_as_the_report_computes_it(capsys):  #
     expect = FIXTURES / "claude_code" / "expectations.yaml"
     main(["eval", str(traces), "--expect", str(expect)])
     table = capsys.readouterr().out
-    assert "coverage = (pass + fail) / applicable verdicts" in table
-    assert "all but the not_applicable ones" in table and "judged / all" not in table
+    assert "coverage = (pass + fail) / the verdicts that could" in table
+    assert "have been judged, i.e. all but those outside coverage" in table
     main(["eval", str(traces), "--expect", str(expect), "--format", "json"])
     by_evaluator = json.loads(capsys.readouterr().out)["summary"]["by_evaluator"]
-    assert any(c["not_applicable"] for c in by_evaluator.values())  # the rule is exercised
+    assert any(c["outside_coverage"] for c in by_evaluator.values())  # the rule is exercised
     for counts in by_evaluator.values():
         applicable = counts["pass"] + counts["fail"] + counts["not_evaluated"]
-        applicable -= counts["not_applicable"]
+        applicable -= sum(counts["outside_coverage"].values())
         judged = counts["pass"] + counts["fail"]
         assert counts["coverage"] == (judged / applicable if applicable else None)
+
+
+def _strands_session(tmp_path: Path, session_id: str) -> Path:
+    """The recorded Strands traces of one session (one trace per line in the fixture)."""
+    from tests.conftest import FIXTURES
+
+    lines = (FIXTURES / "strands" / "strands_default.jsonl").read_text().splitlines()
+    mine = [line for line in lines if f'"stringValue":"{session_id}"' in line]
+    assert mine, session_id
+    path = tmp_path / f"{session_id}.jsonl"
+    path.write_text("\n".join(mine) + "\n")
+    return path
+
+
+def test_strict_passes_an_agent_that_did_everything_right(capsys, tmp_path):  # type: ignore[no-untyped-def]
+    # No budget, thresholds, condition or constraints are configured, and skill_omission does
+    # not arise once a skill is used: none of that is a verdict that could have been judged.
+    from tests.conftest import FIXTURES
+
+    traces = _strands_session(tmp_path, "strands-default-required-skill-followed")
+    expect = FIXTURES / "strands" / "expectations.yaml"
+    assert main(["eval", str(traces), "--expect", str(expect), "--strict"]) == 0
+    captured = capsys.readouterr()
+    assert "--strict" not in captured.err, captured.err
+    # ... and the verdicts left out are listed apart, with their counts.
+    assert "outside coverage, nothing configured to judge against: " in captured.out
+    assert "cost [no_budget] x1" in captured.out and "robustness [no_thresholds] x1" in captured.out
+    assert "outside coverage, the question did not arise: skill_omission [not_applicable] x1" in (
+        captured.out
+    )
+
+
+def test_strict_fails_an_agent_that_skipped_the_required_skill(capsys, tmp_path):  # type: ignore[no-untyped-def]
+    from tests.conftest import FIXTURES
+
+    traces = _strands_session(tmp_path, "strands-default-skill-never-loaded-fluent")
+    expect = FIXTURES / "strands" / "expectations.yaml"
+    assert main(["eval", str(traces), "--expect", str(expect), "--strict"]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL           0.00  skill_loaded           csv-report" in out
+    # What the skipped skill left with nothing to judge is no coverage gap: 100% or n/a.
+    rows = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith("  ")}
+    assert rows["instruction_following"][-2:] == ["n/a", "n/a"]
+    assert rows["skill_selection"][-2:] == ["n/a", "n/a"]
+    assert "instruction_following [not_invoked] x1" in out
 
 
 def test_an_evaluator_crash_is_logged_in_the_cli_format_without_verbose(

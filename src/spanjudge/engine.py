@@ -8,13 +8,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from spanjudge.config import Config
+from spanjudge.emit.summary import outside_coverage
 from spanjudge.errors import ConfigError
 from spanjudge.evaluators.base import EvaluationContext, build_evaluators
 from spanjudge.evaluators.judging import Judging, Judgments
 from spanjudge.expectations import ExpectationResolver
 from spanjudge.guard import Guard
 from spanjudge.judges.registry import judge_lookup
-from spanjudge.reasons import EVALUATOR_ERROR, NOT_APPLICABLE
+from spanjudge.reasons import EVALUATOR_ERROR
 from spanjudge.recognition import continuity
 from spanjudge.recognition.answers import without_hidden_text
 from spanjudge.recognition.reconcile import reconcile
@@ -53,7 +54,7 @@ def coverage_of(
             from_directory += 1
     skipped: dict[str, int] = {}
     for verdict in verdicts:
-        if verdict.outcome == "not_evaluated" and verdict.reason != NOT_APPLICABLE:
+        if verdict.outcome == "not_evaluated" and not outside_coverage(verdict):
             skipped[verdict.evaluator] = skipped.get(verdict.evaluator, 0) + 1
     return Coverage(
         expected_skills=len(expectation.skills),

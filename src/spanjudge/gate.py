@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from spanjudge.emit.summary import Summary, not_applicable
+from spanjudge.emit.summary import Summary, outside_coverage
 from spanjudge.reasons import EVALUATOR_ERROR
 from spanjudge.values import SessionResult
 
@@ -29,7 +29,7 @@ class Tally:
 
     def add(self, result: SessionResult) -> None:
         for verdict in result.verdicts:
-            if verdict.outcome != "not_evaluated" or not_applicable(verdict):
+            if verdict.outcome != "not_evaluated" or outside_coverage(verdict):
                 continue
             key = (verdict.evaluator, verdict.reason or "?")
             self.not_evaluated[key] += 1

@@ -2,7 +2,8 @@
 
 Both are contract: reports, span events, log records and metric labels carry them, and users
 write them in configuration and alert rules. Extend, never rename. This module has no imports,
-so any package may use it.
+so any package may use it; the split of reasons into coverage gaps and the rest is at the
+end.
 """
 
 from __future__ import annotations
@@ -74,3 +75,20 @@ PRIOR_TURNS_MISSING = "prior_turns_missing"
 JUDGE_TIMEOUT = "judge_timeout"
 # tool_parameters: the tool call's arguments are not in the spans (content capture off).
 ARGUMENTS_NOT_RECORDED = "arguments_not_recorded"
+
+# --- Which `not_evaluated` reasons count against coverage ---
+# Coverage = judged / what could have been judged (ARCHITECTURE.md section 5). Two kinds of
+# reason are outside its denominator, and every front end (report, table, HTML page, --strict,
+# the alert rules in collector-config/prometheus/) uses this one split. Every other reason is a
+# coverage gap: evidence missing, a judge or evaluator failing, a session cut short.
+# Nothing was configured to judge against: the operator's choice, not a loss of evidence.
+NOT_CONFIGURED: frozenset[str] = frozenset(
+    {NO_EXPECTATION, NO_CONDITION, NO_CONSTRAINTS, NO_BUDGET, NO_THRESHOLDS}
+)
+# The question did not arise in this session: no skill (or no tool) was used, so there is no
+# instruction to follow, no selection and no call to judge. When that is itself the defect,
+# skill_loaded or skill_omission says so, judged.
+DID_NOT_ARISE: frozenset[str] = frozenset(
+    {NOT_APPLICABLE, NOT_INVOKED, NO_SKILL_INVOCATION, NO_TOOL_CALLS}
+)
+OUTSIDE_COVERAGE: frozenset[str] = NOT_CONFIGURED | DID_NOT_ARISE

@@ -133,3 +133,16 @@ def test_fixture_report_renders_every_session_and_task_in_headless_chromium(tmp_
     shot.unlink(missing_ok=True)
     done = chromium(page.as_uri(), "--window-size=1400,2400", f"--screenshot={shot}", tmp=tmp_path)
     assert done.returncode == 0 and shot.stat().st_size > 10_000
+
+
+def test_the_summary_lists_what_is_outside_coverage_with_its_count():
+    # A robustness verdict with no thresholds configured is not a coverage gap: the summary
+    # shows no coverage for it (n/a, not 0%) and names it apart.
+    page = render([hostile_result(), hostile_result()])
+    summary = page.split('id="summary"', 1)[1]
+    row = summary.split("<td>robustness</td>", 1)[1].split("</tr>", 1)[0]
+    assert row.endswith("<td class=num>n/a</td><td class=num>n/a</td>"), row
+    assert (
+        "Outside coverage, nothing configured to judge against: robustness [no_thresholds] x2"
+        in (summary)
+    )

@@ -127,13 +127,18 @@ def summary_html(summary: Summary, input_report: dict[str, Any]) -> str:
         )
     skipped = input_report.get("skipped") if input_report else None
     note = f"<p>skipped {_e(skipped)} invalid line(s)/span(s)</p>" if skipped else ""
+    for title, set_apart in summary.set_apart():
+        listed = ", ".join(f"{_e(name)} [{_e(reason)}] x{n}" for name, reason, n in set_apart)
+        note += f"<p>Outside coverage, {_e(title)}: {listed}</p>"
     return (
         f'<section id="summary" class="card"><h2>Summary</h2><p>{summary.sessions} session(s), '
         f"{summary.complete} complete; verdicts: {_badge('pass')} {v['pass']} "
         f"{_badge('fail')} {v['fail']} {_badge('not_evaluated')} {v['not_evaluated']}</p>"
         "<table><tr><th>evaluator</th><th class=num>pass</th><th class=num>fail</th>"
         "<th class=num>not evaluated</th><th class=num>pass rate</th><th class=num>coverage</th>"
-        f"</tr>{''.join(rows)}</table>{note}</section>\n"
+        f"</tr>{''.join(rows)}</table><p class=muted>coverage = (pass + fail) / the verdicts that"
+        " could have been judged: not those with nothing configured to judge against, nor those"
+        f" whose question did not arise</p>{note}</section>\n"
     )
 
 

@@ -6,7 +6,7 @@ from typing import Any, TextIO
 
 from spanjudge.emit.markup import xml_escape as escape
 from spanjudge.emit.markup import xml_quoteattr as quoteattr
-from spanjudge.emit.summary import Summary, not_applicable
+from spanjudge.emit.summary import Summary, outside_coverage
 from spanjudge.values import SessionResult, Verdict
 
 
@@ -69,7 +69,7 @@ class JunitWriter:
     def _fails(self, verdict: Verdict) -> bool:
         if verdict.outcome == "fail":
             return True
-        return self.strict and verdict.outcome == "not_evaluated" and not not_applicable(verdict)
+        return self.strict and verdict.outcome == "not_evaluated" and not outside_coverage(verdict)
 
     def end(self, summary: Summary, input_report: dict[str, Any]) -> None:
         self.out.write("</testsuites>\n")

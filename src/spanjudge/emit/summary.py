@@ -1,4 +1,10 @@
-"""Running totals for a report: verdict counts, pass rate with coverage, per-task profiles."""
+"""Running totals for a report: verdict counts, pass rate with coverage, per-task profiles.
+
+This module owns the coverage rule every front end uses (report, table, HTML page, --strict,
+JUnit): coverage = (pass + fail) / the verdicts that could have been judged. A not_evaluated
+verdict whose reason is in `reasons.OUTSIDE_COVERAGE` (nothing configured to judge against, or
+the question did not arise) is outside the denominator, and listed apart with its count.
+"""
 
 from __future__ import annotations
 
@@ -7,22 +13,25 @@ from dataclasses import dataclass, field
 from math import comb
 from typing import Any
 
-from spanjudge.reasons import NOT_APPLICABLE
+from spanjudge.reasons import NOT_APPLICABLE, NOT_CONFIGURED, OUTSIDE_COVERAGE
 from spanjudge.values import OUTCOMES, SessionResult, Verdict
 
+# How the verdicts outside coverage are introduced where they are listed apart.
+NOT_CONFIGURED_TITLE = "nothing configured to judge against"
+DID_NOT_ARISE_TITLE = "the question did not arise"
 
-def not_applicable(verdict: Verdict) -> bool:
-    """The question did not arise (e.g. skill_omission when a skill was used): counted as
-    not_evaluated, but not in the coverage denominator (ARCHITECTURE.md section 5:
-    "all applicable")."""
-    return verdict.outcome == "not_evaluated" and verdict.reason == NOT_APPLICABLE
+
+def outside_coverage(verdict: Verdict) -> bool:
+    """A not_evaluated verdict that is no coverage gap: counted as not_evaluated, but not in the
+    coverage denominator, and never a reason for --strict to fail."""
+    return verdict.outcome == "not_evaluated" and verdict.reason in OUTSIDE_COVERAGE
 
 
 def rates(counts: dict[str, int]) -> tuple[float | None, float | None]:
-    """(pass rate, coverage): pass/(pass+fail) and (pass+fail)/(all applicable); None when
-    undefined."""
+    """(pass rate, coverage): pass/(pass+fail) and (pass+fail)/(what could have been judged);
+    None when undefined."""
     judged = counts["pass"] + counts["fail"]
-    total = judged + counts["not_evaluated"] - counts.get("not_applicable", 0)
+    total = judged + counts["not_evaluated"] - counts.get("outside_coverage", 0)
     pass_rate = counts["pass"] / judged if judged else None
     coverage = judged / total if total else None
     return pass_rate, coverage
@@ -86,6 +95,7 @@ class TaskProfile:
             by_eval.setdefault(verdict.evaluator, []).append(verdict)
         outcomes: dict[str, str] = {}
         inapplicable: set[str] = set()
+        outside: set[str] = set()
         scores: dict[str, float] = {}
         measures: dict[str, float] = {}
         stats = {
@@ -97,7 +107,9 @@ class TaskProfile:
             judged = [v for v in verdicts if v.outcome != "not_evaluated"]
             if not judged:
                 outcomes[name] = "not_evaluated"
-                if all(not_applicable(v) for v in verdicts):
+                if all(outside_coverage(v) for v in verdicts):
+                    outside.add(name)
+                if all(v.reason == NOT_APPLICABLE for v in verdicts):
                     inapplicable.add(name)
             else:
                 outcomes[name] = "pass" if all(v.outcome == "pass" for v in judged) else "fail"
@@ -115,6 +127,7 @@ class TaskProfile:
         self.per_run.append(
             {
                 "not_applicable": inapplicable,
+                "outside_coverage": outside,
                 "session_id": trajectory.session_id,
                 "seed": trajectory.run_seed,
                 "outcomes": outcomes,
@@ -135,7 +148,8 @@ class TaskProfile:
             fails = outcomes.count("fail")
             judged = passes + fails
             inapplicable = sum(1 for r in runs if name in r["not_applicable"])
-            applicable = len(outcomes) - inapplicable
+            outside = sum(1 for r in runs if name in r["outside_coverage"])
+            applicable = len(outcomes) - outside
             scores = [r["scores"][name] for r in runs if name in r["scores"]]
             components[name] = {
                 "kind": "evaluator",
@@ -144,6 +158,7 @@ class TaskProfile:
                 "fail": fails,
                 "not_evaluated": outcomes.count("not_evaluated"),
                 "not_applicable": inapplicable,
+                "outside_coverage": outside,
                 "pass_rate": passes / judged if judged else None,
                 "coverage": judged / applicable if applicable else None,
                 "pass_hat_k": {str(k): pass_hat_k(passes, judged, k) for k in range(1, judged + 1)},
@@ -173,12 +188,13 @@ class Summary:
     verdicts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
     by_evaluator: dict[str, dict[str, int]] = field(default_factory=dict)
     tasks: dict[str, TaskProfile] = field(default_factory=dict)
-    not_applicable: int = 0
+    # (evaluator, reason) -> count of the not_evaluated verdicts outside coverage
+    outside: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def add(self, result: SessionResult) -> None:
         self.sessions += 1
         self.complete += int(result.trajectory.complete)
-        counts, by_evaluator = self.verdicts, self.by_evaluator
+        counts, by_evaluator, outside = self.verdicts, self.by_evaluator, self.outside
         for verdict in result.verdicts:
             counts[verdict.outcome] += 1
             per = by_evaluator.get(verdict.evaluator)
@@ -186,11 +202,15 @@ class Summary:
                 per = by_evaluator[verdict.evaluator] = {
                     **dict.fromkeys(OUTCOMES, 0),
                     "not_applicable": 0,
+                    "outside_coverage": 0,
                 }
             per[verdict.outcome] += 1
-            if not_applicable(verdict):
-                per["not_applicable"] += 1
-                self.not_applicable += 1
+            if outside_coverage(verdict):
+                per["outside_coverage"] += 1
+                if verdict.reason == NOT_APPLICABLE:
+                    per["not_applicable"] += 1
+                key = (verdict.evaluator, verdict.reason or "")
+                outside[key] = outside.get(key, 0) + 1
         task_id = result.trajectory.task_id
         if task_id:
             self.tasks.setdefault(task_id, TaskProfile(task_id)).add(result)
@@ -201,14 +221,31 @@ class Summary:
 
     @property
     def not_evaluated(self) -> int:
-        """Verdicts that could not be judged (not counting questions that did not arise)."""
-        return self.verdicts["not_evaluated"] - self.not_applicable
+        """Verdicts that could have been judged and were not (the coverage gaps)."""
+        return self.verdicts["not_evaluated"] - sum(self.outside.values())
+
+    def set_apart(self) -> list[tuple[str, list[tuple[str, str, int]]]]:
+        """The verdicts outside coverage, as (title, [(evaluator, reason, count)]) for each of
+        the two kinds that has any, so that a front end can list them apart."""
+        configured = [(e, r, n) for (e, r), n in self.outside.items() if r in NOT_CONFIGURED]
+        arose = [(e, r, n) for (e, r), n in self.outside.items() if r not in NOT_CONFIGURED]
+        return [
+            (title, rows)
+            for title, rows in ((NOT_CONFIGURED_TITLE, configured), (DID_NOT_ARISE_TITLE, arose))
+            if rows
+        ]
 
     def to_json(self) -> dict[str, Any]:
         by_eval = {}
         for name, counts in self.by_evaluator.items():
             pass_rate, coverage = rates(counts)
-            by_eval[name] = {**counts, "pass_rate": pass_rate, "coverage": coverage}
+            reasons = {r: n for (e, r), n in self.outside.items() if e == name}
+            by_eval[name] = {
+                **{k: v for k, v in counts.items() if k != "outside_coverage"},
+                "pass_rate": pass_rate,
+                "coverage": coverage,
+                "outside_coverage": reasons,
+            }
         return {
             "sessions": self.sessions,
             "sessions_complete": self.complete,

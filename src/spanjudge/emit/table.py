@@ -97,10 +97,13 @@ def summary_lines(summary: Summary, input_report: dict[str, Any] | None = None) 
             f"  {name:<22} {counts['pass']:>5} {counts['fail']:>5} {counts['not_evaluated']:>5}"
             f"  {_pct(pass_rate):>9}  {_pct(coverage):>8}"
         )
+    for title, rows in summary.set_apart():
+        listed = ", ".join(f"{evaluator} [{reason}] x{n}" for evaluator, reason, n in rows)
+        lines.append(f"  outside coverage, {title}: {listed}")
     lines.append(
-        "  (pass rate = pass / (pass + fail); coverage = (pass + fail) / applicable verdicts,"
+        "  (pass rate = pass / (pass + fail); coverage = (pass + fail) / the verdicts that could"
     )
-    lines.append("   i.e. all but the not_applicable ones; n/e = not evaluated)")
+    lines.append("   have been judged, i.e. all but those outside coverage; n/e = not evaluated)")
     for profile in summary.tasks.values():
         lines.extend(task_lines(profile.to_json()))
     if input_report and input_report.get("skipped"):
