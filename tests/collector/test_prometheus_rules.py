@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from spanjudge.reasons import OUTSIDE_COVERAGE
 from tests.collector.promnames import KNOWN_LABELS, emitted_series, label_names, metric_names
 from tests.conftest import unavailable
 
@@ -113,3 +115,12 @@ def test_name_check_rejects_a_misspelt_metric() -> None:
     used = metric_names('sum(rate(spanjudge_verdict_total{spanjudge_outcome="fail"}[5m])) > 0')
     assert used == {"spanjudge_verdict_total"}
     assert not used <= emitted_series()
+
+
+def test_the_coverage_alert_leaves_out_exactly_what_the_report_leaves_out() -> None:
+    # One coverage rule: the reasons the alert does not count as a gap are the report's.
+    [rule] = [r for r in _alerts() if r["alert"] == "SpanjudgeEvaluationCoverageLow"]
+    excluded = re.findall(r'spanjudge_reason!~"([^"]*)"', rule["expr"])
+    assert excluded, rule["expr"]
+    for pattern in excluded:
+        assert set(pattern.split("|")) == OUTSIDE_COVERAGE, pattern
