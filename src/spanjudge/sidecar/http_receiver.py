@@ -290,7 +290,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         the ones after it), at most `_DRAIN_BYTES` of it, so that the answer reaches a client
         that sends its whole body before reading one."""
         left = max(_DRAIN_BYTES, self.server.max_request_bytes)
-        while 0 < size and size + 2 <= left:  # the chunk and its line end
+        while size > 0 and size + 2 <= left:  # the chunk and its line end
             if len(self.rfile.read(size + 2)) < size + 2:
                 return
             left -= size + 2
