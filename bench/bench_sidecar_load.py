@@ -30,14 +30,23 @@
    judged per second (every acknowledged session judged, from the first request to the last
    verdict) of 2 over 1 (goal: >= 1.6x on a 2-core machine). The clients share the cores.
 
+With ``--against SRC`` (another tree's ``src/``, e.g. a checkout of main) the bench measures
+instead, for this tree and for SRC alternately, ``--repeat`` times: serve's spans per CPU-second
+of 2. (no floor) and the sustained load of 1. at ``--workers``; then prints each key figure of
+both side by side (the best of the runs, the range beside) and the ratio this tree / SRC. This
+tree is the spanjudge this interpreter imports (PYTHONPATH, else the installed one); SRC's serve
+processes import from SRC first, and each tree's ``spanjudge.__file__`` is printed.
+
     python bench/bench_sidecar_load.py [--clients 3] [--seconds 20] [--spans-per-session 6]
         [--workers 2] [--load-only] [--max-pending-age-s S] [--timeline]
+        [--against SRC [--repeat N]]
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import json
 import multiprocessing
 import os
@@ -46,6 +55,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from concurrent import futures
 from pathlib import Path
 from typing import Any
@@ -77,6 +87,42 @@ def thread_cpu_seconds(native_id: int) -> float:
 
 def rss_bytes() -> int:
     return int(Path("/proc/self/statm").read_text().split()[1]) * _PAGE
+
+
+# --- which tree's spanjudge a server process runs ---
+
+
+def _env(src: Path | None) -> dict[str, str]:
+    """The environment of a subprocess that imports spanjudge from ``src`` (None: this tree)."""
+    if src is None:
+        return dict(os.environ)
+    path = os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")])
+    return dict(os.environ, PYTHONPATH=path)
+
+
+@contextlib.contextmanager
+def _first_on_path(src: Path | None) -> Iterator[None]:
+    """A spawned process takes sys.path from this one when it starts: ``src`` first meanwhile
+    (this process has imported spanjudge already and is not affected)."""
+    saved = list(sys.path)
+    if src is not None:
+        sys.path.insert(0, str(src))
+    try:
+        yield
+    finally:
+        sys.path[:] = saved
+
+
+def imported_from(src: Path | None) -> str:
+    """``spanjudge.__file__`` in a subprocess started as serve's are."""
+    out = subprocess.run(
+        [sys.executable, "-c", "import spanjudge; print(spanjudge.__file__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=_env(src),
+    )
+    return out.stdout.strip()
 
 
 # --- the verdict receiver (this process) ---
@@ -183,7 +229,9 @@ def _percentile(values: list[float], q: float) -> float | None:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def sustained(args: argparse.Namespace, directory: str, workers: int) -> dict[str, Any]:
+def sustained(
+    args: argparse.Namespace, directory: str, workers: int, src: Path | None = None
+) -> dict[str, Any]:
     server, port, received = verdict_server()
     directory = tempfile.mkdtemp(dir=directory)  # a fresh spool and ready file for each load
     config = Path(directory) / f"load-{workers}.yaml"
@@ -217,6 +265,7 @@ def sustained(args: argparse.Namespace, directory: str, workers: int) -> dict[st
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
+        env=_env(src),
     )
     try:
         while not ready.exists():
@@ -393,6 +442,8 @@ def _sidecar_server(conn: Any, spool: str) -> None:
     conn.send(sidecar.grpc.port)
 
     def answer(request: str) -> Any:
+        if request == "where":  # which tree's spanjudge this process runs
+            return sys.modules["spanjudge"].__file__
         if request == "worker_cpu":  # the evaluation thread's CPU (the rest: receivers, spool)
             thread = getattr(sidecar.worker, "_thread", None)
             return thread_cpu_seconds(thread.native_id) if thread is not None else None
@@ -408,20 +459,27 @@ def _report(conn: Any, count: Any) -> None:
         conn.send(count(request))
 
 
-def cpu_per_span(args: argparse.Namespace, directory: str) -> dict[str, Any]:
+def cpu_per_span(
+    args: argparse.Namespace, directory: str, src: Path | None = None, floor: bool = True
+) -> dict[str, Any]:
+    """Spans per CPU-second of the floor receiver and of serve (from ``src``: None, this tree)."""
     sessions = args.cpu_sessions
     requests = build_requests(sessions, args.spans_per_session)
     spans = sessions * args.spans_per_session
     context = multiprocessing.get_context("spawn")
     out: dict[str, Any] = {"spans": spans}
-    for name, target, extra, done_at in (
-        ("floor", _floor_server, (), spans),
-        ("sidecar", _sidecar_server, (str(Path(directory) / "cpu.db"),), sessions),
-    ):
+    spool = str(Path(tempfile.mkdtemp(dir=directory)) / "cpu.db")  # a fresh one each time
+    servers = [("floor", _floor_server, (), spans)] if floor else []
+    servers.append(("sidecar", _sidecar_server, (spool,), sessions))
+    for name, target, extra, done_at in servers:
         parent, child = context.Pipe()
         proc = context.Process(target=target, args=(child, *extra))
-        proc.start()
+        with _first_on_path(src if name == "sidecar" else None):
+            proc.start()
         port = parent.recv()
+        if name == "sidecar":
+            parent.send("where")
+            out["sidecar_spanjudge"] = parent.recv()
         channel = grpc.insecure_channel(f"127.0.0.1:{port}")
         call = channel.unary_unary(EXPORT, request_serializer=None, response_deserializer=None)
         call(ExportTraceServiceRequest().SerializeToString(), timeout=60)  # warm
@@ -448,10 +506,11 @@ def cpu_per_span(args: argparse.Namespace, directory: str) -> dict[str, Any]:
         channel.close()
         out[f"{name}_cpu_s"] = round(cpu, 2)
         out[f"{name}_spans_per_cpu_s"] = round(spans / cpu)
-    out["ratio_sidecar_vs_floor_per_cpu_s"] = round(
-        out["sidecar_spans_per_cpu_s"] / out["floor_spans_per_cpu_s"], 3
-    )
-    out["goal_ratio"] = ">= 0.5"
+    if floor:
+        out["ratio_sidecar_vs_floor_per_cpu_s"] = round(
+            out["sidecar_spans_per_cpu_s"] / out["floor_spans_per_cpu_s"], 3
+        )
+        out["goal_ratio"] = ">= 0.5"
     return out
 
 
@@ -509,6 +568,62 @@ def memory(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+# --- this tree against another's ---
+
+# (figure, True when higher is better): the first from 2., the others from 1.
+_FIGURES = [
+    ("sidecar_spans_per_cpu_s", True),
+    ("accepted_sessions_per_s", True),
+    ("evaluated_sessions_per_s", True),
+    ("second_half_evaluated_sessions_per_s", True),
+    ("judged_sessions_per_s", True),
+    ("sidecar_cpu_ms_per_session", False),
+]
+
+
+def against(args: argparse.Namespace, directory: str) -> None:
+    """Serve's CPU per span and the sustained load, this tree and ``args.against`` alternately
+    (the order swapped each round); the key figures side by side with the ratio this / it."""
+    trees: dict[str, Path | None] = {"this": None, "against": args.against}
+    for name, src in trees.items():
+        print(f"{name}: spanjudge serve imports {imported_from(src)}")
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
+    for round_ in range(max(1, args.repeat)):
+        order = list(trees) if round_ % 2 == 0 else list(reversed(trees))
+        cpu = {name: cpu_per_span(args, directory, trees[name], floor=False) for name in order}
+        load = {name: sustained(args, directory, args.workers, trees[name]) for name in order}
+        for name in order:
+            run = {"round": round_ + 1, "tree": name, **cpu[name], **load[name]}
+            runs[name].append(run)
+            print(json.dumps({key: run[key] for key in _run_keys(run)}), flush=True)
+    n = len(runs["this"])
+    print(f"\nbest of {n} alternated run(s) [range]; this = {imported_from(None)}")
+    print(f"{'':38} {'this tree':>22} {'against':>22}   this/against")
+    for figure, higher in _FIGURES:
+        pick = max if higher else min
+        best = {name: pick(run[figure] for run in runs[name]) for name in trees}
+        cells = [f"{_num(best[name])} {_spread(runs[name], figure)}" for name in trees]
+        better = "higher" if higher else "lower"
+        print(
+            f"{figure:38} {cells[0]:>22} {cells[1]:>22}   {best['this'] / best['against']:.3f}"
+            f"  ({better} is better)"
+        )
+
+
+def _run_keys(run: dict[str, Any]) -> list[str]:
+    keys = ["round", "tree", *(figure for figure, _ in _FIGURES), "sessions_acknowledged"]
+    return [*keys, "drain_s", "acknowledged_without_evaluation_span", "sidecar_spanjudge"]
+
+
+def _num(value: float) -> str:
+    return f"{value:,.0f}" if value >= 100 else f"{value:.2f}"
+
+
+def _spread(results: list[dict[str, Any]], figure: str) -> str:
+    values = sorted(r[figure] for r in results)
+    return f"[{_num(values[0])}-{_num(values[-1])}]"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--clients", type=int, default=3)
@@ -532,7 +647,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--load-only", action="store_true", help="only the sustained loads (1 and --workers)"
     )
+    parser.add_argument(
+        "--against",
+        metavar="SRC",
+        type=Path,
+        help="another tree's src/: its serve alternates with this tree's (CPU per span, load)",
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="with --against: rounds of both, alternating"
+    )
     args = parser.parse_args(argv)
+    if args.against:
+        with tempfile.TemporaryDirectory() as directory:
+            against(args, directory)
+        return 0
     with tempfile.TemporaryDirectory() as directory:
         results: dict[str, Any] = {}
         if not args.load_only:
