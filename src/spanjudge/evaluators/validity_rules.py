@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from spanjudge.patterns import PatternError, UserPattern, compile_user_pattern
@@ -202,10 +202,21 @@ def validate_schema(value: Any, schema: Any) -> list[str]:
         import jsonschema
 
         checked.validator = jsonschema.validators.validator_for(checked.source)(checked.source)
-    return [
-        f"{_where(e.absolute_path)}: {e.message}"
-        for e in sorted(checked.validator.iter_errors(value), key=lambda e: list(e.absolute_path))
-    ]
+    # Agents call a tool with the same arguments again and again (retries, loops, the same task
+    # run many times): each distinct value is validated once per schema.
+    try:
+        key: str | None = json.dumps(value, sort_keys=True)
+    except (TypeError, ValueError):
+        key = None
+    known = checked.results.get(key) if key is not None else None
+    if known is None:
+        errors = sorted(checked.validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+        known = tuple(f"{_where(e.absolute_path)}: {e.message}" for e in errors)
+        if key is not None:
+            if len(checked.results) >= _CACHE_SIZE:
+                checked.results.clear()
+            checked.results[key] = known
+    return list(known)
 
 
 def _where(path: Iterable[Any]) -> str:
@@ -222,6 +233,8 @@ class _Checked:
     # recorded the keywords in).
     source: Any
     validator: Validator | None = None  # compiled on first use
+    # a value's canonical JSON -> its messages
+    results: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 _CACHE_SIZE = 1024
