@@ -187,11 +187,15 @@ def test_writing_a_report_file_prints_a_summary_line(capsys, tmp_path, traces, e
     assert f"spanjudge: wrote json report to {report}: 2 session(s); 0 pass, 1 fail," in err
 
 
-def test_explanations_are_whole_in_a_file(capsys, tmp_path, traces):  # type: ignore[no-untyped-def]
+def test_explanations_are_whole_in_a_file_wrapped_to_100_columns(
+    capsys, tmp_path, traces, monkeypatch
+):  # type: ignore[no-untyped-def]
+    monkeypatch.delenv("COLUMNS", raising=False)
     table = tmp_path / "table.txt"
-    assert main(["eval", str(traces), "-o", str(table)]) == 0
+    assert main(["eval", str(traces), "--show", "all", "-o", str(table)]) == 0
     text = table.read_text()
-    assert "repeated mutations 0, created then deleted 0" in text
+    assert max(len(line) for line in text.splitlines()) <= 100
+    assert "repeated mutations 0, created then deleted 0" in " ".join(text.split())
     assert "…" not in text
 
 
