@@ -3,7 +3,7 @@
 Scripted model by default (no network, no credentials); pass ``--real`` to use Strands' default
 model provider (Amazon Bedrock, with your usual AWS credentials and ``STRANDS_MODEL_ID``).
 
-    pip install strands-agents spanjudge
+    pip install '.[strands]'                    # from the spanjudge checkout: spanjudge + Strands
     python examples/strands_agent.py            # scripted model, prints the verdicts
     python examples/strands_agent.py --json     # machine-readable summary (used by the tests)
 
@@ -29,8 +29,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from spanjudge.emit.metrics import score_views
-from spanjudge.processor import SpanJudgeProcessor
+from spanjudge import SpanJudgeProcessor, score_views
 
 SKILLS_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "skills"
 SESSION_ID = "strands-example-1"
@@ -60,7 +59,7 @@ try:  # after the provider is global, on purpose
     from strands.models.model import Model
     from strands.vended_plugins.skills import AgentSkills
 except ImportError:  # pragma: no cover - depends on the environment
-    sys.exit("this example needs Strands Agents: pip install 'spanjudge[strands]'")
+    sys.exit("this example needs Strands Agents: pip install '.[strands]' (in the checkout)")
 
 
 @tool

@@ -43,7 +43,7 @@ def test_missing_required_skill_exits_1_and_table_says_why(capsys, trace_file, e
 
 
 def test_no_fail_exits_0_and_strict_turns_not_evaluated_into_1(capsys, trace_file):  # type: ignore[no-untyped-def]
-    code, out, _ = run(capsys, "eval", str(trace_file))
+    code, out, _ = run(capsys, "eval", str(trace_file), "--show", "all")
     assert code == 0 and "NOT EVALUATED" in out and "no_expectation" in out
     code, _, _ = run(capsys, "eval", "--strict", str(trace_file))
     assert code == 1

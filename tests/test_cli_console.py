@@ -21,7 +21,8 @@ from tests.conftest import FIXTURES, ROOT, recorded, write_jsonl
 from tests.support.sessions import agent_turn
 
 TRACES = FIXTURES / "claude_code" / "claude_code.jsonl"  # 13 sessions; its JSON report > 64 KB
-TABLE_LAST_LINE = "   have been judged, i.e. all but those outside coverage; n/e = not evaluated)\n"
+# The table's last line (by default it lists the failing sessions and counts the others).
+TABLE_LAST_LINE = "--show all lists every session\n"
 
 
 def _env() -> dict[str, str]:
@@ -73,10 +74,12 @@ def test_a_json_report_larger_than_a_pipe_arrives_whole_through_the_pipe() -> No
 def test_a_table_on_stdout_redirected_to_a_file_arrives_whole(tmp_path: Path) -> None:
     out = tmp_path / "table.txt"
     with out.open("wb") as handle:
-        done = _spanjudge("eval", str(TRACES), stdout=handle, stderr=subprocess.PIPE)
+        done = _spanjudge(
+            "eval", str(TRACES), "--show", "all", stdout=handle, stderr=subprocess.PIPE
+        )
     assert done.returncode == 1, done.stderr
     text = out.read_text()
-    assert text.endswith(TABLE_LAST_LINE)
+    assert "\n13 session(s); verdicts: " in text and text.endswith(")\n")  # the summary's end
     assert sum(line.startswith("session ") for line in text.splitlines()) == 13
 
 
@@ -206,7 +209,7 @@ def test_a_profile_of_the_command_is_written(tmp_path: Path) -> None:
     # output once the console script returns.
     script = tmp_path / "spanjudge_script.py"
     script.write_text(CONSOLE_SCRIPT)
-    argv = ("eval", str(TRACES), "-q", "-o", "report.txt")
+    argv = ("eval", str(TRACES), "-q", "--show", "all", "-o", "report.txt")
     done = subprocess.run(
         [sys.executable, "-m", "cProfile", "-o", "prof.out", str(script), *argv],
         capture_output=True,

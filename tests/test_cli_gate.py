@@ -190,11 +190,15 @@ def test_writing_a_report_file_prints_a_summary_line(capsys, tmp_path, traces, e
     assert f"spanjudge: wrote json report to {report}: 2 session(s); 0 pass, 1 fail," in err
 
 
-def test_explanations_are_whole_in_a_file(capsys, tmp_path, traces):  # type: ignore[no-untyped-def]
+def test_explanations_are_whole_in_a_file_wrapped_to_100_columns(
+    capsys, tmp_path, traces, monkeypatch
+):  # type: ignore[no-untyped-def]
+    monkeypatch.delenv("COLUMNS", raising=False)
     table = tmp_path / "table.txt"
-    assert main(["eval", str(traces), "-o", str(table)]) == 0
+    assert main(["eval", str(traces), "--show", "all", "-o", str(table)]) == 0
     text = table.read_text()
-    assert "repeated mutations 0, created then deleted 0" in text
+    assert max(len(line) for line in text.splitlines()) <= 100
+    assert "repeated mutations 0, created then deleted 0" in " ".join(text.split())
     assert "…" not in text
 
 
@@ -387,11 +391,13 @@ def test_strict_passes_an_agent_that_did_everything_right(capsys, tmp_path):  # 
     assert main(["eval", str(traces), "--expect", str(expect), "--strict"]) == 0
     captured = capsys.readouterr()
     assert "--strict" not in captured.err, captured.err
-    # ... and the verdicts left out are listed apart, with their counts.
-    assert "outside coverage, nothing configured to judge against: " in captured.out
-    assert "cost [no_budget] x1" in captured.out and "robustness [no_thresholds] x1" in captured.out
+    # ... and the verdicts left out are listed apart, with their counts (the table wraps them to
+    # its width).
+    words = " ".join(captured.out.split())
+    assert "outside coverage, nothing configured to judge against: " in words
+    assert "cost [no_budget] x1" in words and "robustness [no_thresholds] x1" in words
     assert "outside coverage, the question did not arise: skill_omission [not_applicable] x1" in (
-        captured.out
+        words
     )
 
 
@@ -404,10 +410,13 @@ def test_strict_fails_an_agent_that_skipped_the_required_skill(capsys, tmp_path)
     out = capsys.readouterr().out
     assert "FAIL           0.00  skill_loaded           csv-report" in out
     # What the skipped skill left with nothing to judge is no coverage gap: 100% or n/a.
-    rows = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith("  ")}
+    rows: dict[str, list[str]] = {}
+    for line in out.splitlines():
+        if line.startswith("  ") and line.split():  # the summary's rows come first
+            rows.setdefault(line.split()[0], line.split())
     assert rows["instruction_following"][-2:] == ["n/a", "n/a"]
     assert rows["skill_selection"][-2:] == ["n/a", "n/a"]
-    assert "instruction_following [not_invoked] x1" in out
+    assert "instruction_following [not_invoked] x1" in " ".join(out.split())
 
 
 def test_an_evaluator_crash_is_logged_in_the_cli_format_without_verbose(

@@ -59,7 +59,7 @@ def test_twice_verbose_adds_each_session_and_the_evaluators(tmp_path) -> None:  
 def test_eval_color_and_no_color(tmp_path) -> None:  # type: ignore[no-untyped-def]
     # A pipe is not a terminal: no colour unless asked for; --no-color wins over nothing.
     assert ESC not in _run("eval", str(TRACES), cwd=tmp_path).stdout
-    coloured = _run("eval", str(TRACES), "--color", cwd=tmp_path).stdout
+    coloured = _run("eval", str(TRACES), "--color", "--show", "all", cwd=tmp_path).stdout
     assert f"{ESC}31mFAIL" in coloured and f"{ESC}32mPASS" in coloured
     assert ESC not in _run("eval", str(TRACES), "--no-color", cwd=tmp_path).stdout
     # --color is the user's explicit choice: it wins over NO_COLOR.
@@ -210,7 +210,7 @@ def _coloured_on_a_terminal(*argv: str, **env: str) -> bool:
     finally:
         os.close(parent)
     assert proc.wait(timeout=120) in (0, 1)
-    assert b"PASS" in out
+    assert b"FAIL" in out
     return ESC.encode() in out
 
 

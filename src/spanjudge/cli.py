@@ -50,23 +50,22 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from spanjudge.config import load_config
     from spanjudge.emit.table import use_colour
     from spanjudge.engine import Engine
-    from spanjudge.expectations import ExpectationResolver, load_expectations_file
+    from spanjudge.expectations import ExpectationResolver, load_expectations_files
     from spanjudge.offline import run_offline
+    from spanjudge.spans.files import expand_inputs
 
     log = logging.getLogger("spanjudge.cli")  # -v: INFO, -vv: DEBUG (`main` sets the level)
     config = load_config(args.config)
     log.info("configuration: %s", args.config or "none (the embedded defaults)")
     engine = Engine(config)
     if args.expect:
-        engine.add_expectations(ExpectationResolver(load_expectations_file(args.expect)))
-        log.info("expectations: %s", args.expect)
+        engine.add_expectations(ExpectationResolver(load_expectations_files(args.expect)))
+        log.info("expectations: %s", ", ".join(args.expect))
     log.debug("evaluators: %s", ", ".join(e.name for e in engine.evaluators))
     to_stdout = args.output in (None, "-")
-    to_terminal = to_stdout and sys.stdout.isatty()
     colour = args.format == "table" and use_colour(args.color, sys.stdout if to_stdout else None)
-    # A terminal line is ~100 columns; a file or a pipe gets explanations whole.
-    width = 90 if to_terminal else None
-    for path in args.inputs:
+    inputs = expand_inputs(args.inputs)  # a directory: its trace files
+    for path in inputs:
         size = _input_bytes([path])
         log.info("reading %s%s", path, "" if size is None else f" ({size:,} bytes)")
 
@@ -78,15 +77,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
     # must not leave half a report behind (exit 2 prints nothing as if it were a result).
     buf = Spool()
     try:
-        writer = make_writer(args.format, buf, colour, args.strict, width)  # type: ignore[arg-type]
+        writer = make_writer(args.format, buf, colour, args.strict, args.show)  # type: ignore[arg-type]
         summary, stats = run_offline(
-            args.inputs,
+            inputs,
             engine,
             TallyingWriter(LoggingWriter(writer, log) if args.verbose > 1 else writer, tally),
             skip_invalid=args.skip_invalid,
             progress=sys.stderr.isatty() and not args.quiet,
             on_skip=on_skip,
-            total_bytes=_input_bytes(args.inputs),
+            total_bytes=_input_bytes(inputs),
         )
         log.info(
             "read %d file(s): %d line(s), %d span(s); %d session(s) evaluated",

@@ -12,7 +12,7 @@ from typing import Any, TextIO
 from spanjudge.errors import OutputError
 
 
-def make_writer(fmt: str, out: TextIO, colour: bool, strict: bool, width: int | None) -> Any:
+def make_writer(fmt: str, out: TextIO, colour: bool, strict: bool, show: str) -> Any:
     if fmt == "json":
         from spanjudge.emit.report import JsonReportWriter
 
@@ -25,9 +25,9 @@ def make_writer(fmt: str, out: TextIO, colour: bool, strict: bool, width: int | 
         from spanjudge.emit.html import HtmlWriter
 
         return HtmlWriter(out)
-    from spanjudge.emit.table import TableWriter
+    from spanjudge.emit.table import TableWriter, terminal_width
 
-    return TableWriter(out, colour=colour, width=width)
+    return TableWriter(out, colour=colour, width=terminal_width(), show=show)
 
 
 class Spool:

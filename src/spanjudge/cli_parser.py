@@ -8,10 +8,11 @@ from typing import Any
 from spanjudge._version import __version__
 from spanjudge.calibrate import add_parser
 
-__all__ = ["COMMANDS", "FORMATS", "build_parser"]
+__all__ = ["COMMANDS", "FORMATS", "SHOW", "build_parser"]
 
 COMMANDS = ("eval", "serve", "demo", "calibrate")
 FORMATS = ("table", "json", "junit", "html")
+SHOW = ("failures", "all", "summary")  # what the table lists (`emit.table.TableWriter`)
 
 EVAL_EPILOG = """\
 inputs:
@@ -29,6 +30,7 @@ exit status:
 
 examples:
   spanjudge eval traces.jsonl
+  spanjudge eval --show all traces/
   spanjudge eval --expect expectations.yaml --format json --output report.json traces/*.jsonl
   spanjudge eval --format junit --output junit.xml --strict --fail-on-error traces.jsonl
 """
@@ -64,12 +66,19 @@ def _add_eval(sub: Any) -> argparse.ArgumentParser:
         epilog=EVAL_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ev.add_argument("inputs", nargs="+", metavar="INPUT", help="OTLP JSON lines, .pb, or -")
+    ev.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="INPUT",
+        help="OTLP JSON lines, .pb, a directory (its *.jsonl, *.json, *.pb and *.gz files), or -",
+    )
     ev.add_argument("--config", metavar="FILE", help="spanjudge YAML configuration")
     ev.add_argument(
         "--expect",
         metavar="FILE",
-        help='expectations file (JSON/YAML): {"sessions": {"<id or glob>": {"skills": [...]}}}',
+        action="append",
+        help='expectations file (JSON/YAML): {"sessions": {"<id or glob>": {"skills": [...]}}};'
+        " repeatable: the files are merged; a pattern two files set differently is an error",
     )
     ev.add_argument(
         "--format", choices=FORMATS, default="table", help="report format (default: table)"
@@ -99,6 +108,15 @@ def _add_eval(sub: Any) -> argparse.ArgumentParser:
         action="store_true",
         help="skip invalid lines/spans instead of stopping; "
         "they are counted in the report and on stderr",
+    )
+    ev.add_argument(
+        "--show",
+        choices=SHOW,
+        default="failures",
+        help="what the table lists: failures = the sessions with a failing verdict, and those"
+        " verdicts; all = every session and verdict; summary = the summary alone. Default:"
+        " failures, what needs looking at first (the summary still counts every session and a"
+        " last line says how many were not listed). The other formats always hold everything",
     )
     ev.add_argument("--quiet", "-q", action="store_true", help="no progress indicator")
     _colour_option(ev)

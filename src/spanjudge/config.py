@@ -106,7 +106,7 @@ def _dataclass_section(
     if not isinstance(raw, Mapping):
         problems.append(f"{path}: expected a mapping")
         return cls(**extra)
-    from spanjudge.config_values import durations  # only for a section written in the file
+    from spanjudge.config_values import durations, setting_hint  # only for a section in the file
 
     known = {f.name: f for f in fields(cls)}
     raw = durations(raw, [name for name in known if name.endswith("_s")], path, problems)
@@ -115,7 +115,7 @@ def _dataclass_section(
         spec = known.get(key)
         if spec is None or key in extra:
             names = [k for k in (*known, *also) if k not in extra]
-            hint = did_you_mean(key, names)
+            hint = setting_hint(key, names)
             problems.append(f"{path}.{key}: unknown setting{hint} (allowed: {', '.join(names)})")
             continue
         default = getattr(cls(**extra), key)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from spanjudge.errors import ConfigError
+from spanjudge.errors import ConfigError, did_you_mean
 
 if TYPE_CHECKING:
     from yaml.nodes import Node
@@ -43,6 +43,17 @@ def parse_duration_s(text: str) -> float | None:
         total += float(match.group(1)) * _UNIT_S[match.group(2)]
         pos = match.end()
     return total if pos == len(text) and pos > 0 else None
+
+
+def setting_hint(key: str, names: Iterable[str]) -> str:
+    """`did_you_mean` among a section's settings, each `<name>_s` also under its duration
+    spelling `<name>` (`idle_timeout: 15m`, the form the examples use): `idle_timout` is
+    nearer `idle_timeout` than `idle_timeout_s`, and that is the key to suggest."""
+    spellings = [
+        n for name in names for n in ((name[:-2], name) if name.endswith("_s") else (name,))
+    ]
+    # `max_age: 5` is itself a spelling, refused for its number: the one to offer is `max_age_s`
+    return did_you_mean(key, [n for n in spellings if n != key])
 
 
 def durations(

@@ -125,6 +125,26 @@ def load_expectations_file(path: str) -> list[SessionEntry]:
     return parse_entries(doc, path)
 
 
+def load_expectations_files(paths: Sequence[str]) -> list[SessionEntry]:
+    """Every file's entries together (``--expect A --expect B``). A pattern that two files set
+    differently is an error naming both: which file should win is not ours to guess."""
+    merged: dict[str, tuple[SessionEntry, str]] = {}
+    problems = []
+    for path in paths:
+        for entry in load_expectations_file(path):
+            before = merged.get(entry.pattern)
+            if before is None:
+                merged[entry.pattern] = (entry, path)
+            elif before[0] != entry:
+                problems.append(
+                    f"sessions.{entry.pattern}: set differently in {before[1]} and {path}"
+                    " (keep it in one file, or make both say the same)"
+                )
+    if problems:
+        raise ConfigError(problems, source=" and ".join(dict.fromkeys(paths)))
+    return [entry for entry, _ in merged.values()]
+
+
 def yaml_problem(exc: Exception) -> str:
     """A YAML error as `line L, column C: problem` (PyYAML's text names '<unicode string>')."""
     mark = getattr(exc, "problem_mark", None)

@@ -15,7 +15,7 @@ from spanjudge.engine import Engine
 from spanjudge.errors import InputError
 from spanjudge.pipeline import EventClock, Pipeline
 from spanjudge.sessions.store import SessionStore
-from spanjudge.spans.files import read_input
+from spanjudge.spans.files import expand_inputs, read_input
 from spanjudge.values import SessionResult
 
 if TYPE_CHECKING:
@@ -129,7 +129,8 @@ def run_offline(
                 gc.set_threshold(max(_gc_found[0], _GC_THRESHOLD), *_gc_found[1:])
         _gc_runs += 1
     try:
-        return _run(paths, engine, writer, skip_invalid, progress, on_skip, total_bytes)
+        files = expand_inputs(paths)
+        return _run(files, engine, writer, skip_invalid, progress, on_skip, total_bytes)
     finally:
         with _gc_lock:
             _gc_runs -= 1

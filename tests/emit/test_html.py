@@ -73,7 +73,8 @@ def test_agent_content_is_escaped_and_nothing_external_is_loaded():
     page = render([hostile_result()])
     assert "<script>document.title" not in page and "<img" not in page
     assert "&lt;script&gt;" in page and "onerror=&quot;" in page
-    assert "<script" not in page  # the page ships no script, the agent's text none either
+    # the page's one script is its own filter; the agent's text is never a script
+    assert page.count("<script") == 1 and "<script>document" not in page
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)
     assert "NOT EVALUATED" in page and "o-ne" in page and "[no_thresholds]" in page
 
@@ -146,3 +147,78 @@ def test_the_summary_lists_what_is_outside_coverage_with_its_count():
         "Outside coverage, nothing configured to judge against: robustness [no_thresholds] x2"
         in (summary)
     )
+
+
+def _fixture_page(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    page = tmp_path / "report.html"
+    main(
+        [
+            "eval",
+            "--expect",
+            str(STRANDS / "expectations.yaml"),
+            "--format",
+            "html",
+            "--output",
+            str(page),
+            str(STRANDS / "strands_trajectory.jsonl"),
+        ]
+    )
+    capsys.readouterr()
+    return page
+
+
+def _visible_sessions(dom: str) -> list[str]:
+    """The ids of the session sections the filter left shown."""
+    return re.findall(r'<section class="session card" id="(s\d+)">', dom)
+
+
+def test_the_index_links_every_failing_session_and_durations_read_in_ms(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = _fixture_page(tmp_path, capsys).read_text()
+    index = text[text.index('<section id="index"') :]
+    index = index[: index.index("</section>")]
+    assert "Failing sessions: 4 of 10" in index
+    links = re.findall(r'<a href="#(s\d+)">([^<]+)</a> <span class="muted">([^<]+)</span>', index)
+    assert [(name, failed) for _, name, failed in links] == [
+        ("strands-default-duplicate-mutation", "side_effects"),
+        ("strands-default-terminal-state-mismatch", "side_effects"),
+        ("strands-default-csv-summary-seed-2", "outcome"),
+        ("strands-default-csv-summary-seed-4", "skill_loaded, skill_omission"),
+    ]
+    for anchor, name, _ in links:
+        assert f'<section class="session card" id="{anchor}"><h3>{name}</h3>' in text
+    durations = re.search(r"<td>stats.duration_s</td>.*?</tr>", text)
+    assert durations is not None
+    cells = re.findall(r"<td class=num>([^<]*)</td>", durations.group(0))
+    assert len(cells) == 4 and all(re.fullmatch(r"\d+(\.\d+)? ms", c) for c in cells), cells
+
+
+@pytest.mark.slow
+def test_the_filter_hides_what_does_not_match_in_headless_chromium(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if CHROMIUM is None:
+        unavailable("chromium", "chromium is not installed (CI installs Debian chromium)")
+    page = _fixture_page(tmp_path, capsys)
+    unfiltered = chromium(page.as_uri(), "--dump-dom", tmp=tmp_path).stdout
+    assert len(_visible_sessions(unfiltered)) == 10
+    assert "10 of 10 session(s) shown" in unfiltered
+    failing = chromium(page.as_uri() + "#outcome=fail", "--dump-dom", tmp=tmp_path).stdout
+    assert len(_visible_sessions(failing)) == 4, failing[:300]
+    assert "4 of 10 session(s) shown" in failing
+    one = chromium(
+        page.as_uri() + "#outcome=fail&evaluator=side_effects", "--dump-dom", tmp=tmp_path
+    ).stdout
+    shown = _visible_sessions(one)
+    assert len(shown) == 2
+    for sid in shown:
+        section = one[one.index(f'id="{sid}"') :]
+        section = section[: section.index("</section>")]
+        rows = re.findall(
+            r'<tr class="v" data-outcome="(\w+)" data-evaluator="(\w+)"( hidden="")?', section
+        )
+        visible = [(o, e) for o, e, hidden in rows if not hidden]
+        assert visible == [("fail", "side_effects")]
+        assert len(rows) > 1  # the others are there, hidden
+    assert "2 of 10 session(s) shown" in one

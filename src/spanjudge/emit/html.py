@@ -9,12 +9,19 @@ its reason, never like a pass or a fail.
 
 Everything that came from the agent (names, arguments, results, answers, ids) is untrusted and
 goes through `markup.html_escape` (what `html.escape` gives); element ids are generated, never
-taken from the trace. The page carries no script at all.
+taken from the trace.
+
+Above the summary (CSS `order` again: it is written at the end, once known) come an index of the
+failing sessions and a filter by outcome and evaluator. The filter is the page's one script,
+inline and written here: it only reads the `data-` attributes of the verdict rows and hides what
+does not match; the choice is kept in the address (`#outcome=fail&evaluator=cost`), so a
+filtered view can be linked to.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from spanjudge._version import __version__
@@ -33,7 +40,7 @@ CSS = """
 --line:#d0d7de;font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;font-size:14px}
 body{margin:0;background:var(--bg);color:var(--fg)}
 main{display:flex;flex-direction:column;gap:16px;padding:16px;max-width:1400px;margin:auto}
-#head{order:0}#summary{order:1}#tasks{order:2}#sessions{order:3}
+#head{order:0}#index{order:1}#summary{order:2}#tasks{order:3}#sessions{order:4}
 h1{font-size:20px;margin:0}h2{font-size:17px;margin:8px 0}h3{font-size:15px;margin:4px 0}
 section.card{border:1px solid var(--line);border-radius:6px;padding:10px 12px}
 table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:3px 6px;
@@ -56,7 +63,53 @@ stroke-width:2}
 details pre{white-space:pre-wrap;word-break:break-all;max-height:240px;overflow:auto;
 background:#f6f8fa;padding:6px;margin:2px 0}
 .expl{max-width:640px}
+#index ol{margin:4px 0;padding-left:22px;columns:2 320px}#filter{display:flex;gap:12px;
+align-items:center;flex-wrap:wrap;margin-top:8px}
 """
+
+# The filter (see the module's docstring). Plain DOM; nothing from the trace is evaluated.
+SCRIPT = """
+(function(){
+var outcome=document.getElementById("f-outcome"),evaluator=document.getElementById("f-evaluator");
+var count=document.getElementById("f-count");
+function apply(){
+  var o=outcome.value,e=evaluator.value,all=o==="all"&&e==="all",shown=0;
+  var sessions=document.querySelectorAll("section.session");
+  sessions.forEach(function(s){
+    var any=false;
+    s.querySelectorAll("tr.v").forEach(function(r){
+      var ok=(o==="all"||r.dataset.outcome===o)&&(e==="all"||r.dataset.evaluator===e);
+      r.hidden=!ok&&!all;any=any||ok;
+    });
+    s.hidden=!(all||any);if(!s.hidden){shown++;}
+  });
+  count.textContent=shown+" of "+sessions.length+" session(s) shown";
+}
+function fromAddress(){
+  var h=new URLSearchParams(location.hash.slice(1));
+  if(!h.has("outcome")&&!h.has("evaluator")){return;}
+  [[outcome,h.get("outcome")],[evaluator,h.get("evaluator")]].forEach(function(p){
+    var ok=Array.prototype.some.call(p[0].options,function(x){return x.value===p[1];});
+    p[0].value=ok?p[1]:"all";
+  });
+}
+function change(){
+  history.replaceState(null,"","#outcome="+encodeURIComponent(outcome.value)+
+    "&evaluator="+encodeURIComponent(evaluator.value));
+  apply();
+}
+outcome.addEventListener("change",change);evaluator.addEventListener("change",change);
+window.addEventListener("hashchange",function(){fromAddress();apply();});
+fromAddress();apply();
+})();
+"""
+
+
+def duration(seconds: float) -> str:
+    """A duration as people read one: "7.5 ms" under a second, else "2.35 s"."""
+    if abs(seconds) < 1:
+        return f"{seconds * 1000:.3g} ms"
+    return f"{seconds:.3g} s" if abs(seconds) < 100 else f"{seconds:.0f} s"
 
 
 def _e(value: Any) -> str:
@@ -87,6 +140,7 @@ class HtmlWriter:
     def __init__(self, out: TextIO) -> None:
         self.out = out
         self.count = 0
+        self.failing: list[tuple[int, str, list[str]]] = []  # the index: number, id, evaluators
 
     def begin(self) -> None:
         self.out.write(
@@ -101,10 +155,14 @@ class HtmlWriter:
 
     def session(self, result: SessionResult) -> None:
         self.count += 1
+        failed = [v.evaluator for v in result.verdicts if v.outcome == "fail"]
+        if failed:
+            self.failing.append((self.count, result.trajectory.session_id, failed))
         self.out.write(session_html(result, self.count) + "\n")
 
     def end(self, summary: Summary, input_report: dict[str, Any]) -> None:
         self.out.write("</div>\n")
+        self.out.write(index_html(self.failing, self.count, list(summary.by_evaluator)))
         self.out.write(summary_html(summary, input_report))
         tasks = [p.to_json() for p in summary.tasks.values()]
         self.out.write('<div id="tasks">')
@@ -112,7 +170,38 @@ class HtmlWriter:
             self.out.write("<h2>Tasks: distributions across repeated runs</h2>")
         for i, task in enumerate(tasks, 1):
             self.out.write(task_html(task, i))
-        self.out.write("</div></main></body></html>\n")
+        self.out.write(f"</div></main><script>{SCRIPT}</script></body></html>\n")
+
+
+def index_html(
+    failing: list[tuple[int, str, list[str]]], sessions: int, evaluators: list[str]
+) -> str:
+    """The failing sessions, each linked to its section with the evaluators that failed it,
+    and the filter's controls."""
+    items = "".join(
+        f'<li><a href="#s{n}">{_e(session_id)}</a> '
+        f'<span class="muted">{_e(", ".join(dict.fromkeys(names)))}</span></li>'
+        for n, session_id, names in failing
+    )
+    listing = (
+        f"<ol>{items}</ol>" if failing else '<p class="muted">no session has a failing verdict</p>'
+    )
+    outcomes = "".join(
+        f'<option value="{o}">{label}</option>'
+        for o, label in (
+            ("all", "any outcome"),
+            *((o, t.lower()) for o, t in _OUTCOME_TEXT.items()),
+        )
+    )
+    names = "".join(f'<option value="{_e(n)}">{_e(n)}</option>' for n in evaluators)
+    return (
+        f'<section id="index" class="card"><h2>Failing sessions: {len(failing)} of {sessions}'
+        f"</h2>{listing}"
+        '<div id="filter"><label>show verdicts <select id="f-outcome">'
+        f"{outcomes}</select></label>"
+        '<label>of <select id="f-evaluator"><option value="all">every evaluator</option>'
+        f'{names}</select></label><span id="f-count" class="muted"></span></div></section>\n'
+    )
 
 
 def summary_html(summary: Summary, input_report: dict[str, Any]) -> str:
@@ -155,7 +244,8 @@ def _verdict_row(v: Verdict, anchors: dict[str, str]) -> str:
         for s in v.evidence[:12]
     )
     return (
-        f"<tr><td>{_badge(v.outcome)}</td><td>{_e(v.evaluator)}</td><td>{_e(target)}</td>"
+        f'<tr class="v" data-outcome="{v.outcome}" data-evaluator="{_e(v.evaluator)}">'
+        f"<td>{_badge(v.outcome)}</td><td>{_e(v.evaluator)}</td><td>{_e(target)}</td>"
         f"<td class=num>{score}</td><td>{_e(v.label)}</td>"
         f'<td class="expl">{reason}{_e(v.explanation)}</td><td>{links}</td></tr>'
     )
@@ -251,7 +341,7 @@ def session_html(result: SessionResult, index: int) -> str:
         f'<div class="muted">{state}; key {_e(t.session_key_source)}{task}{seed}; turns {s.turns}, '
         f"tool calls {s.tool_calls}, skill loads {s.skill_loads}, model calls {s.model_calls}, "
         f"tokens {tokens}, errors {s.errors}, retries {s.retries}, backtracks {s.backtracks}, "
-        f"{s.duration_s:.2f}s</div>{answer}"
+        f"{duration(s.duration_s)}</div>{answer}"
         "<table><tr><th>verdict</th><th>evaluator</th><th>target</th><th class=num>score</th>"
         f"<th>label</th><th>explanation</th><th>evidence</th></tr>{verdicts}</table>"
         "<h3>Timeline</h3><table><tr><th class=num>turn</th><th>kind</th><th>step</th>"
@@ -269,7 +359,11 @@ def _strip(outcomes: list[str], labels: list[str]) -> str:
     return f'<svg width="{20 + 18 * len(outcomes)}" height="20" role="img">{dots}</svg>'
 
 
-def _dotplot(comp: dict[str, Any], labels: list[str]) -> str:
+def _general(value: float) -> str:
+    return f"{value:g}"
+
+
+def _dotplot(comp: dict[str, Any], labels: list[str], show: Callable[[float], str]) -> str:
     values = comp.get("values") or []
     lo, hi = comp.get("min"), comp.get("max")
     if lo is None or hi is None:
@@ -282,7 +376,7 @@ def _dotplot(comp: dict[str, Any], labels: list[str]) -> str:
 
     dots = "".join(
         f'<circle cx="{x(v):.1f}" cy="12" r="5" fill="#0969da" fill-opacity="0.55">'
-        f"<title>{_e(labels[i] if i < len(labels) else i)}: {v:g}</title></circle>"
+        f"<title>{_e(labels[i] if i < len(labels) else i)}: {show(v)}</title></circle>"
         for i, v in enumerate(values)
         if v is not None
     )
@@ -323,10 +417,12 @@ def task_html(task: dict[str, Any], index: int) -> str:
                 f"<td class=num>{_pct(comp['coverage'])}</td><td class=num>{spread}</td></tr>"
             )
         elif comp.get("n") and (comp["kind"] == "statistic" or comp["max"]):
+            show = duration if name.endswith("duration_s") else _general
             stats.append(
-                f"<tr><td>{_e(name)}</td><td>{_dotplot(comp, labels)}</td>"
-                f"<td class=num>{comp['min']:g}</td><td class=num>{comp['median']:g}</td>"
-                f"<td class=num>{comp['max']:g}</td><td class=num>{comp['spread']:g}</td></tr>"
+                f"<tr><td>{_e(name)}</td><td>{_dotplot(comp, labels, show)}</td>"
+                f"<td class=num>{show(comp['min'])}</td><td class=num>{show(comp['median'])}</td>"
+                f"<td class=num>{show(comp['max'])}</td><td class=num>{show(comp['spread'])}</td>"
+                "</tr>"
             )
     return (
         f'<section class="task card" id="t{index}"><h3>task {_e(task["task_id"])}: '

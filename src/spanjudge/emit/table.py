@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import textwrap
 from collections.abc import Sequence
 from typing import Any, TextIO
 
@@ -34,7 +36,27 @@ def _clip(text: str, width: int | None) -> str:
     return text if width is None or len(text) <= width else text[: width - 1] + "…"
 
 
-EXPLANATION_WIDTH = 90  # fits a terminal line; files and pipes get explanations whole
+EXPLANATION_WIDTH = 90  # the line width of the demo's table on a terminal
+PIPE_WIDTH = 100  # a file or a pipe has no width of its own: a common terminal's
+_MIN_WIDTH = 60  # narrower, the columns would no longer hold their headings' words
+_LEAD = 2 + 13 + 1 + 5 + 2 + 22 + 1 + 18 + 1  # where a verdict's explanation starts
+_MIN_CELL = 40  # an explanation cell narrower than this goes on lines of its own, under its row
+
+
+def terminal_width() -> int:
+    """The table's line width: ``COLUMNS`` when set, else the terminal's, else `PIPE_WIDTH`
+    (standard output is a file or a pipe)."""
+    return max(_MIN_WIDTH, shutil.get_terminal_size((PIPE_WIDTH, 24)).columns)
+
+
+def _fit(line: str, width: int | None) -> list[str]:
+    """``line`` wrapped at ``width``, its continuation lines indented under its text."""
+    if width is None or len(line) <= width:
+        return [line]
+    indent = " " * (len(line) - len(line.lstrip()) + 4)
+    return textwrap.wrap(
+        line, width, subsequent_indent=indent, break_on_hyphens=False, drop_whitespace=True
+    ) or [line]
 
 
 def use_colour(choice: bool | None, out: TextIO | None) -> bool:
@@ -47,39 +69,76 @@ def use_colour(choice: bool | None, out: TextIO | None) -> bool:
     return out is not None and out.isatty() and not plain
 
 
+def _verdict_lines(verdict: Verdict, colour: bool, width: int | None) -> list[str]:
+    """One verdict as a row of columns; the explanation wraps inside its cell (whole, never
+    cut), or under the row when the line leaves it too little room."""
+    mark = _MARK[verdict.outcome]
+    score = "  -  " if verdict.score is None else f"{verdict.score:5.2f}"
+    why = f"[{verdict.reason}] " if verdict.reason else ""
+    text = " ".join((why + verdict.explanation).split())
+    row = (
+        f"  {mark:<13} {score}  {_clip(verdict.evaluator, 22):<22} "
+        f"{_clip(_target(verdict), 18):<18} "
+    )
+    if width is None:
+        lines = [row + text]
+    elif width - _LEAD >= _MIN_CELL:
+        cell = textwrap.wrap(text, width - _LEAD, break_on_hyphens=False) or [""]
+        lines = [row + cell[0], *(" " * _LEAD + part for part in cell[1:])]
+    else:
+        under = textwrap.wrap(text, width - 6, break_on_hyphens=False)
+        lines = [row.rstrip(), *("      " + part for part in under)]
+    if colour:
+        lines[0] = lines[0].replace(mark, _COLOUR[verdict.outcome] + mark + _RESET, 1)
+    return lines
+
+
+def failing(result: SessionResult) -> bool:
+    return any(v.outcome == "fail" for v in result.verdicts)
+
+
 def session_lines(
-    result: SessionResult, colour: bool = False, width: int | None = EXPLANATION_WIDTH
+    result: SessionResult,
+    colour: bool = False,
+    width: int | None = EXPLANATION_WIDTH,
+    only_failures: bool = False,
 ) -> list[str]:
-    """One session's lines; ``width`` cuts explanations (None: whole, for files and pipes)."""
+    """One session's lines, fitted to ``width`` columns (None: each line whole, unwrapped);
+    ``only_failures`` shows the failing verdicts and counts the others."""
     t = result.trajectory
     s = t.stats
     state = "complete" if t.complete else f"INCOMPLETE ({t.close_reason})"
     tokens = "?" if s.input_tokens is None else f"{s.input_tokens}+{s.output_tokens or 0}"
     lines = [
-        f"session {t.session_id}  [{state}; key: {t.session_key_source}"
-        + (f"; task {t.task_id}" if t.task_id else "")
-        + (f"; revision {t.revision}" if t.revision > 1 else "")
-        + "]",
-        f"  turns {s.turns}  tool calls {s.tool_calls}  skill loads {s.skill_loads}  "
-        f"model calls {s.model_calls}  tokens {tokens}  errors {s.errors}  "
-        f"retries {s.retries}  backtracks {s.backtracks}  {s.duration_s:.2f}s",
+        *_fit(
+            f"session {t.session_id}  [{state}; key: {t.session_key_source}"
+            + (f"; task {t.task_id}" if t.task_id else "")
+            + (f"; revision {t.revision}" if t.revision > 1 else "")
+            + "]",
+            width,
+        ),
+        *_fit(
+            f"  turns {s.turns}  tool calls {s.tool_calls}  skill loads {s.skill_loads}  "
+            f"model calls {s.model_calls}  tokens {tokens}  errors {s.errors}  "
+            f"retries {s.retries}  backtracks {s.backtracks}  {s.duration_s:.2f}s",
+            width,
+        ),
     ]
-    for verdict in result.verdicts:
-        mark = _MARK[verdict.outcome]
-        if colour:
-            mark = _COLOUR[verdict.outcome] + mark + _RESET
-        pad = " " * (13 - len(_MARK[verdict.outcome]))
-        score = "  -  " if verdict.score is None else f"{verdict.score:5.2f}"
-        why = f"[{verdict.reason}] " if verdict.reason else ""
+    shown = [v for v in result.verdicts if v.outcome == "fail" or not only_failures]
+    for verdict in shown:
+        lines.extend(_verdict_lines(verdict, colour, width))
+    if len(shown) < len(result.verdicts):
+        rest = [v.outcome for v in result.verdicts if v not in shown]
         lines.append(
-            f"  {mark}{pad} {score}  {verdict.evaluator:<22} {_clip(_target(verdict), 18):<18} "
-            f"{_clip(why + verdict.explanation, width)}"
+            f"  (+ {rest.count('pass')} pass, {rest.count('not_evaluated')} not evaluated;"
+            " --show all lists them)"
         )
     cov = result.coverage
     lines.append(
         f"  coverage: expected skills loaded {cov.expected_skills_loaded}/{cov.expected_skills}, "
         f"invocations with body {cov.invocations_with_body}/{cov.skill_invocations}"
     )
+    lines[-1:] = _fit(lines[-1], width)
     return lines
 
 
@@ -194,23 +253,44 @@ def render_table(
         summary.add(result)
         lines.extend(session_lines(result, colour, width))
         lines.append("")
-    lines.extend(summary_lines(summary))
+    lines.extend(fit for line in summary_lines(summary) for fit in _fit(line, width))
     return "\n".join(lines) + "\n"
 
 
 class TableWriter:
+    """``show``: "all" sessions, only the "failures" (sessions with a failing verdict, and in
+    them the failing verdicts), or only the "summary"; the summary counts every session."""
+
     def __init__(
-        self, out: TextIO, colour: bool = False, width: int | None = EXPLANATION_WIDTH
+        self,
+        out: TextIO,
+        colour: bool = False,
+        width: int | None = EXPLANATION_WIDTH,
+        show: str = "all",
     ) -> None:
         self.out = out
         self.colour = colour
         self.width = width
+        self.show = show
+        self.hidden = 0
 
     def begin(self) -> None:
         pass
 
     def session(self, result: SessionResult) -> None:
-        self.out.write("\n".join(session_lines(result, self.colour, self.width)) + "\n\n")
+        if self.show == "summary" or (self.show == "failures" and not failing(result)):
+            self.hidden += 1
+            return
+        lines = session_lines(result, self.colour, self.width, self.show == "failures")
+        self.out.write("\n".join(lines) + "\n\n")
 
     def end(self, summary: Summary, input_report: dict[str, Any]) -> None:
-        self.out.write("\n".join(summary_lines(summary, input_report)) + "\n")
+        lines = summary_lines(summary, input_report)
+        if self.hidden:
+            what = "with no failing verdict " if self.show == "failures" else ""
+            lines.append(
+                f"{self.hidden} session(s) {what}not listed (--show {self.show}); "
+                "--show all lists every session"
+            )
+        fitted = [fit for line in lines for fit in _fit(line, self.width)]
+        self.out.write("\n".join(fitted) + "\n")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from spanjudge.config import register_section
-from spanjudge.config_values import client_tls, durations, server_tls
+from spanjudge.config_values import client_tls, durations, server_tls, setting_hint
 
 DEFAULT_GRPC_ENDPOINT = "127.0.0.1:4327"
 DEFAULT_HTTP_ENDPOINT = "127.0.0.1:4328"
@@ -205,7 +205,8 @@ def _section(cls: type, raw: Any, path: str, problems: list[str]) -> Any:
     for key, value in raw.items():
         sub = f"{path}.{key}"
         if key not in known:
-            problems.append(f"{sub}: unknown setting (allowed: {', '.join(known)})")
+            hint = setting_hint(key, known)
+            problems.append(f"{sub}: unknown setting{hint} (allowed: {', '.join(known)})")
             continue
         if key in _NESTED and cls is ServeConfig:
             if key == "tls":

@@ -10,7 +10,7 @@ import gzip
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO
 
@@ -38,6 +38,41 @@ class Chunk:
 _PROTOBUF_SUFFIXES = (".pb", ".binpb", ".pb.gz", ".binpb.gz")
 # A pretty-printed (multi-line) OTLP JSON document is read whole up to this size.
 _WHOLE_DOCUMENT_MAX_BYTES = 256 * 1024 * 1024
+
+
+# What a directory given as input contributes: the files this module reads, by their names.
+DIRECTORY_SUFFIXES = (".jsonl", ".ndjson", ".json", ".pb", ".binpb", ".gz")
+
+
+def expand_inputs(paths: Sequence[str]) -> list[str]:
+    """``paths`` with each directory replaced by its trace files (`DIRECTORY_SUFFIXES`), sorted
+    by name. Not recursive: the Collector's file exporter writes (and rotates) into one
+    directory, and a subdirectory may well hold something else, reports included. Hidden files
+    (a leading dot: editors' and writers' temporary files) are left out."""
+    expanded: list[str] = []
+    for path in paths:
+        if path == "-" or not os.path.isdir(path):
+            expanded.append(path)
+            continue
+        try:
+            names = sorted(os.listdir(path))
+        except OSError as exc:
+            raise InputError(f"cannot list the directory: {exc.strerror}", file=path) from None
+        found = [
+            os.path.join(path, name)
+            for name in names
+            if name.endswith(DIRECTORY_SUFFIXES)
+            and not name.startswith(".")
+            and os.path.isfile(os.path.join(path, name))
+        ]
+        if not found:
+            raise InputError(
+                f"a directory with no trace file in it (read: *{', *'.join(DIRECTORY_SUFFIXES)};"
+                " subdirectories are not read)",
+                file=path,
+            )
+        expanded.extend(found)
+    return expanded
 
 
 def _open_text(path: str) -> IO[str]:
