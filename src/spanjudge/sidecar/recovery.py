@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from spanjudge.errors import ConfigError
 from spanjudge.sidecar.config import ServeConfig, spool_path_problem
-from spanjudge.sidecar.spool import MemorySpool, Spool, read_acknowledged
+from spanjudge.sidecar.spool import ACKED_SUFFIX, MemorySpool, Spool, read_acknowledged
 
 log = logging.getLogger("spanjudge.sidecar")
 
@@ -99,7 +99,7 @@ def inspect(path: str) -> DiskState:
     return DiskState(notes=tuple(notes), existed=True)
 
 
-def aside(path: str, *, only: tuple[str, ...] = ("", *SIDE_FILES)) -> str:
+def aside(path: str, *, only: tuple[str, ...] = ("", *SIDE_FILES, ACKED_SUFFIX)) -> str:
     """Rename the spool's files (``only`` the given suffixes) to ``<path>.corrupt-<UTC time>``;
     returns the new name of the first one moved. Nothing is deleted."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
