@@ -2,8 +2,10 @@
 
 SQLite recovers a spool by itself and silently: it replays the write-ahead log up to its last
 whole commit, turns an empty file into a new database and ignores a log whose database is gone.
-The operator is told here what that means for the spans in it. A spool SQLite cannot read at
-all is moved aside on request (`serve.spool.recreate`, after the Collector's `file_storage`).
+The operator is told here what that means for the spans in it: the count of acknowledged,
+unfinished requests the spool keeps outside SQLite (`spool.read_acknowledged`) against what came
+back, and SQLite's integrity check. A spool SQLite cannot read at all is moved aside on request
+(`serve.spool.recreate`, after the Collector's `file_storage`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 
 from spanjudge.errors import ConfigError
 from spanjudge.sidecar.config import ServeConfig, spool_path_problem
-from spanjudge.sidecar.spool import MemorySpool, Spool
+from spanjudge.sidecar.spool import ACKED_SUFFIX, MemorySpool, Spool, read_acknowledged
 
 log = logging.getLogger("spanjudge.sidecar")
 
@@ -75,9 +77,11 @@ def inspect(path: str) -> DiskState:
             )
         return DiskState(notes=tuple(notes), existed=False)
     if db_size == 0:
+        # SQLite cannot rebuild a database from a log whose frames assume pages the file held:
+        # what it gives back, if anything, is counted once the spool is open.
         what = (
-            f"; its write-ahead log ({wal_size} bytes) is replayed, what had been checkpointed"
-            " into the file is lost"
+            f"; its write-ahead log ({wal_size} bytes) alone cannot restore what had been"
+            " checkpointed into the file"
             if wal_size
             else "; nothing in it to recover, starting an empty spool"
         )
@@ -95,7 +99,7 @@ def inspect(path: str) -> DiskState:
     return DiskState(notes=tuple(notes), existed=True)
 
 
-def aside(path: str, *, only: tuple[str, ...] = ("", *SIDE_FILES)) -> str:
+def aside(path: str, *, only: tuple[str, ...] = ("", *SIDE_FILES, ACKED_SUFFIX)) -> str:
     """Rename the spool's files (``only`` the given suffixes) to ``<path>.corrupt-<UTC time>``;
     returns the new name of the first one moved. Nothing is deleted."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
@@ -114,6 +118,8 @@ def open_spool(serve: ServeConfig, source: str | None) -> Spool | MemorySpool:
     config = serve.spool
     if not config.enabled:
         return MemorySpool(config.keep_evaluated)
+    # Read before anything moves or opens the spool: opening it starts a new record.
+    acknowledged = read_acknowledged(config.path)
     problem = spool_path_problem(config.path)
     if problem is not None and config.recreate and os.path.isfile(config.path):
         _move_aside(config.path, "it is not a SQLite database")
@@ -142,6 +148,18 @@ def open_spool(serve: ServeConfig, source: str | None) -> Spool | MemorySpool:
             raise ConfigError(_unusable(config.path, again), source=source) from None
     except OSError as exc:
         raise ConfigError(_unusable(config.path, exc), source=source) from None
+    if acknowledged is not None and acknowledged > spool.requests:
+        log.warning(
+            "spool %s: %d acknowledged request(s) did not come back: %d were stored and not yet"
+            " evaluated when spanjudge stopped, %d recovered. The spans of the missing ones are"
+            " lost and get no verdict (the spool was damaged, deleted or replaced while"
+            " spanjudge was down%s)",
+            config.path,
+            acknowledged - spool.requests,
+            acknowledged,
+            spool.requests,
+            "" if config.synchronous == "full" else ", or the machine lost power",
+        )
     if spool.requests:
         log.info(
             "spool %s: recovered %d request(s) (%d bytes) still owed an evaluation",

@@ -36,7 +36,7 @@ from spanjudge.sidecar.http_receiver import HttpReceiver
 from spanjudge.sidecar.metrics_server import MetricsServer
 from spanjudge.sidecar.recovery import open_spool
 from spanjudge.sidecar.shards import ShardedWorker
-from spanjudge.sidecar.spool import MemorySpool, Spool
+from spanjudge.sidecar.spool import ACKED_SUFFIX, MemorySpool, Spool
 from spanjudge.sidecar.worker import Worker
 
 log = logging.getLogger("spanjudge.sidecar")
@@ -131,7 +131,7 @@ def _bind(setting: str, endpoint: str, source: str | None, bind: Callable[[], An
         raise ConfigError(problem, source=source) from None
 
 
-_SPOOL_FILES = ("", "-wal", "-shm", "-journal")
+_SPOOL_FILES = ("", "-wal", "-shm", "-journal", ACKED_SUFFIX)
 
 
 def _discard_new_spool(path: str) -> None:

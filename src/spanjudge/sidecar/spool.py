@@ -5,11 +5,16 @@ carries: ``s:<session key>`` for spans with a session key, ``t:<trace id>`` for 
 When a session has been evaluated and its verdicts were accepted by every sink, one transaction
 removes its memberships (only rows the pipeline had already consumed), deletes requests left with
 no membership, and records the session's revision as evaluated. A restart replays what is left.
+
+SQLite recovers silently: a lost or damaged write-ahead log simply yields fewer rows. So the number
+of acknowledged requests not yet evaluated is also kept outside SQLite, in ``<path>-acked``, as
+durable as the acknowledgement itself; a restart compares it with what SQLite gives back.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import threading
 import time
@@ -40,6 +45,27 @@ CREATE TABLE IF NOT EXISTS evaluated (
     at REAL NOT NULL
 );
 """
+
+
+ACKED_SUFFIX = "-acked"
+# Fixed width, written in place at offset 0: one small write, never a truncated or partial file.
+_ACKED_WIDTH = 20
+
+
+def read_acknowledged(path: str) -> int | None:
+    """The count of acknowledged, unfinished requests the spool at ``path`` last recorded; None
+    when there is no record (a new spool, or one from a version that kept none) or it is not a
+    number."""
+    try:
+        with open(path + ACKED_SUFFIX, "rb") as handle:
+            text = handle.read(_ACKED_WIDTH + 1)
+    except OSError:
+        return None
+    try:
+        value = int(text.strip() or b"x")
+    except ValueError:
+        return None
+    return value if value >= 0 else None
 
 
 class StorageError(Exception):
@@ -87,11 +113,15 @@ class Spool:
         self.max_bytes = max_bytes
         self.keep_evaluated = keep_evaluated
         self._lock = threading.Lock()
+        # What an acknowledgement survives. In WAL mode a commit is in the log before it returns:
+        # NORMAL survives a killed process (the operating system still writes the log out) but
+        # not a power loss or a kernel crash; FULL syncs the log, and the count, at every commit.
+        self._sync = synchronous == "full"
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._acked = -1
         try:
             self._db.execute("PRAGMA journal_mode=WAL")
-            # NORMAL in WAL mode survives a killed process; FULL survives power loss too.
-            self._db.execute(f"PRAGMA synchronous={'FULL' if synchronous == 'full' else 'NORMAL'}")
+            self._db.execute(f"PRAGMA synchronous={'FULL' if self._sync else 'NORMAL'}")
             self._db.executescript(_SCHEMA)
             # A damaged page otherwise surfaces later, mid-replay or mid-request.
             # (integrity_check, not quick_check: SQLite 3.40 quick_check misreads WITHOUT ROWID)
@@ -101,12 +131,24 @@ class Spool:
             row = self._db.execute(
                 "SELECT COALESCE(SUM(size), 0), COUNT(*) FROM requests"
             ).fetchone()
+            self._acked = os.open(path + ACKED_SUFFIX, os.O_RDWR | os.O_CREAT, 0o600)
+            self._record(row[1])  # from here on the record is this spool's
         except BaseException:
             self._db.close()  # not a usable spool (not a database, read-only, ...)
+            if self._acked >= 0:
+                os.close(self._acked)
             raise
         self.bytes: int = row[0]
         self.requests: int = row[1]
         self._completions = 0
+
+    def _record(self, requests: int) -> None:
+        """Write the count of acknowledged, unfinished requests outside SQLite (OSError on
+        failure). It must never exceed what SQLite holds when intact: raised only after the
+        commit that stores a request, lowered before the commit that forgets some."""
+        os.pwrite(self._acked, b"%*d\n" % (_ACKED_WIDTH, requests), 0)
+        if self._sync:
+            os.fsync(self._acked)
 
     def room_for(self, size: int) -> bool:
         """Whether a request of ``size`` bytes fits; an empty spool always takes one request."""
@@ -137,6 +179,12 @@ class Spool:
                 raise
             self.bytes += len(body)
             self.requests += 1
+            try:
+                self._record(self.requests)
+            except OSError as exc:
+                # Not acknowledged then: the client sends it again, and the stored copy is one
+                # more request to evaluate, never one the restart would miss.
+                raise StorageError(f"cannot record the count of spooled requests: {exc}") from exc
             return request_id
 
     def replay(self) -> Iterator[Stored]:
@@ -161,6 +209,7 @@ class Spool:
             return
         with self._lock:
             db = self._db
+            lowered = False
             try:
                 db.execute("BEGIN IMMEDIATE")
                 touched: set[int] = set()
@@ -204,9 +253,15 @@ class Spool:
                         "(SELECT skey FROM evaluated ORDER BY at DESC LIMIT ?)",
                         (self.keep_evaluated,),
                     )
+                if gone:
+                    self._record(self.requests - gone)
+                    lowered = True
                 db.execute("COMMIT")
-            except sqlite3.Error as exc:
+            except (sqlite3.Error, OSError) as exc:
                 _rollback(db)
+                if lowered:  # the requests are still stored: so says the record again
+                    with contextlib.suppress(OSError):
+                        self._record(self.requests)
                 raise StorageError(str(exc)) from exc
             except BaseException:
                 _rollback(db)
@@ -225,6 +280,7 @@ class Spool:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+            os.close(self._acked)
 
 
 def remember_revisions(
