@@ -319,7 +319,7 @@ def run(settings: ProcessSettings, conn: Connection, out: Connection, paused: An
         checks=settings.checks,
         telemetry=relay,
         tick_interval_s=settings.tick_interval_s,
-        export_full=lambda: paused.is_set() or (export is not None and export.full),
+        export_full=lambda: bool(paused.value) or (export is not None and export.full),
         durable=settings.spool_path is not None,
     )
     # A key-less trace it closes alone is judged only if its spans did not move meanwhile.

@@ -132,7 +132,10 @@ class ShardedWorker(Worker):
         # Key-less spans wait until their process asks whether it may judge them alone (its
         # store closed their trace); twice the idle timeout is a backstop for memory.
         self._router = Router(workers, policy.key_attributes, hold_s=2 * policy.idle_timeout_s)
-        self._paused = _CONTEXT.Event()
+        # Whether evaluation is paused (a verdict export backlog is full), read by every
+        # process: a byte of shared memory, not an Event, whose lock a process killed or
+        # stopped while holding it would leave taken for every other one.
+        self._paused = _CONTEXT.RawValue("b", 0)
         self._settings = [
             ProcessSettings(
                 index=i,
@@ -319,10 +322,7 @@ class ShardedWorker(Worker):
                 return
             if self._abandoned:
                 return
-            if self.export_full():
-                self._paused.set()
-            else:
-                self._paused.clear()
+            self._paused.value = self.export_full()
             ready = wait([p.outbox for p in live], timeout=self.tick_interval_s)
             for p in live:
                 if p.outbox in ready:
