@@ -135,6 +135,9 @@ class ServeConfig:
     # Evaluation processes, each owning the sessions whose key hashes to it; 1 evaluates in
     # the serve process itself. Default: the cores this process may run on.
     workers: int = field(default_factory=usable_cores)
+    # An evaluation process silent this long (no heartbeat: stopped, or stuck with the
+    # interpreter held) is killed and replaced; its sessions are replayed from the spool.
+    worker_stuck_timeout_s: float = 60.0
 
 
 _NESTED: dict[str, type] = {
@@ -342,6 +345,9 @@ def parse_serve(raw: Any, path: str, problems: list[str], base: Path | None = No
         problems.append(f"{path}.tick_interval_s: must be above 0")
     if config.workers < 1:
         problems.append(f"{path}.workers: at least 1 (1 evaluates in the serve process)")
+    if config.worker_stuck_timeout_s < 2:
+        # below that, a process busy for a moment would be taken for a stuck one
+        problems.append(f"{path}.worker_stuck_timeout: at least 2s")
     export = config.export
     # The OTLP exporters take URLs; a bare host:port (gRPC) is read as http://host:port.
     if (

@@ -44,6 +44,9 @@ from spanjudge.spans.record import SpanRecord
 from spanjudge.values import SessionResult
 
 log = logging.getLogger("spanjudge.sidecar")
+# How often the process says it is alive, from its main thread (the one reading the pipe), even
+# while its worker thread is busy: the parent replaces one that stays silent.
+HEARTBEAT_S = 0.5
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -316,7 +319,7 @@ def run(settings: ProcessSettings, conn: Connection, out: Connection, paused: An
         checks=settings.checks,
         telemetry=relay,
         tick_interval_s=settings.tick_interval_s,
-        export_full=lambda: paused.is_set() or (export is not None and export.full),
+        export_full=lambda: bool(paused.value) or (export is not None and export.full),
         durable=settings.spool_path is not None,
     )
     # A key-less trace it closes alone is judged only if its spans did not move meanwhile.
@@ -347,13 +350,21 @@ def _nothing() -> None:
 
 def _serve(worker: _ProcessWorker, conn: Connection, channel: _Channel, asker: Asker) -> int:
     stopping: threading.Thread | None = None
+    beat_at = 0.0
     while True:
+        now = time.monotonic()
+        if now >= beat_at:
+            beat_at = now + HEARTBEAT_S
+            try:
+                channel.send(("alive",))
+            except OSError:  # the parent is gone: nothing here may be confirmed any more
+                return 1
         if worker.crashed is not None:
             channel.send(("crashed", worker.crashed))
             return 1
         if stopping is not None and not stopping.is_alive():
             return 0
-        if not conn.poll(0.2):
+        if not conn.poll(min(0.2, HEARTBEAT_S)):
             continue
         try:
             message = conn.recv()

@@ -24,6 +24,7 @@ from spanjudge import semconv
 from spanjudge.guard import Guard
 from spanjudge.sidecar.config import InputConfig
 from spanjudge.sidecar.intake import BadRequest, decode_body
+from spanjudge.sidecar.shards import ShardedWorker
 from spanjudge.sidecar.worker import Overloaded, Worker
 from spanjudge.spans.limits import Limits
 
@@ -121,9 +122,12 @@ class Handler:
         return bearer_ok(values, self._token)
 
     def not_ready(self) -> str | None:
-        """Why requests are refused right now (for `/healthz`), or None when ready."""
+        """Why requests are refused right now, or some evaluation process does not answer
+        (for `/healthz`), or None when ready."""
         if self.worker.crashed is not None:
             return f"the evaluation worker died: {self.worker.crashed}"
+        if isinstance(self.worker, ShardedWorker) and (silent := self.worker.unresponsive()):
+            return silent
         problem = self.worker.storage_problem
         return f"spool cannot write: {problem}" if problem is not None else None
 

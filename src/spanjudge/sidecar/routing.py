@@ -132,6 +132,18 @@ class Router:
                 self.moved_spans += len(waited.spans)
         return out
 
+    def owner_of(self, record: SpanRecord) -> int:
+        """The process that holds ``record`` now, without routing it (a replacement process
+        is given what its predecessor held)."""
+        found = session_key(record, self.key_attributes)
+        if found is not None:
+            return owner(found[0], self.workers)
+        process = self._trace_owner.get(record.trace_id)
+        if process is None:
+            held = self._held.get(record.trace_id)
+            process = held.process if held is not None else owner(record.trace_id, self.workers)
+        return process
+
     def decide(self, trace_ids: Sequence[str], process: int) -> list[bool]:
         """Whether ``process``, whose store closed these key-less traces, may judge each one
         alone: yes unless its spans moved to the owner of a key that arrived meanwhile."""

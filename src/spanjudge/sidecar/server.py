@@ -233,6 +233,7 @@ class Sidecar:
                 export=serve.export,
                 resource=dict(resource.attributes),
                 keep_evaluated=serve.spool.keep_evaluated,
+                stuck_timeout_s=serve.worker_stuck_timeout_s,
                 **settings,
             )
         self.handler = Handler(

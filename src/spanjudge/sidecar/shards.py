@@ -10,7 +10,11 @@ session closed: a session's spool rows are all in requests routed to its owner, 
 releases exactly what the owner consumed, whatever the other processes are doing.
 
 A process that dies makes the sidecar not ready (`crashed`), and `serve` exits non-zero; what
-it had not confirmed is still spooled and replayed by the next start.
+it had not confirmed is still spooled and replayed by the next start. A process that stops
+answering (its heartbeat, `evaluation_process.HEARTBEAT_S`, stays away) makes the sidecar not
+ready while it is silent; requests for its sessions are then only spooled, and those for the
+other processes' sessions flow as before. Silent past `serve.worker_stuck_timeout`, it is
+killed and a new one takes its place, given its sessions from the spool.
 """
 
 from __future__ import annotations
@@ -30,15 +34,17 @@ from typing import Any
 from spanjudge.config import Config
 from spanjudge.emit.base import Sink
 from spanjudge.engine import Engine
+from spanjudge.pipeline import agent_spans
 from spanjudge.sessions.store import ClosePolicy
 from spanjudge.sidecar import evaluation_process
 from spanjudge.sidecar.config import ExportConfig
-from spanjudge.sidecar.evaluation_process import ProcessSettings, replay_telemetry
+from spanjudge.sidecar.evaluation_process import HEARTBEAT_S, ProcessSettings, replay_telemetry
 from spanjudge.sidecar.export_health import export_health
+from spanjudge.sidecar.intake import BadRequest, decode_body
 from spanjudge.sidecar.relay_metrics import Replayer
 from spanjudge.sidecar.routing import Router
 from spanjudge.sidecar.signals import STOP_SIGNALS
-from spanjudge.sidecar.spool import MemorySpool, Spool
+from spanjudge.sidecar.spool import MemorySpool, Spool, group_of
 from spanjudge.sidecar.worker import Worker
 from spanjudge.spans.record import SpanRecord
 from spanjudge.values import SessionResult
@@ -87,6 +93,11 @@ class _Process:
     said_bye: bool = False
     gone: bool = False
     feeder: threading.Thread | None = None
+    ready: bool = False  # built its engine (a replacement starts while the others run)
+    heard_at: float = 0.0  # when its last message (a heartbeat at least) came
+    # Silent too long: what is routed to it is only spooled (`skipped`), for its replacement.
+    unresponsive: bool = False
+    skipped: bool = False
 
     @property
     def name(self) -> str:
@@ -108,6 +119,7 @@ class ShardedWorker(Worker):
         resource: dict[str, Any],
         checks: Any,
         keep_evaluated: int,
+        stuck_timeout_s: float = 60.0,
         **kwargs: Any,
     ) -> None:
         super().__init__(engine, sinks, spool, checks=checks, **kwargs)
@@ -120,7 +132,10 @@ class ShardedWorker(Worker):
         # Key-less spans wait until their process asks whether it may judge them alone (its
         # store closed their trace); twice the idle timeout is a backstop for memory.
         self._router = Router(workers, policy.key_attributes, hold_s=2 * policy.idle_timeout_s)
-        self._paused = _CONTEXT.Event()
+        # Whether evaluation is paused (a verdict export backlog is full), read by every
+        # process: a byte of shared memory, not an Event, whose lock a process killed or
+        # stopped while holding it would leave taken for every other one.
+        self._paused = _CONTEXT.RawValue("b", 0)
         self._settings = [
             ProcessSettings(
                 index=i,
@@ -137,6 +152,10 @@ class ShardedWorker(Worker):
         ]
         # Filled by replay before `start`, by receivers after.
         self._processes = [_Process(index=i) for i in range(workers)]
+        # A process silent this long is replaced; silent half of it (5 s at most), it is
+        # reported (`unresponsive`) and its sessions wait in the spool.
+        self._stuck_timeout_s = stuck_timeout_s
+        self._silent_s = max(2 * HEARTBEAT_S, min(stuck_timeout_s / 2, 5.0))
         # (key, revision) of results a sink here failed on: their completions are dropped
         self._not_emitted: set[tuple[str, int]] = set()
         # what judges and plugins recorded on the processes' global meter providers
@@ -163,6 +182,11 @@ class ShardedWorker(Worker):
         total = len(records) or 1
         for index, routed in self._router.route(records, sizes).items():
             target = self._processes[index]
+            if target.unresponsive and self.durable:
+                # Spooled only: its replacement is given them from the spool, and a pipe
+                # nobody reads must not hold them in memory meanwhile.
+                target.skipped = True
+                continue
             n = len(routed.records)
             share = nbytes * n // total  # the body's bytes in proportion to the spans routed
             target.feed.put(
@@ -176,38 +200,40 @@ class ShardedWorker(Worker):
     def _pending_bytes(self) -> int:
         return sum(p.backlog_bytes for p in self._processes)
 
+    # A silent or starting process's backlog does not refuse the others' sessions: the
+    # heartbeat bounds how long it may hold them (`serve.worker_stuck_timeout`).
+
     def _behind_s(self) -> float:
-        heads = [p.backlog[0][2] for p in self._processes if p.backlog]
+        heads = [p.backlog[0][2] for p in self._answering() if p.backlog]
         return time.monotonic() - min(heads) if heads else 0.0
 
     def _expected_wait_s(self) -> float:
-        return max((p.backlog_spans / p.rate for p in self._processes if p.rate), default=0.0)
+        return max((p.backlog_spans / p.rate for p in self._answering() if p.rate), default=0.0)
+
+    def _answering(self) -> list[_Process]:
+        return [p for p in self._processes if p.ready and not p.unresponsive]
+
+    def unresponsive(self) -> str | None:
+        """The processes that stopped answering, named for `/healthz` (None: all answer)."""
+        now = time.monotonic()
+        silent = [
+            f"{p.name} has not answered for {now - p.heard_at:.0f}s"
+            for p in self._processes
+            if p.unresponsive
+        ]
+        if not silent:
+            return None
+        return (
+            "; ".join(silent) + f" (replaced once silent for {self._stuck_timeout_s:g}s,"
+            " serve.worker_stuck_timeout)"
+        )
 
     # --- processes ---
 
     def start(self) -> None:
         """Spawn the processes and wait until each one built its engine."""
-        for settings in self._settings:
-            inbox_read, inbox = _CONTEXT.Pipe(duplex=False)
-            outbox, outbox_write = _CONTEXT.Pipe(duplex=False)
-            process = _CONTEXT.Process(
-                target=evaluation_process.run,
-                args=(settings, inbox_read, outbox_write, self._paused),
-                name=f"spanjudge-eval-{settings.index}",
-                daemon=True,
-            )
-            # Born with SIGTERM and SIGINT blocked (the mask outlives exec): one sent to every
-            # process while this one starts (`systemctl stop`, Ctrl-C) waits until it ignores
-            # them (`evaluation_process.run`), instead of ending it midway through its start.
-            blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
-            try:
-                process.start()
-            finally:
-                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-            inbox_read.close()
-            outbox_write.close()
-            p = self._processes[settings.index]
-            p.process, p.inbox, p.outbox = process, inbox, outbox
+        for p in self._processes:
+            self._spawn(p)
         deadline = time.monotonic() + _START_TIMEOUT_S
         for p in self._processes:
             if not p.outbox.poll(max(0.0, deadline - time.monotonic())):
@@ -220,14 +246,43 @@ class ShardedWorker(Worker):
                 code = p.process.exitcode
                 self._kill_all()
                 raise RuntimeError(f"{p.name} failed to start (exit code {code})") from None
+            p.ready = True
+            p.heard_at = time.monotonic()
         for p in self._processes:
-            p.feeder = threading.Thread(
-                target=self._feed, args=(p,), name=f"spanjudge-feed-{p.index}", daemon=True
-            )
-            p.feeder.start()
+            self._start_feeder(p)
         self._thread = threading.Thread(target=self._run, name="spanjudge-sidecar", daemon=True)
         self._thread.start()
         log.debug("evaluating in %d processes", len(self._processes))
+
+    def _spawn(self, p: _Process) -> None:
+        """Start ``p``'s process; it says "ready" once it built its engine."""
+        settings = self._settings[p.index]
+        inbox_read, inbox = _CONTEXT.Pipe(duplex=False)
+        outbox, outbox_write = _CONTEXT.Pipe(duplex=False)
+        process = _CONTEXT.Process(
+            target=evaluation_process.run,
+            args=(settings, inbox_read, outbox_write, self._paused),
+            name=f"spanjudge-eval-{settings.index}",
+            daemon=True,
+        )
+        # Born with SIGTERM and SIGINT blocked (the mask outlives exec): one sent to every
+        # process while this one starts (`systemctl stop`, Ctrl-C) waits until it ignores
+        # them (`evaluation_process.run`), instead of ending it midway through its start.
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        try:
+            process.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        inbox_read.close()
+        outbox_write.close()
+        p.process, p.inbox, p.outbox = process, inbox, outbox
+        p.heard_at = time.monotonic()
+
+    def _start_feeder(self, p: _Process) -> None:
+        p.feeder = threading.Thread(
+            target=self._feed, args=(p,), name=f"spanjudge-feed-{p.index}", daemon=True
+        )
+        p.feeder.start()
 
     def _feed(self, p: _Process) -> None:
         """Send queued requests to one process, several per message, and the control messages
@@ -267,15 +322,14 @@ class ShardedWorker(Worker):
                 return
             if self._abandoned:
                 return
-            if self.export_full():
-                self._paused.set()
-            else:
-                self._paused.clear()
+            self._paused.value = self.export_full()
             ready = wait([p.outbox for p in live], timeout=self.tick_interval_s)
             for p in live:
                 if p.outbox in ready:
                     self._receive(p)
             self._safe(self._commit)
+            if not self._stopped.is_set():
+                self._safe(self._watch)
 
     def _receive(self, p: _Process) -> None:
         while not p.gone and p.outbox.poll():
@@ -284,6 +338,7 @@ class ShardedWorker(Worker):
             except (EOFError, OSError):
                 self._gone(p)
                 return
+            p.heard_at = time.monotonic()
             self._handle(p, message)
 
     def _handle(self, p: _Process, message: tuple[Any, ...]) -> None:
@@ -326,6 +381,8 @@ class ShardedWorker(Worker):
             self._died(p, message[1])
         elif kind == "bye":
             p.said_bye = True
+        elif kind == "ready":  # a replacement built its engine
+            p.ready = True
 
     def _emit(self, result: SessionResult) -> bool:
         emitted = True
@@ -349,6 +406,101 @@ class ShardedWorker(Worker):
             log.critical(
                 "%s stopped: %s; its sessions stay in the spool until the next start", p.name, why
             )
+
+    # --- liveness ---
+
+    def _watch(self) -> None:
+        """Report a process that went silent, replace one silent past the bound."""
+        now = time.monotonic()
+        for p in list(self._processes):
+            if p.gone or p.said_bye:
+                continue
+            silent = now - p.heard_at
+            if not p.ready:  # building its engine: no heartbeat yet
+                if silent > _START_TIMEOUT_S:
+                    self._replace(p, f"did not start within {_START_TIMEOUT_S:.0f}s")
+                continue
+            if silent > self._stuck_timeout_s:
+                self._replace(p, f"has not answered for {silent:.0f}s")
+            elif silent > self._silent_s and not p.unresponsive:
+                with self._submit_lock:
+                    p.unresponsive = True
+                log.error(
+                    "%s has not answered for %.0fs; its sessions wait in the spool, and it is"
+                    " replaced if silent for %gs (serve.worker_stuck_timeout)",
+                    p.name,
+                    silent,
+                    self._stuck_timeout_s,
+                )
+            elif silent <= self._silent_s and p.unresponsive:
+                if p.skipped:  # it missed requests: only a replacement is given them
+                    self._replace(p, "answers again but missed requests meanwhile")
+                else:
+                    with self._submit_lock:
+                        p.unresponsive = False
+                    log.warning("%s answers again", p.name)
+
+    def _replace(self, p: _Process, why: str) -> None:
+        """Kill ``p``'s process and start another in its place, given its sessions from the
+        spool: the requests routed to it that no confirmed completion released."""
+        fate = (
+            "replaying its sessions from the spool"
+            if self.durable
+            else "the spool is off: the sessions it held are lost"
+        )
+        log.error("%s %s; killing it and starting another, %s", p.name, why, fate)
+        p.process.kill()  # SIGKILL ends a stopped process too
+        p.process.join(5)
+        p.gone = True
+        # What it sent before it stopped counts: completions it flushed are confirmed first,
+        # so that the replay leaves their sessions out.
+        try:
+            while p.outbox.poll():
+                self._handle(p, p.outbox.recv())
+        except (EOFError, OSError):
+            pass
+        self._safe(self._commit)
+        p.feed.put(_END)
+        p.inbox.close()
+        p.outbox.close()
+        fresh = _Process(index=p.index)
+        with self._submit_lock:
+            # Under the submit lock: the replay is in spool id order, ahead of what arrives next.
+            self.pending_spans -= p.backlog_spans
+            self._processes[p.index] = fresh
+            replayed = self._replay_into(fresh)
+        self._spawn(fresh)
+        self._start_feeder(fresh)
+        log.warning("%s started in its place with %d spooled spans", fresh.name, replayed)
+
+    def _replay_into(self, p: _Process) -> int:
+        """Queue for ``p`` the spool's unfinished spans that it owns (submit lock held)."""
+        count = 0
+        now = time.monotonic()
+        keys = self._key_attributes
+        for stored in self.spool.replay():
+            try:
+                decoded = decode_body(stored.body, stored.format, self.limits, self.checks)
+            except BadRequest:  # it was accepted once with the same checks
+                continue
+            records, _ = agent_spans(
+                [
+                    r
+                    for r in decoded.records
+                    if group_of(r, keys) in stored.groups and self._router.owner_of(r) == p.index
+                ]
+            )
+            if not records:
+                continue
+            n = len(records)
+            share = len(stored.body) * n // len(decoded.records)
+            p.feed.put((stored.request_id, records, [], 0, None))
+            p.backlog.append((stored.request_id, n, now, share))
+            p.backlog_spans += n
+            p.backlog_bytes += share
+            self.pending_spans += n
+            count += n
+        return count
 
     # --- shutdown ---
 
