@@ -40,6 +40,7 @@ processes import from SRC first, and each tree's ``spanjudge.__file__`` is print
     python bench/bench_sidecar_load.py [--clients 3] [--seconds 20] [--spans-per-session 6]
         [--workers 2] [--load-only] [--max-pending-age-s S] [--timeline]
         [--against SRC [--repeat N]]
+    python bench/bench_sidecar_load.py --flood [--flood-sessions 100000] [--flood-requests 4]
 """
 
 from __future__ import annotations
@@ -624,6 +625,152 @@ def _spread(results: list[dict[str, Any]], figure: str) -> str:
     return f"[{_num(values[0])}-{_num(values[-1])}]"
 
 
+# --- flood: many one-span ended sessions in a few requests ---
+
+
+def _flood_request(first: int, count: int) -> bytes:
+    """``count`` one-span sessions: ended `invoke_agent` spans, each its own ``session.id``."""
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+    from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+    start = time.time_ns()
+    spans = [
+        Span(
+            trace_id=(i + 1).to_bytes(16, "big"),
+            span_id=(i + 1).to_bytes(8, "big"),
+            name="invoke_agent flood",
+            start_time_unix_nano=start,
+            end_time_unix_nano=start + 1_000_000,
+            attributes=[
+                KeyValue(key="gen_ai.operation.name", value=AnyValue(string_value="invoke_agent")),
+                KeyValue(key="session.id", value=AnyValue(string_value=f"many-{i}")),
+                KeyValue(key="spanjudge.session.end", value=AnyValue(bool_value=True)),
+            ],
+        )
+        for i in range(first, first + count)
+    ]
+    return ExportTraceServiceRequest(
+        resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=spans)])]
+    ).SerializeToString()
+
+
+def _rss_of(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * _PAGE
+
+
+def flood(args: argparse.Namespace, directory: str) -> dict[str, Any]:
+    """``--flood-sessions`` one-span sessions in ``--flood-requests`` requests to a real serve
+    (idle 3 s, end grace 0.2 s, tick 0.05 s): peak RSS of each process against the configured
+    budgets, time to drain, evaluated/accepted, and whether a request after the drain is taken.
+    Goal: RSS within budget, everything evaluated, no refusal after the drain."""
+    server, port, received = verdict_server()
+    directory = tempfile.mkdtemp(dir=directory)
+    max_open_bytes = 256 * 1024 * 1024
+    config, ready = Path(directory) / "flood.yaml", Path(directory) / "flood-ready.json"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "sessions": {
+                    "idle_timeout_s": 3.0,
+                    "end_grace_s": 0.2,
+                    "max_open_bytes": max_open_bytes,
+                },
+                "serve": {
+                    "grpc_endpoint": "127.0.0.1:0",
+                    "http_endpoint": None,
+                    "metrics_endpoint": None,
+                    "tick_interval_s": 0.05,
+                    "workers": args.workers,
+                    "spool": {"path": str(Path(directory) / "flood.db")},
+                    "export": {"endpoint": f"http://127.0.0.1:{port}", "insecure": True},
+                },
+            }
+        )
+    )
+    log_path = Path(directory) / "flood.log"
+    log = open(log_path, "wb")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "spanjudge.sidecar", "--config", str(config)),
+            *("--ready-file", str(ready), "--log-level", "WARNING"),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        while not ready.exists():
+            if proc.poll() is not None:
+                raise RuntimeError(log_path.read_text())
+            time.sleep(0.05)
+        endpoints = json.loads(ready.read_text())
+        pids = [proc.pid, *endpoints.get("workers", [])]
+        baseline = {pid: _rss_of(pid) for pid in pids}
+        peak = dict(baseline)
+
+        def measure() -> None:
+            for pid in pids:
+                peak[pid] = max(peak[pid], _rss_of(pid))
+
+        channel = grpc.insecure_channel(endpoints["grpc"])
+        call = channel.unary_unary(EXPORT, request_serializer=None, response_deserializer=None)
+        per = args.flood_sessions // args.flood_requests
+        refused = 0
+        started = time.monotonic()
+        for n in range(args.flood_requests):
+            body = _flood_request(n * per, per)
+            while True:  # retried as an exporter retries a retryable refusal
+                measure()
+                try:
+                    call(body, timeout=60)
+                    break
+                except grpc.RpcError as exc:
+                    if exc.code() != grpc.StatusCode.UNAVAILABLE:
+                        raise
+                    refused += 1
+                    time.sleep(0.5)
+        accepted = per * args.flood_requests
+        sent_s = time.monotonic() - started
+        while time.monotonic() - started < args.drain_s + sent_s:
+            measure()
+            with received.lock:
+                if len(received.spans) >= accepted:
+                    break
+            time.sleep(0.5)
+        drain_s = time.monotonic() - started
+        after = "accepted"
+        for attempt in range(20):
+            try:
+                call(_flood_request(10 * accepted + attempt, 1), timeout=30)
+                after = "accepted" if attempt == 0 else f"accepted after {attempt} refusal(s)"
+                break
+            except grpc.RpcError as exc:
+                after = f"{exc.code().name}: {exc.details()}"
+                time.sleep(0.5)
+        channel.close()
+    finally:
+        proc.terminate()
+        proc.wait(120)
+        log.close()
+        server.stop(0)
+    with received.lock:
+        evaluated = len(received.spans)
+    workers = max(1, len(pids) - 1)
+    return {
+        "sessions": accepted,
+        "requests": args.flood_requests,
+        "refused_retryable": refused,
+        "seconds_to_send": round(sent_s, 1),
+        "seconds_to_drain": round(drain_s, 1),
+        "evaluated_vs_accepted": f"{evaluated}/{accepted}",
+        "request_after_drain": after,
+        "sessions_max_open_bytes": max_open_bytes,
+        "peak_rss_mb_by_process": [round(peak[pid] / 2**20, 1) for pid in pids],
+        "rss_growth_mb_by_process": [round((peak[pid] - baseline[pid]) / 2**20, 1) for pid in pids],
+        "budget_share_mb_per_evaluation_process": round(max_open_bytes / workers / 2**20, 1),
+        "goal": "growth within the share, everything evaluated, accepted after the drain",
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--clients", type=int, default=3)
@@ -656,7 +803,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--repeat", type=int, default=1, help="with --against: rounds of both, alternating"
     )
+    parser.add_argument("--flood", action="store_true", help="only the flood phase (see `flood`)")
+    parser.add_argument("--flood-sessions", type=int, default=100_000)
+    parser.add_argument("--flood-requests", type=int, default=4)
     args = parser.parse_args(argv)
+    if args.flood:
+        with tempfile.TemporaryDirectory() as directory:
+            print(json.dumps({"flood": flood(args, directory)}, indent=2))
+        return 0
     if args.against:
         with tempfile.TemporaryDirectory() as directory:
             against(args, directory)

@@ -173,11 +173,12 @@ class Pipeline:
             self.telemetry.spans_received(n)
         return n
 
-    def tick(self, *, mark: int = 0) -> list[SessionResult]:
-        """Close the sessions whose policy fired and start their evaluation; send the results
-        whose judged verdicts are in (or past their deadline) to the sinks. ``mark`` is kept
-        with each session closed now and handed back by `take_evaluated`."""
-        self._start(self.store.close(), mark)
+    def tick(self, *, mark: int = 0, limit: int | None = None) -> list[SessionResult]:
+        """Close the sessions whose policy fired (at most ``limit``: the store keeps the rest
+        for the next tick) and start their evaluation; send the results whose judged verdicts
+        are in (or past their deadline) to the sinks. ``mark`` is kept with each session closed
+        now and handed back by `take_evaluated`."""
+        self._start(self.store.close(limit=limit), mark)
         return self._emit(wait=False)
 
     def close_all(

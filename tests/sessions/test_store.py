@@ -217,7 +217,7 @@ class ScanningStore(SessionStore):
     """The store's previous tick, as the reference: every open session and every key-less trace
     looked at, in the order they opened, on each tick."""
 
-    def _due(self) -> list[ClosedSession]:
+    def _due(self, limit: int | None = None) -> list[ClosedSession]:
         now = self.clock()
         idle_s = self.policy.idle_timeout_s
         max_age_s = self.policy.max_age_s

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from sys import getsizeof
@@ -115,6 +115,9 @@ class SessionStore:
         # them, so a tick visits only those whose time has come, not every open session.
         self._deadlines = DeadlineQueue()
         self._pending_deadlines = DeadlineQueue()
+        # Sessions found due that a `close` with a ``limit`` left for the next one, in
+        # opening order: ``(order, key)``, stale once the key closed or opened again since.
+        self._overdue: deque[tuple[int, str]] = deque()
         self._opened = 0  # sessions and key-less traces so far: their `order`
         self.duplicates = 0
         self.reopened = 0
@@ -267,16 +270,20 @@ class SessionStore:
 
     # --- closing ---
 
-    def close(self, reason: CloseReason | None = None) -> list[ClosedSession]:
+    def close(
+        self, reason: CloseReason | None = None, *, limit: int | None = None
+    ) -> list[ClosedSession]:
         """The one way sessions leave the store.
 
-        Without ``reason``: the sessions whose close policy fired, plus evictions over the memory
-        budget. With one (end of input, flush, shutdown): every open session and every key-less
-        trace; a session whose own close already fired (end marker, turn end) and only waits out
-        its grace period keeps that reason, so it stays complete.
+        Without ``reason``: the sessions whose close policy fired (at most ``limit`` of them, the
+        earliest opened; the rest stay open and come first in the next call, see `overdue`),
+        plus evictions over the memory budget. With one (end of input, flush, shutdown): every
+        open session and every key-less trace; a session whose own close already fired (end
+        marker, turn end) and only waits out its grace period keeps that reason, so it stays
+        complete.
         """
         if reason is None:
-            return self._due()
+            return self._due(limit)
         out = [
             self._close(key, session.close_reason or reason)
             for key, session in list(self.open.items())
@@ -284,26 +291,39 @@ class SessionStore:
         for trace_id in list(self._pending):
             out.extend(self._close_pending(trace_id, reason))
         self._deadlines.clear()  # nothing is open or waiting any more
+        self._overdue.clear()
         self._pending_deadlines.clear()
         return out
 
-    def _due(self) -> list[ClosedSession]:
+    @property
+    def overdue(self) -> int:
+        """Sessions found due that a limited `close` left open (a few may have closed since)."""
+        return len(self._overdue)
+
+    def _due(self, limit: int | None = None) -> list[ClosedSession]:
         now = self.clock()
         policy = self.policy
         idle_s = policy.idle_timeout_s
-        due: list[tuple[int, str]] = []
-        later: list[tuple[int, str, float]] = []
+        found: list[tuple[int, str]] = []
         for order, key in self._deadlines.pop_due(now):
+            found.append((order, key))
+        found.sort()  # in opening order, as a scan of `open` would find them
+        overdue = self._overdue
+        overdue.extend(found)
+        due: list[str] = []
+        while overdue and (limit is None or len(due) < limit):
+            order, key = overdue.popleft()
+            session = self.open.get(key)
+            if session is None or session.order != order:  # closed (evicted) since it was due
+                continue
             # The entry was a lower bound: spans since may have moved the deadline later.
-            deadline = self._deadline(self.open[key])
+            deadline = self._deadline(session)
             if now < deadline:
-                later.append((order, key, deadline))
+                self._deadlines.schedule(key, order, deadline)
             else:
-                due.append((order, key))
-        for order, key, deadline in later:
-            self._deadlines.schedule(key, order, deadline)
+                due.append(key)
         ready: list[ClosedSession] = []
-        for _, key in sorted(due):  # in opening order, as a scan of `open` would find them
+        for key in due:
             session = self.open[key]
             close_at = session.close_at
             # Fired: an end marker or turn end wins over idle, which wins over max age.

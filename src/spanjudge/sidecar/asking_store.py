@@ -61,8 +61,10 @@ class AskingStore(SessionStore):
         self._ask = ask
         self.moved_away = 0  # traces closed here whose spans another process judges
 
-    def close(self, reason: CloseReason | None = None) -> list[ClosedSession]:
-        closed = super().close(reason)
+    def close(
+        self, reason: CloseReason | None = None, *, limit: int | None = None
+    ) -> list[ClosedSession]:
+        closed = super().close(reason, limit=limit)
         if reason is not None:
             return closed
         alone = [c.key for c in closed if c.key_source == TRACE_ID_SOURCE]

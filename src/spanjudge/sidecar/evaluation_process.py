@@ -233,7 +233,6 @@ class _ProcessWorker(Worker):
     meters: RelayMeterProvider | None = None
     settings: ProcessSettings
     export: VerdictExport | None = None
-    added_upto = 0
 
     def _add(self, item: object) -> int:
         request_id, records, released, resent, sizes = cast(
@@ -244,7 +243,6 @@ class _ProcessWorker(Worker):
             self.relay.spans_received(-resent)
         for trace_id in released:
             self.pipeline.store.release_pending(trace_id)
-        self.added_upto = request_id
         return added
 
     def enqueue(self, item: tuple[int, list[SpanRecord], list[str], int, Any]) -> None:
@@ -265,7 +263,8 @@ class _ProcessWorker(Worker):
         self.channel.send(
             (
                 "progress",
-                self.added_upto,
+                # taken through closing (not only added): serve's backlog, its backpressure
+                self.caught_upto,
                 counts,
                 durations,
                 self.relay.open_sessions(),

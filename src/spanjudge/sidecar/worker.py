@@ -34,6 +34,9 @@ from spanjudge.spans.record import SpanRecord
 log = logging.getLogger("spanjudge.sidecar")
 _STOP = object()
 _CYCLE_S = 1.0  # about how long one cycle of adding and evaluating takes under load
+# Sessions a tick closes, evaluates and exports at a time (each is one evaluation span and a
+# log record per verdict in the export backlog until its flush).
+_CLOSE_BATCH = 256
 _BEFORE_STOP = "busy with what closed before the stop"  # `Worker._finishing` until `_finish`
 
 
@@ -94,6 +97,7 @@ class Worker:
         self._submit_lock = threading.Lock()
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._last_added = 0
+        self.caught_upto = 0  # the last request a tick took through closing and evaluation
         self._unconfirmed: list[Completion] = []
         self._unconfirmed_said = False  # said once per streak of failed flushes, not each tick
         self._thread: threading.Thread | None = None
@@ -277,10 +281,28 @@ class Worker:
         if not self.export_full():
             started = time.monotonic()
             mark = self._last_added
-            self.pipeline.tick(mark=mark)
-            with self._submit_lock:  # what closed up to the mark is evaluated or judged now
-                self.lag.caught_up(mark)
-            self._confirm()
+            store = self.pipeline.store
+            # Sessions close, are evaluated and exported a batch at a time, with room in the
+            # export backlog checked before each: many closing at once (a flood of ended
+            # sessions) would otherwise hold all their results and export items in memory.
+            # What is left stays open in the store (its memory budget) for the next tick.
+            until = started + max(self.tick_interval_s, _CYCLE_S)
+            while True:
+                self.pipeline.tick(mark=mark, limit=_CLOSE_BATCH)
+                self._confirm()
+                if (
+                    not store.overdue
+                    or self._abandoned
+                    or self.export_full()
+                    or time.monotonic() >= until
+                ):
+                    break
+            if not store.overdue:
+                # What closed up to the mark is evaluated or judged now; until then the
+                # requests count as lagging, and receivers refuse once the lag is too long.
+                with self._submit_lock:
+                    self.lag.caught_up(mark)
+                self.caught_upto = mark
             self.lag.busy(time.monotonic() - started)
             self.lag.sample(time.monotonic())
             return
