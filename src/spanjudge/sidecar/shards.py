@@ -28,6 +28,7 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from multiprocessing import resource_tracker
 from multiprocessing.connection import wait
 from typing import Any
 
@@ -268,6 +269,9 @@ class ShardedWorker(Worker):
         # Born with SIGTERM and SIGINT blocked (the mask outlives exec): one sent to every
         # process while this one starts (`systemctl stop`, Ctrl-C) waits until it ignores
         # them (`evaluation_process.run`), instead of ending it midway through its start.
+        # multiprocessing starts its resource tracker on the first spawn and unblocks both
+        # signals when it has: started here first, it cannot undo the mask below.
+        resource_tracker.ensure_running()
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         try:
             process.start()
