@@ -95,8 +95,8 @@ def test_shutdown_without_spans_is_clean_and_idempotent() -> None:
 
 
 def test_flush_and_spans_after_shutdown_are_refused_quietly() -> None:
-    r = rig()
-    r.agent.run(CSV)  # no end marker: the session is still open at shutdown
+    r = rig(parse_config({"sessions": {"mode": "session"}}))
+    r.agent.run(CSV)  # no end marker, no close per turn: the session is still open at shutdown
     r.processor.shutdown()
     # Shutdown evaluated the open session and marked it incomplete.
     assert r.collect.session_ids() == [CSV.session_id]
@@ -140,6 +140,25 @@ def test_per_turn_and_idle_close_policies() -> None:
     assert wait_for(lambda: len(r.collect.results) == 1)
     assert r.collect.results[0].trajectory.close_reason == "idle"
     r.processor.shutdown()
+
+
+def test_each_turn_is_evaluated_when_its_root_span_ends_with_no_configuration() -> None:
+    # No end marker (OpenInference sets none) and no sessions section: each turn is judged
+    # soon after it ends, the second as a new revision, and nothing waits for shutdown.
+    r = rig(parse_config({"sessions": {"turn_grace_s": 0}}), tick_interval_s=0.02)
+    r.agent.run(CSV)
+    assert wait_for(lambda: len(r.collect.results) == 1)
+    r.agent.run(CSV)
+    assert wait_for(lambda: len(r.collect.results) == 2)
+    r.processor.shutdown()
+    seen = [
+        (t.session_id, t.revision, t.close_reason, t.complete)
+        for t in (result.trajectory for result in r.collect.results)
+    ]
+    assert seen == [
+        (CSV.session_id, 1, "turn", True),
+        (CSV.session_id, 2, "turn", True),
+    ]
 
 
 def test_end_marker_closes_complete_on_flush() -> None:

@@ -82,7 +82,7 @@ def test_explicit_end_marker_closes_after_grace():
 
 def test_idle_timeout_and_max_age():
     clock = Clock()
-    store = SessionStore(ClosePolicy(idle_timeout_s=60, max_age_s=100), clock=clock)
+    store = SessionStore(ClosePolicy(per_turn=False, idle_timeout_s=60, max_age_s=100), clock=clock)
     store.add(span(1, trace=1, attrs={"session.id": "idle"}))
     store.add(span(2, trace=2, attrs={"session.id": "busy"}))
     clock.now += 59
@@ -112,7 +112,7 @@ def test_per_turn_mode_closes_when_the_root_span_ends():
 
 def test_late_span_reopens_with_next_revision_and_earlier_spans():
     clock = Clock()
-    store = SessionStore(ClosePolicy(idle_timeout_s=10), clock=clock)
+    store = SessionStore(ClosePolicy(per_turn=False, idle_timeout_s=10), clock=clock)
     store.add(span(1, attrs={"session.id": "s"}))
     clock.now += 10
     [first] = store.close()
@@ -135,7 +135,9 @@ def test_memory_budget_evicts_oldest_as_incomplete():
 
 def test_late_span_after_spans_were_released_is_a_partial_incomplete_revision():
     clock = Clock()
-    store = SessionStore(ClosePolicy(idle_timeout_s=10, keep_closed_sessions=0), clock=clock)
+    store = SessionStore(
+        ClosePolicy(per_turn=False, idle_timeout_s=10, keep_closed_sessions=0), clock=clock
+    )
     store.add(span(1, attrs={"session.id": "s"}))
     clock.now += 10
     [first] = store.close()
@@ -148,7 +150,9 @@ def test_late_span_after_spans_were_released_is_a_partial_incomplete_revision():
 
 def test_sessions_opened_after_an_empty_scan_still_close():
     clock = Clock()
-    store = SessionStore(ClosePolicy(idle_timeout_s=10, max_age_s=None), clock=clock)
+    store = SessionStore(
+        ClosePolicy(per_turn=False, idle_timeout_s=10, max_age_s=None), clock=clock
+    )
     assert store.close() == []  # nothing open: the next possible deadline is unknown
     store.add(span(1, trace=1, attrs={"session.id": "a"}))
     store.add(span(2, trace=2))  # key-less trace, waiting for a key
@@ -188,7 +192,9 @@ class CountingReading(float):
 
 def test_a_tick_looks_only_at_sessions_whose_time_has_come():
     clock = Clock()
-    store = SessionStore(ClosePolicy(idle_timeout_s=60, max_age_s=None, end_grace_s=2), clock=clock)
+    store = SessionStore(
+        ClosePolicy(per_turn=False, idle_timeout_s=60, max_age_s=None, end_grace_s=2), clock=clock
+    )
     for i in range(50_000):
         store.add(span(i + 1, trace=i + 1, attrs={"session.id": f"s{i}"}))
     clock.now += 30
@@ -287,7 +293,9 @@ def test_ticks_close_what_a_scan_of_every_session_closes():
 
 def test_a_clock_that_went_back_brings_the_idle_close_sooner():
     clock = Clock()
-    store = SessionStore(ClosePolicy(idle_timeout_s=60, max_age_s=None), clock=clock)
+    store = SessionStore(
+        ClosePolicy(per_turn=False, idle_timeout_s=60, max_age_s=None), clock=clock
+    )
     store.add(span(1, attrs={"session.id": "s"}))  # at 1000: idle close due at 1060
     clock.now = 900.0
     store.add(span(2, attrs={"session.id": "s"}))  # the clock went back: now due at 960
@@ -300,7 +308,9 @@ def test_a_clock_that_went_back_brings_the_idle_close_sooner():
 
 def test_a_later_span_moves_the_idle_close_later():
     clock = Clock()
-    store = SessionStore(ClosePolicy(idle_timeout_s=60, max_age_s=None), clock=clock)
+    store = SessionStore(
+        ClosePolicy(per_turn=False, idle_timeout_s=60, max_age_s=None), clock=clock
+    )
     store.add(span(1, attrs={"session.id": "s"}))
     clock.now = 1050.0
     store.add(span(2, attrs={"session.id": "s"}))  # due at 1110 now, not 1060

@@ -36,7 +36,10 @@ class ClosePolicy:
     idle_timeout_s: float = 900.0
     max_age_s: float | None = 6 * 3600.0
     end_grace_s: float = 2.0
-    per_turn: bool = False
+    # A turn closes (and the session is evaluated, a new revision per turn) when the root span
+    # of its trace ends: the request is over, whichever convention traced it. None: on for the
+    # online front ends, off offline, where the whole input is there to evaluate at its end.
+    per_turn: bool | None = None
     turn_grace_s: float = 2.0
     max_open_bytes: int = 256 * 1024 * 1024
     max_open_sessions: int = 100_000
@@ -96,6 +99,7 @@ class SessionStore:
     ) -> None:
         self.policy = policy or ClosePolicy()
         self.clock = clock
+        self._per_turn = self.policy.per_turn is not False
         self.revisions = (
             Revisions(self.policy.keep_closed_revisions) if revisions is None else revisions
         )
@@ -225,7 +229,7 @@ class SessionStore:
         if span.attributes.get(_SESSION_END) in _END_VALUES:
             session.close_at = now + self.policy.end_grace_s
             session.close_reason = "end_marker"
-        elif self.policy.per_turn and span.parent_span_id is None:
+        elif self._per_turn and span.parent_span_id is None:
             session.close_at = now + self.policy.turn_grace_s
             session.close_reason = "turn"
         elif now >= earlier_seen:
