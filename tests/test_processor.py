@@ -23,10 +23,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from spanjudge import CollectingSink
-from spanjudge.config import Config, parse_config
+from spanjudge.config import Config, load_config, parse_config
 from spanjudge.demo.agent import SCENARIOS, ScriptedAgent
 from spanjudge.emit.otel import OtelVerdictSink
 from spanjudge.engine import Engine
+from spanjudge.errors import ConfigError
 from spanjudge.evaluators.base import EvaluationContext
 from spanjudge.processor import SpanJudgeProcessor
 from spanjudge.values import SessionResult, Verdict
@@ -159,6 +160,27 @@ def test_each_turn_is_evaluated_when_its_root_span_ends_with_no_configuration() 
         (CSV.session_id, 1, "turn", True),
         (CSV.session_id, 2, "turn", True),
     ]
+
+
+def test_a_configuration_path_is_taken_as_configure_opentelemetry_takes_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "spanjudge.yaml"
+    path.write_text("evaluators:\n  cost: {budget: {tool_calls: 0}}\n")
+    r = rig(load_config(str(path)))
+    r.agent.run(CSV, end_session=True)
+    assert r.processor.force_flush(10_000)
+    r.processor.shutdown()
+    from_config = r.collect.results
+    r = rig(str(path))  # type: ignore[arg-type]
+    r.agent.run(CSV, end_session=True)
+    assert r.processor.force_flush(10_000)
+    r.processor.shutdown()
+    (result,) = r.collect.results
+    assert [v.outcome for v in result.verdicts if v.evaluator == "cost"] == ["fail"]
+    assert [v.outcome for v in result.verdicts] == [v.outcome for v in from_config[0].verdicts]
+    with pytest.raises(ConfigError, match="missing.yaml"):
+        SpanJudgeProcessor(str(tmp_path / "missing.yaml"), shutdown_on_exit=False)
 
 
 def test_end_marker_closes_complete_on_flush() -> None:
@@ -348,8 +370,8 @@ def test_plain_otel_agent_with_the_processor() -> None:
 
 
 def test_bad_construction_fails_at_once_with_the_fix() -> None:
-    with pytest.raises(TypeError, match=r"load_config\(path\)"):
-        SpanJudgeProcessor("spanjudge.yaml", shutdown_on_exit=False)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"pass a YAML path"):
+        SpanJudgeProcessor({"sessions": {}}, shutdown_on_exit=False)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="max_queue_size must be an integer >= 1"):
         SpanJudgeProcessor(max_queue_size="10", shutdown_on_exit=False)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"tick_interval_s must be a number >= 0\.01"):
