@@ -179,7 +179,7 @@ def test_a_configuration_path_is_taken_as_configure_opentelemetry_takes_it(
     (result,) = r.collect.results
     assert [v.outcome for v in result.verdicts if v.evaluator == "cost"] == ["fail"]
     assert [v.outcome for v in result.verdicts] == [v.outcome for v in from_config[0].verdicts]
-    with pytest.raises(ConfigError, match="missing.yaml"):
+    with pytest.raises(ConfigError, match=r"missing\.yaml"):
         SpanJudgeProcessor(str(tmp_path / "missing.yaml"), shutdown_on_exit=False)
 
 
