@@ -269,6 +269,7 @@ class Sidecar:
         self.worker.start()
         self._started = True
         grpc_at = http_at = None
+        busy: list[str] = []  # every receiver that cannot bind is reported, not the first only
         if serve.grpc_endpoint:
             self.grpc = GrpcReceiver(
                 self.handler,
@@ -277,23 +278,31 @@ class Sidecar:
                 max_request_bytes=serve.input.max_request_bytes,
                 workers=serve.grpc_workers,
             )
-            port = _bind("grpc_endpoint", serve.grpc_endpoint, source, self._start_grpc)
-            grpc_at = f"{_host(serve.grpc_endpoint)}:{port}"
+            try:
+                port = _bind("grpc_endpoint", serve.grpc_endpoint, source, self._start_grpc)
+                grpc_at = f"{_host(serve.grpc_endpoint)}:{port}"
+            except ConfigError as exc:
+                busy.extend(exc.problems)
         if serve.http_endpoint:
             endpoint = serve.http_endpoint
-            self.http = _bind(
-                "http_endpoint",
-                endpoint,
-                source,
-                lambda: HttpReceiver(
-                    self.handler,
+            try:
+                self.http = _bind(
+                    "http_endpoint",
                     endpoint,
-                    tls=serve.tls,
-                    max_request_bytes=serve.input.max_request_bytes,
-                    retry_after_s=serve.retry_after_s,
-                ),
-            )
-            http_at = f"{_host(endpoint)}:{self.http.start()}"
+                    source,
+                    lambda: HttpReceiver(
+                        self.handler,
+                        endpoint,
+                        tls=serve.tls,
+                        max_request_bytes=serve.input.max_request_bytes,
+                        retry_after_s=serve.retry_after_s,
+                    ),
+                )
+                http_at = f"{_host(endpoint)}:{self.http.start()}"
+            except ConfigError as exc:
+                busy.extend(exc.problems)
+        if busy:
+            raise ConfigError(busy, source=source)
         metrics_at = (
             f"{_host(serve.metrics_endpoint)}:{self._metrics_port}"
             if serve.metrics_endpoint
