@@ -110,6 +110,38 @@ def test_per_turn_mode_closes_when_the_root_span_ends():
     assert closed.reason == "turn" and len(closed.spans) == 2
 
 
+def test_by_default_a_turn_closes_when_its_root_span_ends_with_or_without_a_session_key():
+    clock = Clock()
+    store = SessionStore(ClosePolicy(turn_grace_s=1), clock=clock)
+    store.add(span(2, parent=1, attrs={"session.id": "s"}))
+    store.add(span(1, attrs={"session.id": "s"}))
+    store.add(span(4, trace=2, parent=3))  # no session key: the trace is the session
+    store.add(span(3, trace=2))
+    clock.now += 1
+    closed = store.close()
+    assert [(c.key_source, c.reason, c.complete, len(c.spans)) for c in closed] == [
+        ("session.id", "turn", True, 2),
+        ("trace_id", "turn", True, 2),
+    ]
+
+
+def test_at_shutdown_only_a_turn_still_going_is_cut_short():
+    clock = Clock()
+    store = SessionStore(ClosePolicy(turn_grace_s=5), clock=clock)
+    store.add(span(2, parent=1, attrs={"session.id": "ended"}))
+    store.add(span(1, attrs={"session.id": "ended"}))  # its root ended: in its grace period
+    store.add(span(4, trace=2, parent=3, attrs={"session.id": "going"}))  # root not ended
+    store.add(span(6, trace=3, parent=5))
+    store.add(span(5, trace=3))  # a key-less trace whose root ended
+    closed = store.close("shutdown")
+    assert sorted((c.reason, c.complete) for c in closed) == [
+        ("shutdown", False),
+        ("turn", True),
+        ("turn", True),
+    ]
+    assert [c.key for c in closed if not c.complete] == ["going"]
+
+
 def test_late_span_reopens_with_next_revision_and_earlier_spans():
     clock = Clock()
     store = SessionStore(ClosePolicy(per_turn=False, idle_timeout_s=10), clock=clock)
@@ -243,7 +275,10 @@ class ScanningStore(SessionStore):
                 reason = "max_age"
             ready.append(self._close(key, reason))
         for trace_id, since in list(self._pending_since.items()):
-            if now - since >= idle_s:
+            turn_end = self._pending_turn_end.get(trace_id)
+            if turn_end is not None and now >= turn_end:
+                ready.extend(self._close_pending(trace_id, "turn"))
+            elif now - since >= idle_s:
                 ready.extend(self._close_pending(trace_id, "idle"))
         ready.extend(self._evict_over_budget())
         return ready

@@ -108,6 +108,7 @@ class SessionStore:
         self._pending: dict[str, list[SpanRecord]] = {}  # spans of traces with no key yet
         self._pending_since: dict[str, float] = {}
         self._pending_bytes: dict[str, int] = {}
+        self._pending_turn_end: dict[str, float] = {}  # key-less traces whose root span ended
         # spans of the last closed sessions, kept so a late span re-opens them whole
         self._closed_spans: OrderedDict[str, tuple[tuple[SpanRecord, ...], int]] = OrderedDict()
         # The memory budget (`max_open_bytes`) covers all three: open sessions, the spans of
@@ -146,6 +147,11 @@ class SessionStore:
                     self._pending_deadlines.schedule(
                         span.trace_id, self._opened, _lower_bound(now, self.policy.idle_timeout_s)
                     )
+                if self._per_turn and span.parent_span_id is None:
+                    # The root of a trace with no session key ended: that trace is the session.
+                    close_at = now + self.policy.turn_grace_s
+                    self._pending_turn_end[span.trace_id] = close_at
+                    self._pending_deadlines.lower(span.trace_id, close_at)
                 return
             self._append(key, "", span, now, size)
             return
@@ -255,6 +261,7 @@ class SessionStore:
     def _forget_pending(self, trace_id: str) -> None:
         self.pending_bytes -= self._pending_bytes.pop(trace_id, 0)
         self._pending_since.pop(trace_id, None)
+        self._pending_turn_end.pop(trace_id, None)
         self._pending_deadlines.discard(trace_id)
 
     def _retain(self, session: OpenSession, span: SpanRecord, size: int | None = None) -> bool:
@@ -286,7 +293,8 @@ class SessionStore:
             for key, session in list(self.open.items())
         ]
         for trace_id in list(self._pending):
-            out.extend(self._close_pending(trace_id, reason))
+            ended = trace_id in self._pending_turn_end
+            out.extend(self._close_pending(trace_id, "turn" if ended else reason))
         self._deadlines.clear()  # nothing is open or waiting any more
         self._pending_deadlines.clear()
         return out
@@ -319,15 +327,21 @@ class SessionStore:
             else:
                 reason = "max_age"
             ready.append(self._close(key, reason))
-        idle: list[tuple[int, str]] = []
+        idle: list[tuple[int, str, CloseReason]] = []
         for order, trace_id in self._pending_deadlines.pop_due(now):
             since = self._pending_since[trace_id]
-            if now - since >= idle_s:
-                idle.append((order, trace_id))
+            turn_end = self._pending_turn_end.get(trace_id)
+            if turn_end is not None and now >= turn_end:
+                idle.append((order, trace_id, "turn"))
+            elif now - since >= idle_s:
+                idle.append((order, trace_id, "idle"))
             else:  # within the lower bound's slack: not yet
-                self._pending_deadlines.schedule(trace_id, order, _lower_bound(since, idle_s))
-        for _, trace_id in sorted(idle):
-            ready.extend(self._close_pending(trace_id, "idle"))
+                at = _lower_bound(since, idle_s)
+                self._pending_deadlines.schedule(
+                    trace_id, order, at if turn_end is None else min(at, turn_end)
+                )
+        for _, trace_id, why in sorted(idle):
+            ready.extend(self._close_pending(trace_id, why))
         ready.extend(self._evict_over_budget())
         return ready
 
