@@ -353,3 +353,16 @@ def test_a_later_span_moves_the_idle_close_later():
     assert store.close() == []
     clock.now = 1110.0
     assert [c.reason for c in store.close()] == ["idle"]
+
+
+def test_per_turn_in_the_configuration_is_true_or_false() -> None:
+    from spanjudge.config import parse_config
+    from spanjudge.errors import ConfigError
+
+    assert parse_config({"sessions": {"per_turn": False}}).policy.per_turn is False
+    try:
+        parse_config({"sessions": {"per_turn": "yes"}})
+    except ConfigError as exc:
+        assert "sessions.per_turn: expected true or false, got 'yes'" in str(exc)
+    else:
+        raise AssertionError("accepted")
