@@ -3,13 +3,13 @@
 No framework, no network: the "model" is a fixed script. What matters is the setup, one call:
 `configure_opentelemetry` builds the providers from the standard `OTEL_*` variables and adds
 the processor before the exporter. Verdicts come back as a `spanjudge.evaluate` span with
-`gen_ai.evaluation.result` events, as log records and as metrics; this script also prints a
-short summary of them.
+`gen_ai.evaluation.result` events, as log records and as metrics.
 
     python examples/plain_otel_agent.py
 
 With ``OTEL_EXPORTER_OTLP_ENDPOINT`` set, spans, verdict logs and metrics are exported over OTLP;
-without it nothing is exported (only the summary is printed). ``SPANJUDGE_CONFIG`` names the
+without it nothing is exported and spanjudge prints one line per session on stderr (its console
+sink; ``SPANJUDGE_CONSOLE=1`` prints it in both cases). ``SPANJUDGE_CONFIG`` names the
 configuration (default: examples/spanjudge.yaml beside this file).
 """
 
@@ -21,10 +21,9 @@ import sys
 from pathlib import Path
 
 from opentelemetry import trace
-from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.resources import Resource
 
-from spanjudge.quickstart import configure_opentelemetry
+from spanjudge import configure_opentelemetry
 
 HERE = Path(__file__).resolve().parent
 
@@ -35,43 +34,17 @@ def main() -> int:
     argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         epilog="Environment: OTEL_EXPORTER_OTLP_ENDPOINT (export over OTLP), "
+        "SPANJUDGE_CONSOLE (1: print verdicts even then), "
         "SPANJUDGE_CONFIG (a spanjudge YAML configuration).",
     ).parse_args()
-    if not os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
-        for name in ("OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER", "OTEL_LOGS_EXPORTER"):
-            os.environ.setdefault(name, "none")  # no Collector to send to: summary only
     otel = configure_opentelemetry(
         os.environ.get("SPANJUDGE_CONFIG", str(HERE / "spanjudge.yaml")),
         resource=Resource.create({"service.name": "plain-otel-agent"}),
     )
-    verdicts = InMemoryLogRecordExporter()  # a copy of the verdict log records, to print
-    otel.logger_provider.add_log_record_processor(SimpleLogRecordProcessor(verdicts))
-
     answer = run_agent(trace.get_tracer("plain-otel-agent"))
     print(f"agent: {answer}")
     otel.shutdown()  # evaluates what is still open, then exports
-    print_verdicts(verdicts)
     return 0
-
-
-def print_verdicts(exporter: InMemoryLogRecordExporter) -> None:
-    """One line per verdict: outcome, evaluator, skill, reason or explanation."""
-    records = [
-        r.log_record
-        for r in exporter.get_finished_logs()
-        if r.log_record.event_name == "gen_ai.evaluation.result"
-    ]
-    print(f"spanjudge: {len(records)} verdict(s)")
-    width = 90 if sys.stdout.isatty() else None  # as `spanjudge eval`: a file gets it whole
-    for record in records:
-        attrs = dict(record.attributes or {})
-        outcome = str(attrs.get("spanjudge.outcome", "?")).upper().replace("_", " ")
-        reason = f"[{attrs['spanjudge.reason']}] " if "spanjudge.reason" in attrs else ""
-        why = " ".join(f"{reason}{attrs.get('gen_ai.evaluation.explanation', '')}".split())
-        print(
-            f"  {outcome:<13} {attrs.get('gen_ai.evaluation.name', '?'):<22}"
-            f" {attrs.get('gen_ai.skill.name', ''):<10} {why[:width]}"
-        )
 
 
 def run_agent(tracer: trace.Tracer) -> str:
@@ -88,7 +61,6 @@ def run_agent(tracer: trace.Tracer) -> str:
                 [{"role": "user", "parts": [{"type": "text", "content": request}]}]
             ),
             "spanjudge.expected_skills": ["csv-report"],
-            "spanjudge.session.end": True,  # one-turn session: close it when the turn ends
             **session,
         },
     ) as turn:

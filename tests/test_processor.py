@@ -23,10 +23,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from spanjudge import CollectingSink
-from spanjudge.config import Config, parse_config
+from spanjudge.config import Config, load_config, parse_config
 from spanjudge.demo.agent import SCENARIOS, ScriptedAgent
 from spanjudge.emit.otel import OtelVerdictSink
 from spanjudge.engine import Engine
+from spanjudge.errors import ConfigError
 from spanjudge.evaluators.base import EvaluationContext
 from spanjudge.processor import SpanJudgeProcessor
 from spanjudge.values import SessionResult, Verdict
@@ -95,8 +96,8 @@ def test_shutdown_without_spans_is_clean_and_idempotent() -> None:
 
 
 def test_flush_and_spans_after_shutdown_are_refused_quietly() -> None:
-    r = rig()
-    r.agent.run(CSV)  # no end marker: the session is still open at shutdown
+    r = rig(parse_config({"sessions": {"mode": "session"}}))
+    r.agent.run(CSV)  # no end marker, no close per turn: the session is still open at shutdown
     r.processor.shutdown()
     # Shutdown evaluated the open session and marked it incomplete.
     assert r.collect.session_ids() == [CSV.session_id]
@@ -140,6 +141,46 @@ def test_per_turn_and_idle_close_policies() -> None:
     assert wait_for(lambda: len(r.collect.results) == 1)
     assert r.collect.results[0].trajectory.close_reason == "idle"
     r.processor.shutdown()
+
+
+def test_each_turn_is_evaluated_when_its_root_span_ends_with_no_configuration() -> None:
+    # No end marker (OpenInference sets none) and no sessions section: each turn is judged
+    # soon after it ends, the second as a new revision, and nothing waits for shutdown.
+    r = rig(parse_config({"sessions": {"turn_grace_s": 0}}), tick_interval_s=0.02)
+    r.agent.run(CSV)
+    assert wait_for(lambda: len(r.collect.results) == 1)
+    r.agent.run(CSV)
+    assert wait_for(lambda: len(r.collect.results) == 2)
+    r.processor.shutdown()
+    seen = [
+        (t.session_id, t.revision, t.close_reason, t.complete)
+        for t in (result.trajectory for result in r.collect.results)
+    ]
+    assert seen == [
+        (CSV.session_id, 1, "turn", True),
+        (CSV.session_id, 2, "turn", True),
+    ]
+
+
+def test_a_configuration_path_is_taken_as_configure_opentelemetry_takes_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "spanjudge.yaml"
+    path.write_text("evaluators:\n  cost: {budget: {tool_calls: 0}}\n")
+    r = rig(load_config(str(path)))
+    r.agent.run(CSV, end_session=True)
+    assert r.processor.force_flush(10_000)
+    r.processor.shutdown()
+    from_config = r.collect.results
+    r = rig(str(path))  # type: ignore[arg-type]
+    r.agent.run(CSV, end_session=True)
+    assert r.processor.force_flush(10_000)
+    r.processor.shutdown()
+    (result,) = r.collect.results
+    assert [v.outcome for v in result.verdicts if v.evaluator == "cost"] == ["fail"]
+    assert [v.outcome for v in result.verdicts] == [v.outcome for v in from_config[0].verdicts]
+    with pytest.raises(ConfigError, match=r"missing\.yaml"):
+        SpanJudgeProcessor(str(tmp_path / "missing.yaml"), shutdown_on_exit=False)
 
 
 def test_end_marker_closes_complete_on_flush() -> None:
@@ -329,8 +370,8 @@ def test_plain_otel_agent_with_the_processor() -> None:
 
 
 def test_bad_construction_fails_at_once_with_the_fix() -> None:
-    with pytest.raises(TypeError, match=r"load_config\(path\)"):
-        SpanJudgeProcessor("spanjudge.yaml", shutdown_on_exit=False)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"pass a YAML path"):
+        SpanJudgeProcessor({"sessions": {}}, shutdown_on_exit=False)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="max_queue_size must be an integer >= 1"):
         SpanJudgeProcessor(max_queue_size="10", shutdown_on_exit=False)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"tick_interval_s must be a number >= 0\.01"):

@@ -19,7 +19,11 @@ def _clean_otel_env(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(name)
 
 
-def test_otlp_without_an_endpoint_is_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+def test_otlp_chosen_without_an_endpoint_is_a_warning(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    for signal in ("TRACES", "METRICS", "LOGS"):
+        monkeypatch.setenv(f"OTEL_{signal}_EXPORTER", "otlp")
     with caplog.at_level(logging.WARNING, logger="spanjudge"):
         otel = configure_opentelemetry(None, set_global=False)
         otel.shutdown()

@@ -153,6 +153,8 @@ def _policy(raw: Any, problems: list[str]) -> ClosePolicy:
             problems.append(f"sessions.mode: expected 'session' or 'turn', got {mode!r}")
         extra["per_turn"] = mode == "turn"
     policy: ClosePolicy = _dataclass_section(ClosePolicy, raw, "sessions", problems, also=("mode",))
+    if not isinstance(policy.per_turn, (bool, type(None))):  # its default, None, is not a type
+        problems.append(f"sessions.per_turn: expected true or false, got {policy.per_turn!r}")
     if extra:
         policy = ClosePolicy(
             **{**{f.name: getattr(policy, f.name) for f in fields(policy)}, **extra}

@@ -150,7 +150,10 @@ def _run(
     clock = EventClock()
     # Memory bounded by open sessions: closed sessions keep only their revision number, so a
     # late span in the file re-opens its session as the next, partial (incomplete) revision.
-    policy = replace(engine.config.policy, keep_closed_sessions=0)
+    # Turns close one by one only when asked: the whole input is here to evaluate at its end.
+    policy = replace(
+        engine.config.policy, keep_closed_sessions=0, per_turn=bool(engine.config.policy.per_turn)
+    )
     summary = Summary()
     pipeline = Pipeline(
         engine,

@@ -32,10 +32,13 @@ from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, Context, attach
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from spanjudge import semconv
-from spanjudge.config import Config
+from spanjudge.config import Config, load_config
 from spanjudge.emit.base import Sink
+from spanjudge.emit.console import NAME as CONSOLE
+from spanjudge.emit.console import ConsoleSink, console_from_env
 from spanjudge.emit.metrics import MetricsSink, SelfTelemetry
 from spanjudge.emit.otel import OtelVerdictSink
+from spanjudge.emit.plugins import EmitSettings
 from spanjudge.engine import Engine
 from spanjudge.guard import Guard
 from spanjudge.pipeline import Pipeline, is_own_span
@@ -59,15 +62,17 @@ class _Request:
 class SpanJudgeProcessor(SpanProcessor):
     """A `SpanProcessor` that evaluates agent sessions and emits the verdicts.
 
-    Verdicts go out through ``tracer_provider``, ``logger_provider`` and ``meter_provider``
-    (the global providers when not given), or through ``sinks`` when those are passed instead.
-    Sessions close per the configuration's `sessions` policy; `force_flush` and `shutdown`
-    evaluate every open session and mark it incomplete.
+    ``config`` is a `Config`, a YAML path, or None for the embedded defaults. Verdicts go out
+    through ``tracer_provider``, ``logger_provider`` and ``meter_provider`` (the global providers
+    when not given), or through ``sinks`` when those are passed instead; ``console`` (default:
+    the ``SPANJUDGE_CONSOLE`` variable) adds a line per session on stderr. Sessions close per
+    the configuration's `sessions` policy; `force_flush` and `shutdown` evaluate every open
+    session and mark it incomplete. With ``OTEL_SDK_DISABLED=true`` it does nothing, as the SDK.
     """
 
     def __init__(
         self,
-        config: Config | None = None,
+        config: Config | str | os.PathLike[str] | None = None,
         *,
         tracer_provider: trace.TracerProvider | None = None,
         logger_provider: _logs.LoggerProvider | None = None,
@@ -79,7 +84,10 @@ class SpanJudgeProcessor(SpanProcessor):
         sinks: Sequence[Sink] | None = None,
         engine: Engine | None = None,
         shutdown_on_exit: bool = True,
+        console: bool | None = None,
     ) -> None:
+        if isinstance(config, (str, os.PathLike)):
+            config = load_config(os.fspath(config))
         _check_arguments(
             config, max_queue_size, max_batch_size, tick_interval_s, shutdown_timeout_s
         )
@@ -97,6 +105,11 @@ class SpanJudgeProcessor(SpanProcessor):
                     series_ttl_s=self.config.series_ttl_s,
                 ),
             ]
+        if console is None:
+            console = console_from_env()
+        emit = self.config.sections.get("emit")
+        if console and not (isinstance(emit, EmitSettings) and CONSOLE in emit.sinks):
+            sinks = [*sinks, ConsoleSink()]
         self.pipeline = Pipeline(
             self.engine, SessionStore(self.config.policy), sinks, telemetry=self.telemetry
         )
@@ -110,6 +123,12 @@ class SpanJudgeProcessor(SpanProcessor):
         self._shutdown_done = threading.Event()  # later shutdown() callers wait on the first
         self._abandoned = False  # the shutdown gave up waiting: the worker stops after its step
         self.guard = Guard(log, "spanjudge processor", on_error=self.telemetry.internal_error)
+        # The SDK's own switch: its providers then record nothing, and spanjudge runs nothing.
+        self._disabled = os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true"
+        if self._disabled:
+            self._shutdown = True
+            self._shutdown_done.set()
+            return
         self._start()
         if hasattr(os, "register_at_fork"):
             weak_reinit = weakref.WeakMethod(self._at_fork_reinit)
@@ -163,7 +182,9 @@ class SpanJudgeProcessor(SpanProcessor):
                 # Ended after shutdown: nobody will evaluate it; say so rather than lose it quietly
                 # (our own evaluation spans, emitted while shutting down, are not agent spans).
                 scope = span.instrumentation_scope
-                if not is_own_span(scope.name if scope is not None else None, span.name):
+                if not self._disabled and not is_own_span(
+                    scope.name if scope is not None else None, span.name
+                ):
                     self.telemetry.spans_dropped(1, semconv.DROP_SHUTDOWN)
                 return
             queue = self._queue
@@ -181,6 +202,8 @@ class SpanJudgeProcessor(SpanProcessor):
         """Evaluate every pending span and open session (marked incomplete), then flush the
         sinks; False when that did not finish within ``timeout_millis``."""
         try:
+            if self._disabled:
+                return True
             if threading.current_thread() is self._worker:
                 # A sink flushing the provider we are part of: the worker is already flushing.
                 return True
@@ -195,6 +218,8 @@ class SpanJudgeProcessor(SpanProcessor):
         """Evaluate what is pending (marked incomplete), flush and stop; idempotent, bounded by
         ``shutdown_timeout_s``."""
         try:
+            if self._disabled:
+                return
             if self._shutdown:
                 if threading.current_thread() is not self._worker:
                     self._shutdown_done.wait(self._shutdown_timeout_s)
@@ -309,7 +334,7 @@ def _check_arguments(
     if config is not None and not isinstance(config, Config):
         raise TypeError(
             f"config must be a spanjudge Config, got {type(config).__name__}: "
-            "use spanjudge.config.load_config(path) (or load_config(None) for the defaults)"
+            "pass a YAML path, spanjudge.config.load_config(path), or None for the defaults"
         )
     for name, value, low in (
         ("max_queue_size", max_queue_size, 1),

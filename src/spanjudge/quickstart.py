@@ -9,9 +9,13 @@
 It builds the tracer, meter and logger providers the way the OpenTelemetry SDK's own
 auto-configuration does, from the standard variables: `OTEL_SERVICE_NAME` and
 `OTEL_RESOURCE_ATTRIBUTES` (the resource), `OTEL_TRACES_EXPORTER`, `OTEL_METRICS_EXPORTER`,
-`OTEL_LOGS_EXPORTER` (`otlp`, the default, `console` or `none`), `OTEL_EXPORTER_OTLP_PROTOCOL`
+`OTEL_LOGS_EXPORTER` (`otlp`, `console` or `none`), `OTEL_EXPORTER_OTLP_PROTOCOL`
 (`grpc`, the default as with `opentelemetry-instrument`, or `http/protobuf`) and the
 `OTEL_EXPORTER_OTLP_*` endpoint, header and TLS variables, which the exporters read themselves.
+A signal whose exporter is not chosen goes to OTLP when an endpoint is set; with no endpoint at
+all nothing is exported and the verdicts are printed on stderr instead (the console sink, also
+on with ``SPANJUDGE_CONSOLE=1``, off with ``SPANJUDGE_CONSOLE=0``): a Collector that is not there
+would only lose them. With ``OTEL_SDK_DISABLED=true`` nothing is exported or evaluated.
 `SpanJudgeProcessor` is added before the exporting span processor, so that verdicts emitted while
 the provider shuts down still reach the exporter. For anything else, build the providers yourself
 (the README's full form).
@@ -43,6 +47,7 @@ from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from spanjudge.config import Config, load_config
+from spanjudge.emit.console import console_from_env
 from spanjudge.emit.metrics import score_views
 from spanjudge.errors import ConfigError
 from spanjudge.export_health import ExportHealth, exporting, health_for
@@ -211,9 +216,19 @@ class _Bound(SpanProcessor):
         return True
 
 
+def _has_endpoint(signal: str) -> bool:
+    return bool(
+        os.environ.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT")
+        or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    )
+
+
 def _kind(signal: str) -> str:
     name = f"OTEL_{signal.upper()}_EXPORTER"
-    value = (os.environ.get(name) or "otlp").strip().lower()
+    value = (os.environ.get(name) or "").strip().lower()
+    if not value:
+        # Not chosen: OTLP where an endpoint says where to; else nothing (see the docstring).
+        return "otlp" if _has_endpoint(signal) else "none"
     if value not in _KINDS:
         raise ConfigError(f"env {name}: expected one of {', '.join(_KINDS)}, got {value!r}")
     return value
@@ -287,9 +302,7 @@ def _warn_default_endpoint() -> None:
     unset = [
         signal
         for signal in ("traces", "metrics", "logs")
-        if _kind(signal) == "otlp"
-        and not os.environ.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT")
-        and not os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+        if _kind(signal) == "otlp" and not _has_endpoint(signal)
     ]
     if unset:
         log.warning(
@@ -317,8 +330,16 @@ def configure_opentelemetry(
     if not isinstance(config, Config):
         config = load_config(None if config is None else os.fspath(config))
     otlp = OtlpExport(shutdown_export_s)
-    exporters = {signal: _exporter(signal, otlp) for signal in ("traces", "metrics", "logs")}
-    _warn_default_endpoint()
+    signals = ("traces", "metrics", "logs")
+    disabled = os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true"
+    exporters = {signal: None if disabled else _exporter(signal, otlp) for signal in signals}
+    for signal in signals:
+        _protocol(signal)  # a bad value is an error even while no OTLP exporter uses it
+    if not disabled:
+        _warn_default_endpoint()
+    console = console_from_env()
+    if console is None:
+        console = not any(_has_endpoint(signal) for signal in signals)
     resource = resource or Resource.create()
     logger_provider = LoggerProvider(resource=resource)
     if exporters["logs"] is not None:
@@ -333,6 +354,7 @@ def configure_opentelemetry(
         tracer_provider=tracer_provider,
         logger_provider=logger_provider,
         meter_provider=meter_provider,
+        console=console,
     )
     tracer_provider.add_span_processor(_Bound(otlp, first=True))
     tracer_provider.add_span_processor(processor)  # before the exporter: see the docstring

@@ -78,7 +78,9 @@ def test_keyless_traces_count_against_the_budget() -> None:
 def test_spans_kept_for_closed_sessions_count_against_the_budget() -> None:
     clock = Clock()
     store = SessionStore(
-        ClosePolicy(max_open_bytes=30_000, idle_timeout_s=10, keep_closed_sessions=1000),
+        ClosePolicy(
+            per_turn=False, max_open_bytes=30_000, idle_timeout_s=10, keep_closed_sessions=1000
+        ),
         clock=clock,
     )
     peak = 0

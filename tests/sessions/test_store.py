@@ -82,7 +82,7 @@ def test_explicit_end_marker_closes_after_grace():
 
 def test_idle_timeout_and_max_age():
     clock = Clock()
-    store = SessionStore(ClosePolicy(idle_timeout_s=60, max_age_s=100), clock=clock)
+    store = SessionStore(ClosePolicy(per_turn=False, idle_timeout_s=60, max_age_s=100), clock=clock)
     store.add(span(1, trace=1, attrs={"session.id": "idle"}))
     store.add(span(2, trace=2, attrs={"session.id": "busy"}))
     clock.now += 59
@@ -110,9 +110,41 @@ def test_per_turn_mode_closes_when_the_root_span_ends():
     assert closed.reason == "turn" and len(closed.spans) == 2
 
 
+def test_by_default_a_turn_closes_when_its_root_span_ends_with_or_without_a_session_key():
+    clock = Clock()
+    store = SessionStore(ClosePolicy(turn_grace_s=1), clock=clock)
+    store.add(span(2, parent=1, attrs={"session.id": "s"}))
+    store.add(span(1, attrs={"session.id": "s"}))
+    store.add(span(4, trace=2, parent=3))  # no session key: the trace is the session
+    store.add(span(3, trace=2))
+    clock.now += 1
+    closed = store.close()
+    assert [(c.key_source, c.reason, c.complete, len(c.spans)) for c in closed] == [
+        ("session.id", "turn", True, 2),
+        ("trace_id", "turn", True, 2),
+    ]
+
+
+def test_at_shutdown_only_a_turn_still_going_is_cut_short():
+    clock = Clock()
+    store = SessionStore(ClosePolicy(turn_grace_s=5), clock=clock)
+    store.add(span(2, parent=1, attrs={"session.id": "ended"}))
+    store.add(span(1, attrs={"session.id": "ended"}))  # its root ended: in its grace period
+    store.add(span(4, trace=2, parent=3, attrs={"session.id": "going"}))  # root not ended
+    store.add(span(6, trace=3, parent=5))
+    store.add(span(5, trace=3))  # a key-less trace whose root ended
+    closed = store.close("shutdown")
+    assert sorted((c.reason, c.complete) for c in closed) == [
+        ("shutdown", False),
+        ("turn", True),
+        ("turn", True),
+    ]
+    assert [c.key for c in closed if not c.complete] == ["going"]
+
+
 def test_late_span_reopens_with_next_revision_and_earlier_spans():
     clock = Clock()
-    store = SessionStore(ClosePolicy(idle_timeout_s=10), clock=clock)
+    store = SessionStore(ClosePolicy(per_turn=False, idle_timeout_s=10), clock=clock)
     store.add(span(1, attrs={"session.id": "s"}))
     clock.now += 10
     [first] = store.close()
@@ -135,7 +167,9 @@ def test_memory_budget_evicts_oldest_as_incomplete():
 
 def test_late_span_after_spans_were_released_is_a_partial_incomplete_revision():
     clock = Clock()
-    store = SessionStore(ClosePolicy(idle_timeout_s=10, keep_closed_sessions=0), clock=clock)
+    store = SessionStore(
+        ClosePolicy(per_turn=False, idle_timeout_s=10, keep_closed_sessions=0), clock=clock
+    )
     store.add(span(1, attrs={"session.id": "s"}))
     clock.now += 10
     [first] = store.close()
@@ -148,7 +182,9 @@ def test_late_span_after_spans_were_released_is_a_partial_incomplete_revision():
 
 def test_sessions_opened_after_an_empty_scan_still_close():
     clock = Clock()
-    store = SessionStore(ClosePolicy(idle_timeout_s=10, max_age_s=None), clock=clock)
+    store = SessionStore(
+        ClosePolicy(per_turn=False, idle_timeout_s=10, max_age_s=None), clock=clock
+    )
     assert store.close() == []  # nothing open: the next possible deadline is unknown
     store.add(span(1, trace=1, attrs={"session.id": "a"}))
     store.add(span(2, trace=2))  # key-less trace, waiting for a key
@@ -188,7 +224,9 @@ class CountingReading(float):
 
 def test_a_tick_looks_only_at_sessions_whose_time_has_come():
     clock = Clock()
-    store = SessionStore(ClosePolicy(idle_timeout_s=60, max_age_s=None, end_grace_s=2), clock=clock)
+    store = SessionStore(
+        ClosePolicy(per_turn=False, idle_timeout_s=60, max_age_s=None, end_grace_s=2), clock=clock
+    )
     for i in range(50_000):
         store.add(span(i + 1, trace=i + 1, attrs={"session.id": f"s{i}"}))
     clock.now += 30
@@ -237,7 +275,10 @@ class ScanningStore(SessionStore):
                 reason = "max_age"
             ready.append(self._close(key, reason))
         for trace_id, since in list(self._pending_since.items()):
-            if now - since >= idle_s:
+            turn_end = self._pending_turn_end.get(trace_id)
+            if turn_end is not None and now >= turn_end:
+                ready.extend(self._close_pending(trace_id, "turn"))
+            elif now - since >= idle_s:
                 ready.extend(self._close_pending(trace_id, "idle"))
         ready.extend(self._evict_over_budget())
         return ready
@@ -287,7 +328,9 @@ def test_ticks_close_what_a_scan_of_every_session_closes():
 
 def test_a_clock_that_went_back_brings_the_idle_close_sooner():
     clock = Clock()
-    store = SessionStore(ClosePolicy(idle_timeout_s=60, max_age_s=None), clock=clock)
+    store = SessionStore(
+        ClosePolicy(per_turn=False, idle_timeout_s=60, max_age_s=None), clock=clock
+    )
     store.add(span(1, attrs={"session.id": "s"}))  # at 1000: idle close due at 1060
     clock.now = 900.0
     store.add(span(2, attrs={"session.id": "s"}))  # the clock went back: now due at 960
@@ -300,7 +343,9 @@ def test_a_clock_that_went_back_brings_the_idle_close_sooner():
 
 def test_a_later_span_moves_the_idle_close_later():
     clock = Clock()
-    store = SessionStore(ClosePolicy(idle_timeout_s=60, max_age_s=None), clock=clock)
+    store = SessionStore(
+        ClosePolicy(per_turn=False, idle_timeout_s=60, max_age_s=None), clock=clock
+    )
     store.add(span(1, attrs={"session.id": "s"}))
     clock.now = 1050.0
     store.add(span(2, attrs={"session.id": "s"}))  # due at 1110 now, not 1060
@@ -308,3 +353,16 @@ def test_a_later_span_moves_the_idle_close_later():
     assert store.close() == []
     clock.now = 1110.0
     assert [c.reason for c in store.close()] == ["idle"]
+
+
+def test_per_turn_in_the_configuration_is_true_or_false() -> None:
+    from spanjudge.config import parse_config
+    from spanjudge.errors import ConfigError
+
+    assert parse_config({"sessions": {"per_turn": False}}).policy.per_turn is False
+    try:
+        parse_config({"sessions": {"per_turn": "yes"}})
+    except ConfigError as exc:
+        assert "sessions.per_turn: expected true or false, got 'yes'" in str(exc)
+    else:
+        raise AssertionError("accepted")

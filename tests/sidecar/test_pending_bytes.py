@@ -76,7 +76,13 @@ def _evicted(tmp: Path, workers: int, sessions: int = 120) -> int:
     verdicts = VerdictServer()
     tmp = tmp / f"workers-{workers}"
     tmp.mkdir()
-    budget = {"idle_timeout_s": 300, "end_grace_s": 0.1, "max_open_bytes": 400_000}
+    # Sessions left open (no close per turn) until the budget evicts them.
+    budget = {
+        "mode": "session",
+        "idle_timeout_s": 300,
+        "end_grace_s": 0.1,
+        "max_open_bytes": 400_000,
+    }
     config = _config(tmp, workers, sessions=budget, http_endpoint=None)
     sidecar = SidecarProcess(tmp, config, _env(verdicts)).start()
     try:

@@ -19,7 +19,8 @@ pytestmark = pytest.mark.slow
 
 def _config(tmp: Path, on_shutdown: str, idle_timeout_s: float) -> dict[str, Any]:
     return {
-        "sessions": {"idle_timeout_s": idle_timeout_s},
+        # No close per turn: the session is still open when the shutdown comes.
+        "sessions": {"mode": "session", "idle_timeout_s": idle_timeout_s},
         "serve": {
             "grpc_endpoint": "127.0.0.1:0",
             "http_endpoint": None,

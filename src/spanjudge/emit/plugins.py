@@ -4,7 +4,10 @@
 
     emit:
       sinks:
+        console: {}                     # built in: one line per session on stderr
         my_sink: {url: "https://..."}   # a factory registered in the `spanjudge.sinks` group
+
+or, with no options, a list: ``sinks: [console]``.
 
 Every front end's `Pipeline` adds the configured sinks to its own (OTLP spans and logs, metrics,
 the report), so a plugin sink sees every evaluated session whichever front end evaluated it.
@@ -16,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from spanjudge.emit.console import NAME as CONSOLE
+from spanjudge.emit.console import ConsoleSink
 from spanjudge.errors import did_you_mean
 from spanjudge.registry import Registry
 
@@ -23,7 +28,8 @@ if TYPE_CHECKING:
     from spanjudge.emit.base import Sink, SinkFactory
 
 
-# The built-in sinks need the front end's providers, so the front ends build them; plugins only.
+# The built-in sinks need the front end's providers, so the front ends build them; plugins and
+# the console sink (which needs nothing) only.
 SINKS: Registry[SinkFactory] = Registry("sink", "spanjudge.sinks", {})
 _KEYS = ("sinks",)
 
@@ -48,15 +54,22 @@ def parse_emit(raw: Any, path: str, problems: list[str]) -> EmitSettings:
                 f"{path}.{key}: unknown setting{did_you_mean(key, _KEYS)} (allowed: sinks)"
             )
     sinks = raw.get("sinks") or {}
+    if isinstance(sinks, list) and all(isinstance(name, str) for name in sinks):
+        sinks = dict.fromkeys(sinks)
     if not isinstance(sinks, Mapping):
-        problems.append(f"{path}.sinks: expected a mapping of sink name -> options")
+        problems.append(
+            f"{path}.sinks: expected a mapping of sink name -> options, or a list of names"
+        )
         return EmitSettings()
-    known = SINKS.checked(problems) if sinks else {}
+    plugins = SINKS.checked(problems) if set(sinks) - {CONSOLE} else {}
+    known = [CONSOLE, *plugins]
     chosen: dict[str, Mapping[str, Any]] = {}
     for name, options in sinks.items():
         where = f"{path}.sinks.{name}"
-        if name not in known:
-            names = ", ".join(sorted(known)) or "none installed"
+        if name == CONSOLE and options:
+            problems.append(f"{where}: takes no options")
+        elif name not in known:
+            names = ", ".join(sorted(plugins)) or "none installed"
             problems.append(
                 f"{where}: unknown sink{did_you_mean(name, known)} (plugins in the "
                 f"{SINKS.group} entry-point group: {names})"
@@ -72,10 +85,13 @@ def configured_sinks(settings: EmitSettings, problems: list[str]) -> list[Sink]:
     """Build the plugin sinks ``settings`` names; a factory that raises is a problem."""
     if not settings.sinks:
         return []
-    factories = SINKS.checked(problems)
+    factories = SINKS.checked(problems) if set(settings.sinks) - {CONSOLE} else {}
     built: list[Sink] = []
     for name, options in settings.sinks.items():
         where = f"emit.sinks.{name}"
+        if name == CONSOLE:
+            built.append(ConsoleSink())
+            continue
         try:
             built.append(factories[name](options, where, problems))
         except Exception as exc:  # third-party code: a configuration problem, not a traceback

@@ -36,7 +36,10 @@ class ClosePolicy:
     idle_timeout_s: float = 900.0
     max_age_s: float | None = 6 * 3600.0
     end_grace_s: float = 2.0
-    per_turn: bool = False
+    # A turn closes (and the session is evaluated, a new revision per turn) when the root span
+    # of its trace ends: the request is over, whichever convention traced it. None: on for the
+    # online front ends, off offline, where the whole input is there to evaluate at its end.
+    per_turn: bool | None = None
     turn_grace_s: float = 2.0
     max_open_bytes: int = 256 * 1024 * 1024
     max_open_sessions: int = 100_000
@@ -96,6 +99,7 @@ class SessionStore:
     ) -> None:
         self.policy = policy or ClosePolicy()
         self.clock = clock
+        self._per_turn = self.policy.per_turn is not False
         self.revisions = (
             Revisions(self.policy.keep_closed_revisions) if revisions is None else revisions
         )
@@ -104,6 +108,7 @@ class SessionStore:
         self._pending: dict[str, list[SpanRecord]] = {}  # spans of traces with no key yet
         self._pending_since: dict[str, float] = {}
         self._pending_bytes: dict[str, int] = {}
+        self._pending_turn_end: dict[str, float] = {}  # key-less traces whose root span ended
         # spans of the last closed sessions, kept so a late span re-opens them whole
         self._closed_spans: OrderedDict[str, tuple[tuple[SpanRecord, ...], int]] = OrderedDict()
         # The memory budget (`max_open_bytes`) covers all three: open sessions, the spans of
@@ -145,6 +150,11 @@ class SessionStore:
                     self._pending_deadlines.schedule(
                         span.trace_id, self._opened, _lower_bound(now, self.policy.idle_timeout_s)
                     )
+                if self._per_turn and span.parent_span_id is None:
+                    # The root of a trace with no session key ended: that trace is the session.
+                    close_at = now + self.policy.turn_grace_s
+                    self._pending_turn_end[span.trace_id] = close_at
+                    self._pending_deadlines.lower(span.trace_id, close_at)
                 return
             self._append(key, "", span, now, size)
             return
@@ -228,7 +238,7 @@ class SessionStore:
         if span.attributes.get(_SESSION_END) in _END_VALUES:
             session.close_at = now + self.policy.end_grace_s
             session.close_reason = "end_marker"
-        elif self.policy.per_turn and span.parent_span_id is None:
+        elif self._per_turn and span.parent_span_id is None:
             session.close_at = now + self.policy.turn_grace_s
             session.close_reason = "turn"
         elif now >= earlier_seen:
@@ -254,6 +264,7 @@ class SessionStore:
     def _forget_pending(self, trace_id: str) -> None:
         self.pending_bytes -= self._pending_bytes.pop(trace_id, 0)
         self._pending_since.pop(trace_id, None)
+        self._pending_turn_end.pop(trace_id, None)
         self._pending_deadlines.discard(trace_id)
 
     def _retain(self, session: OpenSession, span: SpanRecord, size: int | None = None) -> bool:
@@ -289,7 +300,8 @@ class SessionStore:
             for key, session in list(self.open.items())
         ]
         for trace_id in list(self._pending):
-            out.extend(self._close_pending(trace_id, reason))
+            ended = trace_id in self._pending_turn_end
+            out.extend(self._close_pending(trace_id, "turn" if ended else reason))
         self._deadlines.clear()  # nothing is open or waiting any more
         self._overdue.clear()
         self._pending_deadlines.clear()
@@ -335,15 +347,21 @@ class SessionStore:
             else:
                 reason = "max_age"
             ready.append(self._close(key, reason))
-        idle: list[tuple[int, str]] = []
+        idle: list[tuple[int, str, CloseReason]] = []
         for order, trace_id in self._pending_deadlines.pop_due(now):
             since = self._pending_since[trace_id]
-            if now - since >= idle_s:
-                idle.append((order, trace_id))
+            turn_end = self._pending_turn_end.get(trace_id)
+            if turn_end is not None and now >= turn_end:
+                idle.append((order, trace_id, "turn"))
+            elif now - since >= idle_s:
+                idle.append((order, trace_id, "idle"))
             else:  # within the lower bound's slack: not yet
-                self._pending_deadlines.schedule(trace_id, order, _lower_bound(since, idle_s))
-        for _, trace_id in sorted(idle):
-            ready.extend(self._close_pending(trace_id, "idle"))
+                at = _lower_bound(since, idle_s)
+                self._pending_deadlines.schedule(
+                    trace_id, order, at if turn_end is None else min(at, turn_end)
+                )
+        for _, trace_id, why in sorted(idle):
+            ready.extend(self._close_pending(trace_id, why))
         ready.extend(self._evict_over_budget())
         return ready
 

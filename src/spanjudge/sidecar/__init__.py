@@ -118,7 +118,10 @@ def _parser() -> argparse.ArgumentParser:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--config", help="the YAML configuration file (section `serve:`)")
+    parser.add_argument(
+        "--config",
+        help="the YAML configuration file (section `serve:`); default: $SPANJUDGE_CONFIG",
+    )
     parser.add_argument(
         "--ready-file",
         help="write the bound endpoints as JSON to this file once every receiver listens",
@@ -155,7 +158,7 @@ def main(argv: Sequence[str] | None = None, *, process_ends: bool | None = None)
         stream=sys.stderr,
     )
     try:
-        config = load_config(args.config)
+        config = load_config(args.config or os.environ.get("SPANJUDGE_CONFIG") or None)
         serve = serve_config(config)
     except ConfigError as exc:
         print(f"spanjudge serve: {exc}", file=sys.stderr)

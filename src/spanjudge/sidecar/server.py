@@ -30,6 +30,7 @@ from spanjudge.sidecar.export import (
     build_verdict_export,
     report_unflushed,
 )
+from spanjudge.sidecar.export_health import export_health
 from spanjudge.sidecar.grpc_receiver import GrpcReceiver
 from spanjudge.sidecar.handling import Handler, SidecarTelemetry, bearer_ok
 from spanjudge.sidecar.http_receiver import HttpReceiver
@@ -37,6 +38,7 @@ from spanjudge.sidecar.metrics_server import MetricsServer
 from spanjudge.sidecar.recovery import open_spool
 from spanjudge.sidecar.shards import ShardedWorker
 from spanjudge.sidecar.spool import ACKED_SUFFIX, MemorySpool, Spool
+from spanjudge.sidecar.summary_log import SummaryLog
 from spanjudge.sidecar.worker import Worker
 
 log = logging.getLogger("spanjudge.sidecar")
@@ -209,6 +211,8 @@ class Sidecar:
             sinks.insert(
                 0, OtelVerdictSink(self.export.tracer_provider, self.export.logger_provider)
             )
+        self.summary = SummaryLog(self._open_sessions, self._export_state)
+        sinks.append(self.summary)
         settings: dict[str, Any] = {
             "policy": config.policy,
             "limits": config.limits,
@@ -268,8 +272,10 @@ class Sidecar:
         if replayed:
             log.info("resuming %d spooled spans from %s", replayed, serve.spool.path)
         self.worker.start()
+        self.summary.start()
         self._started = True
         grpc_at = http_at = None
+        busy: list[str] = []  # every receiver that cannot bind is reported, not the first only
         if serve.grpc_endpoint:
             self.grpc = GrpcReceiver(
                 self.handler,
@@ -278,23 +284,31 @@ class Sidecar:
                 max_request_bytes=serve.input.max_request_bytes,
                 workers=serve.grpc_workers,
             )
-            port = _bind("grpc_endpoint", serve.grpc_endpoint, source, self._start_grpc)
-            grpc_at = f"{_host(serve.grpc_endpoint)}:{port}"
+            try:
+                port = _bind("grpc_endpoint", serve.grpc_endpoint, source, self._start_grpc)
+                grpc_at = f"{_host(serve.grpc_endpoint)}:{port}"
+            except ConfigError as exc:
+                busy.extend(exc.problems)
         if serve.http_endpoint:
             endpoint = serve.http_endpoint
-            self.http = _bind(
-                "http_endpoint",
-                endpoint,
-                source,
-                lambda: HttpReceiver(
-                    self.handler,
+            try:
+                self.http = _bind(
+                    "http_endpoint",
                     endpoint,
-                    tls=serve.tls,
-                    max_request_bytes=serve.input.max_request_bytes,
-                    retry_after_s=serve.retry_after_s,
-                ),
-            )
-            http_at = f"{_host(endpoint)}:{self.http.start()}"
+                    source,
+                    lambda: HttpReceiver(
+                        self.handler,
+                        endpoint,
+                        tls=serve.tls,
+                        max_request_bytes=serve.input.max_request_bytes,
+                        retry_after_s=serve.retry_after_s,
+                    ),
+                )
+                http_at = f"{_host(endpoint)}:{self.http.start()}"
+            except ConfigError as exc:
+                busy.extend(exc.problems)
+        if busy:
+            raise ConfigError(busy, source=source)
         metrics_at = (
             f"{_host(serve.metrics_endpoint)}:{self._metrics_port}"
             if serve.metrics_endpoint
@@ -375,6 +389,26 @@ class Sidecar:
             step()
         except Exception as exc:
             log.error("shutdown: %s failed: %s", what, " ".join(str(exc).split()))
+
+    def _open_sessions(self) -> tuple[int, float | None] | None:
+        """For the summary line: open sessions and the oldest one's age (this process's store;
+        evaluation processes keep theirs, so there only the count is known)."""
+        if isinstance(self.worker, ShardedWorker):
+            return None
+        store = self.worker.store
+        try:  # read from the summary's thread: a session opening meanwhile just skips a beat
+            oldest = next(iter(store.open.values()), None)
+            count = len(store.open)
+        except RuntimeError:
+            return None
+        return count, None if oldest is None else store.clock() - oldest.first_seen
+
+    def _export_state(self) -> str:
+        if not self.serve.export.enabled:
+            return "off"
+        health = export_health(self.serve.export)
+        state = f"failing ({health.detail or 'no answer'})" if health.failing else "ok"
+        return state + (", backlog full: evaluation paused" if self.export.full else "")
 
     def _export_target(self) -> str:
         return self.serve.export.endpoint or "the OTLP endpoint"
