@@ -29,8 +29,8 @@ def test_the_example_imports_from_the_package_root_only() -> None:
 
 def test_the_install_line_is_the_readmes() -> None:
     docstring = ast.get_docstring(ast.parse(EXAMPLE.read_text())) or ""
-    readme = (ROOT / "README.md").read_text()
-    assert "pip install '.[strands]'" in readme
+    for doc in (ROOT / "README.md", ROOT / "docs" / "in-process.md"):
+        assert "pip install '.[strands]'" in doc.read_text(), doc
     installs = [line.split("#")[0].strip() for line in docstring.splitlines() if "pip " in line]
     assert installs == ["pip install '.[strands]'"]
     assert "pip install '.[strands]'" in EXAMPLE.read_text().split("except ImportError")[1]

@@ -1,4 +1,5 @@
-"""The configuration the README shows is accepted as written (docs match behaviour)."""
+"""The configuration the README and docs/ show is accepted as written, and their code runs (docs
+match behaviour)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,12 @@ from spanjudge.config import parse_config
 from spanjudge.expectations import parse_entries
 from tests.conftest import ROOT
 
-BLOCKS = re.findall(r"```yaml\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+BLOCKS = [
+    block
+    for path in DOCUMENTS
+    for block in re.findall(r"```yaml\n(.*?)```", path.read_text(), re.S)
+]
 
 
 def test_readme_has_config_examples() -> None:
@@ -39,12 +45,18 @@ def test_readme_yaml_is_valid(block: str, tmp_path: Path, monkeypatch: pytest.Mo
         parse_config(doc, str(tmp_path / "spanjudge.yaml"))
 
 
-PYTHON = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+# docs/in-process.md: the short form (also the README's), the setup by hand, an agent's own test.
+PYTHON = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "in-process.md").read_text(), re.S)
+
+
+def test_the_readme_in_process_block_is_the_docs_short_form() -> None:
+    [readme] = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    assert readme == PYTHON[0]
 
 
 def test_readme_in_process_full_form_runs_and_judges(tmp_path: Path) -> None:
-    """The README's setup by hand, with in-memory exporters in place of OTLP ones and the demo
-    agent."""
+    """docs/in-process.md's setup by hand, with in-memory exporters in place of OTLP ones and
+    the demo agent."""
     snippet = PYTHON[1]
     swaps = {
         "OTLPLogExporter()": "LOGS",
@@ -81,8 +93,9 @@ def test_readme_in_process_full_form_runs_and_judges(tmp_path: Path) -> None:
 
 
 def test_readme_short_form_exports_verdicts_over_real_otlp(tmp_path: Path) -> None:
-    """The README's first in-process block, as written but for the agent, with the shipped
-    examples/spanjudge.yaml, exporting over OTLP/gRPC to a real receiver (the standard env)."""
+    """The first in-process block (README and docs/in-process.md), as written but for the
+    agent, with the shipped examples/spanjudge.yaml, exporting over OTLP/gRPC to a real receiver
+    (the standard env)."""
     from tests.sidecar.helpers import VerdictServer
 
     snippet = PYTHON[0]
@@ -123,7 +136,7 @@ def test_readme_short_form_exports_verdicts_over_real_otlp(tmp_path: Path) -> No
 def test_readme_test_of_an_agent_with_a_collecting_sink(
     scenario: int, passes: bool, tmp_path: Path
 ) -> None:
-    """The README's block for an agent's own tests, with the demo agent: its assertion holds
+    """docs/in-process.md's block for an agent's own tests, with the demo agent: its assertion holds
     for a session that passes and stops a session whose required skill never loaded."""
     snippet = PYTHON[2]
     run = "# ... run the agent on `provider` ..."
@@ -152,12 +165,18 @@ def test_readme_serve_block_is_the_shipped_serve_configuration() -> None:
     assert yaml.safe_load(block)["serve"] == yaml.safe_load(SERVE_EXAMPLE.read_text())["serve"]
 
 
-def test_every_file_the_readme_links_or_names_exists() -> None:
-    text = (ROOT / "README.md").read_text()
-    links = re.findall(r"\]\(([^)#:]+)\)", text)
-    named = re.findall(r"`((?:examples|collector-config|bench)/[\w./-]+\.(?:py|yaml))`", text)
-    assert {"ARCHITECTURE.md", "CONTRIBUTING.md", "CHANGELOG.md", "LICENSE"} <= set(links)
-    missing = [p for p in [*links, *named] if not (ROOT / p).exists()]
+def test_every_file_the_docs_link_or_name_exists() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert {"ARCHITECTURE.md", "CONTRIBUTING.md", "CHANGELOG.md", "LICENSE"} <= set(
+        re.findall(r"\]\(([^)#:]+)\)", readme)
+    )
+    missing = []
+    for path in DOCUMENTS:
+        text = path.read_text()
+        links = re.findall(r"\]\(([^)#:]+)\)", text)
+        named = re.findall(r"`((?:examples|collector-config|bench)/[\w./-]+\.(?:py|yaml))`", text)
+        missing += [f"{path.name}: {p}" for p in links if not (path.parent / p).exists()]
+        missing += [f"{path.name}: {p}" for p in named if not (ROOT / p).exists()]
     assert missing == []
 
 
