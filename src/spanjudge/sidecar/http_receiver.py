@@ -217,12 +217,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
         parts: list[bytes] = []
         total = 0
         while True:
-            line = self.rfile.readline(_CHUNK_LINE_BYTES + 1)
-            size_text = line.split(b";", 1)[0].strip()
-            if not line.endswith(b"\n") or not size_text or not _HEX.issuperset(size_text):
+            size = self._chunk_size()
+            if size is None:
                 self.close_connection = True
                 raise BadRequest("malformed chunked body: bad chunk-size line")
-            size = int(size_text, 16)
             if size == 0:
                 break
             total += size
@@ -238,12 +236,26 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 raise BadRequest("malformed chunked body: a chunk is cut short")
             parts.append(chunk)
-        for _ in range(_MAX_TRAILER_LINES):  # trailer fields, ignored, up to the blank line
-            line = self.rfile.readline(_CHUNK_LINE_BYTES + 1)
-            if line in (b"\r\n", b"\n", b""):
-                return b"".join(parts)
+        if self._skip_trailer():
+            return b"".join(parts)
         self.close_connection = True
         raise BadRequest("malformed chunked body: too many trailer lines")
+
+    def _chunk_size(self) -> int | None:
+        """The size on the next chunk-size line (extensions ignored), None when it is no such
+        line."""
+        line = self.rfile.readline(_CHUNK_LINE_BYTES + 1)
+        size_text = line.split(b";", 1)[0].strip()
+        if not line.endswith(b"\n") or not size_text or not _HEX.issuperset(size_text):
+            return None
+        return int(size_text, 16)
+
+    def _skip_trailer(self) -> bool:
+        """Read the trailer fields (ignored) up to the blank line; False when there are too many."""
+        for _ in range(_MAX_TRAILER_LINES):
+            if self.rfile.readline(_CHUNK_LINE_BYTES + 1) in (b"\r\n", b"\n", b""):
+                return True
+        return False
 
     def _read_sized(self, limit: int) -> bytes:
         length_header = self.headers.get("Content-Length")
@@ -290,28 +302,27 @@ class _RequestHandler(BaseHTTPRequestHandler):
         the ones after it), at most `_DRAIN_BYTES` of it, so that the answer reaches a client
         that sends its whole body before reading one."""
         left = max(_DRAIN_BYTES, self.server.max_request_bytes)
-        while size > 0 and size + 2 <= left:  # the chunk and its line end
-            if len(self.rfile.read(size + 2)) < size + 2:
+        next_size: int | None = size
+        while next_size and next_size + 2 <= left:  # the chunk and its line end
+            if not self._skip(next_size + 2):
                 return
-            left -= size + 2
-            line = self.rfile.readline(_CHUNK_LINE_BYTES + 1)
-            size_text = line.split(b";", 1)[0].strip()
-            if not line.endswith(b"\n") or not size_text or not _HEX.issuperset(size_text):
-                return
-            size = int(size_text, 16)
-        if size == 0:  # the end: trailer lines up to the blank line
-            for _ in range(_MAX_TRAILER_LINES):
-                if self.rfile.readline(_CHUNK_LINE_BYTES + 1) in (b"\r\n", b"\n", b""):
-                    return
+            left -= next_size + 2
+            next_size = self._chunk_size()
+        if next_size == 0:  # the last chunk: its trailer follows
+            self._skip_trailer()
 
     def _drain(self, length: int) -> None:
         """Read and discard up to ``length`` bytes of body, at most `_DRAIN_BYTES` of it."""
-        left = min(length, max(_DRAIN_BYTES, self.server.max_request_bytes))
-        while left > 0:
-            chunk = self.rfile.read(min(left, 1 << 16))
-            if not chunk:
-                return
-            left -= len(chunk)
+        self._skip(min(length, max(_DRAIN_BYTES, self.server.max_request_bytes)))
+
+    def _skip(self, length: int) -> bool:
+        """Read and discard ``length`` bytes, a piece at a time; False if the body ends first."""
+        while length > 0:
+            piece = self.rfile.read(min(length, 1 << 16))
+            if not piece:
+                return False
+            length -= len(piece)
+        return True
 
     def _error(self, fmt: str, result: str, message: str) -> None:
         status, code = _STATUS.get(result, (500, code_pb2.INTERNAL))
