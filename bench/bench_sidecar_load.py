@@ -59,7 +59,7 @@ import time
 from collections.abc import Iterator
 from concurrent import futures
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import grpc
 import yaml
@@ -230,35 +230,15 @@ def _percentile(values: list[float], q: float) -> float | None:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def sustained(
-    args: argparse.Namespace, directory: str, workers: int, src: Path | None = None
-) -> dict[str, Any]:
-    server, port, received = verdict_server()
-    directory = tempfile.mkdtemp(dir=directory)  # a fresh spool and ready file for each load
-    config = Path(directory) / f"load-{workers}.yaml"
-    ready = Path(directory) / f"ready-{workers}.json"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "sessions": {"end_grace_s": 0.0, "idle_timeout_s": 600},
-                "serve": {
-                    "grpc_endpoint": "127.0.0.1:0",
-                    "http_endpoint": None,
-                    "metrics_endpoint": None,
-                    "workers": workers,
-                    **(
-                        {"max_pending_age_s": args.max_pending_age_s}
-                        if args.max_pending_age_s is not None
-                        else {}
-                    ),
-                    "spool": {"path": str(Path(directory) / f"load-{workers}.db")},
-                    "export": {"endpoint": f"http://127.0.0.1:{port}", "insecure": True},
-                },
-            }
-        )
-    )
-    log_path = Path(directory) / f"load-{workers}.log"
-    log = open(log_path, "wb")  # noqa: SIM115 - closed below
+def _start_serve(
+    settings: dict[str, Any], directory: str, name: str, src: Path | None = None
+) -> tuple[subprocess.Popen[bytes], dict[str, Any], IO[bytes]]:
+    """Start `spanjudge serve` (from ``src``; None: this tree) with ``settings`` as its
+    configuration; its process, its endpoints once ready (the ready file) and its open log."""
+    config, ready = Path(directory) / f"{name}.yaml", Path(directory) / f"{name}-ready.json"
+    config.write_text(yaml.safe_dump(settings))
+    log_path = Path(directory) / f"{name}.log"
+    log = open(log_path, "wb")  # noqa: SIM115 - closed by _stop_serve
     proc = subprocess.Popen(
         [
             *(sys.executable, "-m", "spanjudge.sidecar", "--config", str(config)),
@@ -273,7 +253,41 @@ def sustained(
             if proc.poll() is not None:
                 raise RuntimeError(log_path.read_text())
             time.sleep(0.05)
-        endpoints = json.loads(ready.read_text())
+    except BaseException:
+        _stop_serve(proc, log, 60)
+        raise
+    return proc, json.loads(ready.read_text()), log
+
+
+def _stop_serve(proc: subprocess.Popen[bytes], log: IO[bytes], timeout_s: float) -> None:
+    proc.terminate()
+    proc.wait(timeout_s)
+    log.close()
+
+
+def sustained(
+    args: argparse.Namespace, directory: str, workers: int, src: Path | None = None
+) -> dict[str, Any]:
+    server, port, received = verdict_server()
+    directory = tempfile.mkdtemp(dir=directory)  # a fresh spool and ready file for each load
+    settings = {
+        "sessions": {"end_grace_s": 0.0, "idle_timeout_s": 600},
+        "serve": {
+            "grpc_endpoint": "127.0.0.1:0",
+            "http_endpoint": None,
+            "metrics_endpoint": None,
+            "workers": workers,
+            **(
+                {"max_pending_age_s": args.max_pending_age_s}
+                if args.max_pending_age_s is not None
+                else {}
+            ),
+            "spool": {"path": str(Path(directory) / f"load-{workers}.db")},
+            "export": {"endpoint": f"http://127.0.0.1:{port}", "insecure": True},
+        },
+    }
+    proc, endpoints, log = _start_serve(settings, directory, f"load-{workers}", src)
+    try:
         target = endpoints["grpc"]
         pids = [proc.pid, *endpoints.get("workers", [])]
         context = multiprocessing.get_context("spawn")
@@ -314,9 +328,7 @@ def sustained(
         cpu_each = [cpu_seconds(pid) - before for pid, before in zip(pids, cpu_before, strict=True)]
         cpu = sum(cpu_each)
     finally:
-        proc.terminate()
-        proc.wait(60)
-        log.close()
+        _stop_serve(proc, log, 60)
         server.stop(0)
     with received.lock:
         no_span = [sid for sid in acked if sid not in received.spans]
@@ -666,43 +678,24 @@ def flood(args: argparse.Namespace, directory: str) -> dict[str, Any]:
     server, port, received = verdict_server()
     directory = tempfile.mkdtemp(dir=directory)
     max_open_bytes = 256 * 1024 * 1024
-    config, ready = Path(directory) / "flood.yaml", Path(directory) / "flood-ready.json"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "sessions": {
-                    "idle_timeout_s": 3.0,
-                    "end_grace_s": 0.2,
-                    "max_open_bytes": max_open_bytes,
-                },
-                "serve": {
-                    "grpc_endpoint": "127.0.0.1:0",
-                    "http_endpoint": None,
-                    "metrics_endpoint": None,
-                    "tick_interval_s": 0.05,
-                    "workers": args.workers,
-                    "spool": {"path": str(Path(directory) / "flood.db")},
-                    "export": {"endpoint": f"http://127.0.0.1:{port}", "insecure": True},
-                },
-            }
-        )
-    )
-    log_path = Path(directory) / "flood.log"
-    log = open(log_path, "wb")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(
-        [
-            *(sys.executable, "-m", "spanjudge.sidecar", "--config", str(config)),
-            *("--ready-file", str(ready), "--log-level", "WARNING"),
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
+    settings = {
+        "sessions": {
+            "idle_timeout_s": 3.0,
+            "end_grace_s": 0.2,
+            "max_open_bytes": max_open_bytes,
+        },
+        "serve": {
+            "grpc_endpoint": "127.0.0.1:0",
+            "http_endpoint": None,
+            "metrics_endpoint": None,
+            "tick_interval_s": 0.05,
+            "workers": args.workers,
+            "spool": {"path": str(Path(directory) / "flood.db")},
+            "export": {"endpoint": f"http://127.0.0.1:{port}", "insecure": True},
+        },
+    }
+    proc, endpoints, log = _start_serve(settings, directory, "flood")
     try:
-        while not ready.exists():
-            if proc.poll() is not None:
-                raise RuntimeError(log_path.read_text())
-            time.sleep(0.05)
-        endpoints = json.loads(ready.read_text())
         pids = [proc.pid, *endpoints.get("workers", [])]
         baseline = {pid: _rss_of(pid) for pid in pids}
         peak = dict(baseline)
@@ -748,9 +741,7 @@ def flood(args: argparse.Namespace, directory: str) -> dict[str, Any]:
                 time.sleep(0.5)
         channel.close()
     finally:
-        proc.terminate()
-        proc.wait(120)
-        log.close()
+        _stop_serve(proc, log, 120)
         server.stop(0)
     with received.lock:
         evaluated = len(received.spans)
