@@ -13,7 +13,7 @@ import os
 import sys
 from typing import TextIO
 
-from spanjudge.emit.table import _COLOUR, _RESET, use_colour
+from spanjudge.emit.table import paint, use_colour
 from spanjudge.values import SessionResult
 
 NAME = "console"
@@ -45,7 +45,7 @@ def console_line(result: SessionResult, colour: bool = False) -> str:
     marks = []
     for evaluator, outcome in outcomes.items():
         mark = _SHORT[outcome]
-        marks.append(f"{evaluator}={_COLOUR[outcome] + mark + _RESET if colour else mark}")
+        marks.append(f"{evaluator}={paint(outcome, mark) if colour else mark}")
     notes = [f"revision {trajectory.revision}"] if trajectory.revision > 1 else []
     if not trajectory.complete:
         notes.append(f"cut short: {trajectory.close_reason}")

@@ -69,6 +69,11 @@ def use_colour(choice: bool | None, out: TextIO | None) -> bool:
     return out is not None and out.isatty() and not plain
 
 
+def paint(outcome: str, text: str) -> str:
+    """``text`` in the colour of ``outcome`` (pass green, fail red, not evaluated yellow)."""
+    return _COLOUR[outcome] + text + _RESET
+
+
 def _verdict_lines(verdict: Verdict, colour: bool, width: int | None) -> list[str]:
     """One verdict as a row of columns; the explanation wraps inside its cell (whole, never
     cut), or under the row when the line leaves it too little room."""
@@ -89,7 +94,7 @@ def _verdict_lines(verdict: Verdict, colour: bool, width: int | None) -> list[st
         under = textwrap.wrap(text, width - 6, break_on_hyphens=False)
         lines = [row.rstrip(), *("      " + part for part in under)]
     if colour:
-        lines[0] = lines[0].replace(mark, _COLOUR[verdict.outcome] + mark + _RESET, 1)
+        lines[0] = lines[0].replace(mark, paint(verdict.outcome, mark), 1)
     return lines
 
 
