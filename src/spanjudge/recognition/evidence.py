@@ -44,6 +44,8 @@ _GLOB = re.compile(r"[*?\[\]{}$]")
 _SEGMENT = re.compile(r"\|\||&&|[;|\n]")
 # What instrumentation writes for a value it hides (OpenInference's hide_outputs: __REDACTED__).
 _HIDDEN_RESULT = "the result was hidden by the instrumentation"
+# A load answered with nothing delivered no instructions (a later message may still bring them).
+EMPTY_RESULT = "the load returned nothing"
 _REDACTED = re.compile(
     r"^\s*(?:<?redacted>?|_+redacted_+|\*+|\[redacted\]|<REDACTED[^>]*>|null|none)\s*$", re.I
 )
@@ -226,8 +228,8 @@ def load_status(
     lead = (body or text).lstrip()
     if _redacted(lead):  # no evidence either way
         return "unresolved", f"{_HIDDEN_RESULT}: {lead.strip()[:40]}"
-    if not lead and skill_md_read(step.arguments) is not None:
-        return "failed", "the read of its SKILL.md returned nothing"
+    if not lead:
+        return "failed", EMPTY_RESULT
     if _ERROR_LEAD.match(lead):  # "Error: ...", "Error executing tool load_skill"
         return "failed", f"error in result: {lead[:200]}"
     if is_refusal(head) or _DENIAL.match(lead):

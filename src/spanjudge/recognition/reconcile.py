@@ -22,9 +22,10 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from spanjudge.recognition.base import as_text, parse_json
+from spanjudge.recognition.base import as_text, is_refusal, parse_json
 from spanjudge.recognition.documents import each_document
 from spanjudge.recognition.evidence import (
+    EMPTY_RESULT,
     as_skill_load,
     body_of,
     front_matter_name,
@@ -38,6 +39,8 @@ from spanjudge.trajectory.steps import Step
 _TOOL_KINDS = ("tool_call", "skill_load")
 # Argument names that may carry a skill's name for a loader nobody listed.
 _NAME_KEY = re.compile(r"skill|name|capabilit|^id$", re.I)
+# A numbered or bulleted step of a skill's instructions.
+_STEP_LINE = re.compile(r"(?:\d{1,2}[.)]|[-*])\s+\S")
 # A schema's description of the argument that names what a loader loads.
 _LOADS = re.compile(r"\b(?:skill|capability)\b[^.]{0,40}\bto (?:load|activate)\b", re.I)
 UNEXECUTED = "requested by the model but never executed (rejected before execution or aborted)"
@@ -56,7 +59,8 @@ def reconcile(
     out = _requested_arguments(out)
     names = {e.name for s in out for e in s.catalogue} | set(library.skills)
     out = _unexecuted_requests(out, names)
-    out = [_load_by_evidence(s, names, library) for s in out]
+    ordinary = _ordinary_uses(out, names)
+    out = [_load_by_evidence(s, names, library, ordinary) for s in out]
     out = _failed_loads_by_schema(out)
     out = _bodies_from_messages(out)
     out = each_document(_one_activation(out))
@@ -181,27 +185,35 @@ def _requested_arguments(steps: list[Step]) -> list[Step]:
 
 
 def _unexecuted_requests(steps: list[Step], names: set[str]) -> list[Step]:
-    executed = {s.tool_call_id for s in steps if s.kind in _TOOL_KINDS and s.tool_call_id}
-    if not executed:
-        return steps  # this instrumentation records no call ids on tool spans: nothing to match
+    """Tool calls the model asked for that never ran: matched to executions by call id, or,
+    where the instrumentation records no ids on tool spans, by tool name and time (the first
+    execution of that tool after the request)."""
+    calls = [s for s in steps if s.kind in _TOOL_KINDS]
+    executed = {s.tool_call_id for s in calls if s.tool_call_id}
+    unmatched = _requests_without_execution(steps, calls) if not executed else None
     requested = {r.call_id for s in steps if s.kind == "model_call" for r in s.tool_requests}
     # executions whose recorded id matches no request (ADK writes "<not specified>" for some):
     # matched to requests by tool name instead
     anonymous: dict[str, int] = {}
-    for s in steps:
-        if s.kind in _TOOL_KINDS and s.tool_call_id not in requested:
+    for s in calls:
+        if executed and s.tool_call_id not in requested:
             anonymous[s.name] = anonymous.get(s.name, 0) + 1
+    ordinary = _ordinary_uses(steps, names)
     added: list[Step] = []
     for step in steps:
         if step.kind != "model_call":
             continue
-        for request in step.tool_requests:
-            if not request.call_id or request.call_id in executed:
+        for at, request in enumerate(step.tool_requests):
+            if unmatched is not None:
+                if (step.span_id, at) not in unmatched:
+                    continue
+            elif not request.call_id or request.call_id in executed:
                 continue
-            executed.add(request.call_id)
-            if anonymous.get(request.name):
-                anonymous[request.name] -= 1
-                continue
+            else:
+                executed.add(request.call_id)
+                if anonymous.get(request.name):
+                    anonymous[request.name] -= 1
+                    continue
             attempt = Step(
                 kind="tool_call",
                 name=request.name,
@@ -223,40 +235,135 @@ def _unexecuted_requests(steps: list[Step], names: set[str]) -> list[Step]:
                 # arguments the framework could not parse may still name the skill meant
                 text = as_text(request.arguments) or ""
                 skill = next((n for n in sorted(names, key=len, reverse=True) if n in text), skill)
+            if skill is None:
+                # a loader nobody named, refused by argument validation before it ran
+                skill, _ = _named_skill(request.name, request.arguments, names, ordinary)
             added.append(
                 attempt if skill is None else as_skill_load(attempt, skill, None, has_result=True)
             )
     return steps + added if added else steps
 
 
-def _load_by_evidence(step: Step, names: set[str], library: SkillLibrary) -> Step:
-    """A plain tool call that names a known skill in its arguments, or returns its body."""
+def _requests_without_execution(steps: list[Step], calls: list[Step]) -> set[tuple[str, int]]:
+    """(model span, request index) of each request no execution answers, when tool spans carry
+    no call ids: each execution answers the earliest open request for its tool made before it
+    started. Only tools that ran at some other time count: a request for one that never did
+    (a handoff, a tool the instrumentation names differently) is no evidence either way."""
+    models = sorted(
+        (s for s in steps if s.kind == "model_call" and s.tool_requests),
+        key=lambda s: s.end_unix_nano,
+    )
+    ran = {c.name for c in calls}
+    open_requests: dict[str, list[tuple[int, str, int]]] = {}
+    for model in models:
+        for at, request in enumerate(model.tool_requests):
+            if request.name not in ran:
+                continue
+            open_requests.setdefault(request.name, []).append(
+                (model.start_unix_nano, model.span_id, at)
+            )
+    for call in sorted(calls, key=lambda s: s.start_unix_nano):
+        waiting = open_requests.get(call.name, [])
+        for i, (asked, _, _) in enumerate(waiting):
+            if asked <= call.start_unix_nano:
+                del waiting[i]
+                break
+    return {(span, at) for waiting in open_requests.values() for _, span, at in waiting}
+
+
+def _load_by_evidence(
+    step: Step, names: set[str], library: SkillLibrary, ordinary: set[tuple[str, str]]
+) -> Step:
+    """A plain tool call whose arguments name a known skill (unless the session shows the
+    tool taking such values as ordinary data), or that returns a known skill's SKILL.md: a
+    load of that skill, loaded or failed as its result says."""
     if step.kind != "tool_call" or not (names or library.skills):
         return step
-    skill = None
-    named_by_key = False
-    if names and isinstance(step.arguments, Mapping):
-        for key, value in step.arguments.items():
-            if isinstance(value, str) and value.strip() in names:
-                skill = value.strip()
-                named_by_key = _NAME_KEY.search(str(key)) is not None
-                if named_by_key:
-                    break
-    if skill is None and not library.skills:
+    skill, named_by_key = _named_skill(step.name, step.arguments, names, ordinary)
+    if skill is None and not library.skills and not _named_as_data(step, names, ordinary):
         return step
     body = body_of(parse_json(step.result), step.result) if step.result else None
+    named = front_matter_name(body)
     if (known := library.skill_in(body)) is not None and skill in (None, known.name):
         skill, named_by_key = known.name, True
+    elif skill is None and named is not None and named in names:
+        skill, named_by_key = named, True  # taken as data, but answered with that SKILL.md
     if skill is None:
         return step
     load = as_skill_load(step, skill, body, has_result=step.result is not None)
     if named_by_key or load.skill_status == "failed":
-        # under any other argument a skill's exact name is a load attempt only when the call
-        # was refused or failed (`topic="csv-report"` answered "not available right now")
         return load
-    if front_matter_name(body) == skill:
-        return load
-    return step
+    # under any other argument a skill's exact name is a load when the call failed or was
+    # refused (`topic="csv-report"` answered "Playbook 'csv-report' does not exist"), or
+    # answered with instructions; an ordinary answer ("3 lines") mentions the name as data
+    return load if named == skill or instructions(body) else step
+
+
+def instructions(text: str | None) -> bool:
+    """A result that reads as a skill's instructions: several lines of markdown with a
+    heading, or with numbered or bulleted steps."""
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    if len(lines) < 3:
+        return False
+    heading = lines[0].startswith("#")
+    steps = sum(1 for line in lines if _STEP_LINE.match(line))
+    return heading or steps >= 2
+
+
+def _named_skill(
+    tool: str, arguments: object, names: set[str], ordinary: set[tuple[str, str]]
+) -> tuple[str | None, bool]:
+    """(the skill a call's arguments name, whether the whole argument or one whose name says
+    "name" holds it), or (None, False). A value under an argument the session shows the tool
+    taking ordinary data in (``ordinary``) names no skill: it is data."""
+    if not names:
+        return None, False
+    if isinstance(arguments, str):
+        value = arguments.strip()
+        return (value, True) if value in names and (tool, "") not in ordinary else (None, False)
+    skill = None
+    if isinstance(arguments, Mapping):
+        for key, value in arguments.items():
+            if isinstance(value, str) and value.strip() in names:
+                if (tool, str(key)) in ordinary:
+                    continue
+                skill = value.strip()
+                if _NAME_KEY.search(str(key)) is not None:
+                    return skill, True
+    return skill, False
+
+
+def _named_as_data(step: Step, names: set[str], ordinary: set[tuple[str, str]]) -> bool:
+    """The call names a skill under an argument the tool takes ordinary data in."""
+    if isinstance(step.arguments, str):
+        return step.arguments.strip() in names and (step.name, "") in ordinary
+    return isinstance(step.arguments, Mapping) and any(
+        isinstance(v, str) and v.strip() in names and (step.name, str(k)) in ordinary
+        for k, v in step.arguments.items()
+    )
+
+
+def _ordinary_uses(steps: Sequence[Step], names: set[str]) -> set[tuple[str, str]]:
+    """(tool, argument) pairs the session shows taking ordinary data: a call with a value there
+    that names no skill, answered with a result that is neither empty nor a refusal nor a
+    SKILL.md ("" stands for a whole-string argument). A loader given a name it does not know
+    refuses it; an ordinary tool given ordinary data answers."""
+    found: set[tuple[str, str]] = set()
+    if not names:
+        return found
+    for step in steps:
+        if step.kind != "tool_call" or step.failed or not (step.result or "").strip():
+            continue
+        text = step.result or ""
+        if is_refusal(text[:500]) or front_matter_name(body_of(parse_json(text), text)):
+            continue
+        if isinstance(step.arguments, str) and step.arguments.strip() not in names:
+            found.add((step.name, ""))
+        elif isinstance(step.arguments, Mapping):
+            for key, value in step.arguments.items():
+                if isinstance(value, str) and value.strip() and value.strip() not in names:
+                    found.add((step.name, str(key)))
+    return found
 
 
 def _failed_loads_by_schema(steps: list[Step]) -> list[Step]:
@@ -302,7 +409,10 @@ def _bodies_from_messages(steps: list[Step]) -> list[Step]:
             loads = [i for i in before if out[i].kind == "skill_load" and out[i].skill == name]
             if any(out[i].skill_status == "loaded" and out[i].skill_body for i in loads):
                 continue  # the body arrived as that load's result
-            waiting = [i for i in loads if out[i].skill_status == "loaded"]
+            # a load that returned nothing waits too: the body it asked for came this way
+            waiting = [
+                i for i in loads if out[i].skill_status == "loaded" or out[i].error == EMPTY_RESULT
+            ]
             asking = [
                 i
                 for i in before
@@ -312,7 +422,11 @@ def _bodies_from_messages(steps: list[Step]) -> list[Step]:
             ]
             if waiting:
                 out[waiting[-1]] = replace(
-                    out[waiting[-1]], skill_body=body, skill_body_source="trace"
+                    out[waiting[-1]],
+                    skill_status="loaded",
+                    skill_body=body,
+                    skill_body_source="trace",
+                    error=None,
                 )
             elif asking:
                 load = as_skill_load(out[asking[-1]], name, body, has_result=True)
