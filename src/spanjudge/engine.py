@@ -16,7 +16,7 @@ from spanjudge.expectations import ExpectationResolver
 from spanjudge.guard import Guard
 from spanjudge.judges.registry import judge_lookup
 from spanjudge.reasons import EVALUATOR_ERROR
-from spanjudge.recognition import continuity
+from spanjudge.recognition import continuity, shapes
 from spanjudge.recognition.answers import without_hidden_text
 from spanjudge.recognition.reconcile import reconcile
 from spanjudge.recognition.registry import RecogniserRegistry
@@ -64,6 +64,7 @@ def coverage_of(
         bodies_from_directory=from_directory,
         not_evaluated=skipped,
         catalogue_source=trajectory.catalogue_source,
+        fallback_spans=len({s.span_id for s in trajectory.steps if s.preset == shapes.PRESET}),
     )
 
 

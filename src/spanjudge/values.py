@@ -154,6 +154,8 @@ class Coverage:
     not_evaluated: Mapping[str, int] = field(default_factory=dict)
     # where the catalogue was read (the trajectory's); None when no catalogue was offered
     catalogue_source: str | None = None
+    # spans no convention preset claimed, read by the shape fallback (`recognition/shapes.py`)
+    fallback_spans: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -164,6 +166,7 @@ class Coverage:
             "bodies_from_directory": self.bodies_from_directory,
             "not_evaluated": dict(self.not_evaluated),
             "catalogue_source": self.catalogue_source,
+            "fallback_spans": self.fallback_spans,
         }
 
 

@@ -1,14 +1,82 @@
 """Which model output may be a session's final answer: the evidence rules every preset shares
-(ARCHITECTURE.md section 2), beside the tool-call rules in `evidence`."""
+(ARCHITECTURE.md section 2), beside the tool-call rules in `evidence`.
+
+The final answer is the last assistant text of the agent's final output, whatever its shape:
+GenAI parts, a framework's own message JSON (`role` with `parts`, `items` or `content`), or
+plain text (`assistant_text`); never the run's texts run together (`not_concatenated`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
+from spanjudge.recognition.base import parse_json
 from spanjudge.trajectory.hidden import hidden
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.trajectory.steps import Step
+
+ASSISTANT_ROLES = frozenset({"assistant", "model", "ai", "agent", "bot"})
+# Where a message keeps its content, by framework: GenAI `parts`, Semantic Kernel-style
+# `items`, OpenAI/Anthropic-style `content`.
+_CONTENT_KEYS = ("parts", "items", "content")
+
+
+def assistant_text(value: Any) -> str | None:
+    """The last assistant text in an agent's output: plain text as it is; a message, or a list
+    of messages, in any framework's JSON (the last assistant message with text); a list of
+    content parts. JSON that holds no message (a graph's state) is no text."""
+    if isinstance(value, str):
+        stripped = value.strip()
+        if stripped[:1] in ("[", "{", '"'):
+            decoded = parse_json(stripped)
+            if decoded is not stripped:
+                return assistant_text(decoded) if not isinstance(decoded, str) else decoded.strip()
+        return stripped or None
+    if isinstance(value, Mapping):
+        if "role" in value or any(key in value for key in _CONTENT_KEYS):
+            return _message_text(value) if _speaks(value) else None
+        return None
+    if isinstance(value, (list, tuple)):
+        said = [m for m in value if isinstance(m, Mapping) and "role" in m]
+        if said:
+            for message in reversed(said):
+                if _speaks(message) and (text := _message_text(message)):
+                    return text
+            return None
+        return _parts_text(value)
+    return None
+
+
+def _speaks(message: Mapping[str, Any]) -> bool:
+    role = message.get("role")
+    return role is None or str(role).lower() in ASSISTANT_ROLES
+
+
+def _message_text(message: Mapping[str, Any]) -> str | None:
+    for key in _CONTENT_KEYS:
+        content = message.get(key)
+        if isinstance(content, str) and content.strip():
+            return content.strip()
+        if isinstance(content, (list, tuple)) and (text := _parts_text(content)):
+            return text
+    text = message.get("text")
+    return text.strip() if isinstance(text, str) and text.strip() else None
+
+
+def _parts_text(parts: Sequence[Any]) -> str | None:
+    """The text parts of one message, joined: tool calls and other parts are left out."""
+    texts = []
+    for part in parts:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, Mapping) and part.get("type") in (None, "text", "output_text"):
+            text = part.get("text", part.get("content"))
+            if isinstance(text, str):
+                texts.append(text)
+    joined = "\n".join(t.strip() for t in texts if t.strip())
+    return joined or None
 
 
 def may_answer(step: Step, stop_reasons: frozenset[str], *, default_reason: str = "stop") -> bool:

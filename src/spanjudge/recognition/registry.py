@@ -27,6 +27,8 @@ RECOGNISERS: Registry[RecogniserFactory] = Registry(
         "openinference": "spanjudge.recognition.openinference:OpenInferenceRecogniser",
         "traceloop": "spanjudge.recognition.traceloop:TraceloopRecogniser",
         "genai": "spanjudge.recognition.genai:GenAIRecogniser",
+        # last: spans no convention claimed, read from their shape
+        "shape": "spanjudge.recognition.shapes:ShapeRecogniser",
     },
 )
 

@@ -1,0 +1,166 @@
+"""The fallback for spans no convention preset claims: read them from their shape.
+
+An agent library's own tracing may use keys nobody listed (`<prefix>.toolCall.name`,
+`<prefix>.prompt.messages`, ...). Its spans are still recognisable by what their attributes pair:
+- a tool call: a tool or function name beside its arguments and/or its result, under any prefix
+  (`x.toolCall.name` + `x.toolCall.args`, `x.tool.name` + `x.tool.arguments`, `tool_name` +
+  `tool_result`), or a span whose name says tool or function call with such a name, arguments
+  or result;
+- a turn and its answer: a root span with a prompt-shaped attribute (`<prefix>.prompt.messages`,
+  `<prefix>.prompt`, `<prefix>.input.messages`) and a response-shaped one
+  (`<prefix>.response.text`, `<prefix>.response`, `<prefix>.completion`, `<prefix>.output.text`).
+The rules name shapes, never a framework. The registry asks this preset last, and only about
+spans every other preset left alone; the report counts what it read (`coverage.fallback_spans`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from spanjudge.recognition.answers import assistant_text
+from spanjudge.recognition.base import as_text, parse_json, span_error, span_fields
+from spanjudge.recognition.catalogue import parse_catalogue
+from spanjudge.recognition.evidence import ToolFacts, tool_step
+from spanjudge.spans.record import SpanRecord
+from spanjudge.trajectory.steps import Step
+
+PRESET = "shape"
+# `<prefix><sep>name` where the prefix's last word says tool or function: `x.toolCall.name`,
+# `x.tool.name`, `agent.function_call.name`, `tool_name`, `toolName`.
+_TOOL_NAME = re.compile(r"^(?P<p>(?:.*[._])?[A-Za-z]*(?:tool|function)[A-Za-z_]*?)[._]?name$", re.I)
+_ARGUMENT_WORDS = ("args", "arguments", "input", "parameters", "params")
+_RESULT_WORDS = ("result", "output", "response", "return", "returned")
+# A span name that says tool or function call: "tool_call", "toolCall get_weather",
+# "function call read_csv", "execute tool x", "tool: x".
+_TOOL_SPAN = re.compile(
+    r"\b(?:tool|function)[ _.-]?(?:call|invocation|execution|use)\b|\bexecute[ _.-]?tool\b"
+    r"|^(?:tool|function)\b[:. ]",
+    re.I,
+)
+_CALL_ID_WORDS = ("id", "call_id", "callId", "toolCallId")
+_PROMPT = re.compile(r"(?:^|[._])(?:prompt(?:[._](?:messages|text))?|input[._]messages)$", re.I)
+_RESPONSE = re.compile(
+    r"(?:^|[._])(?:response(?:[._](?:text|messages|content))?|completion|output[._](?:text|messages))$",
+    re.I,
+)
+_USER_ROLES = frozenset({"user", "human"})
+_SYSTEM_ROLES = frozenset({"system", "developer"})
+
+
+class ShapeRecogniser:
+    """Tool calls, turns and answers read from the shape of spans no preset claimed."""
+
+    name = PRESET
+
+    def recognise(self, span: SpanRecord) -> list[Step] | None:
+        tool = _tool_keys(span)
+        if tool is not None:
+            return [self._tool(span, *tool)]
+        if span.parent_span_id is None:
+            return self._turn(span)
+        return None
+
+    def _tool(self, span: SpanRecord, name: str, arguments: Any, result: str | None) -> Step:
+        raw = span.attributes.get(result) if result else None
+        payload = parse_json(raw) if raw is not None else None
+        call_id = next(
+            (
+                str(value)
+                for key, value in span.attributes.items()
+                if value and key.rsplit(".", 1)[-1] in _CALL_ID_WORDS and _is_tool_key(key)
+            ),
+            None,
+        )
+        facts = ToolFacts(
+            tool=name,
+            arguments=arguments,
+            result=payload,
+            result_text=as_text(payload) if raw is not None else None,
+            has_result=raw is not None,
+            failure=span_error(span),
+            call_id=call_id,
+        )
+        return tool_step(facts, span_fields(span, PRESET))
+
+    def _turn(self, span: SpanRecord) -> list[Step] | None:
+        prompt = _first(span, _PROMPT)
+        response = _first(span, _RESPONSE)
+        if prompt is None or response is None:
+            return None
+        request, system = _request(span.attributes[prompt])
+        base = span_fields(span, PRESET)
+        steps = [
+            Step(
+                kind="agent_turn",
+                name=span.name,
+                text=request,
+                catalogue=parse_catalogue(system),
+                error=span_error(span),
+                **base,
+            )
+        ]
+        answer = assistant_text(span.attributes[response])
+        if answer:
+            steps.append(Step(kind="final_answer", name=span.name, text=answer, seq=1, **base))
+        return steps
+
+
+def _tool_keys(span: SpanRecord) -> tuple[str, Any, str | None] | None:
+    """(tool name, arguments, result key) when the span is a tool call by its shape."""
+    attributes = span.attributes
+    named_call = _TOOL_SPAN.search(span.name) is not None
+    for key, value in attributes.items():
+        match = _TOOL_NAME.match(key)
+        if match is None or not isinstance(value, str) or not value.strip():
+            continue
+        prefix = match.group("p")
+        arguments = _under(attributes, prefix, _ARGUMENT_WORDS)
+        result = _under(attributes, prefix, _RESULT_WORDS)
+        if arguments is not None or result is not None or named_call:
+            decoded = parse_json(attributes[arguments]) if arguments is not None else None
+            return value.strip(), decoded, result
+    return None
+
+
+def _under(attributes: Any, prefix: str, words: tuple[str, ...]) -> str | None:
+    """The key `<prefix>.<word>` (or `<prefix>_<word>`, `<prefix><Word>`) present, if any."""
+    for word in words:
+        for key in (f"{prefix}.{word}", f"{prefix}_{word}", f"{prefix}{word.capitalize()}"):
+            if key in attributes:
+                return key
+    return None
+
+
+def _is_tool_key(key: str) -> bool:
+    return _TOOL_NAME.match(key.rsplit(".", 1)[0] + ".name") is not None
+
+
+def _first(span: SpanRecord, pattern: re.Pattern[str]) -> str | None:
+    for key, value in span.attributes.items():
+        if pattern.search(key) and isinstance(value, str) and value.strip():
+            return key
+    return None
+
+
+def _request(prompt: Any) -> tuple[str | None, str | None]:
+    """(the last user text, the system text) of a prompt: plain text or a message list."""
+    decoded = parse_json(prompt)
+    if isinstance(decoded, str):
+        return decoded.strip() or None, None
+    if isinstance(decoded, dict):
+        decoded = [decoded]
+    if not isinstance(decoded, list):
+        return None, None
+    request = None
+    system = []
+    for message in decoded:
+        if not isinstance(message, dict):
+            continue
+        role = str(message.get("role") or "").lower()
+        text = assistant_text({**message, "role": None})
+        if role in _USER_ROLES and text:
+            request = text
+        elif role in _SYSTEM_ROLES and text:
+            system.append(text)
+    return request, "\n".join(system) or None

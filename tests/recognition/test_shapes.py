@@ -1,0 +1,109 @@
+"""Spans of a namespace nobody listed are read from their shape.
+
+A real Strands session (fixtures/strands) is rewritten the way an agent library's own tracing
+writes it, with no GenAI or OpenInference key left: the agent span carries
+`<prefix>.prompt.messages` and `<prefix>.response.text`, each tool span
+`<prefix>.toolCall.name` / `.args` / `.result`, and the model-call spans keep nothing but their
+session. The report must find the same turn, tool calls, skill load and answer as for the
+original session, and say how many spans it read by their shape.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.rewritten import attribute, report_of, session_requests, spans
+
+FILE = "strands/strands_latest.jsonl"
+EXPECTATIONS = "strands/expectations.yaml"
+SESSION = "strands-latest-required-skill-followed"
+_KEEP = ("session.id", "spanjudge.expected_skills")
+
+
+def _event_value(span: dict[str, Any], key: str) -> str | None:
+    for event in span.get("events", ()):
+        for a in event.get("attributes", ()):
+            if a["key"] == key:
+                value: str = a["value"]["stringValue"]
+                return value
+    return None
+
+
+def _system_prompt(requests: list[dict[str, Any]]) -> str:
+    for request in requests:
+        for span in spans(request):
+            found = _event_value(span, "gen_ai.system_instructions")
+            if found:
+                return "\n".join(p["content"] for p in json.loads(found))
+    raise AssertionError("no system prompt")
+
+
+def _in_own_namespace(prefix: str, tool_key: str) -> list[dict[str, Any]]:
+    requests = session_requests(FILE, SESSION)
+    system = _system_prompt(requests)
+    for request in requests:
+        for span in spans(request):
+            kept = [a for a in span.get("attributes", ()) if a["key"] in _KEEP]
+            if span["name"].startswith("invoke_agent"):
+                inputs = json.loads(_event_value(span, "gen_ai.input.messages") or "[]")
+                (output,) = json.loads(_event_value(span, "gen_ai.output.messages") or "[]")
+                prompt = [{"role": "system", "content": system}] + [
+                    {"role": m["role"], "content": m["parts"][0]["content"]} for m in inputs
+                ]
+                answer = output["parts"][0]["content"]
+                kept += _strings({f"{prefix}.prompt.messages": json.dumps(prompt)})
+                kept += _strings({f"{prefix}.response.text": answer})
+                span["name"] = f"{prefix}.run"
+            elif span["name"].startswith("execute_tool"):
+                kept += _strings(
+                    {
+                        f"{prefix}.{tool_key}.name": attribute(span, "gen_ai.tool.name"),
+                        f"{prefix}.{tool_key}.args": attribute(span, "gen_ai.tool.call.arguments"),
+                        f"{prefix}.{tool_key}.result": attribute(span, "gen_ai.tool.call.result"),
+                    }
+                )
+                span["name"] = f"{prefix}.step"
+            else:
+                span["name"] = f"{prefix}.internal"
+            span["attributes"] = kept
+            span["events"] = []
+    text = json.dumps(requests)
+    assert "gen_ai." not in text and "openinference" not in text
+    return requests
+
+
+def _strings(values: dict[str, str | None]) -> list[dict[str, Any]]:
+    return [{"key": k, "value": {"stringValue": v}} for k, v in values.items() if v is not None]
+
+
+def _what_happened(session: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "turns": session["stats"]["turns"],
+        "tool_calls": [
+            (s["name"], s["arguments"]) for s in session["steps"] if s["kind"] == "tool_call"
+        ],
+        "skill_loads": [(x["skill"], x["status"]) for x in session["skill_loads"]],
+        "final_answer": session["final_answer"],
+        "request": next(s["text"] for s in session["steps"] if s["kind"] == "agent_turn"),
+    }
+
+
+@pytest.mark.parametrize(("prefix", "tool_key"), [("mastra", "toolCall"), ("x.agent", "tool")])
+def test_a_plain_namespace_is_read_by_its_shape(prefix: str, tool_key: str, tmp_path: Path) -> None:
+    original = report_of(session_requests(FILE, SESSION), tmp_path, EXPECTATIONS)["sessions"][0]
+    rewritten = _in_own_namespace(prefix, tool_key)
+    (got,) = report_of(rewritten, tmp_path, EXPECTATIONS)["sessions"]
+    assert _what_happened(got) == _what_happened(original)
+    assert got["final_answer"].startswith("The grand total is 2500")
+    # the agent span and the four tool spans (the loader among them)
+    assert got["coverage"]["fallback_spans"] == 5
+    assert original["coverage"]["fallback_spans"] == 0
+    verdicts = {v["evaluator"]: v for v in got["verdicts"]}
+    assert (verdicts["skill_loaded"]["outcome"], verdicts["skill_loaded"]["label"]) == (
+        "pass",
+        "loaded",
+    )
