@@ -79,6 +79,36 @@ def _parts_text(parts: Sequence[Any]) -> str | None:
     return joined or None
 
 
+def not_concatenated(steps: Sequence[Step]) -> list[Step]:
+    """Answers that run the request's texts together ("I'll use the currency-report skill."
+    then the answer, as one output or one message of several text parts) are the last model
+    call's text: the agent's output ends with what the model last said, and that is the
+    answer. An answer split into parts that the model said as one text is left as it is."""
+    last: dict[str, Step] = {}
+    for step in steps:
+        if step.kind == "model_call" and step.text and step.text.strip() and not step.tool_requests:
+            known = last.get(step.trace_id)
+            if known is None or step.end_unix_nano >= known.end_unix_nano:
+                last[step.trace_id] = step
+    if not last:
+        return list(steps)
+    out = []
+    for step in steps:
+        said = last.get(step.trace_id)
+        if step.kind == "final_answer" and step.text and said is not None:
+            tail = (said.text or "").strip()
+            if said.end_unix_nano <= step.end_unix_nano and _ends_with(step.text, tail):
+                step = replace(step, text=tail)
+        out.append(step)
+    return out
+
+
+def _ends_with(text: str, tail: str) -> bool:
+    """``text`` is longer than ``tail`` and ends with it, whitespace aside."""
+    whole, end = " ".join(text.split()), " ".join(tail.split())
+    return len(whole) > len(end) > 0 and whole.endswith(end)
+
+
 def may_answer(step: Step, stop_reasons: frozenset[str], *, default_reason: str = "stop") -> bool:
     """A model output can be the final answer: text, a stop finish reason, and no tool asked
     for (instrumentations write `stop` on tool-calling outputs too, so the reason alone is no

@@ -26,6 +26,7 @@ from typing import Any
 
 from spanjudge import semconv as sc
 from spanjudge.recognition import vertex_agent
+from spanjudge.recognition.answers import assistant_text
 from spanjudge.recognition.base import (
     as_text,
     first_attr,
@@ -250,6 +251,8 @@ def model_output(
         if message.get("role") in (None, "assistant", "model"):
             reason = message.get("finish_reason")
             text = content_text(parts(message, "text"))
+            if text is None and not _parts(message):  # a framework's own message shape
+                text = assistant_text(message)
             calls = parts(message, "tool_call")
             asked = tuple(
                 ToolRequest(

@@ -27,7 +27,7 @@ from functools import lru_cache
 from typing import Any
 
 from spanjudge import semconv
-from spanjudge.recognition.answers import aborted_after, may_answer
+from spanjudge.recognition.answers import aborted_after, assistant_text, may_answer
 from spanjudge.recognition.base import (
     ClaimEvidence,
     as_text,
@@ -110,10 +110,13 @@ class OpenInferenceRecogniser:
         # What the agent itself returned (smolagents, Claude Agent SDK: plain text) wins over
         # raw model text; a graph's state (JSON) is no answer.
         output = span.attributes.get(semconv.OI_OUTPUT_VALUE)
-        if not isinstance(output, str) or not output.strip() or parse_json(output) is not output:
+        if not isinstance(output, str) or not output.strip():
             return [turn]
-        answer = replace(turn, kind="final_answer", text=output.strip(), seq=1)
-        return [turn, answer]
+        # a framework's message JSON gives its last assistant text; other JSON, none
+        text = output.strip() if parse_json(output) is output else assistant_text(output)
+        if not text:
+            return [turn]
+        return [turn, replace(turn, kind="final_answer", text=text, seq=1)]
 
     def _model_call(self, span: SpanRecord) -> Step:
         model = span.attributes.get(semconv.OI_LLM_MODEL_NAME)

@@ -22,6 +22,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from spanjudge.recognition.answers import not_concatenated
 from spanjudge.recognition.base import as_text, is_refusal, parse_json
 from spanjudge.recognition.documents import each_document
 from spanjudge.recognition.evidence import (
@@ -64,6 +65,7 @@ def reconcile(
     out = _failed_loads_by_schema(out)
     out = _bodies_from_messages(out)
     out = each_document(_one_activation(out))
+    out = not_concatenated(out)
     return [_with_body_source(s, library) for s in out]
 
 

@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from spanjudge import semconv as sc
+from spanjudge.recognition.answers import assistant_text
 from spanjudge.recognition.base import ClaimEvidence, as_text, parse_json, span_error, span_fields
 from spanjudge.recognition.evidence import ToolFacts, tool_step
 from spanjudge.recognition.genai import last_user_text
@@ -50,8 +51,8 @@ class TraceloopRecogniser:
         steps = [
             Step(kind="agent_turn", name=span.name, agent_name=name, error=span_error(span), **base)
         ]
-        answer = parse_json(span.attributes.get(sc.TRACELOOP_ENTITY_OUTPUT))
-        if isinstance(answer, str) and answer.strip():
+        answer = assistant_text(parse_json(span.attributes.get(sc.TRACELOOP_ENTITY_OUTPUT)))
+        if answer:
             steps.append(
                 Step(
                     kind="final_answer",
