@@ -1,5 +1,7 @@
 """Metamorphic: writing a fixture session differently (its catalogue in another layout, its tools
-under a namespace, its attributes and spans in another order) leaves every verdict as it was.
+under a namespace, its attributes and spans in another order, its session id on the resource,
+on every span or on root spans only, its message content in span events, its answers in several
+parts) leaves every verdict as it was.
 
 Every fixture file of every framework is evaluated as `spanjudge eval FILE --expect
 expectations.yaml` would, once as recorded and once per transformation; a failure names the
@@ -23,10 +25,15 @@ from spanjudge.engine import Engine
 from spanjudge.expectations import ExpectationResolver, load_expectations_file
 from spanjudge.offline import run_offline
 from tests.metamorphic.transforms import (
+    content_to_events,
     map_strings,
     namespace_tools,
     rerender_catalogue,
+    session_id_on_every_span,
+    session_id_on_resource,
+    session_id_on_root_spans,
     shuffle_order,
+    split_answers,
 )
 from tests.support.catalogue_layouts import LAYOUTS
 
@@ -162,3 +169,41 @@ def test_attribute_and_span_order_shuffled(name: str) -> None:
     for request in requests:
         shuffle_order(request, rng)
     _assert_unchanged("attributes and spans shuffled", name, requests)
+
+
+SESSION_ID_MOVES = {
+    "on the resource": session_id_on_resource,
+    "on every span (baggage)": session_id_on_every_span,
+    "on root spans only": session_id_on_root_spans,
+}
+# Each file meets one move, in turn across the files: every move meets several frameworks.
+SESSION_ID_CASES = [
+    (sorted(SESSION_ID_MOVES)[i % len(SESSION_ID_MOVES)], name) for i, name in enumerate(FILES)
+]
+
+
+@pytest.mark.parametrize(("move", "name"), SESSION_ID_CASES)
+def test_session_id_moved(move: str, name: str) -> None:
+    requests = _requests(name)
+    SESSION_ID_MOVES[move](requests)
+    _assert_unchanged(f"session id {move}", name, requests)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_message_content_moved_to_span_events(name: str) -> None:
+    requests = _requests(name)
+    for request in requests:
+        content_to_events(request)
+    if requests == _requests(name):
+        pytest.skip(f"{name} records no message content in span attributes")
+    _assert_unchanged("message content moved to span events", name, requests)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_answers_split_into_parts(name: str) -> None:
+    requests = _requests(name)
+    for request in requests:
+        split_answers(request)
+    if requests == _requests(name):
+        pytest.skip(f"{name} records no answer as message parts")
+    _assert_unchanged("answers split into multi-part messages", name, requests)

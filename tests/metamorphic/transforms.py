@@ -148,3 +148,246 @@ def shuffle_order(request: dict[str, Any], rng: random.Random) -> None:
             rng.shuffle(scope.get("spans", []))
     for span in spans(request):
         rng.shuffle(span.get("attributes", []))
+
+
+# -- the session id, moved ----------------------------------------------------------------
+
+SESSION_KEYS = ("gen_ai.conversation.id", "session.id")
+
+
+def _trace_sessions(requests: list[dict[str, Any]]) -> dict[str, tuple[str, str]]:
+    """trace id -> (key attribute, value) for traces whose spans carry one session key (on a
+    span or its resource) with one value; traces with none, or with several, are left out."""
+    seen: dict[str, set[tuple[str, str]]] = {}
+    for request in requests:
+        for resource in request.get("resourceSpans", ()):
+            on_resource = _keys(resource.get("resource", {}).get("attributes", ()))
+            for scope in resource.get("scopeSpans", ()):
+                for span in scope.get("spans", ()):
+                    found = seen.setdefault(span["traceId"], set())
+                    found |= _keys(span.get("attributes", ())) | on_resource
+    return {trace: next(iter(pairs)) for trace, pairs in seen.items() if len(pairs) == 1}
+
+
+def _keys(attributes: Any) -> set[tuple[str, str]]:
+    return {
+        (a["key"], a["value"]["stringValue"])
+        for a in attributes
+        if a["key"] in SESSION_KEYS and "stringValue" in a["value"]
+    }
+
+
+def _without_keys(attributes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [a for a in attributes if a["key"] not in SESSION_KEYS]
+
+
+def session_id_on_resource(requests: list[dict[str, Any]]) -> None:
+    """Each session's id on the resource of its spans (a resource per session), on no span."""
+    traces = _trace_sessions(requests)
+    for request in requests:
+        regrouped = []
+        for resource in request.get("resourceSpans", ()):
+            groups: dict[tuple[str, str] | None, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
+            for scope in resource.get("scopeSpans", ()):
+                for span in scope.get("spans", ()):
+                    groups.setdefault(traces.get(span["traceId"]), []).append((scope, span))
+            for pair, members in groups.items():
+                attributes = list(resource.get("resource", {}).get("attributes", ()))
+                if pair is not None:
+                    key, value = pair
+                    attributes = _without_keys(attributes)
+                    attributes.append({"key": key, "value": {"stringValue": value}})
+                scopes: dict[int, dict[str, Any]] = {}
+                for scope, span in members:
+                    if pair is not None:
+                        span["attributes"] = _without_keys(span.get("attributes", []))
+                    into = scopes.setdefault(id(scope), {**scope, "spans": []})
+                    into["spans"].append(span)
+                regrouped.append(
+                    {
+                        **resource,
+                        "resource": {**resource.get("resource", {}), "attributes": attributes},
+                        "scopeSpans": list(scopes.values()),
+                    }
+                )
+        request["resourceSpans"] = regrouped
+
+
+def session_id_on_every_span(requests: list[dict[str, Any]]) -> None:
+    """Each session's id copied onto every span of its traces, as a baggage span processor
+    does, and off the resource."""
+    traces = _trace_sessions(requests)
+    for request in requests:
+        for resource in request.get("resourceSpans", ()):
+            held = resource.get("resource", {})
+            spans_of = [
+                s for scope in resource.get("scopeSpans", ()) for s in scope.get("spans", ())
+            ]
+            if held.get("attributes") and all(s["traceId"] in traces for s in spans_of):
+                held["attributes"] = _without_keys(held["attributes"])
+            for span in spans_of:
+                pair = traces.get(span["traceId"])
+                if pair is not None:
+                    key, value = pair
+                    span["attributes"] = _without_keys(span.get("attributes", []))
+                    span["attributes"].append({"key": key, "value": {"stringValue": value}})
+
+
+def session_id_on_root_spans(requests: list[dict[str, Any]]) -> None:
+    """Each session's id only on the root spans of its traces (where the agent's code set it
+    on the span it started), off every other span."""
+    traces = _trace_sessions(requests)
+    rooted = {
+        span["traceId"]
+        for request in requests
+        for span in spans(request)
+        if not span.get("parentSpanId") and span["traceId"] in traces
+    }
+    for request in requests:
+        for span in spans(request):
+            pair = traces.get(span["traceId"])
+            if pair is None or span["traceId"] not in rooted:
+                continue
+            span["attributes"] = _without_keys(span.get("attributes", []))
+            if not span.get("parentSpanId"):
+                key, value = pair
+                span["attributes"].append({"key": key, "value": {"stringValue": value}})
+
+
+# -- message content, moved to span events ------------------------------------------------
+
+CONTENT_KEYS = ("gen_ai.system_instructions", "gen_ai.input.messages", "gen_ai.output.messages")
+INFERENCE_DETAILS = "gen_ai.client.inference.operation.details"
+
+
+def content_to_events(request: dict[str, Any]) -> None:
+    """GenAI message content recorded as span attributes moved to an inference-details event
+    of the same span (the latest conventions allow both)."""
+    for span in spans(request):
+        moved = [a for a in span.get("attributes", ()) if a["key"] in CONTENT_KEYS]
+        if not moved:
+            continue
+        span["attributes"] = [a for a in span["attributes"] if a["key"] not in CONTENT_KEYS]
+        at = span.get("endTimeUnixNano") or span.get("startTimeUnixNano")
+        event = {"timeUnixNano": at, "name": INFERENCE_DETAILS, "attributes": moved}
+        span["events"] = [*span.get("events", ()), event]
+
+
+# -- answers, split into parts ------------------------------------------------------------
+
+# where an answer is cut in two: after its first sentence, else after its first comma
+_CUTS = (re.compile(r"(?<=[.!?])\s+(?=\S)"), re.compile(r"(?<=,)\s+(?=\S)"))
+_OI_CONTENT = re.compile(r"^(llm\.output_messages\.\d+\.message\.)content$")
+_OI_PART = re.compile(r"^(llm\.output_messages\.\d+\.message\.contents\.)0\.message_content\.text$")
+
+
+def split_answers(request: dict[str, Any]) -> None:
+    """Every assistant output text of more than one sentence written as a message of several
+    text parts, one per sentence run (GenAI `parts`, v1.36 choice blocks, OpenInference
+    `message.contents`): the same text, in parts."""
+    for span in spans(request):
+        if _is_tool(span):
+            continue  # a tool's result is no answer
+        for attribute in span.get("attributes", ()):
+            _split_attribute(span, attribute)
+        for event in span.get("events", ()):
+            for attribute in event.get("attributes", ()):
+                if event["name"] != "gen_ai.choice" and attribute["key"] == "message":
+                    continue
+                _split_attribute(None, attribute)
+
+
+def _is_tool(span: dict[str, Any]) -> bool:
+    return span["name"].startswith("execute_tool") or any(
+        a["key"] == "gen_ai.operation.name" and a["value"].get("stringValue") == "execute_tool"
+        for a in span.get("attributes", ())
+    )
+
+
+def _split_attribute(span: dict[str, Any] | None, attribute: dict[str, Any]) -> None:
+    value = attribute["value"]
+    text = value.get("stringValue")
+    if not isinstance(text, str):
+        return
+    key = attribute["key"]
+    if key == "gen_ai.output.messages" or key == "message":
+        try:
+            decoded = json.loads(text)
+        except ValueError:
+            return
+        split = _split_messages(decoded) if key != "message" else _split_blocks(decoded)
+        if split != decoded:
+            value["stringValue"] = json.dumps(split, ensure_ascii=False)
+    elif span is not None and (part := _OI_PART.match(key)) is not None:
+        _split_part(span, attribute, part.group(1))
+    elif span is not None and (match := _OI_CONTENT.match(key)) is not None:
+        pieces = _pieces(text)
+        parts = f"{match.group(1)}contents."
+        if len(pieces) > 1 and not any(a["key"].startswith(parts) for a in span["attributes"]):
+            # OpenInference joins `message.contents` parts as they are: keep the spaces
+            span["attributes"] = [a for a in span["attributes"] if a is not attribute] + [
+                {
+                    "key": f"{match.group(1)}contents.{i}.message_content.{field}",
+                    "value": {"stringValue": piece if field == "text" else "text"},
+                }
+                for i, piece in enumerate(_pieces(text, keep_space=True))
+                for field in ("type", "text")
+            ]
+
+
+def _split_part(span: dict[str, Any], attribute: dict[str, Any], prefix: str) -> None:
+    """An OpenInference message's only text part (`contents.0`) as two parts."""
+    if any(a["key"].startswith(f"{prefix}1.") for a in span["attributes"]):
+        return
+    pieces = _pieces(attribute["value"]["stringValue"], keep_space=True)
+    if len(pieces) < 2:
+        return
+    attribute["value"] = {"stringValue": pieces[0]}
+    span["attributes"] = [
+        *span["attributes"],
+        {"key": f"{prefix}1.message_content.type", "value": {"stringValue": "text"}},
+        {"key": f"{prefix}1.message_content.text", "value": {"stringValue": pieces[1]}},
+    ]
+
+
+def _split_messages(messages: Any) -> Any:
+    if not isinstance(messages, list):
+        return messages
+    out = []
+    for message in messages:
+        if isinstance(message, dict) and message.get("role") in (None, "assistant", "model"):
+            parts = []
+            for part in message.get("parts") or ():
+                if isinstance(part, dict) and part.get("type") == "text":
+                    pieces = _pieces(str(part.get("content", "")))
+                    parts += [{**part, "content": piece} for piece in pieces]
+                else:
+                    parts.append(part)
+            if "parts" in message:
+                message = {**message, "parts": parts}
+        out.append(message)
+    return out
+
+
+def _split_blocks(blocks: Any) -> Any:
+    """v1.36 `gen_ai.choice` content: a list of `{"text": ...}` blocks."""
+    if not isinstance(blocks, list):
+        return blocks
+    out = []
+    for block in blocks:
+        if isinstance(block, dict) and set(block) == {"text"} and isinstance(block["text"], str):
+            out += [{"text": piece} for piece in _pieces(block["text"])]
+        else:
+            out.append(block)
+    return out
+
+
+def _pieces(text: str, *, keep_space: bool = False) -> list[str]:
+    """``text`` cut in two after its first sentence or comma, or whole."""
+    stripped = text.strip()
+    match = next((m for cut in _CUTS if (m := cut.search(stripped)) is not None), None)
+    if match is None:
+        return [text]
+    if keep_space:
+        return [stripped[: match.start()], stripped[match.start() :]]
+    return [stripped[: match.start()], stripped[match.end() :]]
