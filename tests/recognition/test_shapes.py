@@ -14,8 +14,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
+from tests.conftest import load_schema
 from tests.support.rewritten import attribute, report_of, session_requests, spans
 
 FILE = "strands/strands_latest.jsonl"
@@ -96,7 +98,9 @@ def _what_happened(session: dict[str, Any]) -> dict[str, Any]:
 def test_a_plain_namespace_is_read_by_its_shape(prefix: str, tool_key: str, tmp_path: Path) -> None:
     original = report_of(session_requests(FILE, SESSION), tmp_path, EXPECTATIONS)["sessions"][0]
     rewritten = _in_own_namespace(prefix, tool_key)
-    (got,) = report_of(rewritten, tmp_path, EXPECTATIONS)["sessions"]
+    report = report_of(rewritten, tmp_path, EXPECTATIONS)
+    jsonschema.validate(report, load_schema())
+    (got,) = report["sessions"]
     assert _what_happened(got) == _what_happened(original)
     assert got["final_answer"].startswith("The grand total is 2500")
     # the agent span and the four tool spans (the loader among them)

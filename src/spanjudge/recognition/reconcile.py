@@ -357,7 +357,8 @@ def _ordinary_uses(steps: Sequence[Step], names: set[str]) -> set[tuple[str, str
         if step.kind != "tool_call" or step.failed or not (step.result or "").strip():
             continue
         text = step.result or ""
-        if is_refusal(text[:500]) or front_matter_name(body_of(parse_json(text), text)):
+        body = body_of(parse_json(text), text)
+        if is_refusal(text[:500]) or front_matter_name(body) or instructions(body):
             continue
         if isinstance(step.arguments, str) and step.arguments.strip() not in names:
             found.add((step.name, ""))
