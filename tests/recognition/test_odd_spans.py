@@ -26,6 +26,7 @@ NAMES = [
     "call_llm",
     "LangGraph",
     "tools/call x",
+    "tool call",
 ]
 KEYS = [
     "gen_ai.operation.name",
@@ -60,6 +61,11 @@ KEYS = [
     "haystack.agent.step.llm.output",
     "tool_name",
     "tool_input",
+    "x.toolCall.name",
+    "x.toolCall.args",
+    "x.toolCall.result",
+    "x.prompt.messages",
+    "x.response.text",
     "new_context",
     "skill_name",
 ]

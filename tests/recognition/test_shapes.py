@@ -5,7 +5,8 @@ writes it, with no GenAI or OpenInference key left: the agent span carries
 `<prefix>.prompt.messages` and `<prefix>.response.text`, each tool span
 `<prefix>.toolCall.name` / `.args` / `.result`, and the model-call spans keep nothing but their
 session. The report must find the same turn, tool calls, skill load and answer as for the
-original session, and say how many spans it read by their shape.
+original session, and say how many spans it read by their shape. Each shape the rules name is
+also recorded with a real tracer, beside a span that only looks like one.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from typing import Any
 
 import jsonschema
 import pytest
+from opentelemetry.trace import Tracer
 
 from tests.conftest import load_schema
+from tests.recognition.agent_spans import trajectory_of
 from tests.support.rewritten import attribute, report_of, session_requests, spans
 
 FILE = "strands/strands_latest.jsonl"
@@ -111,3 +114,25 @@ def test_a_plain_namespace_is_read_by_its_shape(prefix: str, tool_key: str, tmp_
         "pass",
         "loaded",
     )
+
+
+def _shapes(tracer: Tracer) -> None:
+    prompt = json.dumps([{"role": "user", "content": "What is 2 + 2?"}])
+    answer = json.dumps([{"role": "assistant", "content": [{"type": "text", "text": "4"}]}])
+    with tracer.start_as_current_span("run", attributes={"app.prompt": prompt}) as root:
+        with tracer.start_as_current_span("step", attributes={"x.tool.name": "add"}) as step:
+            step.set_attribute("x.tool.arguments", json.dumps({"a": 2, "b": 2}))
+        with tracer.start_as_current_span("function call", attributes={"tool_name": "check"}):
+            pass
+        # a function's name alone (OTel code attributes) says no tool was called
+        with tracer.start_as_current_span("helper", attributes={"code.function.name": "fmt"}):
+            pass
+        root.set_attribute("app.response", answer)
+
+
+def test_each_shape_of_a_tool_call_and_a_turn() -> None:
+    trajectory = trajectory_of(_shapes)
+    calls = [(s.name, s.arguments) for s in trajectory.steps if s.kind == "tool_call"]
+    assert calls == [("add", {"a": 2, "b": 2}), ("check", None)]
+    assert [t.request for t in trajectory.turns] == ["What is 2 + 2?"]
+    assert trajectory.final_answer == "4"
