@@ -143,3 +143,20 @@ def test_an_ordinary_tool_taking_a_skill_name_as_data_is_no_load(tmp_path: Path)
     assert attribute(reader, "gen_ai.tool.call.arguments") == json.dumps({"path": "data/sales.csv"})
     (session,) = report_of(requests, tmp_path, EXPECTATIONS)["sessions"]
     assert [(x["skill"], x["status"]) for x in session["skill_loads"]] == [("csv-report", "loaded")]
+
+
+def test_a_loader_its_description_announces_refusing_a_misspelt_name(tmp_path: Path) -> None:
+    """A name no catalogue holds (`csv-reports`): the tool's own description ("Load a skill's
+    instructions (its SKILL.md) by name.") says it is a loader, so the refused call is a failed
+    load of that name (fixtures/mcp, OpenInference; loader renamed, argument `topic`)."""
+    session = "mcp-openinference-load-failed-refusal"
+    requests = []
+    for request in session_requests("mcp/mcp_openinference.jsonl", session):
+        text = re.sub(r"\bload_skill\b", "fetch_playbook", json.dumps(request))
+        text = re.sub(r'(\\*)"name\\*": (\\*)"csv-reports', r'\1"topic\1": \2"csv-reports', text)
+        requests.append(json.loads(text))
+    loader = [s for r in requests for s in spans(r) if s["name"] == "fetch_playbook"]
+    assert attribute(loader[0], "input.value") == json.dumps({"topic": "csv-reports"})
+    (got,) = report_of(requests, tmp_path, "mcp/expectations.yaml")["sessions"]
+    # what happened (fixtures/mcp/scenarios.json)
+    assert [(x["skill"], x["status"]) for x in got["skill_loads"]] == [("csv-reports", "failed")]

@@ -111,6 +111,14 @@ _DECODER = json.JSONDecoder()
 _OK_STATUSES = frozenset({"success", "ok", "completed", "succeeded", "loaded"})
 _BODY_KEYS = ("instructions", "body", "content", "text", "output", "stdout")
 _SCALAR = re.compile(r"true|false|-?\d+(\.\d+)?")
+# A description saying the tool loads a skill: a loading verb, then within a few words a skill,
+# playbook or capability.
+_LOADER_DESCRIPTION = re.compile(
+    r"\b(?:load|activate|fetch|retrieve|open|get)s?\b(?:\W+\w+){0,3}?\W+"
+    r"(?:skill|playbook|capabilit(?:y|ies))",
+    re.I,
+)
+_SKILL_LIKE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,79}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -129,6 +137,7 @@ class ToolFacts:
     call_id: str | None = None
     agent_name: str | None = None
     tool_schemas: Mapping[str, Any] = field(default_factory=dict)
+    description: str | None = None  # the tool's own description, as the model was given it
 
 
 def tool_step(facts: ToolFacts, base: Mapping[str, Any]) -> Step:
@@ -153,6 +162,8 @@ def tool_step(facts: ToolFacts, base: Mapping[str, Any]) -> Step:
         **base,
     )
     skill = facts.declared_skill or skill_of_call(facts.tool, facts.arguments)
+    if skill is None and describes_loader(facts.description):
+        skill = _named_argument(facts.arguments)  # what the described loader was asked for
     if skill is None and not _may_hold_skill_md(text):
         return step
     body = body_of(facts.result, text)
@@ -165,6 +176,23 @@ def tool_step(facts: ToolFacts, base: Mapping[str, Any]) -> Step:
     if skill is None:
         return step
     return as_skill_load(step, skill, body, has_result=facts.has_result or error is not None)
+
+
+def describes_loader(description: str | None) -> bool:
+    """The tool's own description says it loads a skill ("Activate a skill to load its
+    instructions", "Load a skill's instructions by name", "Fetch the playbook for a topic")."""
+    return bool(description) and _LOADER_DESCRIPTION.search(description or "") is not None
+
+
+def _named_argument(arguments: Any) -> str | None:
+    """The one name-like string a call was given (the whole argument, or its only string
+    value): what a described loader was asked to load, known skill or not."""
+    if isinstance(arguments, Mapping):
+        values = [v for v in arguments.values() if isinstance(v, str)]
+        arguments = values[0] if len(values) == 1 else None
+    if isinstance(arguments, str) and _SKILL_LIKE.fullmatch(arguments.strip()):
+        return arguments.strip()
+    return None
 
 
 def _metadata_only(facts: ToolFacts, body: str | None, text: str | None) -> bool:

@@ -504,6 +504,7 @@ class GenAIRecogniser:
             call_id=span.str_attr(sc.GEN_AI_TOOL_CALL_ID),
             agent_name=span.str_attr(sc.GEN_AI_AGENT_NAME),
             tool_schemas=tool_schemas(span, tool),
+            description=span.str_attr(sc.GEN_AI_TOOL_DESCRIPTION),
         )
         return tool_step(facts, self._base(span))
 

@@ -133,9 +133,10 @@ class HaystackRecogniser:
             result=result,
             has_result=raw is not None,
             failure=failure,
+            description=span.str_attr(sc.HAYSTACK_TOOL_DESCRIPTION),
         )
         step = tool_step(facts, span_fields(span, self.name))
-        return replace(step, catalogue=_catalogue(span.str_attr(sc.HAYSTACK_TOOL_DESCRIPTION)))
+        return replace(step, catalogue=_catalogue(facts.description))
 
 
 def _catalogue(text: str | None) -> tuple[CatalogueEntry, ...]:

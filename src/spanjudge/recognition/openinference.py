@@ -165,6 +165,7 @@ class OpenInferenceRecogniser:
             tool_status=tool_status if isinstance(tool_status, str) else None,
             error_type=span.str_attr(semconv.ERROR_TYPE) if span.status != "error" else None,
             call_id=str(call_id) if call_id else None,
+            description=span.str_attr(semconv.OI_TOOL_DESCRIPTION),
         )
         return tool_step(facts, self._base(span, "tool_call", facts.tool))
 
