@@ -8,12 +8,15 @@
   the resumed run continues the request before it;
 - a tool call the model asked for that never ran (rejected before execution, aborted) is a
   failed attempt, so the corrected call after it counts as a retry;
-- a tool call whose arguments name a catalogue or library skill is a load of that skill;
+- a tool call whose arguments name a catalogue or library skill is a load of that skill, loaded
+  or failed as its result says (an empty result is a failed load), unless the session shows the
+  tool taking ordinary data under that argument;
 - a SKILL.md body that reaches the model in a later message completes the load that asked
   for it (a loader nobody named), or is a pinned skill when no call asked for it;
 - one activation is counted once: a lazy load followed by the read of its SKILL.md is one
   load with the body from the read;
-- a load whose trace did not record the body takes it from the configured skills directory.
+- a load whose trace did not record the body takes it from the configured skills directory;
+- an answer that runs the request's texts together is what the last model call said.
 """
 
 from __future__ import annotations
@@ -59,8 +62,8 @@ def reconcile(
     out = _resumed_calls(out)
     out = _requested_arguments(out)
     names = {e.name for s in out for e in s.catalogue} | set(library.skills)
-    out = _unexecuted_requests(out, names)
     ordinary = _ordinary_uses(out, names)
+    out = _unexecuted_requests(out, names, ordinary)
     out = [_load_by_evidence(s, names, library, ordinary) for s in out]
     out = _failed_loads_by_schema(out)
     out = _bodies_from_messages(out)
@@ -186,7 +189,9 @@ def _requested_arguments(steps: list[Step]) -> list[Step]:
     return out
 
 
-def _unexecuted_requests(steps: list[Step], names: set[str]) -> list[Step]:
+def _unexecuted_requests(
+    steps: list[Step], names: set[str], ordinary: set[tuple[str, str]]
+) -> list[Step]:
     """Tool calls the model asked for that never ran: matched to executions by call id, or,
     where the instrumentation records no ids on tool spans, by tool name and time (the first
     execution of that tool after the request)."""
@@ -200,7 +205,6 @@ def _unexecuted_requests(steps: list[Step], names: set[str]) -> list[Step]:
     for s in calls:
         if executed and s.tool_call_id not in requested:
             anonymous[s.name] = anonymous.get(s.name, 0) + 1
-    ordinary = _ordinary_uses(steps, names)
     added: list[Step] = []
     for step in steps:
         if step.kind != "model_call":
@@ -298,10 +302,10 @@ def _load_by_evidence(
     # under any other argument a skill's exact name is a load when the call failed or was
     # refused (`topic="csv-report"` answered "Playbook 'csv-report' does not exist"), or
     # answered with instructions; an ordinary answer ("3 lines") mentions the name as data
-    return load if named == skill or instructions(body) else step
+    return load if named == skill or _instructions(body) else step
 
 
-def instructions(text: str | None) -> bool:
+def _instructions(text: str | None) -> bool:
     """A result that reads as a skill's instructions: several lines of markdown with a
     heading, or with numbered or bulleted steps."""
     lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
@@ -358,7 +362,7 @@ def _ordinary_uses(steps: Sequence[Step], names: set[str]) -> set[tuple[str, str
             continue
         text = step.result or ""
         body = body_of(parse_json(text), text)
-        if is_refusal(text[:500]) or front_matter_name(body) or instructions(body):
+        if is_refusal(text[:500]) or front_matter_name(body) or _instructions(body):
             continue
         if isinstance(step.arguments, str) and step.arguments.strip() not in names:
             found.add((step.name, ""))

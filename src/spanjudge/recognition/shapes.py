@@ -111,6 +111,8 @@ def _tool_keys(span: SpanRecord) -> tuple[str, Any, str | None] | None:
     attributes = span.attributes
     named_call = _TOOL_SPAN.search(span.name) is not None
     for key, value in attributes.items():
+        if key[-4:].lower() != "name":  # most keys: no pattern run
+            continue
         match = _TOOL_NAME.match(key)
         if match is None or not isinstance(value, str) or not value.strip():
             continue
