@@ -176,10 +176,7 @@ SESSION_ID_MOVES = {
     "on every span (baggage)": session_id_on_every_span,
     "on root spans only": session_id_on_root_spans,
 }
-# Each file meets one move, in turn across the files: every move meets several frameworks.
-SESSION_ID_CASES = [
-    (sorted(SESSION_ID_MOVES)[i % len(SESSION_ID_MOVES)], name) for i, name in enumerate(FILES)
-]
+SESSION_ID_CASES = [(move, name) for name in FILES for move in sorted(SESSION_ID_MOVES)]
 
 
 @pytest.mark.parametrize(("move", "name"), SESSION_ID_CASES)
