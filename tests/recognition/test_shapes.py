@@ -136,3 +136,22 @@ def test_each_shape_of_a_tool_call_and_a_turn() -> None:
     assert calls == [("add", {"a": 2, "b": 2}), ("check", None)]
     assert [t.request for t in trajectory.turns] == ["What is 2 + 2?"]
     assert trajectory.final_answer == "4"
+
+
+def test_a_prompt_object_holding_the_system_text_and_the_request() -> None:
+    """`<prefix>.prompt` as one JSON object with the system text (its catalogue) and the
+    request, beside `<prefix>.response.text`."""
+    system = (
+        "You can use these skills:\n- csv-report: Summarise a CSV file.\n"
+        "- incident-triage: Triage an incident."
+    )
+
+    def run(tracer: Tracer) -> None:
+        prompt = json.dumps({"system": system, "prompt": "Summarise data/sales.csv."})
+        with tracer.start_as_current_span("generate", attributes={"sdk.prompt": prompt}) as root:
+            root.set_attribute("sdk.response.text", "The total is 2500.")
+
+    trajectory = trajectory_of(run)
+    assert [t.request for t in trajectory.turns] == ["Summarise data/sales.csv."]
+    assert [e.name for e in trajectory.catalogue] == ["csv-report", "incident-triage"]
+    assert trajectory.final_answer == "The total is 2500."

@@ -146,16 +146,24 @@ def _first(span: SpanRecord, pattern: re.Pattern[str]) -> str | None:
 
 
 def _request(prompt: Any) -> tuple[str | None, str | None]:
-    """(the last user text, the system text) of a prompt: plain text or a message list."""
+    """(the last user text, the system text) of a prompt: plain text, a message list, or an
+    object holding them (`{"system": ..., "prompt": ...}`, `{"messages": [...]}`)."""
     decoded = parse_json(prompt)
     if isinstance(decoded, str):
         return decoded.strip() or None, None
+    request = None
+    system = []
+    if isinstance(decoded, dict) and "role" not in decoded:
+        if isinstance(decoded.get("system"), str):
+            system.append(decoded["system"])
+        for key in ("prompt", "input", "query"):
+            if isinstance(decoded.get(key), str) and decoded[key].strip():
+                request = decoded[key].strip()
+        decoded = decoded.get("messages")
     if isinstance(decoded, dict):
         decoded = [decoded]
     if not isinstance(decoded, list):
-        return None, None
-    request = None
-    system = []
+        return request, "\n".join(system) or None
     for message in decoded:
         if not isinstance(message, dict):
             continue
