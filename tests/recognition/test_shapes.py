@@ -3,9 +3,10 @@
 A real Strands session (fixtures/strands) is rewritten the way an agent library's own tracing
 writes it, with no GenAI or OpenInference key left: the agent span carries
 `<prefix>.prompt.messages` and `<prefix>.response.text`, each tool span
-`<prefix>.toolCall.name` / `.args` / `.result`, and the model-call spans keep nothing but their
-session. The report must find the same turn, tool calls, skill load and answer as for the
-original session, and say how many spans it read by their shape. Each shape the rules name is
+`<prefix>.toolCall.name` / `.args` / `.result`, each model-call span its prompt, response text,
+requested tool calls and token counts. The report must find the same turn, model and tool calls,
+skill load and answer as for the original session, and say how many spans it read by their
+shape. Each shape the rules name is
 also recorded with a real tracer, beside a span that only looks like one.
 """
 
@@ -72,6 +73,9 @@ def _in_own_namespace(prefix: str, tool_key: str) -> list[dict[str, Any]]:
                     }
                 )
                 span["name"] = f"{prefix}.step"
+            elif span["name"] == "chat":
+                kept += _model_call(span, prefix, system)
+                span["name"] = f"{prefix}.model"
             else:
                 span["name"] = f"{prefix}.internal"
             span["attributes"] = kept
@@ -81,6 +85,38 @@ def _in_own_namespace(prefix: str, tool_key: str) -> list[dict[str, Any]]:
     return requests
 
 
+def _model_call(span: dict[str, Any], prefix: str, system: str) -> list[dict[str, Any]]:
+    inputs = json.loads(_event_value(span, "gen_ai.input.messages") or "[]")
+    (output,) = json.loads(_event_value(span, "gen_ai.output.messages") or "[]")
+    texts = [p["content"] for p in output["parts"] if p["type"] == "text"]
+    asked = [
+        {"toolCallId": p["id"], "toolName": p["name"], "args": json.dumps(p["arguments"])}
+        for p in output["parts"]
+        if p["type"] == "tool_call"
+    ]
+    tokens = {a["key"]: a["value"]["intValue"] for a in span["attributes"] if "usage" in a["key"]}
+    out = _strings(
+        {
+            f"{prefix}.prompt.messages": json.dumps(
+                [{"role": "system", "content": system}, *inputs]
+            ),
+            f"{prefix}.response.text": "\n".join(texts) or None,
+            f"{prefix}.response.toolCalls": json.dumps(asked),
+        }
+    )
+    return [
+        *out,
+        {
+            "key": f"{prefix}.usage.promptTokens",
+            "value": {"intValue": tokens["gen_ai.usage.input_tokens"]},
+        },
+        {
+            "key": f"{prefix}.usage.completionTokens",
+            "value": {"intValue": tokens["gen_ai.usage.output_tokens"]},
+        },
+    ]
+
+
 def _strings(values: dict[str, str | None]) -> list[dict[str, Any]]:
     return [{"key": k, "value": {"stringValue": v}} for k, v in values.items() if v is not None]
 
@@ -88,6 +124,8 @@ def _strings(values: dict[str, str | None]) -> list[dict[str, Any]]:
 def _what_happened(session: dict[str, Any]) -> dict[str, Any]:
     return {
         "turns": session["stats"]["turns"],
+        "model_calls": session["stats"]["model_calls"],
+        "tokens": (session["stats"]["input_tokens"], session["stats"]["output_tokens"]),
         "tool_calls": [
             (s["name"], s["arguments"]) for s in session["steps"] if s["kind"] == "tool_call"
         ],
@@ -106,8 +144,8 @@ def test_a_plain_namespace_is_read_by_its_shape(prefix: str, tool_key: str, tmp_
     (got,) = report["sessions"]
     assert _what_happened(got) == _what_happened(original)
     assert got["final_answer"].startswith("The grand total is 2500")
-    # the agent span and the four tool spans (the loader among them)
-    assert got["coverage"]["fallback_spans"] == 5
+    # the agent span, the five model calls and the four tool spans (the loader among them)
+    assert got["coverage"]["fallback_spans"] == 10
     assert original["coverage"]["fallback_spans"] == 0
     verdicts = {v["evaluator"]: v for v in got["verdicts"]}
     assert (verdicts["skill_loaded"]["outcome"], verdicts["skill_loaded"]["label"]) == (

@@ -8,7 +8,10 @@ An agent library's own tracing may use keys nobody listed (`<prefix>.toolCall.na
   or result;
 - a turn and its answer: a root span with a prompt-shaped attribute (`<prefix>.prompt.messages`,
   `<prefix>.prompt`, `<prefix>.input.messages`) and a response-shaped one
-  (`<prefix>.response.text`, `<prefix>.response`, `<prefix>.completion`, `<prefix>.output.text`).
+  (`<prefix>.response.text`, `<prefix>.response`, `<prefix>.completion`, `<prefix>.output.text`);
+- a model call: a span below the turn with a prompt and a response or the tool calls it asked
+  for (under a `tool calls` key), with its `prompt`/`input` and `completion`/`output` token
+  counts.
 The rules name shapes, never a framework. The registry asks this preset last, and only about
 spans every other preset left alone; the report counts what it read (`coverage.fallback_spans`).
 """
@@ -23,7 +26,7 @@ from spanjudge.recognition.base import as_text, parse_json, span_error, span_fie
 from spanjudge.recognition.catalogue import parse_catalogue
 from spanjudge.recognition.evidence import ToolFacts, tool_step
 from spanjudge.spans.record import SpanRecord
-from spanjudge.trajectory.steps import Step
+from spanjudge.trajectory.steps import Step, ToolRequest
 
 PRESET = "shape"
 # `<prefix><sep>name` where the prefix's last word says tool or function: `x.toolCall.name`,
@@ -44,6 +47,10 @@ _RESPONSE = re.compile(
     r"(?:^|[._])(?:response(?:[._](?:text|messages|content))?|completion|output[._](?:text|messages))$",
     re.I,
 )
+_INPUT_TOKENS = re.compile(r"(?:prompt|input)[._]?tokens$", re.I)
+_OUTPUT_TOKENS = re.compile(r"(?:completion|output)[._]?tokens$", re.I)
+# The tools a model output asked for: `<prefix>.response.toolCalls`, `<prefix>.tool_calls`.
+_ASKED = re.compile(r"(?:^|[._])tool[._]?calls$", re.I)
 _USER_ROLES = frozenset({"user", "human"})
 _SYSTEM_ROLES = frozenset({"system", "developer"})
 
@@ -59,7 +66,30 @@ class ShapeRecogniser:
             return [self._tool(span, *tool)]
         if span.parent_span_id is None:
             return self._turn(span)
-        return None
+        return self._model_call(span)
+
+    def _model_call(self, span: SpanRecord) -> list[Step] | None:
+        """A span below the turn with prompt- and response-shaped attributes: one model call,
+        its text, the tools it asked for and its token counts."""
+        prompt = _first(span, _PROMPT)
+        response = _first(span, _RESPONSE)
+        asked = _asked(span)
+        if prompt is None or (response is None and not asked):
+            return None
+        _, system = _request(span.attributes[prompt])
+        return [
+            Step(
+                kind="model_call",
+                name=span.name,
+                text=assistant_text(span.attributes[response]) if response else None,
+                input_tokens=_tokens(span, _INPUT_TOKENS),
+                output_tokens=_tokens(span, _OUTPUT_TOKENS),
+                tool_requests=asked,
+                catalogue=parse_catalogue(system),
+                error=span_error(span),
+                **span_fields(span, PRESET),
+            )
+        ]
 
     def _tool(self, span: SpanRecord, name: str, arguments: Any, result: str | None) -> Step:
         raw = span.attributes.get(result) if result else None
@@ -174,3 +204,40 @@ def _request(prompt: Any) -> tuple[str | None, str | None]:
         elif role in _SYSTEM_ROLES and text:
             system.append(text)
     return request, "\n".join(system) or None
+
+
+def _tokens(span: SpanRecord, pattern: re.Pattern[str]) -> int | None:
+    for key, value in span.attributes.items():
+        if pattern.search(key) and isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def _asked(span: SpanRecord) -> tuple[ToolRequest, ...]:
+    """The tool calls a model output lists (each with a name, and an id and arguments when
+    recorded), under a `tool calls` key."""
+    key = _first(span, _ASKED)
+    calls = parse_json(span.attributes[key]) if key is not None else None
+    if not isinstance(calls, list):
+        return ()
+    out = []
+    for call in calls:
+        if not isinstance(call, dict):
+            continue
+        name = next(
+            (v for k, v in call.items() if "name" in k.lower() and isinstance(v, str)), None
+        )
+        if not name:
+            continue
+        call_id = next((v for k, v in call.items() if k.lower().endswith("id") and v), None)
+        arguments = next(
+            (call[k] for k in ("args", "arguments", "input", "parameters") if k in call), None
+        )
+        out.append(
+            ToolRequest(
+                name=name,
+                call_id=str(call_id) if call_id else None,
+                arguments=parse_json(arguments) if isinstance(arguments, str) else arguments,
+            )
+        )
+    return tuple(out)
