@@ -287,7 +287,10 @@ def model_output(
                 for u in uses
                 if isinstance(u, dict)
             )
-            return content_text(message), str(reason) if reason else None, asked_tools, asked
+            text = content_text(message)
+            if text is None and isinstance(decoded, dict):  # a framework's own message shape
+                text = assistant_text(decoded)
+            return text, str(reason) if reason else None, asked_tools, asked
     return None, None, False, ()
 
 
