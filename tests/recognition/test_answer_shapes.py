@@ -118,3 +118,25 @@ def test_a_choice_event_holding_a_frameworks_message(tmp_path: Path) -> None:
                     if a["key"] == "message":
                         a["value"]["stringValue"] = json.dumps(message) if agent else "[]"
     assert _answer(requests, tmp_path) == answer
+
+
+def test_the_runs_texts_together_where_the_last_model_output_was_not_recorded(
+    tmp_path: Path,
+) -> None:
+    """The model said the preamble beside its first tool call; the last model call's output
+    was not recorded: the preamble comes off the front of the agent's message."""
+    answer = _recorded_answer()
+    requests = _with_agent_output(_parts(PREAMBLE, answer))
+    chats = [s for r in requests for s in spans(r) if s["name"] == "chat"]
+    first, last = chats[0], chats[-1]
+    for event in first["events"]:
+        for a in event["attributes"]:
+            if a["key"] == "gen_ai.output.messages":
+                (message,) = json.loads(a["value"]["stringValue"])
+                message["parts"].insert(0, {"type": "text", "content": PREAMBLE})
+                a["value"]["stringValue"] = json.dumps([message])
+    for event in last["events"]:
+        event["attributes"] = [
+            a for a in event["attributes"] if a["key"] != "gen_ai.output.messages"
+        ]
+    assert _answer(requests, tmp_path) == answer

@@ -81,26 +81,51 @@ def _parts_text(parts: Sequence[Any]) -> str | None:
 
 def not_concatenated(steps: Sequence[Step]) -> list[Step]:
     """Answers that run the request's texts together ("I'll use the currency-report skill."
-    then the answer, as one output or one message of several text parts) are the last model
-    call's text: the agent's output ends with what the model last said, and that is the
-    answer. An answer split into parts that the model said as one text is left as it is."""
+    then the answer, as one output or one message of several text parts): the agent's output
+    ends with what the model last said, and that is the answer; where that was not recorded,
+    the texts the model said on the way (beside its tool calls) are taken off the front. An
+    answer split into parts that the model said as one text is left as it is."""
     last: dict[str, Step] = {}
+    on_the_way: dict[str, list[str]] = {}
     for step in steps:
-        if step.kind == "model_call" and step.text and step.text.strip() and not step.tool_requests:
-            known = last.get(step.trace_id)
-            if known is None or step.end_unix_nano >= known.end_unix_nano:
-                last[step.trace_id] = step
-    if not last:
+        if step.kind != "model_call" or not step.text or not step.text.strip():
+            continue
+        if step.tool_requests:
+            on_the_way.setdefault(step.trace_id, []).append(step.text.strip())
+            continue
+        known = last.get(step.trace_id)
+        if known is None or step.end_unix_nano >= known.end_unix_nano:
+            last[step.trace_id] = step
+    if not last and not on_the_way:
         return list(steps)
     out = []
     for step in steps:
-        said = last.get(step.trace_id)
-        if step.kind == "final_answer" and step.text and said is not None:
-            tail = (said.text or "").strip()
-            if said.end_unix_nano <= step.end_unix_nano and _ends_with(step.text, tail):
-                step = replace(step, text=tail)
+        if step.kind == "final_answer" and step.text:
+            text = _as_said(step, last.get(step.trace_id), on_the_way.get(step.trace_id, []))
+            if text != step.text:
+                step = replace(step, text=text)
         out.append(step)
     return out
+
+
+def _as_said(answer: Step, said: Step | None, preambles: Sequence[str]) -> str:
+    text = answer.text or ""
+    if said is not None and said.end_unix_nano <= answer.end_unix_nano:
+        tail = (said.text or "").strip()
+        return tail if _ends_with(text, tail) else text
+    return _without_preambles(text, preambles)
+
+
+def _without_preambles(text: str, preambles: Sequence[str]) -> str:
+    """``text`` without the leading texts in ``preambles`` (each once, in any order), when
+    something is left after them."""
+    rest = text.strip()
+    for _ in range(len(preambles)):
+        lead = next((p for p in preambles if rest.startswith(p) and rest[len(p) :].strip()), None)
+        if lead is None:
+            break
+        rest = rest[len(lead) :].strip()
+    return rest if rest != text.strip() else text
 
 
 def _ends_with(text: str, tail: str) -> bool:
