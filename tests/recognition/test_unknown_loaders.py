@@ -14,6 +14,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from tests.recognition.agent_spans import Call, Say, agent_run, loads, trajectory_of
 from tests.support.rewritten import (
     attribute,
     drop_spans,
@@ -160,3 +163,39 @@ def test_a_loader_its_description_announces_refusing_a_misspelt_name(tmp_path: P
     (got,) = report_of(requests, tmp_path, "mcp/expectations.yaml")["sessions"]
     # what happened (fixtures/mcp/scenarios.json)
     assert [(x["skill"], x["status"]) for x in got["skill_loads"]] == [("csv-reports", "failed")]
+
+
+DESCRIBED = {"gen_ai.tool.description": "Fetch the playbook for a topic, by its name."}
+
+
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        # refused: a failed load of the name it was given
+        (
+            Call(
+                "ops_guide",
+                {"topic": "csv-reports"},
+                "Playbook 'csv-reports' does not exist.",
+                attrs=DESCRIBED,
+            ),
+            [("csv-reports", "failed")],
+        ),
+        # answered with instructions: loaded
+        (
+            Call(
+                "ops_guide", {"topic": "csv-report"}, "# CSV\n\n1. Read.\n2. Sum.", attrs=DESCRIBED
+            ),
+            [("csv-report", "loaded")],
+        ),
+        # answered with data: the description alone loads nothing
+        (Call("ops_guide", {"topic": "weekly"}, "42 calls this week", attrs=DESCRIBED), []),
+        # no description saying it loads anything: an ordinary failed call
+        (Call("ops_guide", {"topic": "csv-reports"}, "Playbook 'csv-reports' does not exist."), []),
+    ],
+)
+def test_a_tool_its_description_announces_as_a_loader(
+    call: Call, expected: list[tuple[str, str]]
+) -> None:
+    trajectory = trajectory_of(lambda t: agent_run(t, "Build the report.", [call, Say(text=".")]))
+    assert loads(trajectory) == expected

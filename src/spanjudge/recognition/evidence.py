@@ -118,6 +118,8 @@ _LOADER_DESCRIPTION = re.compile(
     r"(?:skill|playbook|capabilit(?:y|ies))",
     re.I,
 )
+# A numbered or bulleted step of a skill's instructions.
+_STEP_LINE = re.compile(r"(?:\d{1,2}[.)]|[-*])\s+\S")
 _SKILL_LIKE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,79}")
 
 
@@ -162,8 +164,9 @@ def tool_step(facts: ToolFacts, base: Mapping[str, Any]) -> Step:
         **base,
     )
     skill = facts.declared_skill or skill_of_call(facts.tool, facts.arguments)
+    described = None
     if skill is None and describes_loader(facts.description):
-        skill = _named_argument(facts.arguments)  # what the described loader was asked for
+        described = skill = _named_argument(facts.arguments)  # what it was asked to load
     if skill is None and not _may_hold_skill_md(text):
         return step
     body = body_of(facts.result, text)
@@ -175,7 +178,26 @@ def tool_step(facts: ToolFacts, base: Mapping[str, Any]) -> Step:
         skill = named
     if skill is None:
         return step
-    return as_skill_load(step, skill, body, has_result=facts.has_result or error is not None)
+    load = as_skill_load(step, skill, body, has_result=facts.has_result or error is not None)
+    if (
+        skill == described
+        and load.skill_status == "loaded"
+        and named is None
+        and not reads_as_instructions(body)
+    ):
+        return step  # the description alone: an answer that is no skill's text loads nothing
+    return load
+
+
+def reads_as_instructions(text: str | None) -> bool:
+    """A result that reads as a skill's instructions: several lines of markdown with a
+    heading, or with numbered or bulleted steps."""
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    if len(lines) < 3:
+        return False
+    heading = lines[0].startswith("#")
+    steps = sum(1 for line in lines if _STEP_LINE.match(line))
+    return heading or steps >= 2
 
 
 def describes_loader(description: str | None) -> bool:

@@ -33,6 +33,7 @@ from spanjudge.recognition.evidence import (
     as_skill_load,
     body_of,
     front_matter_name,
+    reads_as_instructions,
     skill_md_read,
     skill_of_call,
 )
@@ -43,8 +44,6 @@ from spanjudge.trajectory.steps import Step
 _TOOL_KINDS = ("tool_call", "skill_load")
 # Argument names that may carry a skill's name for a loader nobody listed.
 _NAME_KEY = re.compile(r"skill|name|capabilit|^id$", re.I)
-# A numbered or bulleted step of a skill's instructions.
-_STEP_LINE = re.compile(r"(?:\d{1,2}[.)]|[-*])\s+\S")
 # A schema's description of the argument that names what a loader loads.
 _LOADS = re.compile(r"\b(?:skill|capability)\b[^.]{0,40}\bto (?:load|activate)\b", re.I)
 UNEXECUTED = "requested by the model but never executed (rejected before execution or aborted)"
@@ -302,18 +301,7 @@ def _load_by_evidence(
     # under any other argument a skill's exact name is a load when the call failed or was
     # refused (`topic="csv-report"` answered "Playbook 'csv-report' does not exist"), or
     # answered with instructions; an ordinary answer ("3 lines") mentions the name as data
-    return load if named == skill or _instructions(body) else step
-
-
-def _instructions(text: str | None) -> bool:
-    """A result that reads as a skill's instructions: several lines of markdown with a
-    heading, or with numbered or bulleted steps."""
-    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
-    if len(lines) < 3:
-        return False
-    heading = lines[0].startswith("#")
-    steps = sum(1 for line in lines if _STEP_LINE.match(line))
-    return heading or steps >= 2
+    return load if named == skill or reads_as_instructions(body) else step
 
 
 def _named_skill(
@@ -362,7 +350,7 @@ def _ordinary_uses(steps: Sequence[Step], names: set[str]) -> set[tuple[str, str
             continue
         text = step.result or ""
         body = body_of(parse_json(text), text)
-        if is_refusal(text[:500]) or front_matter_name(body) or _instructions(body):
+        if is_refusal(text[:500]) or front_matter_name(body) or reads_as_instructions(body):
             continue
         if isinstance(step.arguments, str) and step.arguments.strip() not in names:
             found.add((step.name, ""))
