@@ -151,6 +151,9 @@ class Handler:
         return answer
 
     def _handle(self, body: bytes, fmt: str) -> Answer:
+        # Before decoding: a client resending while spanjudge is behind costs no decoding.
+        if (reason := self.worker.refusal(len(body))) is not None:
+            return Answer("unavailable", message=f"spanjudge is overloaded, retry later: {reason}")
         try:
             decoded = decode_body(body, fmt, self.limits, self.checks)
         except BadRequest as exc:
@@ -166,7 +169,7 @@ class Handler:
             return Answer("ok", response=ExportTraceServiceResponse())
         try:
             self.worker.submit(body, fmt, decoded.records, decoded.sizes)
-        except Overloaded as exc:
+        except Overloaded as exc:  # a budget filled since the check above
             return Answer("unavailable", message=f"spanjudge is overloaded, retry later: {exc}")
         if decoded.problems:
             return Answer(
