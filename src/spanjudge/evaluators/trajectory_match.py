@@ -20,7 +20,8 @@ Modes:
 
 The details list the ``missing`` calls (listed, never made), the ``extra`` calls (made, not
 listed; a failure only for ``exact``) and the ``out_of_order`` ones (listed and made, but not
-where the order needs them; never for ``any_order``). The score is the share matched in place:
+where the order needs them; never for ``any_order``; where either of two calls could be the
+one out of place, the one listed earlier keeps its place). The score is the share matched in place:
 matched / listed (``exact``: / the larger of listed and made).
 """
 
@@ -142,10 +143,10 @@ def _in_order(expected: Sequence[ReferenceCall], calls: Sequence[_Call]) -> list
         if _matches(expected[i], calls[j]) and best[i][j] == best[i + 1][j + 1] + 1:
             pairs.append((i, j))
             i, j = i + 1, j + 1
-        elif best[i + 1][j] >= best[i][j + 1]:
-            i += 1
-        else:
+        elif best[i][j + 1] >= best[i + 1][j]:  # on a tie the earlier listed call stays
             j += 1
+        else:
+            i += 1
     return pairs
 
 
@@ -297,7 +298,7 @@ def compare(trajectory: Trajectory, reference: ReferenceTrajectory) -> Verdict:
     return Verdict(
         evaluator=NAME,
         outcome="pass" if ok else "fail",
-        score=round(score, 4),
+        score=score,
         label="match" if ok else "mismatch",
         explanation=explanation,
         judge="rule",
