@@ -7,7 +7,6 @@ mode must say about it follows from the mode's definition.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -23,64 +22,11 @@ from spanjudge.expectations import ExpectationResolver, parse_entries
 from spanjudge.offline import run_offline
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.values import Verdict
+from tests.support.call_logs import compared as _compared
+from tests.support.call_logs import logged_calls as _logged
+from tests.support.call_logs import marks_loads as _marks_loads
+from tests.support.call_logs import reference_entries as _log
 from tests.support.fixture_reports import RECORDS
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Logged:
-    """One call of a generator's log: its tool, and the skill when the log marks a load."""
-
-    tool: str
-    arguments: dict[str, Any]
-    skill: str | None = None
-    completes_load: bool = False  # the read that completes a lazy loader's load
-
-    def entry(self) -> dict[str, Any]:
-        """The reference entry a user writes for it: a load by its skill, else the tool."""
-        if self.skill is not None and not self.completes_load:
-            return {"skill": self.skill}
-        return {"tool": self.tool, "arguments": self.arguments}
-
-
-def _logged(record: dict[str, Any]) -> list[Logged] | None:
-    """The generator's call log. Logs that mark skill loads (`kind`) give each load's skill; a
-    lazy loader's call and the read completing it are one load (the log marks the first
-    `lazy`). Logs that do not mark loads list every call by its tool."""
-    log = record.get("calls", record.get("tool_log"))
-    if log is None:
-        return None
-    out: list[Logged] = []
-    lazy: set[str] = set()
-    for call in log:
-        tool, args = call.get("tool", call.get("name")), call.get("args") or {}
-        skill = call.get("skill") if call.get("kind") == "skill_load" else None
-        completes = skill is not None and skill in lazy
-        if completes:
-            lazy.discard(skill)
-        elif skill is not None and call.get("lazy"):
-            lazy.add(skill)
-        out.append(Logged(tool=tool, arguments=args, skill=skill, completes_load=completes))
-    return out
-
-
-def _log(record: dict[str, Any]) -> list[dict[str, Any]] | None:
-    logged = _logged(record)
-    return None if logged is None else [c.entry() for c in logged]
-
-
-def _marks_loads(record: dict[str, Any]) -> bool:
-    return any(c.get("kind") == "skill_load" for c in record.get("calls", ()))
-
-
-def _compared(call: Logged, reference: list[dict[str, Any]]) -> bool:
-    """Whether trajectory_match compares ``call`` with ``reference``, by its documented rule:
-    every tool call; a skill load where the reference lists its skill or its tool."""
-    if call.skill is None:
-        return True
-    tools = {e.get("tool") for e in reference}
-    skills = {e.get("skill") for e in reference}
-    return call.tool in tools or (not call.completes_load and call.skill in skills)
-
 
 LOGGED = [(d, r) for d, r in RECORDS if _log(r)]
 ORDERED = [(d, r) for d, r in LOGGED if r["scenario"] != "parallel_tools"]
