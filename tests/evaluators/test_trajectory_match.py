@@ -14,6 +14,7 @@ import yaml
 from spanjudge.cli import main
 from spanjudge.config import parse_config
 from spanjudge.errors import ConfigError
+from spanjudge.evaluators import trajectory_match
 from spanjudge.evaluators.base import EvaluationContext
 from spanjudge.evaluators.trajectory_match import TrajectoryMatch
 from spanjudge.expectations import ExpectationResolver, parse_entries
@@ -275,3 +276,26 @@ def test_a_reference_in_an_expectations_file_reaches_the_report(
     summary = report["summary"]["by_evaluator"]["trajectory_match"]
     assert summary["coverage"] == 1.0
     assert summary["outside_coverage"] == {"no_trajectory": len(others)}
+
+
+@pytest.mark.parametrize(
+    ("tools", "match"),
+    [
+        (["read_csv", "calculate", "write_file"], "exact"),
+        (["read_csv", "write_file"], "exact"),
+        (["read_csv", "write_file"], "in_order"),
+        (["write_file", "read_csv"], "in_order"),
+        (["calculate", "missing_tool"], "in_order"),
+    ],
+)
+def test_a_session_too_long_to_align_exactly_gets_the_same_outcome(
+    tools: list[str], match: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    exactly = _judge(WORK, {"tools": tools, "match": match})
+    monkeypatch.setattr(trajectory_match, "_MAX_CELLS", 1)
+    greedily = _judge(WORK, {"tools": tools, "match": match})
+    assert greedily.outcome == exactly.outcome
+    assert greedily.details is not None and exactly.details is not None
+    assert len(greedily.details["missing"]) + len(greedily.details["out_of_order"]) == len(
+        exactly.details["missing"]
+    ) + len(exactly.details["out_of_order"])

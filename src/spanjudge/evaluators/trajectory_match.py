@@ -41,6 +41,7 @@ from spanjudge.values import Verdict, not_evaluated, skill_key
 
 NAME = reasons.TRAJECTORY_MATCH
 _SHOWN = 5  # calls named in the explanation; the details list them all
+_MAX_CELLS = 1_000_000  # reference entries x recorded calls aligned exactly (memory: one int each)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -128,8 +129,19 @@ def _call(tool: str, skill: str | None, load: bool, step: Any) -> _Call:
 
 
 def _in_order(expected: Sequence[ReferenceCall], calls: Sequence[_Call]) -> list[tuple[int, int]]:
-    """The longest run of (entry, call) pairs in the order of both (LCS)."""
+    """The longest run of (entry, call) pairs in the order of both (LCS). Past `_MAX_CELLS`
+    (a runaway session's thousands of calls) the pairs are taken greedily, each entry with the
+    first fitting call after the last: memory stays bounded and pass or fail is the same (a
+    reference that is a subsequence of the calls is found whole either way); only a failing
+    verdict's details may name other calls."""
     n, m = len(expected), len(calls)
+    if n * m > _MAX_CELLS:
+        pairs, i = [], 0
+        for j, call in enumerate(calls):
+            if i < n and _matches(expected[i], call):
+                pairs.append((i, j))
+                i += 1
+        return pairs
     best = [[0] * (m + 1) for _ in range(n + 1)]
     for i in range(n - 1, -1, -1):
         for j in range(m - 1, -1, -1):
