@@ -286,10 +286,12 @@ def test_a_reference_in_an_expectations_file_reaches_the_report(
         (["read_csv", "write_file"], "in_order"),
         (["write_file", "read_csv"], "in_order"),
         (["calculate", "missing_tool"], "in_order"),
+        (["write_file", "read_csv", "calculate"], "any_order"),
+        (["write_file", {"tool": "write_file", "arguments": {"path": "out/x.md"}}], "any_order"),
     ],
 )
 def test_a_session_too_long_to_align_exactly_gets_the_same_outcome(
-    tools: list[str], match: str, monkeypatch: pytest.MonkeyPatch
+    tools: list[Any], match: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     exactly = _judge(WORK, {"tools": tools, "match": match})
     monkeypatch.setattr(trajectory_match, "_MAX_CELLS", 1)
@@ -299,3 +301,9 @@ def test_a_session_too_long_to_align_exactly_gets_the_same_outcome(
     assert len(greedily.details["missing"]) + len(greedily.details["out_of_order"]) == len(
         exactly.details["missing"]
     ) + len(exactly.details["out_of_order"])
+
+
+def test_a_reference_is_not_a_log() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_entries({"sessions": {"s": {"trajectory": {"tools": ["t"] * 501}}}}, "x.yaml")
+    assert info.value.problems == ["sessions.s.trajectory.tools: at most 500 calls, got 501"]

@@ -164,12 +164,27 @@ def _in_order(expected: Sequence[ReferenceCall], calls: Sequence[_Call]) -> list
 
 def _any_order(expected: Sequence[ReferenceCall], calls: Sequence[_Call]) -> list[tuple[int, int]]:
     """The most (entry, call) pairs regardless of order (bipartite matching, augmenting
-    paths): a call named by two entries goes where it leaves the others something."""
+    paths): a call named by two entries goes where it leaves the others something. Past
+    `_MAX_CELLS` each entry takes the first free call it names, entries with arguments first
+    (the more particular ones), so cost and memory stay linear in the calls."""
+    if len(expected) * len(calls) > _MAX_CELLS:
+        taken: set[int] = set()
+        pairs = []
+        for i in sorted(range(len(expected)), key=lambda i: not expected[i].arguments):
+            j = next(
+                (j for j, c in enumerate(calls) if j not in taken and _matches(expected[i], c)),
+                None,
+            )
+            if j is not None:
+                taken.add(j)
+                pairs.append((i, j))
+        return sorted(pairs)
+    fits = [[j for j, call in enumerate(calls) if _matches(entry, call)] for entry in expected]
     owner: dict[int, int] = {}  # call -> entry
 
     def place(i: int, seen: set[int]) -> bool:
-        for j, call in enumerate(calls):
-            if j in seen or not _matches(expected[i], call):
+        for j in fits[i]:
+            if j in seen:
                 continue
             seen.add(j)
             if j not in owner or place(owner[j], seen):

@@ -23,6 +23,8 @@ MatchMode = Literal["exact", "in_order", "any_order"]
 MATCH_MODES: tuple[MatchMode, ...] = get_args(MatchMode)
 TRAJECTORY_KEYS = ("tools", "match", "arguments")
 _ENTRY_KEYS = ("tool", "skill", "arguments")
+# A longer reference is a log, not an expectation; the limit bounds matching's work and depth.
+MAX_CALLS = 500
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -114,6 +116,9 @@ def parse_reference(raw: Any, path: str, problems: list[str]) -> ReferenceTrajec
     if not isinstance(tools, list):
         problems.append(f"{path}.tools: required, a list of tool names or {{skill: name}}")
         return None
+    if len(tools) > MAX_CALLS:
+        problems.append(f"{path}.tools: at most {MAX_CALLS} calls, got {len(tools)}")
+        tools = tools[:MAX_CALLS]
     calls = [_entry(item, per_tool, f"{path}.tools[{i}]", problems) for i, item in enumerate(tools)]
     if not tools and match != "exact":
         problems.append(
