@@ -250,3 +250,63 @@ def test_every_sampling_problem_is_reported_at_once() -> None:
         "evaluators.cost.when.attributes.tier: give equals, contains, regex or json_path + equals"
         in problems
     )
+
+
+def _closed(key: str, resource: dict[str, Any], attrs: dict[str, Any]) -> Any:
+    from spanjudge.sessions.store import ClosedSession
+    from tests.conftest import span
+
+    root = span(
+        1,
+        name="invoke_agent",
+        end=100,
+        attrs={"gen_ai.operation.name": "invoke_agent", "session.id": key, **attrs},
+        resource=resource,
+    )
+    return ClosedSession(key=key, key_source="session.id", revision=1, reason="end_of_input",
+                         spans=(root,))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("when", "judged"),
+    [
+        ({"environment": "production"}, {"prod-new", "prod-old"}),
+        ({"service": {"regex": "^checkout"}}, {"prod-new", "staging"}),
+        ({"attributes": {"tenant.tier": [3, "gold"]}}, {"prod-new", "prod-old"}),
+        ({"attributes": {"tenant.tier": {"equals": 3}}, "environment": "production"}, {"prod-new"}),
+        ({"request": {"contains": "refund"}}, set()),
+    ],
+)
+def test_a_filter_reads_resource_and_span_attributes(when: Any, judged: set[str]) -> None:
+    from spanjudge.engine import Engine
+
+    sessions = [
+        # the current attribute name, a span attribute tier
+        _closed(
+            "prod-new",
+            {"deployment.environment.name": "production", "service.name": "checkout-api"},
+            {"tenant.tier": 3},
+        ),
+        # the older name, the tier on the resource
+        _closed(
+            "prod-old",
+            {
+                "deployment.environment": "production",
+                "service.name": "billing",
+                "tenant.tier": "gold",
+            },
+            {},
+        ),
+        _closed(
+            "staging",
+            {"deployment.environment.name": "staging", "service.name": "checkout-web"},
+            {"tenant.tier": 1},
+        ),
+    ]
+    engine = Engine(parse_config({"evaluators": {"robustness": {"when": when}}}))
+    kept = set()
+    for closed in sessions:
+        [verdict] = [v for v in engine.evaluate(closed).verdicts if v.evaluator == "robustness"]
+        if verdict.reason != "filtered_out":
+            kept.add(closed.key)
+    assert kept == judged
