@@ -1,8 +1,10 @@
 """`trajectory_match` in its three modes on every fixture set whose generator kept a call log.
 
 Each reference is written from the generator's own log of the calls its tools really ran
-(`scenarios.json`, written by `fixtures/generate/*`), never from spanjudge's output; what each
-mode must say about it follows from the mode's definition.
+(`scenarios.json`, written by `fixtures/generate/*`, or the genai_manual generator's loop run
+again: `tests/support/call_logs.py`), never from spanjudge's output; what each mode must say
+about it follows from the mode's definition. The ADK and Claude Code generators keep no call log
+(and need their frameworks to run), so their sets are not here.
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ from tests.support.call_logs import compared as _compared
 from tests.support.call_logs import logged_calls as _logged
 from tests.support.call_logs import marks_loads as _marks_loads
 from tests.support.call_logs import reference_entries as _log
+from tests.support.call_logs import with_call_log
 from tests.support.fixture_reports import RECORDS
 
-LOGGED = [(d, r) for d, r in RECORDS if _log(r)]
+LOGGED = [(d, r) for d, r in ((d, with_call_log(Path(d), r)) for d, r in RECORDS) if _log(r)]
 ORDERED = [(d, r) for d, r in LOGGED if r["scenario"] != "parallel_tools"]
 MARKED = [(d, r) for d, r in ORDERED if _marks_loads(r)]
 

@@ -1,13 +1,20 @@
 """Reference trajectories written from the fixture generators' own call logs (`calls` or
-`tool_log` in each `scenarios.json`), never from spanjudge's output: what `trajectory_match`
+`tool_log` in each `scenarios.json`; for the hand-instrumented GenAI fixtures, the log of the
+generator's own agent loop, run again), never from spanjudge's output: what `trajectory_match`
 tests and the metamorphic tests compare the recorded sessions with."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
+
+from opentelemetry.sdk.trace import TracerProvider
+
+GENERATORS = Path(__file__).resolve().parents[2] / "fixtures" / "generate"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,9 +79,46 @@ def references(directory: Path) -> dict[str, dict[str, Any]]:
     for every session of the fixture directory whose generator kept a call log."""
     out = {}
     for record in json.loads((directory / "scenarios.json").read_text())["sessions"]:
-        tools = reference_entries(record)
+        tools = reference_entries(with_call_log(directory, record))
         if tools is None:
             continue
         match = "any_order" if record["scenario"] == "parallel_tools" else "exact"
         out[record["session_id"]] = {"match": match, "tools": tools}
     return out
+
+
+@cache
+def _genai_manual_logs() -> dict[str, list[dict[str, Any]]]:
+    """Scenario -> the tool runs the genai_manual generator's agent loop logs (its `LOG`), the
+    loop run again with its spans discarded: that generator keeps the log out of
+    scenarios.json, and needs only the OpenTelemetry SDK."""
+    spec = importlib.util.spec_from_file_location(
+        "genai_manual_fixtures", GENERATORS / "genai_manual_fixtures.py"
+    )
+    assert spec is not None and spec.loader is not None
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    tracer = TracerProvider().get_tracer("call-log")
+    logs = {}
+    for scenario in generator.SCENARIOS:
+        generator.LOG.clear()
+        generator.FILES.clear()
+        agent = generator.Agent(tracer, scenario, "call-log")
+        turns = scenario["turns"]
+        for i, (text, steps) in enumerate(turns):
+            agent.turn(text, steps, last=i == len(turns) - 1)
+        logs[scenario["scenario"]] = [
+            {"tool": e["name"], "args": e.get("args"), "ok": e["ok"], "kind": e["kind"],
+             "skill": e.get("skill")}
+            for e in generator.LOG
+        ]  # fmt: skip
+    return logs
+
+
+def with_call_log(directory: Path, record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with its generator's call log as `calls`, where the generator kept one."""
+    if "calls" in record or "tool_log" in record:
+        return record
+    if directory.name == "genai_manual":
+        return {**record, "calls": _genai_manual_logs()[record["scenario"]]}
+    return record
