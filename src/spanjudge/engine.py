@@ -20,6 +20,7 @@ from spanjudge.recognition import continuity
 from spanjudge.recognition.answers import without_hidden_text
 from spanjudge.recognition.reconcile import reconcile
 from spanjudge.recognition.registry import RecogniserRegistry
+from spanjudge.sampling import Selector, SessionFacts, left_out
 from spanjudge.sessions.store import ClosedSession
 from spanjudge.trajectory.assemble import SessionMeta, assemble
 from spanjudge.trajectory.model import Trajectory
@@ -65,6 +66,17 @@ def coverage_of(
         not_evaluated=skipped,
         catalogue_source=trajectory.catalogue_source,
     )
+
+
+@dataclass(slots=True, kw_only=True)  # not frozen: `Evaluator.name` is a plain attribute
+class _LeftOut:
+    """Stands in for an evaluator whose sample or filter left the session out."""
+
+    name: str
+    verdict: Verdict
+
+    def evaluate(self, ctx: EvaluationContext) -> list[Verdict]:
+        return [self.verdict]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -115,6 +127,11 @@ class Engine:
             if problems:
                 raise ConfigError(problems, source=self.config.source)
         self.evaluators = list(evaluators)
+        selection_problems: list[str] = []
+        # which sessions each evaluator judges (`sample`, `when`; spanjudge/sampling.py)
+        self.selector = Selector.from_options(self.config.evaluators, selection_problems)
+        if selection_problems:
+            raise ConfigError(selection_problems, source=self.config.source)
         self.resolver = ExpectationResolver(self.config.entries, self.config.rules)
         self.judge_for = judge_for or judge_lookup(self.config)
         # An evaluator exception is an `evaluator_error` verdict (contract); the guard logs it
@@ -170,8 +187,18 @@ class Engine:
         shared = {"effects": self.config.effects}
         by_judge: dict[int, EvaluationContext] = {}
         contexts = []
+        evaluators: list[Evaluator] = []
+        selecting = self.selector.configured
+        facts = SessionFacts(trajectory=trajectory, spans=closed.spans) if selecting else None
         for evaluator in self.evaluators:
             judge = self.judge_for(evaluator.name)
+            if facts is not None:
+                selection = self.selector.selection(evaluator.name, judged=judge is not None)
+                skip = None if selection.everything else left_out(selection, facts)
+                if skip is not None:
+                    verdict = not_evaluated(evaluator.name, *skip, judge="rule")
+                    evaluator, judge = _LeftOut(name=evaluator.name, verdict=verdict), None
+            evaluators.append(evaluator)
             ctx = by_judge.get(id(judge))
             if ctx is None:
                 ctx = by_judge[id(judge)] = EvaluationContext(
@@ -179,7 +206,7 @@ class Engine:
                 )
             contexts.append(ctx)
         # LLM-judged evaluators run on their judge's pool, under its deadline (judging.py).
-        judgments = self.judging.start(self.evaluators, contexts, self._run, on_judged)
+        judgments = self.judging.start(evaluators, contexts, self._run, on_judged)
         return PendingResult(
             trajectory=trajectory,
             expectation=expectation,

@@ -14,6 +14,7 @@ from spanjudge.conditions import validate_rules
 from spanjudge.errors import ConfigError, did_you_mean
 from spanjudge.patterns import PatternError, UserPattern, compile_user_pattern
 from spanjudge.trajectory.model import Trajectory
+from spanjudge.trajectory.reference import ReferenceTrajectory, parse_reference
 from spanjudge.values import Expectation
 
 
@@ -24,6 +25,7 @@ class SessionEntry:
     task: str | None = None
     reference_answer: str | None = None
     success: Mapping[str, Any] | None = None
+    trajectory: ReferenceTrajectory | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -31,10 +33,11 @@ class Rule:
     request_matches: UserPattern
     skills: tuple[str, ...] = ()
     success: Mapping[str, Any] | None = None
+    trajectory: ReferenceTrajectory | None = None
 
 
-ENTRY_KEYS = ("skills", "task", "reference_answer", "success")
-RULE_KEYS = ("when", "skills", "success")
+ENTRY_KEYS = ("skills", "task", "reference_answer", "success", "trajectory")
+RULE_KEYS = ("when", "skills", "success", "trajectory")
 
 
 def _skills(value: Any, path: str, problems: list[str]) -> tuple[str, ...]:
@@ -84,7 +87,7 @@ def parse_entries(doc: Any, source: str) -> list[SessionEntry]:
     for pattern, body in doc["sessions"].items():
         path = f"sessions.{pattern}"
         if not isinstance(body, Mapping):
-            problems.append(f"{path}: expected an object with skills/task/reference_answer/success")
+            problems.append(f"{path}: expected an object with {'/'.join(ENTRY_KEYS)}")
             continue
         for key in body:
             if key not in ENTRY_KEYS:
@@ -101,6 +104,7 @@ def parse_entries(doc: Any, source: str) -> list[SessionEntry]:
                     body.get("reference_answer"), f"{path}.reference_answer", problems
                 ),
                 success=_success(body.get("success"), f"{path}.success", problems),
+                trajectory=parse_reference(body.get("trajectory"), f"{path}.trajectory", problems),
             )
         )
     if problems:
@@ -183,6 +187,7 @@ def parse_rules(raw: Any, path: str, problems: list[str]) -> list[Rule]:
                 request_matches=compiled,
                 skills=_skills(item.get("skills"), f"{where}.skills", problems),
                 success=_success(item.get("success"), f"{where}.success", problems),
+                trajectory=parse_reference(item.get("trajectory"), f"{where}.trajectory", problems),
             )
         )
     return rules
@@ -212,6 +217,7 @@ class ExpectationResolver:
         sources: list[str] = []
         task = reference = None
         success: Mapping[str, Any] | None = None
+        calls: ReferenceTrajectory | None = None
 
         def add(names: Sequence[str], source: str) -> None:
             if names and source not in sources:
@@ -229,11 +235,13 @@ class ExpectationResolver:
             task = task or entry.task
             reference = reference or entry.reference_answer
             success = success or entry.success
+            calls = calls or entry.trajectory
         request = trajectory.request or ""
         for rule in self.rules:
             if rule.request_matches.search(request):
                 add(rule.skills, "config_rule")
                 success = success or rule.success
+                calls = calls or rule.trajectory
         add(trajectory.expected_skills_attr, "span_attribute")
         return Expectation(
             skills=tuple(skills),
@@ -241,4 +249,5 @@ class ExpectationResolver:
             reference_answer=reference,
             success=success,
             sources=tuple(sources),
+            trajectory=calls,
         )

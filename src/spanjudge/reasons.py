@@ -15,6 +15,8 @@ SKILL_OMISSION = "skill_omission"
 INSTRUCTION_FOLLOWING = "instruction_following"
 OUTCOME = "outcome"
 TRAJECTORY_VALIDITY = "trajectory_validity"
+# The session's tool calls against a reference trajectory from its expectations.
+TRAJECTORY_MATCH = "trajectory_match"
 SIDE_EFFECTS = "side_effects"
 COST = "cost"
 ROBUSTNESS = "robustness"
@@ -29,6 +31,7 @@ BUILTIN_EVALUATORS: tuple[str, ...] = (
     INSTRUCTION_FOLLOWING,
     OUTCOME,
     TRAJECTORY_VALIDITY,
+    TRAJECTORY_MATCH,
     SIDE_EFFECTS,
     COST,
     ROBUSTNESS,
@@ -75,15 +78,21 @@ PRIOR_TURNS_MISSING = "prior_turns_missing"
 JUDGE_TIMEOUT = "judge_timeout"
 # tool_parameters: the tool call's arguments are not in the spans (content capture off).
 ARGUMENTS_NOT_RECORDED = "arguments_not_recorded"
+# trajectory_match: the session's expectations hold no reference trajectory.
+NO_TRAJECTORY = "no_trajectory"
+# Left out by the evaluator's selection (spanjudge/sampling.py): outside the sample rate, or
+# not matching its `when:` filter.
+NOT_SAMPLED = "not_sampled"
+FILTERED_OUT = "filtered_out"
 
 # --- Which `not_evaluated` reasons count against coverage ---
-# Coverage = judged / what could have been judged (ARCHITECTURE.md section 5). Two kinds of
+# Coverage = judged / what could have been judged (ARCHITECTURE.md section 5). Three kinds of
 # reason are outside its denominator, and every front end (report, table, HTML page, --strict,
 # the alert rules in collector-config/prometheus/) uses this one split. Every other reason is a
 # coverage gap: evidence missing, a judge or evaluator failing, a session cut short.
 # Nothing was configured to judge against: the operator's choice, not a loss of evidence.
 NOT_CONFIGURED: frozenset[str] = frozenset(
-    {NO_EXPECTATION, NO_CONDITION, NO_CONSTRAINTS, NO_BUDGET, NO_THRESHOLDS}
+    {NO_EXPECTATION, NO_CONDITION, NO_CONSTRAINTS, NO_BUDGET, NO_THRESHOLDS, NO_TRAJECTORY}
 )
 # The question did not arise in this session: no skill (or no tool) was used, so there is no
 # instruction to follow, no selection and no call to judge. When that is itself the defect,
@@ -91,4 +100,7 @@ NOT_CONFIGURED: frozenset[str] = frozenset(
 DID_NOT_ARISE: frozenset[str] = frozenset(
     {NOT_APPLICABLE, NOT_INVOKED, NO_SKILL_INVOCATION, NO_TOOL_CALLS}
 )
-OUTSIDE_COVERAGE: frozenset[str] = NOT_CONFIGURED | DID_NOT_ARISE
+# The session was left out on purpose by the evaluator's sample rate or `when:` filter: reports
+# give the sampled share beside coverage, so a 10% sample never reads as 10% coverage.
+NOT_SELECTED: frozenset[str] = frozenset({NOT_SAMPLED, FILTERED_OUT})
+OUTSIDE_COVERAGE: frozenset[str] = NOT_CONFIGURED | DID_NOT_ARISE | NOT_SELECTED

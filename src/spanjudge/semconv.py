@@ -11,6 +11,9 @@ GEN_AI_OPERATION_NAME = "gen_ai.operation.name"
 GEN_AI_CONVERSATION_ID = "gen_ai.conversation.id"
 GEN_AI_AGENT_NAME = "gen_ai.agent.name"
 SERVICE_NAME = "service.name"  # resource attribute: the agent label when no agent name
+# resource attributes a sampling filter's `environment:` reads (the current name, then the old)
+DEPLOYMENT_ENVIRONMENT_NAME = "deployment.environment.name"
+DEPLOYMENT_ENVIRONMENT = "deployment.environment"
 GEN_AI_TOOL_NAME = "gen_ai.tool.name"
 GEN_AI_TOOL_CALL_ID = "gen_ai.tool.call.id"
 GEN_AI_TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"

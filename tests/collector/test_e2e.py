@@ -104,7 +104,11 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
         config["judges"] = {
             "scripted": {"type": "openai", "base_url": judge.base_url, "model": "scripted"}
         }
-        config["evaluators"] = {"skill_selection": {"judge": "scripted"}}
+        # trajectory_match sampled: the coverage panel's sampled share has sessions to show
+        config["evaluators"] = {
+            "skill_selection": {"judge": "scripted"},
+            "trajectory_match": {"sample": 0.5},
+        }
         # As collector-config/README.md says: verdicts back to the verdict receiver, not 4317.
         verdicts_env = {
             "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://{env['VERDICTS_OTLP_GRPC_ENDPOINT']}",

@@ -2,7 +2,8 @@
 under a namespace, its attributes and spans in another order) leaves every verdict as it was.
 
 Every fixture file of every framework is evaluated as `spanjudge eval FILE --expect
-expectations.yaml` would, once as recorded and once per transformation; a failure names the
+expectations.yaml` would (with each session's calls, from its generator's log, as its reference
+trajectory), once as recorded and once per transformation; a failure names the
 transformation, the session and the verdict that moved.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import random
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -20,14 +22,16 @@ import pytest
 from spanjudge.config import parse_config
 from spanjudge.emit.report import JsonReportWriter
 from spanjudge.engine import Engine
-from spanjudge.expectations import ExpectationResolver, load_expectations_file
+from spanjudge.expectations import ExpectationResolver, SessionEntry, load_expectations_file
 from spanjudge.offline import run_offline
+from spanjudge.trajectory.reference import parse_reference
 from tests.metamorphic.transforms import (
     map_strings,
     namespace_tools,
     rerender_catalogue,
     shuffle_order,
 )
+from tests.support.call_logs import references
 from tests.support.catalogue_layouts import LAYOUTS
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
@@ -40,8 +44,22 @@ Verdicts = dict[str, list[tuple[str, str, str, str | None]]]
 def _report(path: Path, lines: list[str]) -> dict[str, Any]:
     engine = Engine(parse_config({}))
     expectations = path.parent / "expectations.yaml"
-    if expectations.exists():
-        engine.add_expectations(ExpectationResolver(load_expectations_file(str(expectations))))
+    entries = load_expectations_file(str(expectations)) if expectations.exists() else []
+    # each session's calls, from its generator's log, as a trajectory_match reference
+    calls = references(path.parent) if (path.parent / "scenarios.json").exists() else {}
+    exact = {e.pattern for e in entries}
+    entries = [
+        replace(e, trajectory=parse_reference(calls[e.pattern], e.pattern, []))
+        if e.pattern in calls
+        else e
+        for e in entries
+    ]
+    entries += [
+        SessionEntry(pattern=sid, trajectory=parse_reference(ref, sid, []))
+        for sid, ref in calls.items()
+        if sid not in exact
+    ]
+    engine.add_expectations(ExpectationResolver(entries))
     buf = io.StringIO()
     run_offline(
         [str(path)] if not lines else [_written(path, lines)], engine, JsonReportWriter(buf)

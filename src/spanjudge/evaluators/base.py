@@ -11,6 +11,7 @@ from spanjudge import reasons
 from spanjudge.errors import did_you_mean
 from spanjudge.errors import unknown_options as unknown_options  # re-exported for evaluators
 from spanjudge.registry import Registry
+from spanjudge.sampling import JUDGED, SELECTION_KEYS, Selector
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.values import Expectation, Verdict, not_evaluated
 
@@ -69,6 +70,9 @@ EVALUATORS: Registry[EvaluatorFactory] = Registry(
         reasons.TRAJECTORY_VALIDITY: (
             "spanjudge.evaluators.trajectory_validity:TrajectoryValidity.from_options"
         ),
+        reasons.TRAJECTORY_MATCH: (
+            "spanjudge.evaluators.trajectory_match:TrajectoryMatch.from_options"
+        ),
         reasons.SIDE_EFFECTS: "spanjudge.evaluators.side_effects:SideEffects.from_options",
         reasons.COST: "spanjudge.evaluators.cost:Cost.from_options",
         reasons.ROBUSTNESS: "spanjudge.evaluators.robustness:Robustness.from_options",
@@ -88,8 +92,10 @@ def build_evaluators(
     The opt-in ones (`reasons.OPT_IN_EVALUATORS`: one verdict per tool call, which multiplies
     what is emitted) are built only when named in ``options``."""
     factories = EVALUATORS.checked(problems)
+    # `sample` and `when` (and `judged`, their default for judged evaluators) are the engine's
+    Selector.from_options(options, problems)
     for name in options:
-        if name not in factories:
+        if name not in factories and name != JUDGED:
             known = ", ".join(sorted(factories))
             hint = did_you_mean(name, factories)
             problems.append(f"{path}.{name}: unknown evaluator{hint} (known: {known})")
@@ -106,7 +112,7 @@ def build_evaluators(
             problems.append(f"{path}.{name}.enabled: expected true or false, got {enabled!r}")
         if enabled is False:
             continue
-        clean = {k: v for k, v in opts.items() if k not in ("enabled", "judge")}
+        clean = {k: v for k, v in opts.items() if k not in ("enabled", "judge", *SELECTION_KEYS)}
         if name in EVALUATORS.builtins:
             built.append(factory(clean, f"{path}.{name}", problems))
             continue
