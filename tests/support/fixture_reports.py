@@ -56,19 +56,21 @@ def session_report(directory: str, session_id: str, config: str = "{}") -> dict[
 
 RECORDS = _records()
 
-# Fixture sets whose spans follow no convention spanjudge reads by name: a tool call there pairs
-# a tool name with its arguments and result under the framework's own keys (`ai.toolCall.*`;
-# Mastra's `gen_ai.tool.input`/`.output` under operation `tool.execute`), and a turn is a root
-# span with prompt- and response-shaped attributes (`ai.prompt`/`ai.response.text`; `input` /
-# `output`). Until recognition reads such spans from their shape, the checks that need a turn,
-# a tool call or a skill load fail on them; they are expected failures, strictly, so that each
-# is noticed and unmarked once it passes.
+# Fixture sets whose spans follow no convention spanjudge reads by name. The Vercel AI SDK
+# pairs a tool name with its arguments and result under its own keys (`ai.toolCall.name` /
+# `.args` / `.result`) and keeps a turn's prompt and answer on the root span (`ai.prompt`,
+# `ai.response.text`). Mastra's exporter puts `gen_ai.operation.name` on every span, but with
+# values of its own (`agent.run`, `tool.execute`, `model.step`, `model.chunk`; only its
+# per-run `chat` span is standard), and its tool spans carry `gen_ai.tool.input` / `.output`.
+# Until recognition reads such spans from their shape, the checks that need a turn, a tool call
+# or a skill load fail on them; they are strict expected failures, so that each is noticed and
+# unmarked once it passes.
 AWAITING_SHAPE_RECOGNITION = {
-    "vercel_ai": "no shape-based recognition yet: ai.toolCall.name/args/result is no tool call "
-    "and the ai.generateText root (ai.prompt, ai.response.text) no turn",
-    "mastra": "no shape-based recognition yet: gen_ai.tool.name with gen_ai.tool.input/output "
-    "under operation tool.execute is no tool call, the agent_run root (input, output JSON) no "
-    "turn, and each model.step no model call",
+    "vercel_ai": "no shape-based recognition: ai.toolCall spans (ai.toolCall.name/args/result) "
+    "are no tool calls and the ai.generateText root (ai.prompt, ai.response.text) no turn",
+    "mastra": "no shape-based recognition of spans the GenAI preset claims but cannot read: "
+    "tool.execute spans (gen_ai.tool.name, gen_ai.tool.input/output) are no tool calls, the "
+    "agent.run root (input, output {text}) no turn, each model.step no model call",
 }
 
 
