@@ -229,11 +229,14 @@ def test_an_unset_api_key_env_is_a_configuration_error(capsys, tmp_path, trace_f
     )
 
 
-def test_an_otlp_logs_file_is_named_as_such(capsys, tmp_path):  # type: ignore[no-untyped-def]
+def test_an_otlp_logs_file_alone_says_its_records_have_no_spans(capsys, tmp_path):  # type: ignore[no-untyped-def]
     logs = FIXTURES / "claude_code" / "claude_code.logs.ndjson"  # the real Claude Code's logs
-    code, out, err = run(capsys, "eval", str(logs))
-    assert code == 2 and out == ""
-    assert (
-        f"{logs}:1: resourceLogs: this is OTLP logs (resourceLogs); spanjudge reads traces" in err
-    )
-    assert "--skip-invalid" not in err and err.count("\n") == 1
+    code, out, err = run(capsys, "eval", str(logs), "--format", "json")
+    assert code == 0
+    report = json.loads(out)
+    assert report["sessions"] == []
+    unread = report["input"]["log_records_unread"]
+    # every record that names a span names one that is not in the input; the rest name none
+    assert unread["span_not_seen"] == report["input"]["log_records"] > 0
+    assert unread["no_span_context"] > 0
+    assert "no spans found" in err and "only log records: give the traces too" in err
