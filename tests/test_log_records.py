@@ -45,14 +45,7 @@ if importlib.util.find_spec("opentelemetry.instrumentation.openai_v2") is None:
 from tests.support import openai_agent
 
 Verdicts = list[tuple[str, str, float | None, str | None]]
-EXPECT = {
-    "sessions": {
-        "openai-agent-*": {
-            "skills": [openai_agent.SKILL],
-            "success": {"contains": "280"},
-        }
-    }
-}
+EXPECT = openai_agent.EXPECTATIONS
 
 
 def _recorded(

@@ -64,6 +64,8 @@ TOOLS = [
 ]
 # The scripted model: load the skill, follow it, answer.
 SCRIPT = world.csv_followed(world.C("load_skill", name=SKILL))
+# What every session of the agent (session ids "openai-agent-...") is required to do.
+EXPECTATIONS = {"sessions": {"openai-agent-*": {"skills": [SKILL], "success": {"contains": "280"}}}}
 
 
 @contextmanager
