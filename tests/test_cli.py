@@ -229,6 +229,20 @@ def test_an_unset_api_key_env_is_a_configuration_error(capsys, tmp_path, trace_f
     )
 
 
+def test_a_bad_log_record_is_named_by_file_line_and_field(capsys, tmp_path):  # type: ignore[no-untyped-def]
+    record = {
+        "timeUnixNano": "1795955997889000000",
+        "traceId": "0af7651916cd43dd8448eb211c80319c",
+        "spanId": "abc",
+        "eventName": "gen_ai.user.message",
+    }
+    logs = tmp_path / "logs.jsonl"
+    logs.write_text(json.dumps({"resourceLogs": [{"scopeLogs": [{"logRecords": [record]}]}]}))
+    code, out, err = run(capsys, "eval", str(logs))
+    assert code == 2 and out == ""
+    assert f"{logs}:1: resourceLogs[0].scopeLogs[0].logRecords[0].spanId: must be 16 hex" in err
+
+
 def test_an_otlp_logs_file_alone_says_its_records_have_no_spans(capsys, tmp_path):  # type: ignore[no-untyped-def]
     logs = FIXTURES / "claude_code" / "claude_code.logs.ndjson"  # the real Claude Code's logs
     code, out, err = run(capsys, "eval", str(logs), "--format", "json")
