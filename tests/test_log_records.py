@@ -121,6 +121,38 @@ def test_eval_judges_content_in_log_records_as_content_on_spans(
     assert _report_verdicts(_eval(capsys, tmp_path, traces)) != _report_verdicts(expected)
 
 
+def _as_framework_events(line: str, event_name: str | None) -> str:
+    """The records of an OTLP JSON logs line as a framework's own content events: named
+    ``event_name`` (or nothing), their message attributes moved into the body."""
+    doc = json.loads(line)
+    for resource in doc["resourceLogs"]:
+        for scope in resource["scopeLogs"]:
+            for record in scope["logRecords"]:
+                record.pop("eventName", None)
+                if event_name is not None:
+                    record["eventName"] = event_name
+                moved = [a for a in record["attributes"] if a["key"].startswith("gen_ai.")]
+                record["attributes"] = [a for a in record["attributes"] if a not in moved]
+                record["body"] = {"kvlistValue": {"values": moved}}
+    return json.dumps(doc)
+
+
+def test_a_framework_event_whose_body_is_genai_shaped_is_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spans, _ = _recorded("span_only")
+    on_spans = tmp_path / "on_spans.jsonl"
+    on_spans.write_text(request_to_json_line(sdk_spans_to_request(spans)) + "\n")
+    expected = _report_verdicts(_eval(capsys, tmp_path, on_spans))
+    spans, logs = _recorded("event_only")
+    traces = request_to_json_line(sdk_spans_to_request(spans))
+    line = request_to_json_line(encode_logs(logs))  # type: ignore[arg-type]
+    for name in ("acme.llm.completion", None):
+        both = tmp_path / f"{name}.jsonl"
+        both.write_text(traces + "\n" + _as_framework_events(line, name) + "\n")
+        assert _report_verdicts(_eval(capsys, tmp_path, both)) == expected, name
+
+
 # --- in process ---
 
 

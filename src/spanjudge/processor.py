@@ -209,11 +209,14 @@ class SpanJudgeProcessor(SpanProcessor):
     def on_emit_log(self, record: ReadWriteLogRecord) -> None:
         """`log_record_processor`'s `on_emit`: enqueue a log record as `on_end` a span."""
         try:
-            if self._shutdown:
-                return  # like our own spans then: nothing would read it
             scope = record.instrumentation_scope
             if scope is not None and is_own_span(scope.name, ""):
                 return  # the verdicts spanjudge itself emits through the same provider
+            if self._shutdown:
+                # as a span ended after shutdown: nobody will read it; say so
+                if not self._disabled:
+                    self.telemetry.log_records_unread(1, semconv.DROP_SHUTDOWN)
+                return
             queue = self._queue
             if len(queue) >= self._max_queue_size:
                 with self._drop_lock:

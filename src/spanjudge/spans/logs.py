@@ -159,8 +159,9 @@ def carrier(
             name=LOG_RECORD_SPAN,
             start_unix_nano=time_unix_nano,
             end_unix_nano=time_unix_nano,
-            # the record's attributes: a session key on a record counts as on a span
-            attributes=attributes,
+            # the record's attributes, its content left to the event (not held twice): a session
+            # key on a record counts as on a span
+            attributes=_without_content(attributes),
             events=(
                 SpanEvent(
                     name=shaped or name or "",
@@ -174,6 +175,12 @@ def carrier(
             truncated=truncated,
         )
     )
+
+
+def _without_content(attributes: dict[str, AttrValue]) -> dict[str, AttrValue]:
+    if attributes.keys().isdisjoint(_DETAILS_KEYS):
+        return attributes
+    return {k: v for k, v in attributes.items() if k not in _DETAILS_KEYS}
 
 
 def _str(value: AttrValue) -> str:
