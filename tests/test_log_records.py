@@ -35,7 +35,14 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from spanjudge import semconv
 from spanjudge.cli import main
+from spanjudge.config import parse_config
+from spanjudge.engine import Engine
+from spanjudge.expectations import ExpectationResolver, parse_entries
+from spanjudge.pipeline import Pipeline
+from spanjudge.sessions.store import ClosePolicy, SessionStore
 from spanjudge.spans.otlp_json import request_to_json_line, sdk_spans_to_request
+from spanjudge.spans.sdk import carriers_from_sdk, span_from_sdk
+from spanjudge.values import SessionResult
 from tests.conftest import unavailable
 from tests.sidecar.helpers import Received, SidecarProcess, VerdictServer, wait_for
 
@@ -151,6 +158,47 @@ def test_a_framework_event_whose_body_is_genai_shaped_is_read(
         both = tmp_path / f"{name}.jsonl"
         both.write_text(traces + "\n" + _as_framework_events(line, name) + "\n")
         assert _report_verdicts(_eval(capsys, tmp_path, both)) == expected, name
+
+
+def _pipeline(now: list[float]) -> Pipeline:
+    engine = Engine(parse_config({}))
+    engine.add_expectations(ExpectationResolver(parse_entries(EXPECT, "expectations")))
+    policy = ClosePolicy(per_turn=True, idle_timeout_s=60.0)
+    return Pipeline(engine, SessionStore(policy, clock=lambda: now[0]), [])
+
+
+def _outcome(result: SessionResult) -> tuple[str, str | None]:
+    verdict = next(v for v in result.verdicts if v.evaluator == "outcome")
+    return verdict.outcome, verdict.reason
+
+
+def test_log_records_wait_for_their_session_as_late_spans_do() -> None:
+    spans, logs = _recorded("event_only")
+    records = [span_from_sdk(s) for s in spans]
+    carriers = carriers_from_sdk(logs).carriers
+    # within the grace after the turn's root span ended: one evaluation, content read
+    now = [100.0]
+    pipeline = _pipeline(now)
+    pipeline.add(records)
+    now[0] += 1.0
+    assert pipeline.tick() == []
+    pipeline.add(carriers)
+    now[0] += 10.0
+    (result,) = pipeline.tick()
+    assert result.trajectory.revision == 1 and _outcome(result) == ("pass", None)
+    # after the close: the session re-opens as the next revision (closed, as after any late
+    # span, by the idle timeout), content read
+    now = [100.0]
+    pipeline = _pipeline(now)
+    pipeline.add(records)
+    now[0] += 10.0
+    (first,) = pipeline.tick()
+    assert _outcome(first) == ("not_evaluated", "no_final_answer")
+    pipeline.add(carriers)
+    now[0] += 61.0
+    (second,) = pipeline.tick()
+    assert second.trajectory.revision == first.trajectory.revision + 1
+    assert _outcome(second) == ("pass", None)
 
 
 # --- in process ---

@@ -216,14 +216,12 @@ def join(spans: Sequence[SpanRecord]) -> Joined:
             carried.setdefault((span.trace_id, span.parent_span_id), []).extend(span.events)
         else:
             kept.append(span)
-    joined = 0
     out: list[SpanRecord] = []
     for span in kept:
         events = carried.pop((span.trace_id, span.span_id), None)
         if events is None:
             out.append(span)
             continue
-        joined += len(events)
         merged = sorted((*span.events, *events), key=_event_time)
         out.append(replace(span, events=tuple(merged)))
     unjoined = sum(len(events) for events in carried.values())
