@@ -229,6 +229,29 @@ def test_an_unset_api_key_env_is_a_configuration_error(capsys, tmp_path, trace_f
     )
 
 
+def test_claude_codes_logs_beside_its_traces_leave_its_verdicts_as_they_are(capsys):  # type: ignore[no-untyped-def]
+    # Claude Code's own events (claude_code.tool_result, ...) name the spans they belong to; read
+    # with the traces, they change no verdict the traces give.
+    folder = FIXTURES / "claude_code"
+    expect = str(folder / "expectations.yaml")
+    traces = [str(p) for p in sorted(folder.glob("*.jsonl"))]
+    logs = [str(p) for p in sorted(folder.glob("*.logs.ndjson"))]
+    verdicts = []
+    for inputs in (traces, traces + logs):
+        code, out, _ = run(capsys, "eval", *inputs, "--expect", expect, "--format", "json")
+        assert code in (0, 1)
+        report = json.loads(out)
+        verdicts.append(
+            sorted(
+                (s["session_id"], v["evaluator"], v["outcome"], v["score"], v["reason"])
+                for s in report["sessions"]
+                for v in s["verdicts"]
+            )
+        )
+    assert verdicts[0] and verdicts[1] == verdicts[0]
+    assert report["input"]["log_records"] > 0  # the logs were read
+
+
 def test_a_bad_log_record_is_named_by_file_line_and_field(capsys, tmp_path):  # type: ignore[no-untyped-def]
     record = {
         "timeUnixNano": "1795955997889000000",
