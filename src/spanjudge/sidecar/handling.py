@@ -29,11 +29,11 @@ from spanjudge import semconv
 from spanjudge.guard import Guard
 from spanjudge.sidecar.config import InputConfig
 from spanjudge.sidecar.intake import (
-    SIGNAL_LOGS,
     SIGNAL_TRACES,
     BadRequest,
     Decoded,
     decode_body,
+    is_logs_format,
     stored_format,
 )
 from spanjudge.sidecar.shards import ShardedWorker
@@ -153,7 +153,7 @@ class Handler:
         """Decode, validate and spool one request body of ``signal`` (traces or logs: log
         records become their carriers, `spans.logs`); never raises."""
         try:
-            answer = self._handle(body, stored_format(fmt, signal), signal)
+            answer = self._handle(body, stored_format(fmt, signal))
         except Exception as exc:  # last guard: input must never take a receiver thread down
             # An internal error, not the input's: answered retryable (503 + Retry-After /
             # UNAVAILABLE), as a permanent error would make the client drop the spans for good.
@@ -164,8 +164,8 @@ class Handler:
         self.count(transport, answer.result)
         return answer
 
-    def _handle(self, body: bytes, fmt: str, signal: str) -> Answer:
-        logs = signal == SIGNAL_LOGS
+    def _handle(self, body: bytes, fmt: str) -> Answer:
+        logs = is_logs_format(fmt)
         try:
             decoded = decode_body(body, fmt, self.limits, self.checks)
         except BadRequest as exc:

@@ -113,6 +113,11 @@ def stored_format(fmt: str, signal: str) -> str:
     return _LOGS_PREFIX + fmt if signal == SIGNAL_LOGS else fmt
 
 
+def is_logs_format(fmt: str) -> bool:
+    """Whether a body decoded (or spooled) under ``fmt`` is a logs request."""
+    return fmt.startswith(_LOGS_PREFIX)
+
+
 def decode_body(data: bytes, fmt: str, limits: Limits, checks: InputConfig) -> Decoded:
     """Decode an OTLP body in ``fmt`` (`pb` or `json`, a traces request; `logs-pb` or
     `logs-json`, a logs request); per-span problems are kept, not raised."""
@@ -121,7 +126,7 @@ def decode_body(data: bytes, fmt: str, limits: Limits, checks: InputConfig) -> D
             f"request of {len(data)} bytes exceeds the limit of {checks.max_request_bytes}",
             too_large=True,
         )
-    if fmt.startswith(_LOGS_PREFIX):
+    if is_logs_format(fmt):
         return _decode_logs(data, fmt[len(_LOGS_PREFIX) :], limits, checks)
     try:
         if fmt == FORMAT_PROTOBUF:
