@@ -343,3 +343,48 @@ def test_serve_judges_content_in_log_records_as_content_on_spans(tmp_path: Path)
         if sidecar.proc and sidecar.proc.poll() is None:
             sidecar.kill9()
         verdicts.stop()
+
+
+@pytest.mark.slow
+def test_acknowledged_log_records_survive_a_kill_9(tmp_path: Path) -> None:
+    (tmp_path / "expect.json").write_text(json.dumps(EXPECT))
+
+    def config(end_grace_s: float, grpc_endpoint: str = "127.0.0.1:0") -> dict[str, Any]:
+        return {
+            "expectations_files": [str(tmp_path / "expect.json")],
+            "sessions": {"end_grace_s": end_grace_s, "turn_grace_s": end_grace_s},
+            "serve": {
+                "grpc_endpoint": grpc_endpoint,
+                "http_endpoint": None,
+                "metrics_endpoint": None,
+                "tick_interval_s": 0.1,
+                "spool": {"path": str(tmp_path / "spool.db")},
+            },
+        }
+
+    verdicts = VerdictServer()
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": verdicts.endpoint, "OTEL_EXPORTER_OTLP_INSECURE": "true"}
+    # the first process holds the session open long enough to be killed with it
+    first = SidecarProcess(tmp_path, config(600.0), env).start()
+    second: SidecarProcess | None = None
+    try:
+        at = first.endpoints["grpc"]
+        traced, logs = _recorded("event_only", "openai-agent-killed")
+        exporter = GrpcLogExporter(endpoint=at, insecure=True)
+        assert exporter.export(logs) == LogRecordExportResult.SUCCESS
+        spans = GrpcSpanExporter(endpoint=at, insecure=True)
+        assert spans.export(traced) == SpanExportResult.SUCCESS
+        first.kill9()
+        second = SidecarProcess(tmp_path, config(0.2, at), env).start()
+        on_spans, _ = _recorded("span_only", "openai-agent-spans")
+        assert spans.export(on_spans) == SpanExportResult.SUCCESS
+        for done in (exporter, spans):
+            done.shutdown()
+        assert wait_for(lambda: len(_served(verdicts.received)) == 2, 60), second.log.read_text()
+        found = _served(verdicts.received)
+        assert found["openai-agent-killed"] == found["openai-agent-spans"]
+    finally:
+        for process in (first, second):
+            if process is not None and process.proc and process.proc.poll() is None:
+                process.kill9()
+        verdicts.stop()
