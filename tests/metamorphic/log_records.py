@@ -58,10 +58,15 @@ def _structured(attribute: dict[str, Any]) -> dict[str, Any]:
     return attribute
 
 
-def content_to_log_records(request: dict[str, Any]) -> dict[str, Any] | None:
+def content_to_log_records(
+    request: dict[str, Any], *, framework: str | None = None
+) -> dict[str, Any] | None:
     """Move the GenAI message content of every span of ``request`` (in place) into log records
     naming that span; returns the logs export request, or None when there was no content.
-    Records name their event in turn by `eventName` and by the older `event.name` attribute."""
+    Records name their event in turn by `eventName` and by the older `event.name` attribute.
+    With ``framework``, every record is that framework's own event (`<framework>.content`)
+    whose body says what it is by its shape alone: a message's role, a choice's
+    `finish_reason`, the message lists."""
     resource_logs = []
     turn = 0
     for resource in request.get("resourceSpans", ()):
@@ -74,14 +79,16 @@ def content_to_log_records(request: dict[str, Any]) -> dict[str, Any] | None:
                 moved = [a for a in attributes if a.get("key") in _CONTENT_ATTRIBUTES]
                 if moved:
                     span["attributes"] = [a for a in attributes if a not in moved]
+                    structured = [_structured(a) for a in moved]
                     records.append(
                         _record(
                             context,
                             span.get("endTimeUnixNano"),
                             _DETAILS,
-                            [_structured(a) for a in moved],
-                            None,
+                            [] if framework else structured,
+                            structured if framework else None,
                             turn,
+                            framework,
                         )
                     )
                     turn += 1
@@ -96,8 +103,15 @@ def content_to_log_records(request: dict[str, Any]) -> dict[str, Any] | None:
                     rest = [a for a in fields if a not in body]
                     if name == _DETAILS:
                         rest, body = [_structured(a) for a in fields], []
+                        if framework:
+                            rest, body = [], rest
+                    elif framework and name != "gen_ai.choice":
+                        role = name.split(".")[1]  # gen_ai.<role>.message
+                        body = [*body, {"key": "role", "value": any_value(role)}]
                     records.append(
-                        _record(context, event.get("timeUnixNano"), name, rest, body, turn)
+                        _record(
+                            context, event.get("timeUnixNano"), name, rest, body, turn, framework
+                        )
                     )
                     turn += 1
                 if len(kept) != len(span.get("events", ())):
@@ -118,8 +132,11 @@ def _record(
     attributes: list[dict[str, Any]],
     body: list[dict[str, Any]] | None,
     turn: int,
+    framework: str | None = None,
 ) -> dict[str, Any]:
     record: dict[str, Any] = {"timeUnixNano": time_unix_nano, **context}
+    if framework is not None:
+        name = f"{framework}.content"
     if turn % 2 == 0:
         record["eventName"] = name
         record["attributes"] = attributes

@@ -175,3 +175,18 @@ def test_content_moved_to_log_records(name: str) -> None:
     if not logs:
         pytest.skip(f"{name} records no GenAI message content")
     _assert_unchanged("content in OTLP log records", name, [*requests, *logs])
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_content_moved_to_a_frameworks_own_log_events(name: str) -> None:
+    # As a framework that logs content under its own event names: only the body's shape (a
+    # message's role, a choice, message lists) says what each record holds.
+    requests = _requests(name)
+    logs = [
+        found
+        for r in requests
+        if (found := content_to_log_records(r, framework="acme")) is not None
+    ]
+    if not logs:
+        pytest.skip(f"{name} records no GenAI message content")
+    _assert_unchanged("content in a framework's own log events", name, [*requests, *logs])

@@ -95,7 +95,7 @@ def content_event_name(event_name: str | None, attributes: Attributes, body: Att
     if event_name in _GENAI_EVENTS:
         return event_name
     if isinstance(body, Mapping):
-        if "message" in body and ("finish_reason" in body or "index" in body):
+        if "message" in body and "role" not in body:  # an output: `message` (+ finish_reason)
             return semconv.EV_GEN_AI_CHOICE
         role = body.get("role")
         if (
