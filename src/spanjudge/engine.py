@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from spanjudge.config import Config
@@ -22,6 +22,7 @@ from spanjudge.recognition.reconcile import reconcile
 from spanjudge.recognition.registry import RecogniserRegistry
 from spanjudge.sampling import Selector, SessionFacts, left_out
 from spanjudge.sessions.store import ClosedSession
+from spanjudge.spans.logs import join
 from spanjudge.trajectory.assemble import SessionMeta, assemble
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.trajectory.skills import EMPTY_LIBRARY
@@ -147,7 +148,10 @@ class Engine:
 
     def trajectory(self, closed: ClosedSession) -> Trajectory:
         library = self.config.sections.get("skills") or EMPTY_LIBRARY
-        steps = reconcile(self.recognisers.recognise_session(closed.spans), closed.spans, library)
+        # log records' content onto their spans first: recognition reads it as span events
+        joined = join(closed.spans)
+        spans = joined.spans
+        steps = reconcile(self.recognisers.recognise_session(spans), spans, library)
         meta = SessionMeta(
             session_id=closed.key,
             key_source=closed.key_source,
@@ -157,12 +161,16 @@ class Engine:
         )
         trajectory = assemble(
             meta,
-            closed.spans,
+            spans,
             steps,
             effects=self.config.effects,
             skills=library,
         )
-        return without_hidden_text(continuity.check(trajectory, closed.spans))
+        if joined.records:
+            trajectory = replace(
+                trajectory, log_records=joined.records, log_records_unjoined=joined.unjoined
+            )
+        return without_hidden_text(continuity.check(trajectory, spans))
 
     def evaluate(
         self, closed: ClosedSession, trajectory: Trajectory | None = None

@@ -1,5 +1,6 @@
 """Metamorphic: writing a fixture session differently (its catalogue in another layout, its tools
-under a namespace, its attributes and spans in another order) leaves every verdict as it was.
+under a namespace, its attributes and spans in another order, its message content in OTLP log
+records) leaves every verdict as it was.
 
 Every fixture file of every framework is evaluated as `spanjudge eval FILE --expect
 expectations.yaml` would (with each session's calls, from its generator's log, as its reference
@@ -25,6 +26,7 @@ from spanjudge.engine import Engine
 from spanjudge.expectations import ExpectationResolver, SessionEntry, load_expectations_file
 from spanjudge.offline import run_offline
 from spanjudge.trajectory.reference import parse_reference
+from tests.metamorphic.log_records import content_to_log_records
 from tests.metamorphic.transforms import (
     map_strings,
     namespace_tools,
@@ -180,3 +182,29 @@ def test_attribute_and_span_order_shuffled(name: str) -> None:
     for request in requests:
         shuffle_order(request, rng)
     _assert_unchanged("attributes and spans shuffled", name, requests)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_content_moved_to_log_records(name: str) -> None:
+    # As an instrumentation in event mode records it: message attributes and message events
+    # become log records naming their span, written in the same file as the traces.
+    requests = _requests(name)
+    logs = [found for r in requests if (found := content_to_log_records(r)) is not None]
+    if not logs:
+        pytest.skip(f"{name} records no GenAI message content")
+    _assert_unchanged("content in OTLP log records", name, [*requests, *logs])
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_content_moved_to_a_frameworks_own_log_events(name: str) -> None:
+    # As a framework that logs content under its own event names: only the body's shape (a
+    # message's role, a choice, message lists) says what each record holds.
+    requests = _requests(name)
+    logs = [
+        found
+        for r in requests
+        if (found := content_to_log_records(r, framework="acme")) is not None
+    ]
+    if not logs:
+        pytest.skip(f"{name} records no GenAI message content")
+    _assert_unchanged("content in a framework's own log events", name, [*requests, *logs])
