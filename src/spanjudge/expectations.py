@@ -24,6 +24,8 @@ class SessionEntry:
     task: str | None = None
     reference_answer: str | None = None
     success: Mapping[str, Any] | None = None
+    # natural-language statements about the whole session, judged by goal_success
+    assertions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -31,10 +33,24 @@ class Rule:
     request_matches: UserPattern
     skills: tuple[str, ...] = ()
     success: Mapping[str, Any] | None = None
+    assertions: tuple[str, ...] = ()
 
 
-ENTRY_KEYS = ("skills", "task", "reference_answer", "success")
-RULE_KEYS = ("when", "skills", "success")
+ENTRY_KEYS = ("skills", "task", "reference_answer", "success", "assertions")
+RULE_KEYS = ("when", "skills", "success", "assertions")
+
+
+def _assertions(value: Any, path: str, problems: list[str]) -> tuple[str, ...]:
+    """``assertions: ["a report file was saved", ...]``: each a non-empty sentence."""
+    if value is None:
+        return ()
+    if isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value):
+        return tuple(v.strip() for v in value)
+    problems.append(
+        f"{path}: expected a list of statements about the session "
+        f'(e.g. ["a report file was saved"]), got {value!r}'
+    )
+    return ()
 
 
 def _skills(value: Any, path: str, problems: list[str]) -> tuple[str, ...]:
@@ -101,6 +117,7 @@ def parse_entries(doc: Any, source: str) -> list[SessionEntry]:
                     body.get("reference_answer"), f"{path}.reference_answer", problems
                 ),
                 success=_success(body.get("success"), f"{path}.success", problems),
+                assertions=_assertions(body.get("assertions"), f"{path}.assertions", problems),
             )
         )
     if problems:
@@ -183,6 +200,7 @@ def parse_rules(raw: Any, path: str, problems: list[str]) -> list[Rule]:
                 request_matches=compiled,
                 skills=_skills(item.get("skills"), f"{where}.skills", problems),
                 success=_success(item.get("success"), f"{where}.success", problems),
+                assertions=_assertions(item.get("assertions"), f"{where}.assertions", problems),
             )
         )
     return rules
@@ -212,6 +230,7 @@ class ExpectationResolver:
         sources: list[str] = []
         task = reference = None
         success: Mapping[str, Any] | None = None
+        assertions: list[str] = []
 
         def add(names: Sequence[str], source: str) -> None:
             if names and source not in sources:
@@ -229,11 +248,13 @@ class ExpectationResolver:
             task = task or entry.task
             reference = reference or entry.reference_answer
             success = success or entry.success
+            assertions.extend(a for a in entry.assertions if a not in assertions)
         request = trajectory.request or ""
         for rule in self.rules:
             if rule.request_matches.search(request):
                 add(rule.skills, "config_rule")
                 success = success or rule.success
+                assertions.extend(a for a in rule.assertions if a not in assertions)
         add(trajectory.expected_skills_attr, "span_attribute")
         return Expectation(
             skills=tuple(skills),
@@ -241,4 +262,5 @@ class ExpectationResolver:
             reference_answer=reference,
             success=success,
             sources=tuple(sources),
+            assertions=tuple(assertions),
         )

@@ -106,6 +106,8 @@ M_SESSIONS_OPEN = "spanjudge.sessions.open"
 M_EVALUATION_DURATION = "spanjudge.evaluation.duration"
 M_JUDGE_TOKENS = "spanjudge.judge.tokens"
 M_JUDGE_CALLS = "spanjudge.judge.calls"
+# What LLM judges cost at their configured price (judges.<name>.price), attribute spanjudge.judge.
+M_JUDGE_COST = "spanjudge.judge.cost"
 DROP_REASON = "reason"
 SCORE_BUCKETS = (0.0, 0.25, 0.5, 0.75, 1.0)
 
@@ -175,6 +177,8 @@ JUDGE_OUTCOME_ERROR = "error"
 JUDGE_OUTCOME_UNPARSEABLE = "unparseable"
 JUDGE_OUTCOME_CACHED = "cached"
 JUDGE_OUTCOME_UNAVAILABLE = "unavailable"
+# A call not made: the judge's hourly budget (judges.<name>.budget) is spent.
+JUDGE_OUTCOME_OVER_BUDGET = "over_budget"
 GEN_AI_TOKEN_TYPE_INPUT = "input"
 GEN_AI_TOKEN_TYPE_OUTPUT = "output"
 

@@ -139,6 +139,8 @@ class Expectation:
     reference_answer: str | None = None
     success: Mapping[str, Any] | None = None
     sources: tuple[str, ...] = ()
+    # statements about the whole session that goal_success judges
+    assertions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
