@@ -10,19 +10,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 
 from spanjudge.cli import main
 from spanjudge.config import parse_config
 from spanjudge.engine import Engine
 from spanjudge.errors import ConfigError
-from tests.conftest import FIXTURES, load_schema
 from tests.judges.chat_server import block, chat_server, completion
-
-TRACES = FIXTURES / "genai_manual" / "genai_manual.jsonl"
-MULTI_TURN = "genai-manual-multi-turn"
-SHARED_SCHEMA = Path("/work/shared/schemas/report.schema.json")
+from tests.support.judged_runs import MULTI_TURN, run_eval, traces, verdicts
 
 SESSION_LEVEL = {
     "name": "report_saved",
@@ -86,39 +81,8 @@ def scripted_judge(payload: dict[str, Any]) -> Any:
     raise AssertionError(f"unexpected question: {user[:80]}")
 
 
-def _traces(tmp_path: Path, *ids: str) -> Path:
-    lines = TRACES.read_text().splitlines()
-    path = tmp_path / "traces.jsonl"
-    path.write_text("\n".join(x for x in lines if any(f'"{i}"' in x for i in ids)) + "\n")
-    return path
-
-
 def _judges(base_url: str, **extra: Any) -> dict[str, Any]:
     return {"llm": {"type": "openai", "base_url": base_url, "model": "scripted", **extra}}
-
-
-def run_eval(tmp_path: Path, config: dict[str, Any], *ids: str, expect: Any = None) -> Any:
-    """`spanjudge eval --format json` as a user runs it; the report, checked against both
-    report schemas."""
-    cfg = tmp_path / "spanjudge.json"
-    cfg.write_text(json.dumps(config))
-    out = tmp_path / "report.json"
-    argv = ["eval", str(_traces(tmp_path, *ids)), "--config", str(cfg), "--format", "json"]
-    if expect is not None:
-        exp = tmp_path / "expect.json"
-        exp.write_text(json.dumps(expect))
-        argv += ["--expect", str(exp)]
-    status = main([*argv, "--output", str(out)])
-    assert status in (0, 1)
-    report = json.loads(out.read_text())
-    jsonschema.validate(report, load_schema())
-    if SHARED_SCHEMA.exists():
-        jsonschema.validate(report, json.loads(SHARED_SCHEMA.read_text()))
-    return report
-
-
-def verdicts(report: Any, evaluator: str) -> list[dict[str, Any]]:
-    return [v for s in report["sessions"] for v in s["verdicts"] if v["evaluator"] == evaluator]
 
 
 def test_custom_evaluators_at_each_level_with_categorical_and_numeric_scales(
@@ -221,12 +185,12 @@ def test_a_planted_instruction_in_a_tool_result_does_not_move_a_custom_verdict(
     with chat_server(responder=obedient_judge) as server:
         config = {"judges": _judges(server.base_url), "evaluators": {"custom": [CHECKED]}}
         report = run_eval(planted, config, INJECTED)
-        traces = clean / "traces.jsonl"
-        traces.write_text(_traces(clean, INJECTED).read_text().replace(PLANTED, "Noted."))
+        cleaned = traces(clean, INJECTED)
+        cleaned.write_text(cleaned.read_text().replace(PLANTED, "Noted."))
         cfg = clean / "spanjudge.json"
         cfg.write_text(json.dumps(config))
         out = clean / "report.json"
-        main(["eval", str(traces), "--config", str(cfg), "--format", "json", "--output", str(out)])
+        main(["eval", str(cleaned), "--config", str(cfg), "--format", "json", "--output", str(out)])
         reference = json.loads(out.read_text())
     (verdict,) = verdicts(report, "checked_before_answering")
     (honest,) = verdicts(reference, "checked_before_answering")

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.evaluators.test_custom import MULTI_TURN, run_eval, verdicts
 from tests.judges.chat_server import block, chat_server, completion
+from tests.support.judged_runs import MULTI_TURN, run_eval, verdicts
 
 SAVED = "a report file was saved"
 WEATHER = "the user was told the weather in Oslo"

@@ -21,8 +21,8 @@ from spanjudge.judges.openai import OpenAIJudge
 from spanjudge.judges.reliability import CallCore, CallPolicy, Reply
 from spanjudge.offline import run_offline
 from tests.conftest import FIXTURES
-from tests.evaluators.test_custom import run_eval, verdicts
 from tests.judges.chat_server import chat_server, completion
+from tests.support.judged_runs import run_eval, verdicts
 
 TRACES = FIXTURES / "genai_manual" / "genai_manual.jsonl"
 # Every reply of the scripted judge reports this usage.
