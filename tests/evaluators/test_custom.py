@@ -4,6 +4,7 @@ categorical and numeric scales, and what the judge was asked."""
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import logging
 import re
@@ -11,11 +12,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from spanjudge.cli import main
 from spanjudge.config import parse_config
+from spanjudge.demo.agent import SCENARIOS, ScriptedAgent
 from spanjudge.engine import Engine
 from spanjudge.errors import ConfigError
+from spanjudge.processor import SpanJudgeProcessor
 from tests.judges.chat_server import block, chat_server, completion
 from tests.support.judged_runs import MULTI_TURN, run_eval, traces, verdicts
 
@@ -242,3 +252,64 @@ def test_configuration_problems_name_the_entry_and_the_fix(entry: Any, problem: 
 def test_an_unknown_judge_is_a_configuration_error() -> None:
     with pytest.raises(ConfigError, match=re.escape("evaluators.custom[0].judge: unknown judge")):
         Engine(parse_config({"evaluators": {"custom": [SESSION_LEVEL]}}))
+
+
+def test_custom_verdicts_are_emitted_as_span_events_log_records_and_metrics() -> None:
+    """In process, as an agent's own run: the custom evaluator's name is the evaluation name on
+    the verdict events, the log records and the `spanjudge.verdicts` series."""
+    spans, logs, reader = (
+        InMemorySpanExporter(),
+        InMemoryLogRecordExporter(),
+        InMemoryMetricReader(),
+    )
+    tracer_provider = TracerProvider()
+    logger_provider = LoggerProvider()
+    logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
+    meter_provider = MeterProvider(metric_readers=[reader])
+    reply = _answer("in_scope", "the path is the user's")
+    with chat_server(responder=lambda payload: reply) as server:
+        config = parse_config(
+            {"judges": _judges(server.base_url), "evaluators": {"custom": [TOOL_LEVEL]}}
+        )
+        processor = SpanJudgeProcessor(
+            config,
+            tracer_provider=tracer_provider,
+            logger_provider=logger_provider,
+            meter_provider=meter_provider,
+        )
+        tracer_provider.add_span_processor(processor)
+        tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+        csv = SCENARIOS[0]
+        ScriptedAgent(tracer_provider).run(csv, end_session=True)
+        assert processor.force_flush(30_000)
+    calls = [n for n, _ in csv.calls if any(fnmatch.fnmatchcase(n, p) for p in TOOL_LEVEL["tools"])]
+    assert calls  # the scenario makes calls the evaluator judges
+    events = [
+        e
+        for s in spans.get_finished_spans()
+        if s.name == "spanjudge.evaluate"
+        for e in s.events
+        if e.attributes and e.attributes.get("gen_ai.evaluation.name") == "file_access"
+    ]
+    assert len(events) == len(calls)
+    assert {e.attributes["gen_ai.evaluation.score.label"] for e in events if e.attributes} == {
+        "in_scope"
+    }
+    records = [
+        r.log_record
+        for r in logs.get_finished_logs()
+        if (r.log_record.attributes or {}).get("gen_ai.evaluation.name") == "file_access"
+    ]
+    assert len(records) == len(calls)
+    data = reader.get_metrics_data()
+    points = [
+        p
+        for rm in (data.resource_metrics if data else [])
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+        if m.name == "spanjudge.verdicts"
+        for p in m.data.data_points
+        if p.attributes.get("gen_ai.evaluation.name") == "file_access"
+    ]
+    assert sum(p.value for p in points) == len(calls)
+    assert {p.attributes.get("spanjudge.outcome") for p in points} == {"pass"}
