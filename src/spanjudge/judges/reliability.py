@@ -146,8 +146,8 @@ class CallCore:
             )
         usage = Usage(cost=None if self.policy.price is None else 0.0)
         judgement, usage = self._ask(request, messages, usage)
-        quotes = planted(request)
-        if request.kind == "custom" and quotes:
+        quotes = planted(request) if request.kind == "custom" else []
+        if quotes:
             # No heuristic answers a configured criterion: ask again without the planted lines.
             again_request = masked(request)
             again: Judgement | JudgeError
