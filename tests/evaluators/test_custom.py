@@ -25,7 +25,11 @@ from spanjudge.config import parse_config
 from spanjudge.demo.agent import SCENARIOS, ScriptedAgent
 from spanjudge.engine import Engine
 from spanjudge.errors import ConfigError
+from spanjudge.evaluators.base import EvaluationContext, build_evaluators
+from spanjudge.judges.base import Judgement, JudgeRequest
 from spanjudge.processor import SpanJudgeProcessor
+from spanjudge.values import Expectation
+from tests.judges.builders import Answer, Tool, trajectory
 from tests.judges.chat_server import block, chat_server, completion
 from tests.support.judged_runs import MULTI_TURN, run_eval, traces, verdicts
 
@@ -313,3 +317,38 @@ def test_custom_verdicts_are_emitted_as_span_events_log_records_and_metrics() ->
     ]
     assert sum(p.value for p in points) == len(calls)
     assert {p.attributes.get("spanjudge.outcome") for p in points} == {"pass"}
+
+
+class InScope:
+    """A judge that finds every call in scope (what is judged here is which calls are asked)."""
+
+    name = "llm:test"
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def judge(self, request: JudgeRequest) -> Judgement:
+        assert request.tool_call is not None
+        self.asked.append(request.tool_call.name)
+        return Judgement(rating="in_scope", score=1.0, rationale="in scope", judge=self.name)
+
+
+@pytest.mark.parametrize("recorded", ["read_csv", "mcp__files__read_csv", "files.read_csv"])
+def test_tool_globs_match_a_call_under_any_namespace(recorded: str) -> None:
+    """The same calls are judged whatever namespace the framework put the tool under."""
+    problems: list[str] = []
+    (evaluator,) = build_evaluators({"custom": [TOOL_LEVEL]}, problems)[-1:]
+    assert not problems
+    traj = trajectory(
+        "Summarise data/sales.csv",
+        Tool(recorded, {"path": "data/sales.csv"}),
+        Tool("calculate", {"expression": "1 + 2"}),
+        Answer("3"),
+    )
+    judge = InScope()
+    ctx = EvaluationContext(trajectory=traj, expectation=Expectation(), judge=judge)
+    verdicts_ = evaluator.evaluate(ctx)
+    assert judge.asked == [recorded]
+    assert [(v.evaluator, v.target.span_id, v.outcome) for v in verdicts_] == [
+        ("file_access", "span-1", "pass")
+    ]
