@@ -148,7 +148,7 @@ class CallCore:
         judgement, usage = self._ask(request, messages, usage)
         quotes = planted(request) if request.kind == "custom" else []
         if quotes:
-            # No heuristic answers a configured criterion: ask again without the planted lines.
+            # No heuristic answers a configured criterion: ask again without the planted sentences.
             again_request = masked(request)
             again: Judgement | JudgeError
             try:
