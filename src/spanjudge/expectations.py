@@ -249,12 +249,16 @@ class ExpectationResolver:
             reference = reference or entry.reference_answer
             success = success or entry.success
             assertions.extend(a for a in entry.assertions if a not in assertions)
+            if entry.assertions and "expectations_file" not in sources:
+                sources.append("expectations_file")
         request = trajectory.request or ""
         for rule in self.rules:
             if rule.request_matches.search(request):
                 add(rule.skills, "config_rule")
                 success = success or rule.success
                 assertions.extend(a for a in rule.assertions if a not in assertions)
+                if rule.assertions and "config_rule" not in sources:
+                    sources.append("config_rule")
         add(trajectory.expected_skills_attr, "span_attribute")
         return Expectation(
             skills=tuple(skills),

@@ -58,6 +58,7 @@ def test_each_assertion_is_judged_and_all_must_hold(tmp_path: Path) -> None:
         )
         assert len(server.requests) == 3  # one question per assertion
     (session,) = report["sessions"]
+    assert session["expectation_sources"] == ["expectations_file"]
     spans = {s["name"]: s["span_id"] for s in session["steps"] if s["kind"] == "tool_call"}
     (verdict,) = verdicts(report, "goal_success")
     assert (verdict["outcome"], verdict["label"]) == ("fail", "not_achieved")
