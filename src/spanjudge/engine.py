@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -11,11 +12,12 @@ from spanjudge.config import Config
 from spanjudge.emit.summary import outside_coverage
 from spanjudge.errors import ConfigError
 from spanjudge.evaluators.base import EvaluationContext, build_evaluators
+from spanjudge.evaluators.custom import needs_llm_judge
 from spanjudge.evaluators.judging import Judging, Judgments
 from spanjudge.expectations import ExpectationResolver
 from spanjudge.guard import Guard
 from spanjudge.judges.registry import judge_lookup
-from spanjudge.reasons import EVALUATOR_ERROR
+from spanjudge.reasons import EVALUATOR_ERROR, GOAL_SUCCESS
 from spanjudge.recognition import continuity
 from spanjudge.recognition.answers import without_hidden_text
 from spanjudge.recognition.reconcile import reconcile
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
 
 # judge_for(evaluator_name) -> judge object or None; supplied by the judges package.
 JudgeLookup = Callable[[str], Any]
+log = logging.getLogger("spanjudge")
 
 
 def coverage_of(
@@ -122,6 +125,7 @@ class Engine:
         self.recognisers = recognisers or RecogniserRegistry.default(
             self.config.sections.get("conventions", ())
         )
+        self._from_config = evaluators is None
         if evaluators is None:
             problems: list[str] = []
             evaluators = build_evaluators(self.config.evaluators, problems)
@@ -134,17 +138,64 @@ class Engine:
         if selection_problems:
             raise ConfigError(selection_problems, source=self.config.source)
         self.resolver = ExpectationResolver(self.config.entries, self.config.rules)
+        self._add_goal_success()
         self.judge_for = judge_for or judge_lookup(self.config)
         # An evaluator exception is an `evaluator_error` verdict (contract); the guard logs it
         # once per evaluator and, under the test suite, re-raises it.
         self.guard = Guard("spanjudge", "evaluator")
         self.judging = Judging()
+        self._warned_unjudged = False
+        self._warn_unjudged()
+
+    def _asserted(self) -> bool:
+        """Some expectation carries goal assertions."""
+        return any(e.assertions for e in self.resolver.entries) or any(
+            r.assertions for r in self.resolver.rules
+        )
+
+    def _add_goal_success(self) -> None:
+        """goal_success is opt-in, and on once any expectation carries assertions (unless
+        `evaluators.goal_success.enabled: false`): assertions written are assertions judged."""
+        if not self._from_config or not self._asserted():
+            return
+        if any(e.name == GOAL_SUCCESS for e in self.evaluators):
+            return
+        options = dict(self.config.evaluators)
+        options[GOAL_SUCCESS] = options.get(GOAL_SUCCESS) or {}
+        problems: list[str] = []
+        self.evaluators = build_evaluators(options, problems)
+        if problems:
+            raise ConfigError(problems, source=self.config.source)
+
+    def _warn_unjudged(self) -> None:
+        """Say once, at start, that free-text criteria have no judge that can read them: their
+        verdicts will all be `not_evaluated` / `no_judge` (goal_success only once some
+        expectation carries assertions)."""
+        if self._warned_unjudged:
+            return
+        asserted = self._asserted()
+        names = [
+            e.name
+            for e in self.evaluators
+            if needs_llm_judge(e, self.judge_for(e.name)) and (e.name != GOAL_SUCCESS or asserted)
+        ]
+        if not names:
+            return
+        self._warned_unjudged = True
+        log.warning(
+            "evaluators %s judge free-text criteria and have no LLM judge: their verdicts will "
+            "be not_evaluated (no_judge); configure one under `judges:` and name it in the "
+            "evaluator's `judge` (or call it `default`)",
+            ", ".join(names),
+        )
 
     def add_expectations(self, resolver: ExpectationResolver) -> None:
         """Add an expectations file's entries and rules to those from the configuration."""
         self.resolver = ExpectationResolver(
             [*self.resolver.entries, *resolver.entries], [*self.resolver.rules, *resolver.rules]
         )
+        self._add_goal_success()
+        self._warn_unjudged()
 
     def trajectory(self, closed: ClosedSession) -> Trajectory:
         library = self.config.sections.get("skills") or EMPTY_LIBRARY

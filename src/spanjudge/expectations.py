@@ -26,6 +26,8 @@ class SessionEntry:
     reference_answer: str | None = None
     success: Mapping[str, Any] | None = None
     trajectory: ReferenceTrajectory | None = None
+    # natural-language statements about the whole session, judged by goal_success
+    assertions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -34,10 +36,24 @@ class Rule:
     skills: tuple[str, ...] = ()
     success: Mapping[str, Any] | None = None
     trajectory: ReferenceTrajectory | None = None
+    assertions: tuple[str, ...] = ()
 
 
-ENTRY_KEYS = ("skills", "task", "reference_answer", "success", "trajectory")
-RULE_KEYS = ("when", "skills", "success", "trajectory")
+ENTRY_KEYS = ("skills", "task", "reference_answer", "success", "trajectory", "assertions")
+RULE_KEYS = ("when", "skills", "success", "trajectory", "assertions")
+
+
+def _assertions(value: Any, path: str, problems: list[str]) -> tuple[str, ...]:
+    """``assertions: ["a report file was saved", ...]``: each a non-empty sentence."""
+    if value is None:
+        return ()
+    if isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value):
+        return tuple(v.strip() for v in value)
+    problems.append(
+        f"{path}: expected a list of statements about the session "
+        f'(e.g. ["a report file was saved"]), got {value!r}'
+    )
+    return ()
 
 
 def _skills(value: Any, path: str, problems: list[str]) -> tuple[str, ...]:
@@ -105,6 +121,7 @@ def parse_entries(doc: Any, source: str) -> list[SessionEntry]:
                 ),
                 success=_success(body.get("success"), f"{path}.success", problems),
                 trajectory=parse_reference(body.get("trajectory"), f"{path}.trajectory", problems),
+                assertions=_assertions(body.get("assertions"), f"{path}.assertions", problems),
             )
         )
     if problems:
@@ -188,6 +205,7 @@ def parse_rules(raw: Any, path: str, problems: list[str]) -> list[Rule]:
                 skills=_skills(item.get("skills"), f"{where}.skills", problems),
                 success=_success(item.get("success"), f"{where}.success", problems),
                 trajectory=parse_reference(item.get("trajectory"), f"{where}.trajectory", problems),
+                assertions=_assertions(item.get("assertions"), f"{where}.assertions", problems),
             )
         )
     return rules
@@ -218,6 +236,7 @@ class ExpectationResolver:
         task = reference = None
         success: Mapping[str, Any] | None = None
         calls: ReferenceTrajectory | None = None
+        assertions: list[str] = []
 
         def add(names: Sequence[str], source: str) -> None:
             if names and source not in sources:
@@ -236,12 +255,18 @@ class ExpectationResolver:
             reference = reference or entry.reference_answer
             success = success or entry.success
             calls = calls or entry.trajectory
+            assertions.extend(a for a in entry.assertions if a not in assertions)
+            if entry.assertions and "expectations_file" not in sources:
+                sources.append("expectations_file")
         request = trajectory.request or ""
         for rule in self.rules:
             if rule.request_matches.search(request):
                 add(rule.skills, "config_rule")
                 success = success or rule.success
                 calls = calls or rule.trajectory
+                assertions.extend(a for a in rule.assertions if a not in assertions)
+                if rule.assertions and "config_rule" not in sources:
+                    sources.append("config_rule")
         add(trajectory.expected_skills_attr, "span_attribute")
         return Expectation(
             skills=tuple(skills),
@@ -250,4 +275,5 @@ class ExpectationResolver:
             success=success,
             sources=tuple(sources),
             trajectory=calls,
+            assertions=tuple(assertions),
         )

@@ -23,6 +23,10 @@ ROBUSTNESS = "robustness"
 # Opt-in (one verdict per tool call): built only when named in `evaluators`.
 TOOL_SELECTION = "tool_selection"
 TOOL_PARAMETERS = "tool_parameters"
+# Judged against the natural-language assertions of the session's expectations.
+GOAL_SUCCESS = "goal_success"
+# `evaluators.custom` entries take their own names; this key holds them and is no evaluator.
+CUSTOM_SECTION = "custom"
 
 BUILTIN_EVALUATORS: tuple[str, ...] = (
     SKILL_LOADED,
@@ -35,10 +39,12 @@ BUILTIN_EVALUATORS: tuple[str, ...] = (
     SIDE_EFFECTS,
     COST,
     ROBUSTNESS,
+    GOAL_SUCCESS,
     TOOL_SELECTION,
     TOOL_PARAMETERS,
 )
-OPT_IN_EVALUATORS: tuple[str, ...] = (TOOL_SELECTION, TOOL_PARAMETERS)
+# goal_success is also on as soon as an expectation carries assertions (engine.Engine).
+OPT_IN_EVALUATORS: tuple[str, ...] = (TOOL_SELECTION, TOOL_PARAMETERS, GOAL_SUCCESS)
 # The evaluators that ask a judge (the heuristic one unless configured otherwise).
 JUDGED_EVALUATORS: tuple[str, ...] = (
     SKILL_SELECTION,
@@ -47,6 +53,7 @@ JUDGED_EVALUATORS: tuple[str, ...] = (
     OUTCOME,
     TOOL_SELECTION,
     TOOL_PARAMETERS,
+    GOAL_SUCCESS,
 )
 
 # --- Reason codes of `not_evaluated` verdicts ---
@@ -84,6 +91,11 @@ NO_TRAJECTORY = "no_trajectory"
 # not matching its `when:` filter.
 NOT_SAMPLED = "not_sampled"
 FILTERED_OUT = "filtered_out"
+# A free-text criterion (a custom evaluator, goal_success) with no LLM judge configured: the
+# embedded heuristic judge cannot read one.
+NO_JUDGE = "no_judge"
+# The judge's hourly token or cost budget (judges.<name>.budget) is spent until the window rolls.
+JUDGE_BUDGET = "judge_budget"
 
 # --- Which `not_evaluated` reasons count against coverage ---
 # Coverage = judged / what could have been judged (ARCHITECTURE.md section 5). Three kinds of
@@ -92,7 +104,15 @@ FILTERED_OUT = "filtered_out"
 # coverage gap: evidence missing, a judge or evaluator failing, a session cut short.
 # Nothing was configured to judge against: the operator's choice, not a loss of evidence.
 NOT_CONFIGURED: frozenset[str] = frozenset(
-    {NO_EXPECTATION, NO_CONDITION, NO_CONSTRAINTS, NO_BUDGET, NO_THRESHOLDS, NO_TRAJECTORY}
+    {
+        NO_EXPECTATION,
+        NO_CONDITION,
+        NO_CONSTRAINTS,
+        NO_BUDGET,
+        NO_THRESHOLDS,
+        NO_TRAJECTORY,
+        NO_JUDGE,
+    }
 )
 # The question did not arise in this session: no skill (or no tool) was used, so there is no
 # instruction to follow, no selection and no call to judge. When that is itself the defect,

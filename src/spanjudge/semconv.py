@@ -115,6 +115,8 @@ M_SESSIONS_OPEN = "spanjudge.sessions.open"
 M_EVALUATION_DURATION = "spanjudge.evaluation.duration"
 M_JUDGE_TOKENS = "spanjudge.judge.tokens"
 M_JUDGE_CALLS = "spanjudge.judge.calls"
+# What LLM judges cost at their configured price (judges.<name>.price), attribute spanjudge.judge.
+M_JUDGE_COST = "spanjudge.judge.cost"
 DROP_REASON = "reason"
 # log records not read as span content, by `reason` (spans/logs.py)
 M_LOG_RECORDS_UNREAD = "spanjudge.log_records.unread"
@@ -189,6 +191,8 @@ JUDGE_OUTCOME_ERROR = "error"
 JUDGE_OUTCOME_UNPARSEABLE = "unparseable"
 JUDGE_OUTCOME_CACHED = "cached"
 JUDGE_OUTCOME_UNAVAILABLE = "unavailable"
+# A call not made: the judge's hourly budget (judges.<name>.budget) is spent.
+JUDGE_OUTCOME_OVER_BUDGET = "over_budget"
 GEN_AI_TOKEN_TYPE_INPUT = "input"
 GEN_AI_TOKEN_TYPE_OUTPUT = "output"
 

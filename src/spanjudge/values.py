@@ -142,6 +142,8 @@ class Expectation:
     sources: tuple[str, ...] = ()
     # the tool calls the session should make (`trajectory_match`); None when none is given
     trajectory: ReferenceTrajectory | None = None
+    # statements about the whole session that goal_success judges
+    assertions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -101,8 +101,15 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
             grpc_endpoint=env["SPANJUDGE_OTLP_GRPC_ENDPOINT"],
             export={"metrics_interval_s": 1.0},
         )
+        # With a price, the dashboard's judge cost panel has a figure to show.
+        price = {"input_per_million": 1.0, "output_per_million": 4.0}
         config["judges"] = {
-            "scripted": {"type": "openai", "base_url": judge.base_url, "model": "scripted"}
+            "scripted": {
+                "type": "openai",
+                "base_url": judge.base_url,
+                "model": "scripted",
+                "price": price,
+            }
         }
         # trajectory_match sampled: the coverage panel's sampled share has sessions to show
         config["evaluators"] = {

@@ -91,7 +91,8 @@ def test_dashboard_shows_what_the_operator_needs() -> None:
         "spanjudge_session_duration_seconds_bucket",
         "spanjudge_session_retries_total",
         "spanjudge_session_backtracks_total",
-        "spanjudge_judge_calls_total",  # judge errors
+        "spanjudge_judge_calls_total",  # judge errors and budget refusals
+        "spanjudge_judge_cost_total",  # judge cost
         "spanjudge_spans_dropped_total",  # sidecar health
         "spanjudge_sessions_open",
         "spanjudge_sidecar_spool_bytes",

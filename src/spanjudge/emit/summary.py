@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from math import comb
 from typing import Any
 
+from spanjudge.judges.budget import USAGE_KEY, Usage, usage_of
 from spanjudge.reasons import NOT_APPLICABLE, NOT_CONFIGURED, NOT_SELECTED, OUTSIDE_COVERAGE
 from spanjudge.values import OUTCOMES, SessionResult, Verdict
 
@@ -197,6 +198,9 @@ class Summary:
     # (one `not_sampled` or `filtered_out` verdict each)
     seen: dict[str, int] = field(default_factory=dict)
     left_out: dict[str, int] = field(default_factory=dict)
+    # What LLM judges cost (judges/budget.py): totals of the verdicts' `judge_usage` details
+    usage_by_evaluator: dict[str, Usage] = field(default_factory=dict)
+    usage_by_judge: dict[str, Usage] = field(default_factory=dict)
 
     def add(self, result: SessionResult) -> None:
         self.sessions += 1
@@ -215,6 +219,8 @@ class Summary:
                     "outside_coverage": 0,
                 }
             per[verdict.outcome] += 1
+            if verdict.details is not None and USAGE_KEY in verdict.details:
+                self._add_usage(verdict)
             if outside_coverage(verdict):
                 per["outside_coverage"] += 1
                 if verdict.reason == NOT_APPLICABLE:
@@ -226,6 +232,27 @@ class Summary:
         task_id = result.trajectory.task_id
         if task_id:
             self.tasks.setdefault(task_id, TaskProfile(task_id)).add(result)
+
+    def _add_usage(self, verdict: Verdict) -> None:
+        usage = usage_of(verdict.details)
+        if usage is None:
+            return
+        for totals, key in (
+            (self.usage_by_evaluator, verdict.evaluator),
+            (self.usage_by_judge, verdict.judge),
+        ):
+            before = totals.get(key)
+            totals[key] = before.plus(usage) if before else usage
+
+    def judge_usage(self) -> dict[str, Any] | None:
+        """Judge calls, tokens, latency and cost per evaluator and per judge; None when no
+        verdict asked a networked judge."""
+        if not self.usage_by_judge:
+            return None
+        return {
+            "by_evaluator": {k: u.to_json() for k, u in self.usage_by_evaluator.items()},
+            "by_judge": {k: u.to_json() for k, u in self.usage_by_judge.items()},
+        }
 
     @property
     def failed(self) -> bool:
@@ -277,9 +304,13 @@ class Summary:
             if share is not None:
                 by_eval[name]["sampled_share"] = share
                 by_eval[name]["sessions_left_out"] = self.left_out[name]
-        return {
+        out: dict[str, Any] = {
             "sessions": self.sessions,
             "sessions_complete": self.complete,
             "verdicts": dict(self.verdicts),
             "by_evaluator": by_eval,
         }
+        usage = self.judge_usage()
+        if usage is not None:
+            out["judge_usage"] = usage
+        return out
