@@ -1,0 +1,100 @@
+"""A new user's first day, in process: each fixture framework with its scripted model.
+
+The agent runs with `configure_opentelemetry()` as the README shows, with no Collector and no
+`OTEL_*` variable (`tests/support/first_day_agent.py`, which runs the framework's own fixture
+generator). What the user sees on the terminal: one verdict line per judged turn for every
+session the agent ran, each printed when its turn ended (before the agent's shutdown), none of
+them cut short, and nothing from spanjudge about verdicts lost or sessions left over.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, unavailable
+from tests.support.first_day_agent import MARK
+
+pytestmark = [pytest.mark.slow]
+
+DRIVER = ROOT / "tests" / "support" / "first_day_agent.py"
+GENERATORS = ROOT / "fixtures" / "generate"
+
+# framework -> (the module its generator needs, the name `SPANJUDGE_REQUIRE` knows it by)
+FRAMEWORKS = {
+    "genai_manual": ("opentelemetry.sdk", "opentelemetry-sdk"),
+    "strands": ("strands", "strands"),
+    "openai_agents_openinference": (
+        "openinference.instrumentation.openai_agents",
+        "openai-agents",
+    ),
+    "openai_agents_openllmetry": ("opentelemetry.instrumentation.openai_agents", "openai-agents"),
+}
+LINE = re.compile(r"^spanjudge: session (?P<id>\S+)(?: \((?P<notes>[^)]*)\))?: (?P<marks>.*)$")
+MARK_RE = re.compile(r"\b[a-z_]+=(PASS|FAIL|n/e)\b")
+TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
+
+
+def _run(framework: str, tmp: Path) -> tuple[list[str | None], list[str]]:
+    module, name = FRAMEWORKS[framework]
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        found = False
+    if not found:
+        unavailable(name, f"{module} is not installed in this interpreter")
+    # a new user's shell: no OTel or spanjudge variables
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "SPANJUDGE_"))}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(GENERATORS)])
+    env["TMPDIR"] = str(tmp)  # the generators' scratch workspaces
+    done = subprocess.run(
+        [sys.executable, str(DRIVER), framework],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    return json.loads(done.stdout.splitlines()[-1]), done.stderr.splitlines()
+
+
+@pytest.mark.parametrize("framework", sorted(FRAMEWORKS))
+def test_verdicts_show_on_the_terminal_as_each_turn_ends(framework: str, tmp_path: Path) -> None:
+    sessions, stderr = _run(framework, tmp_path)
+    assert MARK in stderr, stderr
+    before, after = stderr[: stderr.index(MARK)], stderr[stderr.index(MARK) + 1 :]
+    # Nothing from spanjudge once the agent is done: no session waited for the shutdown, and
+    # no export failed or lost anything (the framework's own lines are its business).
+    assert [line for line in after if "spanjudge" in line.lower()] == [], after
+    ours = [line for line in before if "spanjudge" in line.lower()]
+    lines = [LINE.match(line) for line in ours]
+    assert all(lines), [line for line, m in zip(ours, lines, strict=True) if m is None]
+    assert not [line for line in before if line.startswith("Traceback")], before
+    printed: dict[str, list[re.Match[str]]] = {}
+    for m in lines:
+        assert m is not None
+        printed.setdefault(m["id"], []).append(m)
+    named = {s for s in sessions if s is not None}
+    by_trace = {s for s in printed if s not in named}
+    assert named <= set(printed), f"never printed: {sorted(named - set(printed))}"
+    # sessions keyed by nothing but their trace are printed under the trace id
+    assert len(by_trace) == sessions.count(None), sorted(by_trace)
+    assert all(TRACE_ID.match(s) for s in by_trace), sorted(by_trace)
+    for session, found in printed.items():
+        for m in found:
+            assert "cut short" not in (m["notes"] or ""), m.string
+            assert MARK_RE.search(m["marks"]), m.string
+        # later turns of a session are new revisions of it, in order
+        revisions = [
+            int(r.group(1)) if (r := re.search(r"revision (\d+)", m["notes"] or "")) else 1
+            for m in found
+        ]
+        assert revisions == list(range(1, len(found) + 1)), (session, revisions)
