@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from spanjudge.demo.agent import SCENARIOS, ScriptedAgent
-from tests.sidecar.helpers import ROOT, SidecarProcess, wait_for
+from tests.sidecar.helpers import ROOT, SidecarProcess, serve_config, wait_for
 from tests.support.prometheus import get, query, require_prometheus, running_prometheus
 
 pytestmark = [pytest.mark.slow]
@@ -69,17 +69,12 @@ def test_twelve_sessions_six_without_their_skill_fire_one_alert(tmp_path: Path) 
     serve_dir.mkdir()
     sidecar = SidecarProcess(
         serve_dir,
-        {
-            "sessions": {"idle_timeout_s": 120.0, "end_grace_s": 0.1},
-            "serve": {
-                "grpc_endpoint": "127.0.0.1:0",
-                "http_endpoint": "127.0.0.1:0",
-                "metrics_endpoint": "127.0.0.1:0",
-                "tick_interval_s": 0.05,
-                "workers": 1,
-                "spool": {"path": str(serve_dir / "spool.db")},
-            },
-        },
+        serve_config(
+            serve_dir,
+            sessions={"idle_timeout_s": 120.0, "end_grace_s": 0.1},
+            workers=1,
+            metrics_endpoint="127.0.0.1:0",
+        ),
     ).start()
     provider = TracerProvider(resource=Resource({"service.name": "ops-assistant"}))
     try:
