@@ -31,6 +31,8 @@ GENERATORS = ROOT / "fixtures" / "generate"
 FRAMEWORKS = {
     "genai_manual": ("opentelemetry.sdk", "opentelemetry-sdk"),
     "strands": ("strands", "strands"),
+    "langgraph": ("openinference.instrumentation.langchain", "langgraph"),
+    "pydantic_ai": ("pydantic_ai_harness", "pydantic-ai"),
     "openai_agents_openinference": (
         "openinference.instrumentation.openai_agents",
         "openai-agents",

@@ -52,6 +52,25 @@ def strands() -> list[str | None]:
     ]
 
 
+def langgraph() -> list[str | None]:
+    import langgraph_fixtures as gen
+    from openinference.instrumentation.langchain import LangChainInstrumentor
+
+    LangChainInstrumentor().instrument()  # the global provider, as its docs show
+    sessions: list[str | None] = []
+    for scenario, (script, _) in gen.SCENARIOS.items():
+        sid = gen.session_id(scenario)
+        gen.run_scenario(sid, script)
+        sessions.append(sid)
+    return sessions
+
+
+def pydantic_ai() -> list[str | None]:
+    import pydantic_ai_fixtures as gen
+
+    return [gen.run_session(sc)[1]["session_id"] for sc in gen.scenarios()]
+
+
 def _openai_agents(instrumentation: str) -> Callable[[], list[str | None]]:
     def run() -> list[str | None]:
         import openai_agents_fixtures as gen
@@ -75,6 +94,8 @@ def _openai_agents(instrumentation: str) -> Callable[[], list[str | None]]:
 RUNNERS: dict[str, Callable[[], list[str | None]]] = {
     "genai_manual": genai_manual,
     "strands": strands,
+    "langgraph": langgraph,
+    "pydantic_ai": pydantic_ai,
     "openai_agents_openinference": _openai_agents("openinference"),
     "openai_agents_openllmetry": _openai_agents("openllmetry"),
 }
