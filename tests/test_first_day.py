@@ -33,6 +33,8 @@ FRAMEWORKS = {
     "strands": ("strands", "strands"),
     "langgraph": ("openinference.instrumentation.langchain", "langgraph"),
     "pydantic_ai": ("pydantic_ai_harness", "pydantic-ai"),
+    "smolagents": ("openinference.instrumentation.smolagents", "smolagents"),
+    "haystack": ("haystack_integrations.tracing.opentelemetry", "haystack"),
     "openai_agents_openinference": (
         "openinference.instrumentation.openai_agents",
         "openai-agents",

@@ -71,6 +71,34 @@ def pydantic_ai() -> list[str | None]:
     return [gen.run_session(sc)[1]["session_id"] for sc in gen.scenarios()]
 
 
+def smolagents() -> list[str | None]:
+    import smolagents_fixtures as gen
+
+    return [gen.run_session(sc)[1]["session_id"] for sc in gen.SCENARIOS]
+
+
+def haystack() -> list[str | None]:
+    import haystack_fixtures as gen
+    from haystack import tracing
+    from haystack_integrations.tracing.opentelemetry import OpenTelemetryTracer
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    provider = trace.get_tracer_provider()
+    # the user's own processor puts session.id on each agent run (Haystack sets none)
+    stamper, exporter = gen.SessionStamper(), InMemorySpanExporter()
+    provider.add_span_processor(stamper)  # type: ignore[attr-defined]
+    provider.add_span_processor(SimpleSpanProcessor(exporter))  # type: ignore[attr-defined]
+    tracing.enable_tracing(OpenTelemetryTracer(provider.get_tracer("haystack")))
+    sessions: list[str | None] = []
+    for spec in [*gen.native_scenarios(), *gen.world.custom_loader_scenarios()]:
+        sid = f"haystack-{spec['scenario'].replace('_', '-')}"
+        gen.run_session(spec, exporter, stamper, sid)
+        sessions.append(sid)
+    return sessions
+
+
 def _openai_agents(instrumentation: str) -> Callable[[], list[str | None]]:
     def run() -> list[str | None]:
         import openai_agents_fixtures as gen
@@ -96,6 +124,8 @@ RUNNERS: dict[str, Callable[[], list[str | None]]] = {
     "strands": strands,
     "langgraph": langgraph,
     "pydantic_ai": pydantic_ai,
+    "smolagents": smolagents,
+    "haystack": haystack,
     "openai_agents_openinference": _openai_agents("openinference"),
     "openai_agents_openllmetry": _openai_agents("openllmetry"),
 }
