@@ -35,6 +35,7 @@ FRAMEWORKS = {
     "pydantic_ai": ("pydantic_ai_harness", "pydantic-ai"),
     "smolagents": ("openinference.instrumentation.smolagents", "smolagents"),
     "haystack": ("haystack_integrations.tracing.opentelemetry", "haystack"),
+    "agent_framework": ("agent_framework.observability", "agent-framework"),
     "openai_agents_openinference": (
         "openinference.instrumentation.openai_agents",
         "openai-agents",

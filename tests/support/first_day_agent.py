@@ -99,6 +99,29 @@ def haystack() -> list[str | None]:
     return sessions
 
 
+def agent_framework() -> list[str | None]:
+    import asyncio
+
+    import agent_framework_fixtures as gen
+    from agent_framework.observability import enable_instrumentation
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    provider = trace.get_tracer_provider()
+    # the user's own processor puts session.id on the agent's spans
+    stamper, exporter = gen.SessionStamper(), InMemorySpanExporter()
+    provider.add_span_processor(stamper)  # type: ignore[attr-defined]
+    provider.add_span_processor(SimpleSpanProcessor(exporter))  # type: ignore[attr-defined]
+    enable_instrumentation(enable_sensitive_data=True)
+    sessions: list[str | None] = []
+    for spec in [*gen.native_scenarios(), *gen.attempt_scenarios()]:
+        sid = f"maf-{spec['scenario'].replace('_', '-')}"
+        asyncio.run(gen.run_session(spec, exporter, stamper, sid))
+        sessions.append(sid)
+    return sessions
+
+
 def _openai_agents(instrumentation: str) -> Callable[[], list[str | None]]:
     def run() -> list[str | None]:
         import openai_agents_fixtures as gen
@@ -126,6 +149,7 @@ RUNNERS: dict[str, Callable[[], list[str | None]]] = {
     "pydantic_ai": pydantic_ai,
     "smolagents": smolagents,
     "haystack": haystack,
+    "agent_framework": agent_framework,
     "openai_agents_openinference": _openai_agents("openinference"),
     "openai_agents_openllmetry": _openai_agents("openllmetry"),
 }
