@@ -65,6 +65,19 @@ def langgraph() -> list[str | None]:
     return sessions
 
 
+def deepagents() -> list[str | None]:
+    import deepagents_fixtures as gen
+    from openinference.instrumentation.langchain import LangChainInstrumentor
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    LangChainInstrumentor().instrument()  # the global provider, as its docs show
+    exporter = InMemorySpanExporter()  # the generator reads the turns' spans back from it
+    trace.get_tracer_provider().add_span_processor(SimpleSpanProcessor(exporter))  # type: ignore[attr-defined]
+    return [gen.run(sc, exporter, gen.SeededIds())[1]["session_id"] for sc in gen.SCENARIOS]
+
+
 def pydantic_ai() -> list[str | None]:
     import pydantic_ai_fixtures as gen
 
@@ -142,16 +155,36 @@ def _openai_agents(instrumentation: str) -> Callable[[], list[str | None]]:
     return run
 
 
+def _mcp(instrumentation: str) -> Callable[[], list[str | None]]:
+    def run() -> list[str | None]:
+        import tempfile
+        from pathlib import Path
+
+        import mcp_fixtures as gen
+
+        gen.oaf.instrument(instrumentation)
+        with tempfile.TemporaryDirectory() as work:  # the MCP server's call log
+            return [
+                gen.run_session(sc, instrumentation, Path(work))[1]["session_id"]
+                for sc in gen.SCENARIOS
+            ]
+
+    return run
+
+
 RUNNERS: dict[str, Callable[[], list[str | None]]] = {
     "genai_manual": genai_manual,
     "strands": strands,
     "langgraph": langgraph,
+    "deepagents": deepagents,
     "pydantic_ai": pydantic_ai,
     "smolagents": smolagents,
     "haystack": haystack,
     "agent_framework": agent_framework,
     "openai_agents_openinference": _openai_agents("openinference"),
     "openai_agents_openllmetry": _openai_agents("openllmetry"),
+    "mcp_openinference": _mcp("openinference"),
+    "mcp_openllmetry": _mcp("openllmetry"),
 }
 
 
