@@ -27,23 +27,26 @@ pytestmark = [pytest.mark.slow]
 DRIVER = ROOT / "tests" / "support" / "first_day_agent.py"
 GENERATORS = ROOT / "fixtures" / "generate"
 
-# framework -> (the module its generator needs, the name `SPANJUDGE_REQUIRE` knows it by)
-FRAMEWORKS = {
-    "genai_manual": ("opentelemetry.sdk", "opentelemetry-sdk"),
-    "strands": ("strands", "strands"),
-    "langgraph": ("openinference.instrumentation.langchain", "langgraph"),
-    "deepagents": ("deepagents", "deepagents"),
-    "pydantic_ai": ("pydantic_ai_harness", "pydantic-ai"),
-    "smolagents": ("openinference.instrumentation.smolagents", "smolagents"),
-    "haystack": ("haystack_integrations.tracing.opentelemetry", "haystack"),
-    "agent_framework": ("agent_framework.observability", "agent-framework"),
-    "openai_agents_openinference": (
-        "openinference.instrumentation.openai_agents",
-        "openai-agents",
-    ),
-    "openai_agents_openllmetry": ("opentelemetry.instrumentation.openai_agents", "openai-agents"),
-    "mcp_openinference": ("mcp", "mcp"),
-    "mcp_openllmetry": ("mcp", "mcp"),
+# framework -> (the modules its generator needs, the name `SPANJUDGE_REQUIRE` knows it by)
+OPENINFERENCE_OA = ("agents", "openinference.instrumentation.openai_agents")
+OPENLLMETRY_OA = (
+    "agents",
+    "opentelemetry.instrumentation.openai_agents",
+    "opentelemetry.processor.baggage",
+)
+FRAMEWORKS: dict[str, tuple[tuple[str, ...], str]] = {
+    "genai_manual": (("opentelemetry.sdk",), "opentelemetry-sdk"),
+    "strands": (("strands",), "strands"),
+    "langgraph": (("langgraph", "openinference.instrumentation.langchain"), "langgraph"),
+    "deepagents": (("deepagents", "openinference.instrumentation.langchain"), "deepagents"),
+    "pydantic_ai": (("pydantic_ai_harness",), "pydantic-ai"),
+    "smolagents": (("smolagents", "openinference.instrumentation.smolagents"), "smolagents"),
+    "haystack": (("haystack", "haystack_integrations.tracing.opentelemetry"), "haystack"),
+    "agent_framework": (("agent_framework.observability",), "agent-framework"),
+    "openai_agents_openinference": (OPENINFERENCE_OA, "openai-agents"),
+    "openai_agents_openllmetry": (OPENLLMETRY_OA, "openai-agents"),
+    "mcp_openinference": (("mcp", *OPENINFERENCE_OA), "mcp"),
+    "mcp_openllmetry": (("mcp", *OPENLLMETRY_OA), "mcp"),
 }
 # Fixture generators whose framework does not run in process here, and why (their recorded
 # traces are judged in tests/test_fixtures_acceptance.py all the same).
@@ -64,14 +67,18 @@ def _ours(line: str) -> bool:
     return line.lower().startswith("spanjudge") or OWN_FRAME.search(line) is not None
 
 
-def _run(framework: str, tmp: Path) -> tuple[list[str | None], list[str]]:
-    module, name = FRAMEWORKS[framework]
+def _importable(module: str) -> bool:
     try:
-        found = importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:
-        found = False
-    if not found:
-        unavailable(name, f"{module} is not installed in this interpreter")
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # its parent package is missing
+        return False
+
+
+def _run(framework: str, tmp: Path) -> tuple[list[str | None], list[str]]:
+    modules, name = FRAMEWORKS[framework]
+    missing = [module for module in modules if not _importable(module)]
+    if missing:
+        unavailable(name, f"{', '.join(missing)} not installed in this interpreter")
     # a new user's shell: no OTel or spanjudge variables
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "SPANJUDGE_"))}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(GENERATORS)])
