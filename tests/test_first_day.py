@@ -4,7 +4,8 @@ The agent runs with `configure_opentelemetry()` as the README shows, with no Col
 `OTEL_*` variable (`tests/support/first_day_agent.py`, which runs the framework's own fixture
 generator). What the user sees on the terminal: one verdict line per judged turn for every
 session the agent ran, each printed when its turn ended (before the agent's shutdown), none of
-them cut short, and nothing from spanjudge about verdicts lost or sessions left over.
+them cut short, no other line from spanjudge, and nothing at all once the agent is done (no
+session left for the shutdown, no verdict lost on the way out).
 """
 
 from __future__ import annotations
