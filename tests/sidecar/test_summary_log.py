@@ -55,6 +55,8 @@ def test_the_interval_line_counts_open_sessions_of_evaluation_processes(
         for key in ("open-1", "open-2", "open-3"):
             assert exporter.export(synthetic_session(key, end=False)) == SpanExportResult.SUCCESS
         assert wait_for(lambda: sidecar.worker.evaluated_sessions == 1)
+        # every process has taken its sessions in (a loaded machine may take a while)
+        assert wait_for(lambda: (sidecar.worker.open_sessions() or (0, None))[0] == 3)
         time.sleep(1.5)  # the open sessions' age, and a few reports from each process
         sidecar.summary.log_interval()
     exporter.shutdown()
