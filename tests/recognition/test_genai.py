@@ -73,9 +73,9 @@ def _load(set_dir: Path) -> dict[str, Session]:
             recogniser = GenAIRecogniser()
             steps: list[Step] = []
             for span in own:
-                claimed = recogniser.recognise(span)
-                assert claimed is not None, f"unclaimed GenAI span {span.name!r}"
-                steps.extend(claimed)
+                # a span of an operation the conventions do not name as agent activity (an
+                # event-loop cycle) is declined (None): it yields no step either way
+                steps.extend(recogniser.recognise(span) or [])
             steps = recogniser.finalise(steps, own)
             steps.sort(key=lambda s: (s.start_unix_nano, s.seq))
             sessions[record["session_id"]] = Session(record, own, steps)

@@ -21,6 +21,7 @@ ASSISTANT_ROLES = frozenset({"assistant", "model", "ai", "agent", "bot"})
 # Where a message keeps its content, by framework: GenAI `parts`, Semantic Kernel-style
 # `items`, OpenAI/Anthropic-style `content`.
 _CONTENT_KEYS = ("parts", "items", "content")
+_MESSAGE_KEYS = (*_CONTENT_KEYS, "text")  # `{"text": ..., "files": []}` is a result message too
 
 
 def assistant_text(value: Any) -> str | None:
@@ -35,7 +36,7 @@ def assistant_text(value: Any) -> str | None:
                 return assistant_text(decoded) if not isinstance(decoded, str) else decoded.strip()
         return stripped or None
     if isinstance(value, Mapping):
-        if "role" in value or any(key in value for key in _CONTENT_KEYS):
+        if "role" in value or any(key in value for key in _MESSAGE_KEYS):
             return _message_text(value) if _speaks(value) else None
         return None
     if isinstance(value, (list, tuple)):

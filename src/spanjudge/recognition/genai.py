@@ -415,8 +415,8 @@ class GenAIRecogniser:
             op is None and int_attr(span, sc.GEN_AI_USAGE_INPUT_TOKENS)
         ):
             return [self._model(span)]
-        if op is not None:
-            return []  # a GenAI span that is no agent activity (event-loop cycles, memory, ...)
+        # an operation the conventions do not name as agent activity (event-loop cycles, memory,
+        # a framework's own `tool.execute`): left to the shape fallback
         return None
 
     def _base(self, span: SpanRecord) -> dict[str, Any]:

@@ -12,8 +12,10 @@ An agent library's own tracing may use keys nobody listed (`<prefix>.toolCall.na
 - a model call: a span below the turn with a prompt and a response or the tool calls it asked
   for (under a `tool calls` key), with its `prompt`/`input` and `completion`/`output` token
   counts.
-The rules name shapes, never a framework. The registry asks this preset last, and only about
-spans every other preset left alone; the report counts what it read (`coverage.fallback_spans`).
+A root span's bare `input` / `output` count as prompt and response when they hold a user request
+and an assistant text. The rules name shapes, never a framework. The registry asks this preset
+last, and only about spans every other preset left alone (GenAI declines operations the
+conventions do not name); the report counts what it read (`coverage.fallback_spans`).
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ _TOOL_SPAN = re.compile(
 )
 _CALL_ID_WORDS = ("id", "call_id", "callId", "toolCallId")
 _PROMPT = re.compile(r"(?:^|[._])(?:prompt(?:[._](?:messages|text))?|input[._]messages)$", re.I)
+# A root span's bare `input` / `output`: prompt- and response-shaped only when they hold a user
+# request and an assistant text.
+_BARE = ("input", "output")
 _RESPONSE = re.compile(
     r"(?:^|[._])(?:response(?:[._](?:text|messages|content))?|completion|output[._](?:text|messages))$",
     re.I,
@@ -114,11 +119,13 @@ class ShapeRecogniser:
         return tool_step(facts, span_fields(span, PRESET))
 
     def _turn(self, span: SpanRecord) -> list[Step] | None:
-        prompt = _first(span, _PROMPT)
-        response = _first(span, _RESPONSE)
+        prompt = _first(span, _PROMPT) or _bare(span, _BARE[0])
+        response = _first(span, _RESPONSE) or _bare(span, _BARE[1])
         if prompt is None or response is None:
             return None
         request, system = _request(span.attributes[prompt])
+        if prompt in _BARE and request is None:
+            return None
         base = span_fields(span, PRESET)
         steps = [
             Step(
@@ -168,9 +175,26 @@ def _is_tool_key(key: str) -> bool:
     return _TOOL_NAME.match(key.rsplit(".", 1)[0] + ".name") is not None
 
 
+def _bare(span: SpanRecord, key: str) -> str | None:
+    """``key`` when the span has it and it holds a request (input) or an answer (output)."""
+    value = span.attributes.get(key)
+    if not isinstance(value, str) or not value.strip():
+        return None
+    found = _request(value)[0] if key == _BARE[0] else assistant_text(value)
+    return key if found else None
+
+
 def _first(span: SpanRecord, pattern: re.Pattern[str]) -> str | None:
+    """The first key matching ``pattern`` with text. The GenAI conventions' own message keys
+    are not shapes: the GenAI preset reads them, and a span it left alone that carries them
+    (an event-loop cycle repeating the conversation) is no call."""
     for key, value in span.attributes.items():
-        if pattern.search(key) and isinstance(value, str) and value.strip():
+        if (
+            pattern.search(key)
+            and not key.startswith("gen_ai.")
+            and isinstance(value, str)
+            and value.strip()
+        ):
             return key
     return None
 
