@@ -135,7 +135,7 @@ def _what_happened(session: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize(("prefix", "tool_key"), [("mastra", "toolCall"), ("x.agent", "tool")])
+@pytest.mark.parametrize(("prefix", "tool_key"), [("agentlib", "toolCall"), ("x.agent", "tool")])
 def test_a_plain_namespace_is_read_by_its_shape(prefix: str, tool_key: str, tmp_path: Path) -> None:
     original = report_of(session_requests(FILE, SESSION), tmp_path, EXPECTATIONS)["sessions"][0]
     rewritten = _in_own_namespace(prefix, tool_key)
