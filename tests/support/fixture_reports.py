@@ -56,17 +56,9 @@ def session_report(directory: str, session_id: str, config: str = "{}") -> dict[
 
 RECORDS = _records()
 
-# Fixture sets with checks recognition does not pass yet. Mastra's exporter puts
-# `gen_ai.operation.name` on every span with values of its own (`agent.run`, `tool.execute`,
-# `model.step`; only its per-run `chat` span is standard): turns, tool calls, loads and answers
-# are read from their shape, but each `model.step` inside the run's `chat` span is one model
-# call and is counted as none (the `chat` span around them counts once). The checks that compare
-# model-call counts are strict expected failures, so that each is noticed and unmarked once it
-# passes.
-AWAITING_SHAPE_RECOGNITION = {
-    "mastra": "model.step spans (one per model call, inside the run's chat span) are no model "
-    "calls: the chat span around them is counted once",
-}
+# Fixture sets with checks recognition does not pass yet, by directory: the reason, shown on
+# each strict expected failure, so that each is noticed and unmarked once it passes.
+AWAITING_SHAPE_RECOGNITION: dict[str, str] = {}
 
 
 def _awaits(kind: str, record: dict[str, Any]) -> bool:

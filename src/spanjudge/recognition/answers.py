@@ -37,13 +37,13 @@ def assistant_text(value: Any) -> str | None:
         return stripped or None
     if isinstance(value, Mapping):
         if "role" in value or any(key in value for key in _MESSAGE_KEYS):
-            return _message_text(value) if _speaks(value) else None
+            return message_text(value) if _speaks(value) else None
         return None
     if isinstance(value, (list, tuple)):
         said = [m for m in value if isinstance(m, Mapping) and "role" in m]
         if said:
             for message in reversed(said):
-                if _speaks(message) and (text := _message_text(message)):
+                if _speaks(message) and (text := message_text(message)):
                     return text
             return None
         return _parts_text(value)
@@ -55,7 +55,9 @@ def _speaks(message: Mapping[str, Any]) -> bool:
     return role is None or str(role).lower() in ASSISTANT_ROLES
 
 
-def _message_text(message: Mapping[str, Any]) -> str | None:
+def message_text(message: Mapping[str, Any]) -> str | None:
+    """The text of one message in any framework's shape (`parts`, `items`, `content`, `text`),
+    whatever its role."""
     for key in _CONTENT_KEYS:
         content = message.get(key)
         if isinstance(content, str) and content.strip():

@@ -26,7 +26,7 @@ from typing import Any
 
 from spanjudge import semconv as sc
 from spanjudge.recognition import vertex_agent
-from spanjudge.recognition.answers import assistant_text
+from spanjudge.recognition.answers import assistant_text, message_text
 from spanjudge.recognition.base import (
     as_text,
     first_attr,
@@ -79,6 +79,8 @@ def _none_recorded(span: SpanRecord) -> dict[str, list[dict[str, Any]]]:
         sc.GEN_AI_INPUT_MESSAGES in attributes
         or sc.GEN_AI_OUTPUT_MESSAGES in attributes
         or sc.GCP_VERTEX_AGENT_LLM_REQUEST in attributes
+        or sc.GEN_AI_LEGACY_PROMPT in attributes
+        or sc.GEN_AI_LEGACY_COMPLETION in attributes
         or not attributes.keys().isdisjoint(INDEXED_MARKERS)
     ):
         return {}
@@ -105,7 +107,22 @@ def _messages(span: SpanRecord, key: str) -> list[dict[str, Any]]:
         return indexed_messages(span, key)
     if sc.GCP_VERTEX_AGENT_LLM_REQUEST in attributes:  # ADK 1.x's LlmRequest
         return vertex_agent.vertex_messages(span, key)
-    return out
+    return _whole_legacy(attributes, key)
+
+
+def _whole_legacy(attributes: Any, key: str) -> list[dict[str, Any]]:
+    """Messages an older spelling keeps whole in `gen_ai.prompt` (a message list, or a request
+    object with `messages`) and `gen_ai.completion` (the response object: its `text`)."""
+    legacy = (
+        sc.GEN_AI_LEGACY_PROMPT if key == sc.GEN_AI_INPUT_MESSAGES else sc.GEN_AI_LEGACY_COMPLETION
+    )
+    found = attributes.get(legacy)
+    decoded = read_json(found) if isinstance(found, str) else None
+    if isinstance(decoded, dict) and key == sc.GEN_AI_INPUT_MESSAGES:
+        decoded = decoded.get("messages")
+    elif isinstance(decoded, dict) and "role" not in decoded:
+        decoded = [{**decoded, "role": "assistant"}]
+    return list(_message_list(decoded)) if isinstance(decoded, (list, dict)) else []
 
 
 @lru_cache(maxsize=1024)
@@ -313,7 +330,8 @@ def system_text(span: SpanRecord) -> str | None:
         joined = "\n".join(
             t
             for m in messages(span, sc.GEN_AI_INPUT_MESSAGES)
-            if m.get("role") == "system" and (t := content_text(parts(m, "text")))
+            if m.get("role") == "system"
+            and (t := content_text(parts(m, "text")) or message_text(m))
         )
     return joined or vertex_agent.system_text(span)
 

@@ -109,9 +109,29 @@ def _merge_nested(
         if kind == "tool" and steps[outer].name != step.name:
             continue  # a different tool around it: a sub-agent's call, not the same call
         merged[i] = outer
+    runs = _runs(steps, merged) if kind == "model_call" else set()
     if not merged:
         return steps
     out = list(steps)
+    for run in runs:
+        # the calls inside count; the run's token totals go to its last call when none has any
+        calls = sorted(
+            (i for i, o in merged.items() if o == run), key=lambda i: steps[i].end_unix_nano
+        )
+        if all(steps[i].input_tokens is None for i in calls):
+            out[calls[-1]] = replace(
+                out[calls[-1]],
+                input_tokens=steps[run].input_tokens,
+                output_tokens=steps[run].output_tokens,
+            )
+        # and what the run was offered (catalogue, tool schemas) stays in the session
+        first = out[calls[0]]
+        out[calls[0]] = replace(
+            first,
+            catalogue=first.catalogue or steps[run].catalogue,
+            tool_schemas=first.tool_schemas or steps[run].tool_schemas,
+        )
+    merged = {inner: outer for inner, outer in merged.items() if outer not in runs}
     for dropped, keeper in merged.items():
         # the call as the agent saw it (the outer span: ADK's call_llm with the conversation,
         # the MCP client) keeps its identity; the real model call inside supplies the tokens;
@@ -122,7 +142,16 @@ def _merge_nested(
                 out[keeper], input_tokens=inner.input_tokens, output_tokens=inner.output_tokens
             )
         out[keeper] = _fill(out[keeper], inner)
-    return [s for i, s in enumerate(out) if i not in merged]
+    return [s for i, s in enumerate(out) if i not in merged and i not in runs]
+
+
+def _runs(steps: list[Step], merged: dict[int, int]) -> set[int]:
+    """Model spans around several model calls: the run that made them, not one call (a span
+    around one call is that call: ADK's `call_llm` around `generate_content`)."""
+    inside: dict[int, int] = {}
+    for outer in merged.values():
+        inside[outer] = inside.get(outer, 0) + 1
+    return {outer for outer, count in inside.items() if count > 1}
 
 
 def _resumed_calls(steps: list[Step]) -> list[Step]:

@@ -76,8 +76,8 @@ class ShapeRecogniser:
     def _model_call(self, span: SpanRecord) -> list[Step] | None:
         """A span below the turn with prompt- and response-shaped attributes: one model call,
         its text, the tools it asked for and its token counts."""
-        prompt = _first(span, _PROMPT)
-        response = _first(span, _RESPONSE)
+        prompt = _first(span, _PROMPT) or _given(span, _BARE[0])
+        response = _first(span, _RESPONSE) or _bare(span, _BARE[1])
         asked = _asked(span)
         if prompt is None or (response is None and not asked):
             return None
@@ -175,6 +175,11 @@ def _is_tool_key(key: str) -> bool:
     return _TOOL_NAME.match(key.rsplit(".", 1)[0] + ".name") is not None
 
 
+def _given(span: SpanRecord, key: str) -> str | None:
+    value = span.attributes.get(key)
+    return key if isinstance(value, str) and value.strip() else None
+
+
 def _bare(span: SpanRecord, key: str) -> str | None:
     """``key`` when the span has it and it holds a request (input) or an answer (output)."""
     value = span.attributes.get(key)
@@ -242,6 +247,10 @@ def _asked(span: SpanRecord) -> tuple[ToolRequest, ...]:
     recorded), under a `tool calls` key."""
     key = _first(span, _ASKED)
     calls = parse_json(span.attributes[key]) if key is not None else None
+    if calls is None:  # or inside a bare output: `{"text": "", "toolCalls": [...]}`
+        output = parse_json(span.attributes.get(_BARE[1]))
+        if isinstance(output, dict):
+            calls = next((v for k, v in output.items() if _ASKED.search(k)), None)
     if not isinstance(calls, list):
         return ()
     out = []
