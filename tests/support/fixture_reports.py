@@ -62,10 +62,13 @@ AWAITING_SHAPE_RECOGNITION: dict[str, str] = {}
 
 
 def _awaits(kind: str, record: dict[str, Any]) -> bool:
-    """Whether this check needs what `AWAITING_SHAPE_RECOGNITION` says is not read yet: the
-    whole-record check compares model-call counts, which differ where a run made more model
-    calls than it had turns."""
-    return kind == "record" and record.get("model_calls", 0) > record.get("turns", 0)
+    """Whether this check needs what `AWAITING_SHAPE_RECOGNITION` says is not read yet."""
+    if kind == "record":  # every record has a turn
+        return True
+    if kind == "skill_loaded":  # a required skill the record loaded must be found loaded
+        loaded = {x["skill"] for x in record["skill_loads"] if x["status"] == "loaded"}
+        return bool(loaded & set(record["expected_skills"]))
+    return bool(call_log(record))  # "steps": every logged call must be found
 
 
 def cases(kind: str) -> list[Any]:
