@@ -91,6 +91,7 @@ class _Process:
     rate: float | None = None  # spans per busy second its worker takes (it measures)
     open_sessions: int = 0
     export_full: bool = False
+    over_budget: bool = False  # its open sessions over their memory budget, evictions left
     said_bye: bool = False
     gone: bool = False
     feeder: threading.Thread | None = None
@@ -210,6 +211,9 @@ class ShardedWorker(Worker):
 
     def _expected_wait_s(self) -> float:
         return max((p.backlog_spans / p.rate for p in self._answering() if p.rate), default=0.0)
+
+    def _over_budget(self) -> bool:
+        return any(p.over_budget for p in self._answering())
 
     def _answering(self) -> list[_Process]:
         return [p for p in self._processes if p.ready and not p.unresponsive]
@@ -361,10 +365,11 @@ class ShardedWorker(Worker):
                 else:
                     self._unconfirmed.append(done)
         elif kind == "progress":
-            _, upto, counts, durations, open_sessions, export_full, recorded, rate = message
+            _, upto, counts, durations, open_sessions, export_full, recorded, rate, over = message
             p.open_sessions = open_sessions
             p.export_full = export_full
             p.rate = rate
+            p.over_budget = over
             if self.telemetry is not None:
                 replay_telemetry(self.telemetry, counts, durations)
             self._meters.replay(recorded)
