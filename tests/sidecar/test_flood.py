@@ -4,6 +4,7 @@ evaluated, and once they are, serve takes an ordinary request at once."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 
@@ -81,4 +82,50 @@ def test_a_flood_of_ended_sessions_stays_within_budget_and_drains(tmp_path: Path
     finally:
         channel.close()
         sidecar.terminate(60)
+        server.stop(0)
+
+
+@pytest.mark.timeout(600)
+def test_a_shutdown_evaluating_many_open_sessions_stays_within_budget(tmp_path: Path) -> None:
+    """`on_shutdown: evaluate` with 20,000 open sessions: they are evaluated and exported a
+    batch at a time within the memory budget; what the deadline leaves stays spooled, and the
+    log says how many."""
+    server, port, verdicts = verdict_server()
+    config = flood_config(
+        tmp_path / "spool.db", f"http://127.0.0.1:{port}", max_open_bytes=MAX_OPEN_BYTES
+    )
+    config["sessions"]["idle_timeout_s"] = 600.0
+    config["serve"].update(on_shutdown="evaluate", shutdown_timeout_s=30)
+    sidecar = SidecarProcess(tmp_path, config).start(60)
+    sessions = 20_000
+    try:
+        pids = sidecar.endpoints["workers"]
+        budget = {
+            pid: rss_bytes(pid) + MAX_OPEN_BYTES // WORKERS + EXPORT_ALLOWANCE for pid in pids
+        }
+        peak = dict.fromkeys(pids, 0)
+        with grpc.insecure_channel(sidecar.endpoints["grpc"]) as channel:
+            call = channel.unary_unary(EXPORT)
+            for first in (0, sessions // 2):
+                call(flood_request(first, sessions // 2, ended=False), timeout=60)
+        time.sleep(3)  # taken into the evaluation processes' stores
+        assert verdicts.evaluated() == 0  # open: nothing closed them yet
+        assert sidecar.proc is not None
+        sidecar.proc.terminate()
+        while sidecar.proc.poll() is None:
+            for pid in pids:
+                with contextlib.suppress(FileNotFoundError):  # it exited
+                    peak[pid] = max(peak[pid], rss_bytes(pid))
+            time.sleep(0.05)
+        assert sidecar.proc.returncode == 0, sidecar.log.read_text()[-5000:]
+        over = {pid: (peak[pid], budget[pid]) for pid in pids if peak[pid] > budget[pid]}
+        assert not over, f"peak RSS over budget (peak, budget) by evaluation process: {over}"
+        evaluated = verdicts.evaluated()
+        assert evaluated > 0
+        if evaluated < sessions:
+            log = sidecar.log.read_text()
+            assert "not evaluated in time" in log and "stay in the spool" in log, log[-5000:]
+    finally:
+        if sidecar.proc is not None and sidecar.proc.poll() is None:
+            sidecar.proc.kill()
         server.stop(0)

@@ -25,14 +25,17 @@ SESSIONS_PER_REQUEST = 25_000
 WORKERS = 2
 
 
-def flood_request(first: int, count: int) -> bytes:
+def flood_request(first: int, count: int, *, ended: bool = True) -> bytes:
     """``count`` one-span sessions (``many-{first}`` on), each an ended `invoke_agent` span
-    with its own session id and trace, marked as the session's end."""
+    with its own session id and trace, marked as the session's end (unless not ``ended``: then
+    a child span, the session going on)."""
     start = time.time_ns()
+    end = [KeyValue(key="spanjudge.session.end", value=AnyValue(bool_value=True))] if ended else []
     spans = [
         Span(
             trace_id=(i + 1).to_bytes(16, "big"),
             span_id=(i + 1).to_bytes(8, "big"),
+            parent_span_id=b"" if ended else (i + 1).to_bytes(8, "little"),
             name="invoke_agent flood",
             kind=Span.SPAN_KIND_INTERNAL,
             start_time_unix_nano=start,
@@ -41,7 +44,7 @@ def flood_request(first: int, count: int) -> bytes:
                 KeyValue(key="gen_ai.operation.name", value=AnyValue(string_value="invoke_agent")),
                 KeyValue(key="gen_ai.agent.name", value=AnyValue(string_value="flood")),
                 KeyValue(key="session.id", value=AnyValue(string_value=f"many-{i}")),
-                KeyValue(key="spanjudge.session.end", value=AnyValue(bool_value=True)),
+                *end,
             ],
         )
         for i in range(first, first + count)
