@@ -3,7 +3,8 @@
 1. Sustained load: a real `spanjudge serve` process (its default backpressure unless
    ``--max-pending-age-s``), verdicts exported over OTLP to a receiver in this process, several
    client processes sending 8-session requests (sessions ended) as fast as they are accepted
-   for ``--seconds``, a refused request retried after 50 ms as an exporter retries. Reported:
+   for ``--seconds`` (or until ``--sessions`` are acknowledged: the same work for every tree
+   and setting), a refused request retried after 50 ms as an exporter retries. Reported:
    - ``accepted_sessions_per_s``: sessions in acknowledged requests / sending time (from the
      clients' start to the last client's end; client start-up included);
    - ``requests_refused_retryable``: answers UNAVAILABLE (or a client deadline), each retried;
@@ -37,7 +38,8 @@ both side by side (the best of the runs, the range beside) and the ratio this tr
 tree is the spanjudge this interpreter imports (PYTHONPATH, else the installed one); SRC's serve
 processes import from SRC first, and each tree's ``spanjudge.__file__`` is printed.
 
-    python bench/bench_sidecar_load.py [--clients 3] [--seconds 20] [--spans-per-session 6]
+    python bench/bench_sidecar_load.py [--clients 3] [--seconds 20 | --sessions N]
+        [--spans-per-session 6]
         [--workers 2] [--load-only] [--max-pending-age-s S] [--timeline]
         [--against SRC [--repeat N]]
     python bench/bench_sidecar_load.py --flood [--flood-sessions 100000] [--flood-requests 4]
@@ -141,17 +143,20 @@ def _sessions_request(first: int, count: int, spans: int) -> bytes:
     ).SerializeToString()
 
 
-def _load_client(target: str, index: int, seconds: float, spans: int, out: Any) -> None:
-    """Send 8-session requests until ``seconds`` are up, retrying a refused one as an OTLP
-    exporter does; report when each request was acknowledged (CLOCK_MONOTONIC, which every
-    process on the host shares) and how many answers were retryable refusals."""
+def _load_client(
+    target: str, index: int, seconds: float, spans: int, out: Any, sessions: int | None = None
+) -> None:
+    """Send 8-session requests until ``seconds`` are up (or, given ``sessions``, until that many
+    are acknowledged), retrying a refused one as an OTLP exporter does; report when each
+    request was acknowledged (CLOCK_MONOTONIC, which every process on the host shares) and how
+    many answers were retryable refusals."""
     channel = grpc.insecure_channel(target)
     call = channel.unary_unary(EXPORT, request_serializer=None, response_deserializer=None)
     acked: list[tuple[int, float]] = []  # (index of the request's first session, acked at)
     refused = 0
     next_index = index * 10_000_000
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline if sessions is None else 8 * len(acked) < sessions:
         body = _sessions_request(next_index, 8, spans)
         try:
             call(body, timeout=30)
@@ -240,10 +245,11 @@ def sustained(
         pids = [proc.pid, *endpoints.get("workers", [])]
         context = multiprocessing.get_context("spawn")
         queue: Any = context.Queue()
+        each = -(-args.sessions // args.clients) if args.sessions else None
         clients = [
             context.Process(
                 target=_load_client,
-                args=(target, i, args.seconds, args.spans_per_session, queue),
+                args=(target, i, args.seconds, args.spans_per_session, queue, each),
             )
             for i in range(args.clients)
         ]
@@ -251,7 +257,7 @@ def sustained(
         started = time.monotonic()
         for client in clients:
             client.start()
-        outcomes = [queue.get(timeout=args.seconds + 120) for _ in clients]
+        outcomes = [queue.get(timeout=args.seconds + 120 + args.drain_s) for _ in clients]
         for client in clients:
             client.join()
         stopped = time.monotonic()
@@ -573,6 +579,7 @@ def against(args: argparse.Namespace, directory: str) -> None:
 
 def _run_keys(run: dict[str, Any]) -> list[str]:
     keys = ["round", "tree", *(figure for figure, _ in _FIGURES), "sessions_acknowledged"]
+    keys.append("requests_refused_retryable")
     return [*keys, "drain_s", "acknowledged_without_evaluation_span", "sidecar_spanjudge"]
 
 
@@ -674,6 +681,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--drain-s", type=float, default=120.0)
+    parser.add_argument(
+        "--sessions",
+        type=int,
+        default=None,
+        help="the sustained loads send this many sessions (the same work for every tree and"
+        " setting) instead of sending for --seconds",
+    )
     parser.add_argument("--spans-per-session", type=int, default=6)
     parser.add_argument("--cpu-sessions", type=int, default=3000)
     parser.add_argument("--memory-sessions", type=int, default=4000)

@@ -229,11 +229,51 @@ def test_an_unset_api_key_env_is_a_configuration_error(capsys, tmp_path, trace_f
     )
 
 
-def test_an_otlp_logs_file_is_named_as_such(capsys, tmp_path):  # type: ignore[no-untyped-def]
-    logs = FIXTURES / "claude_code" / "claude_code.logs.ndjson"  # the real Claude Code's logs
+def test_claude_codes_logs_beside_its_traces_leave_its_verdicts_as_they_are(capsys):  # type: ignore[no-untyped-def]
+    # Claude Code's own events (claude_code.tool_result, ...) name the spans they belong to; read
+    # with the traces, they change no verdict the traces give.
+    folder = FIXTURES / "claude_code"
+    expect = str(folder / "expectations.yaml")
+    traces = [str(p) for p in sorted(folder.glob("*.jsonl"))]
+    logs = [str(p) for p in sorted(folder.glob("*.logs.ndjson"))]
+    verdicts = []
+    for inputs in (traces, traces + logs):
+        code, out, _ = run(capsys, "eval", *inputs, "--expect", expect, "--format", "json")
+        assert code in (0, 1)
+        report = json.loads(out)
+        verdicts.append(
+            sorted(
+                (s["session_id"], v["evaluator"], v["outcome"], v["score"], v["reason"])
+                for s in report["sessions"]
+                for v in s["verdicts"]
+            )
+        )
+    assert verdicts[0] and verdicts[1] == verdicts[0]
+    assert report["input"]["log_records"] > 0  # the logs were read
+
+
+def test_a_bad_log_record_is_named_by_file_line_and_field(capsys, tmp_path):  # type: ignore[no-untyped-def]
+    record = {
+        "timeUnixNano": "1795955997889000000",
+        "traceId": "0af7651916cd43dd8448eb211c80319c",
+        "spanId": "abc",
+        "eventName": "gen_ai.user.message",
+    }
+    logs = tmp_path / "logs.jsonl"
+    logs.write_text(json.dumps({"resourceLogs": [{"scopeLogs": [{"logRecords": [record]}]}]}))
     code, out, err = run(capsys, "eval", str(logs))
     assert code == 2 and out == ""
-    assert (
-        f"{logs}:1: resourceLogs: this is OTLP logs (resourceLogs); spanjudge reads traces" in err
-    )
-    assert "--skip-invalid" not in err and err.count("\n") == 1
+    assert f"{logs}:1: resourceLogs[0].scopeLogs[0].logRecords[0].spanId: must be 16 hex" in err
+
+
+def test_an_otlp_logs_file_alone_says_its_records_have_no_spans(capsys, tmp_path):  # type: ignore[no-untyped-def]
+    logs = FIXTURES / "claude_code" / "claude_code.logs.ndjson"  # the real Claude Code's logs
+    code, out, err = run(capsys, "eval", str(logs), "--format", "json")
+    assert code == 0
+    report = json.loads(out)
+    assert report["sessions"] == []
+    unread = report["input"]["log_records_unread"]
+    # every record that names a span names one that is not in the input; the rest name none
+    assert unread["span_not_seen"] == report["input"]["log_records"] > 0
+    assert unread["no_span_context"] > 0
+    assert "no spans found" in err and "only log records: give the traces too" in err

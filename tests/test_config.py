@@ -34,9 +34,9 @@ def test_expectation_typos_and_types_are_all_reported(tmp_path: Path) -> None:
     )
     assert problems == [
         "sessions.adk-*.skill: unknown key (did you mean 'skills'?) "
-        "(allowed: skills, task, reference_answer, success)",
+        "(allowed: skills, task, reference_answer, success, trajectory, assertions)",
         "sessions.adk-*.sucess: unknown key (did you mean 'success'?) "
-        "(allowed: skills, task, reference_answer, success)",
+        "(allowed: skills, task, reference_answer, success, trajectory, assertions)",
         "sessions.adk-*.reference_answer: expected text, got 5",
         "sessions.b.success.regex: invalid regular expression '(unclosed': "
         "missing ), unterminated subpattern at position 0",

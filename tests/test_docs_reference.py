@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from spanjudge import conditions, config, expectations, reasons
+from spanjudge import conditions, config, expectations, reasons, sampling
 from spanjudge.cli_parser import build_parser
 from spanjudge.emit import plugins
 from spanjudge.evaluators import cost, robustness, side_effects, trajectory_validity
@@ -45,6 +45,8 @@ def config_keys() -> set[str]:
     keys |= {f"expectations.{k}" for k in expectations.RULE_KEYS}
     keys |= {f"evaluators.{name}" for name in reasons.BUILTIN_EVALUATORS}
     keys |= {"evaluators.*.enabled", "evaluators.*.judge"}
+    keys |= {f"evaluators.*.{k}" for k in sampling.SELECTION_KEYS} | {"evaluators.judged"}
+    keys |= {f"evaluators.*.when.{k}" for k in sampling.WHEN_KEYS}
     for name, options in (
         (reasons.TRAJECTORY_VALIDITY, trajectory_validity.OPTIONS),
         (reasons.COST, cost.OPTIONS),

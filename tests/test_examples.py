@@ -58,4 +58,4 @@ def test_plain_otel_agent_prints_its_verdicts_with_no_collector() -> None:
     assert line.startswith("spanjudge: session plain-otel-1: "), line
     outcomes = dict(part.split("=") for part in line.split(": ", 2)[2].split(" -- ")[0].split())
     assert outcomes["skill_loaded"] == "PASS" and outcomes["outcome"] == "PASS"
-    assert len(outcomes) == 9 and "FAIL" not in outcomes.values()
+    assert len(outcomes) == 10 and "FAIL" not in outcomes.values()

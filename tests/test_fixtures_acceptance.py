@@ -15,50 +15,22 @@ import pytest
 from spanjudge.engine import Engine
 from spanjudge.offline import run_offline
 from tests.conftest import FIXTURES, load_schema
-from tests.support.fixture_reports import RECORDS, report, session_report
-
-
-@pytest.mark.parametrize(
-    ("directory", "record"), RECORDS, ids=[r["session_id"] for _, r in RECORDS]
+from tests.support.fixture_reports import (
+    RECORDS,
+    assert_matches_record,
+    assert_steps_match_call_log,
+    cases,
+    report,
+    session_report,
 )
+
+
+@pytest.mark.parametrize(("directory", "record"), cases("record"))
 def test_session_matches_scenario_record(directory: str, record: dict[str, Any]) -> None:
-    got = session_report(directory, record["session_id"])
-    # Some telemetry modes cannot show everything (Claude Code's default mode records no
-    # content); there the report must not claim more than happened.
-    hidden = set(record.get("unobservable", ()))
-    # records that know where each body came from are compared on that too
-    keys = ("skill", "status")
-    if record["skill_loads"] and all("body_source" in x for x in record["skill_loads"]):
-        keys = ("skill", "status", "body_source")
-    loads = [tuple(x[k] for k in keys) for x in got["skill_loads"]]
-    expected_loads = [tuple(x[k] for k in keys) for x in record["skill_loads"]]
-    if "skill_loads" in hidden:
-        assert all(load in expected_loads for load in loads)
-    else:
-        assert loads == expected_loads
-    stats = got["stats"]
-    for key in ("turns", "tool_calls", "model_calls", "errors", "retries", "backtracks"):
-        if key in hidden:
-            assert stats[key] <= record[key], key
-        elif key in record:
-            assert stats[key] == record[key], f"{key}: {stats[key]} != scenario {record[key]}"
-    for key in ("input_tokens", "output_tokens"):
-        if record.get(key) is not None:
-            assert stats[key] == record[key], key
-    if "final_answer" in hidden:
-        assert got["final_answer"] is None
-    else:
-        assert got["final_answer"] == (record["final_answer"] or None)
-    if "traces" in record:
-        assert len(got["trace_ids"]) == record["traces"]
-    if "key_source" in record:
-        assert got["session_key_source"] == record["key_source"]
-    assert sorted(got["expected_skills"]) == sorted(record["expected_skills"])
+    assert_matches_record(session_report(directory, record["session_id"]), record)
 
 
-@pytest.mark.parametrize(
-    ("directory", "record"), RECORDS, ids=[r["session_id"] for _, r in RECORDS]
-)
+@pytest.mark.parametrize(("directory", "record"), cases("skill_loaded"))
 def test_skill_loaded_verdicts_are_honest(directory: str, record: dict[str, Any]) -> None:
     got = session_report(directory, record["session_id"])
     verdicts = [v for v in got["verdicts"] if v["evaluator"] == "skill_loaded"]
@@ -81,37 +53,9 @@ def test_fixture_reports_are_valid_against_schema(directory: str) -> None:
     jsonschema.validate(report(directory), load_schema())
 
 
-def _call_log(record: dict[str, Any]) -> list[tuple[str, Any]] | None:
-    """(tool name, arguments) per executed call, from the generator's own log, when it kept one."""
-    if "calls" in record:
-        return [(c["tool"], c.get("args")) for c in record["calls"]]
-    if "tool_log" in record:
-        return [(c["name"], c.get("args")) for c in record["tool_log"]]
-    return None
-
-
-LOGGED = [(d, r) for d, r in RECORDS if _call_log(r) is not None]
-
-
-@pytest.mark.parametrize(("directory", "record"), LOGGED, ids=[r["session_id"] for _, r in LOGGED])
+@pytest.mark.parametrize(("directory", "record"), cases("steps"))
 def test_steps_match_the_generators_call_log(directory: str, record: dict[str, Any]) -> None:
-    got = session_report(directory, record["session_id"])
-    steps = [
-        (s["name"], s.get("arguments"))
-        for s in got["steps"]
-        # a pinned skill is injected into the prompt by the harness: a load, but no call
-        if s["kind"] in ("tool_call", "skill_load") and s["name"] != "pinned_skill"
-    ]
-    logged = _call_log(record)
-    assert logged is not None
-    if record["scenario"] == "parallel_tools":  # concurrent calls: no order to compare
-        steps.sort(key=repr)
-        logged.sort(key=repr)
-    assert [name for name, _ in steps] == [name for name, _ in logged]
-    for (name, args), (_, logged_args) in zip(steps, logged, strict=True):
-        # the logs leave file contents out: every argument they kept must match
-        for key, value in (logged_args or {}).items():
-            assert isinstance(args, dict) and args.get(key) == value, (name, key, args)
+    assert_steps_match_call_log(session_report(directory, record["session_id"]), record)
 
 
 @pytest.mark.usefixtures("contained_errors")  # fails on purpose

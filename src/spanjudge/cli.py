@@ -120,11 +120,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
             "kept); see the report's input section",
             file=sys.stderr,
         )
+    if stats.log_records_unread:
+        print(
+            f"spanjudge: {sum(stats.log_records_unread.values())} log record(s) not read as"
+            " content; see the report's input section",
+            file=sys.stderr,
+        )
     if summary.sessions == 0:
         # A gate that saw nothing must not look like a gate that passed.
+        only_logs = " (only log records: give the traces too)" if stats.log_records else ""
         print(
-            f"spanjudge: warning: no spans found in {', '.join(args.inputs)}; nothing was evaluated"
-            + (" (--strict: failing)" if args.strict else ""),
+            f"spanjudge: warning: no spans found in {', '.join(args.inputs)}{only_logs};"
+            " nothing was evaluated" + (" (--strict: failing)" if args.strict else ""),
             file=sys.stderr,
         )
         return EXIT_FAIL if args.strict else EXIT_OK

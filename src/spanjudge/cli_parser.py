@@ -95,8 +95,8 @@ def _add_eval(sub: Any) -> argparse.ArgumentParser:
         action="store_true",
         help="exit 1 also on a not_evaluated verdict that could have been judged (not one with"
         " nothing configured to judge against, e.g. no_budget, nor one whose question did not"
-        " arise, e.g. not_applicable or not_invoked) and on an input with no spans; stderr"
-        " names them",
+        " arise, e.g. not_applicable or not_invoked, nor one a sample or filter left out,"
+        " not_sampled or filtered_out) and on an input with no spans; stderr names them",
     )
     ev.add_argument(
         "--fail-on-error",

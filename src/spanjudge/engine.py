@@ -2,25 +2,29 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from spanjudge.config import Config
 from spanjudge.emit.summary import outside_coverage
 from spanjudge.errors import ConfigError
 from spanjudge.evaluators.base import EvaluationContext, build_evaluators
+from spanjudge.evaluators.custom import needs_llm_judge
 from spanjudge.evaluators.judging import Judging, Judgments
 from spanjudge.expectations import ExpectationResolver
 from spanjudge.guard import Guard
 from spanjudge.judges.registry import judge_lookup
-from spanjudge.reasons import EVALUATOR_ERROR
+from spanjudge.reasons import EVALUATOR_ERROR, GOAL_SUCCESS
 from spanjudge.recognition import continuity
 from spanjudge.recognition.answers import without_hidden_text
 from spanjudge.recognition.reconcile import reconcile
 from spanjudge.recognition.registry import RecogniserRegistry
+from spanjudge.sampling import Selector, SessionFacts, left_out
 from spanjudge.sessions.store import ClosedSession
+from spanjudge.spans.logs import join
 from spanjudge.trajectory.assemble import SessionMeta, assemble
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.trajectory.skills import EMPTY_LIBRARY
@@ -38,6 +42,7 @@ if TYPE_CHECKING:
 
 # judge_for(evaluator_name) -> judge object or None; supplied by the judges package.
 JudgeLookup = Callable[[str], Any]
+log = logging.getLogger("spanjudge")
 
 
 def coverage_of(
@@ -65,6 +70,17 @@ def coverage_of(
         not_evaluated=skipped,
         catalogue_source=trajectory.catalogue_source,
     )
+
+
+@dataclass(slots=True, kw_only=True)  # not frozen: `Evaluator.name` is a plain attribute
+class _LeftOut:
+    """Stands in for an evaluator whose sample or filter left the session out."""
+
+    name: str
+    verdict: Verdict
+
+    def evaluate(self, ctx: EvaluationContext) -> list[Verdict]:
+        return [self.verdict]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -109,28 +125,84 @@ class Engine:
         self.recognisers = recognisers or RecogniserRegistry.default(
             self.config.sections.get("conventions", ())
         )
+        self._from_config = evaluators is None
         if evaluators is None:
             problems: list[str] = []
             evaluators = build_evaluators(self.config.evaluators, problems)
             if problems:
                 raise ConfigError(problems, source=self.config.source)
         self.evaluators = list(evaluators)
+        selection_problems: list[str] = []
+        # which sessions each evaluator judges (`sample`, `when`; spanjudge/sampling.py)
+        self.selector = Selector.from_options(self.config.evaluators, selection_problems)
+        if selection_problems:
+            raise ConfigError(selection_problems, source=self.config.source)
         self.resolver = ExpectationResolver(self.config.entries, self.config.rules)
+        self._add_goal_success()
         self.judge_for = judge_for or judge_lookup(self.config)
         # An evaluator exception is an `evaluator_error` verdict (contract); the guard logs it
         # once per evaluator and, under the test suite, re-raises it.
         self.guard = Guard("spanjudge", "evaluator")
         self.judging = Judging()
+        self._warned_unjudged = False
+        self._warn_unjudged()
+
+    def _asserted(self) -> bool:
+        """Some expectation carries goal assertions."""
+        return any(e.assertions for e in self.resolver.entries) or any(
+            r.assertions for r in self.resolver.rules
+        )
+
+    def _add_goal_success(self) -> None:
+        """goal_success is opt-in, and on once any expectation carries assertions (unless
+        `evaluators.goal_success.enabled: false`): assertions written are assertions judged."""
+        if not self._from_config or not self._asserted():
+            return
+        if any(e.name == GOAL_SUCCESS for e in self.evaluators):
+            return
+        options = dict(self.config.evaluators)
+        options[GOAL_SUCCESS] = options.get(GOAL_SUCCESS) or {}
+        problems: list[str] = []
+        self.evaluators = build_evaluators(options, problems)
+        if problems:
+            raise ConfigError(problems, source=self.config.source)
+
+    def _warn_unjudged(self) -> None:
+        """Say once, at start, that free-text criteria have no judge that can read them: their
+        verdicts will all be `not_evaluated` / `no_judge` (goal_success only once some
+        expectation carries assertions)."""
+        if self._warned_unjudged:
+            return
+        asserted = self._asserted()
+        names = [
+            e.name
+            for e in self.evaluators
+            if needs_llm_judge(e, self.judge_for(e.name)) and (e.name != GOAL_SUCCESS or asserted)
+        ]
+        if not names:
+            return
+        self._warned_unjudged = True
+        log.warning(
+            "evaluators %s judge free-text criteria and have no LLM judge: their verdicts will "
+            "be not_evaluated (no_judge); configure one under `judges:` and name it in the "
+            "evaluator's `judge` (or call it `default`)",
+            ", ".join(names),
+        )
 
     def add_expectations(self, resolver: ExpectationResolver) -> None:
         """Add an expectations file's entries and rules to those from the configuration."""
         self.resolver = ExpectationResolver(
             [*self.resolver.entries, *resolver.entries], [*self.resolver.rules, *resolver.rules]
         )
+        self._add_goal_success()
+        self._warn_unjudged()
 
     def trajectory(self, closed: ClosedSession) -> Trajectory:
         library = self.config.sections.get("skills") or EMPTY_LIBRARY
-        steps = reconcile(self.recognisers.recognise_session(closed.spans), closed.spans, library)
+        # log records' content onto their spans first: recognition reads it as span events
+        joined = join(closed.spans)
+        spans = joined.spans
+        steps = reconcile(self.recognisers.recognise_session(spans), spans, library)
         meta = SessionMeta(
             session_id=closed.key,
             key_source=closed.key_source,
@@ -140,12 +212,16 @@ class Engine:
         )
         trajectory = assemble(
             meta,
-            closed.spans,
+            spans,
             steps,
             effects=self.config.effects,
             skills=library,
         )
-        return without_hidden_text(continuity.check(trajectory, closed.spans))
+        if joined.records:
+            trajectory = replace(
+                trajectory, log_records=joined.records, log_records_unjoined=joined.unjoined
+            )
+        return without_hidden_text(continuity.check(trajectory, spans))
 
     def evaluate(
         self, closed: ClosedSession, trajectory: Trajectory | None = None
@@ -170,8 +246,18 @@ class Engine:
         shared = {"effects": self.config.effects}
         by_judge: dict[int, EvaluationContext] = {}
         contexts = []
+        evaluators: list[Evaluator] = []
+        selecting = self.selector.configured
+        facts = SessionFacts(trajectory=trajectory, spans=closed.spans) if selecting else None
         for evaluator in self.evaluators:
             judge = self.judge_for(evaluator.name)
+            if facts is not None:
+                selection = self.selector.selection(evaluator.name, judged=judge is not None)
+                skip = None if selection.everything else left_out(selection, facts)
+                if skip is not None:
+                    verdict = not_evaluated(evaluator.name, *skip, judge="rule")
+                    evaluator, judge = _LeftOut(name=evaluator.name, verdict=verdict), None
+            evaluators.append(evaluator)
             ctx = by_judge.get(id(judge))
             if ctx is None:
                 ctx = by_judge[id(judge)] = EvaluationContext(
@@ -179,7 +265,7 @@ class Engine:
                 )
             contexts.append(ctx)
         # LLM-judged evaluators run on their judge's pool, under its deadline (judging.py).
-        judgments = self.judging.start(self.evaluators, contexts, self._run, on_judged)
+        judgments = self.judging.start(evaluators, contexts, self._run, on_judged)
         return PendingResult(
             trajectory=trajectory,
             expectation=expectation,

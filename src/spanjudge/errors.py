@@ -63,3 +63,5 @@ class JudgeError(SpanJudgeError):
         super().__init__(message)
         self.retryable = retryable
         self.error_type = error_type
+        # What the failed judgement still cost (judges/budget.py `Usage.to_json`), when known.
+        self.usage: dict[str, Any] | None = None

@@ -14,6 +14,7 @@ from spanjudge.conditions import validate_rules
 from spanjudge.errors import ConfigError, did_you_mean
 from spanjudge.patterns import PatternError, UserPattern, compile_user_pattern
 from spanjudge.trajectory.model import Trajectory
+from spanjudge.trajectory.reference import ReferenceTrajectory, parse_reference
 from spanjudge.values import Expectation
 
 
@@ -24,6 +25,9 @@ class SessionEntry:
     task: str | None = None
     reference_answer: str | None = None
     success: Mapping[str, Any] | None = None
+    trajectory: ReferenceTrajectory | None = None
+    # natural-language statements about the whole session, judged by goal_success
+    assertions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -31,10 +35,25 @@ class Rule:
     request_matches: UserPattern
     skills: tuple[str, ...] = ()
     success: Mapping[str, Any] | None = None
+    trajectory: ReferenceTrajectory | None = None
+    assertions: tuple[str, ...] = ()
 
 
-ENTRY_KEYS = ("skills", "task", "reference_answer", "success")
-RULE_KEYS = ("when", "skills", "success")
+ENTRY_KEYS = ("skills", "task", "reference_answer", "success", "trajectory", "assertions")
+RULE_KEYS = ("when", "skills", "success", "trajectory", "assertions")
+
+
+def _assertions(value: Any, path: str, problems: list[str]) -> tuple[str, ...]:
+    """``assertions: ["a report file was saved", ...]``: each a non-empty sentence."""
+    if value is None:
+        return ()
+    if isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value):
+        return tuple(v.strip() for v in value)
+    problems.append(
+        f"{path}: expected a list of statements about the session "
+        f'(e.g. ["a report file was saved"]), got {value!r}'
+    )
+    return ()
 
 
 def _skills(value: Any, path: str, problems: list[str]) -> tuple[str, ...]:
@@ -84,7 +103,7 @@ def parse_entries(doc: Any, source: str) -> list[SessionEntry]:
     for pattern, body in doc["sessions"].items():
         path = f"sessions.{pattern}"
         if not isinstance(body, Mapping):
-            problems.append(f"{path}: expected an object with skills/task/reference_answer/success")
+            problems.append(f"{path}: expected an object with {'/'.join(ENTRY_KEYS)}")
             continue
         for key in body:
             if key not in ENTRY_KEYS:
@@ -101,6 +120,8 @@ def parse_entries(doc: Any, source: str) -> list[SessionEntry]:
                     body.get("reference_answer"), f"{path}.reference_answer", problems
                 ),
                 success=_success(body.get("success"), f"{path}.success", problems),
+                trajectory=parse_reference(body.get("trajectory"), f"{path}.trajectory", problems),
+                assertions=_assertions(body.get("assertions"), f"{path}.assertions", problems),
             )
         )
     if problems:
@@ -183,6 +204,8 @@ def parse_rules(raw: Any, path: str, problems: list[str]) -> list[Rule]:
                 request_matches=compiled,
                 skills=_skills(item.get("skills"), f"{where}.skills", problems),
                 success=_success(item.get("success"), f"{where}.success", problems),
+                trajectory=parse_reference(item.get("trajectory"), f"{where}.trajectory", problems),
+                assertions=_assertions(item.get("assertions"), f"{where}.assertions", problems),
             )
         )
     return rules
@@ -212,6 +235,8 @@ class ExpectationResolver:
         sources: list[str] = []
         task = reference = None
         success: Mapping[str, Any] | None = None
+        calls: ReferenceTrajectory | None = None
+        assertions: list[str] = []
 
         def add(names: Sequence[str], source: str) -> None:
             if names and source not in sources:
@@ -229,11 +254,19 @@ class ExpectationResolver:
             task = task or entry.task
             reference = reference or entry.reference_answer
             success = success or entry.success
+            calls = calls or entry.trajectory
+            assertions.extend(a for a in entry.assertions if a not in assertions)
+            if entry.assertions and "expectations_file" not in sources:
+                sources.append("expectations_file")
         request = trajectory.request or ""
         for rule in self.rules:
             if rule.request_matches.search(request):
                 add(rule.skills, "config_rule")
                 success = success or rule.success
+                calls = calls or rule.trajectory
+                assertions.extend(a for a in rule.assertions if a not in assertions)
+                if rule.assertions and "config_rule" not in sources:
+                    sources.append("config_rule")
         add(trajectory.expected_skills_attr, "span_attribute")
         return Expectation(
             skills=tuple(skills),
@@ -241,4 +274,6 @@ class ExpectationResolver:
             reference_answer=reference,
             success=success,
             sources=tuple(sources),
+            trajectory=calls,
+            assertions=tuple(assertions),
         )

@@ -14,6 +14,11 @@ from spanjudge.emit.summary import Summary
 from spanjudge.engine import Engine
 from spanjudge.errors import InputError
 from spanjudge.pipeline import EventClock, Pipeline
+from spanjudge.semconv import (
+    LOG_UNREAD_NO_SPAN_CONTEXT,
+    LOG_UNREAD_NOT_CONTENT,
+    LOG_UNREAD_SPAN_NOT_SEEN,
+)
 from spanjudge.sessions.store import SessionStore
 from spanjudge.spans.files import expand_inputs, read_input
 from spanjudge.values import SessionResult
@@ -26,6 +31,11 @@ if TYPE_CHECKING:
         def end(self, summary: Summary, input_report: dict[str, Any]) -> None: ...
 
 
+_UNREAD_WHY = {
+    LOG_UNREAD_NO_SPAN_CONTEXT: "with no trace and span id (no span to join them to)",
+    LOG_UNREAD_NOT_CONTENT: "plain log line(s) (no event name, no GenAI message body)",
+    LOG_UNREAD_SPAN_NOT_SEEN: "naming a span that is not in the input",
+}
 _GC_THRESHOLD = 50_000  # allocations between young-generation collections during a run
 _gc_lock = threading.Lock()
 _gc_runs = 0  # runs under way, in any thread
@@ -40,6 +50,8 @@ class InputStats:
     bytes: int = 0
     skipped: int = 0
     duplicate_spans: int = 0  # spans whose (trace id, span id) was seen before: first copy kept
+    log_records: int = 0  # read from logs documents, as content of their spans
+    log_records_unread: dict[str, int] = field(default_factory=dict)  # reason -> count
     problems: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -49,6 +61,8 @@ class InputStats:
             "spans": self.spans,
             "skipped": self.skipped,
             "duplicate_spans": self.duplicate_spans,
+            "log_records": self.log_records,
+            "log_records_unread": dict(self.log_records_unread),
             "problems": self.problems[:100],
         }
 
@@ -185,7 +199,11 @@ def _run(
                     raise error
                 skip(error)
             pipeline.add(chunk.spans, chunk.sizes)
-            stats.spans += len(chunk.spans)
+            carried = chunk.log_records
+            stats.log_records += carried
+            stats.spans += len(chunk.spans) - carried
+            for reason, count in (chunk.unread or {}).items():
+                stats.log_records_unread[reason] = stats.log_records_unread.get(reason, 0) + count
             pipeline.tick()
             bar.update(stats, summary.sessions)
     pipeline.close_all("end_of_input")
@@ -195,6 +213,17 @@ def _run(
         stats.problems.append(
             f"{store.duplicates} span(s) repeated a trace id + span id already read in their "
             "session; the first copy of each was kept (the input holds the same spans twice?)"
+        )
+    unseen = pipeline.log_records_unjoined
+    if unseen:
+        stats.log_records_unread[LOG_UNREAD_SPAN_NOT_SEEN] = unseen
+    if stats.log_records_unread:
+        stats.problems.append(
+            "log record(s) not read as content: "
+            + ", ".join(
+                f"{count} {_UNREAD_WHY[reason]}"
+                for reason, count in sorted(stats.log_records_unread.items())
+            )
         )
     bar.done()
     writer.end(summary, stats.to_json())

@@ -144,6 +144,8 @@ class Pipeline:
             on_error=telemetry.internal_error if telemetry is not None else None,
         )
         self.non_agent_traces = 0
+        # log records whose span never reached their session, over every evaluation
+        self.log_records_unjoined = 0
         self._pending: list[_Pending] = []  # evaluations started, results not yet emitted
         self.ordered = ordered
         self.max_pending = max_pending
@@ -237,6 +239,8 @@ class Pipeline:
             revisions.started(session)
             try:
                 trajectory = self.engine.trajectory(session)
+                if trajectory.log_records_unjoined:
+                    self._unjoined(trajectory.log_records_unjoined)
                 if not has_agent_activity(trajectory):
                     self._not_agent(session, mark)
                     continue
@@ -249,6 +253,11 @@ class Pipeline:
             self._pending.append(_Pending(session=session, result=started, mark=mark))
         while len(self._pending) > self.max_pending:  # memory bound: the oldest waits now
             self._finish(self._pending.pop(0), None)
+
+    def _unjoined(self, n: int) -> None:
+        self.log_records_unjoined += n
+        if self.telemetry is not None:
+            self.telemetry.log_records_unread(n, semconv.LOG_UNREAD_SPAN_NOT_SEEN)
 
     def _emit(self, *, wait: bool, until: float | None = None) -> list[SessionResult]:
         """Emit the pending results that are ready (all of them with ``wait``), in the order

@@ -13,6 +13,11 @@ evaluates. LLM-judged evaluators run on their judge's pool: the worker emits a s
 judged verdicts are in (or past their deadline) and meanwhile carries on with the others.
 Nothing here blocks the agent or raises into it: a full queue drops the span and counts it, an
 internal error is logged once and counted.
+
+Instrumentations that record message content as log records (the GenAI events) need the
+records too: add `log_record_processor` to the agent's `LoggerProvider`
+(`configure_opentelemetry` does). Its `on_emit` enqueues a record on the same queue; the worker
+turns it into content of its span (`spans.logs`).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from dataclasses import dataclass, field
 
 from opentelemetry import _logs, metrics, trace
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, Context, attach, detach, set_value
+from opentelemetry.sdk._logs import LogRecordProcessor, ReadWriteLogRecord
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from spanjudge import semconv
@@ -44,7 +50,7 @@ from spanjudge.guard import Guard
 from spanjudge.pipeline import Pipeline, is_own_span
 from spanjudge.sessions.store import SessionStore
 from spanjudge.spans.record import SpanRecord
-from spanjudge.spans.sdk import span_from_sdk
+from spanjudge.spans.sdk import carriers_from_sdk, span_from_sdk
 
 log = logging.getLogger("spanjudge")
 
@@ -154,11 +160,13 @@ class SpanJudgeProcessor(SpanProcessor):
     def _start(self) -> None:
         # No maxlen: a full deque would evict the oldest span silently. The length check in
         # on_end bounds it (give or take a span per racing thread) and counts every drop.
-        self._queue: collections.deque[ReadableSpan] = collections.deque()
+        self._queue: collections.deque[ReadableSpan | ReadWriteLogRecord] = collections.deque()
         self._requests: collections.deque[_Request] = collections.deque()
         self._wake = threading.Event()
         self._dropped = 0
         self._dropped_reported = 0
+        self._dropped_logs = 0
+        self._dropped_logs_reported = 0
         self._drop_lock = threading.Lock()
         self._pid = os.getpid()
         self._worker = threading.Thread(target=self._run, name="SpanJudgeWorker", daemon=True)
@@ -197,6 +205,34 @@ class SpanJudgeProcessor(SpanProcessor):
                 self._wake.set()
         except Exception:
             self._internal_error("on_end")
+
+    def on_emit_log(self, record: ReadWriteLogRecord) -> None:
+        """`log_record_processor`'s `on_emit`: enqueue a log record as `on_end` a span."""
+        try:
+            scope = record.instrumentation_scope
+            if scope is not None and is_own_span(scope.name, ""):
+                return  # the verdicts spanjudge itself emits through the same provider
+            if self._shutdown:
+                # as a span ended after shutdown: nobody will read it; say so
+                if not self._disabled:
+                    self.telemetry.log_records_unread(1, semconv.DROP_SHUTDOWN)
+                return
+            queue = self._queue
+            if len(queue) >= self._max_queue_size:
+                with self._drop_lock:
+                    self._dropped_logs += 1
+                return
+            queue.append(record)
+            if len(queue) >= self._max_batch_size and not self._wake.is_set():
+                self._wake.set()
+        except Exception:
+            self._internal_error("on_emit")
+
+    @property
+    def log_record_processor(self) -> SpanJudgeLogProcessor:
+        """The `LogRecordProcessor` to add to the agent's `LoggerProvider`, so that content
+        recorded as log records reaches this processor too."""
+        return SpanJudgeLogProcessor(self)
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Evaluate every pending span and open session (marked incomplete), then flush the
@@ -296,9 +332,15 @@ class SpanJudgeProcessor(SpanProcessor):
         invalid = 0
         limits = self.config.limits
         while queue:
-            span = queue.popleft()
+            item = queue.popleft()
             try:
-                records.append(span_from_sdk(span, limits))
+                if isinstance(item, ReadableSpan):
+                    records.append(span_from_sdk(item, limits))
+                else:
+                    decoded = carriers_from_sdk((item,), limits)
+                    records.extend(decoded.carriers)
+                    for reason, n in decoded.unread.items():
+                        self.telemetry.log_records_unread(n, reason)
             except Exception:
                 invalid += 1
             if len(records) >= self._max_batch_size:
@@ -311,6 +353,11 @@ class SpanJudgeProcessor(SpanProcessor):
         if dropped > self._dropped_reported:
             self.telemetry.spans_dropped(dropped - self._dropped_reported, semconv.DROP_QUEUE_FULL)
             self._dropped_reported = dropped
+        dropped = self._dropped_logs
+        if dropped > self._dropped_logs_reported:
+            unread = dropped - self._dropped_logs_reported
+            self.telemetry.log_records_unread(unread, semconv.DROP_QUEUE_FULL)
+            self._dropped_logs_reported = dropped
 
     def _internal_error(self, where: str) -> None:
         # Never raise into the agent (except under the test suite); say it once, count each.
@@ -320,6 +367,25 @@ class SpanJudgeProcessor(SpanProcessor):
     def dropped_spans(self) -> int:
         """Spans dropped because the queue was full."""
         return self._dropped
+
+
+class SpanJudgeLogProcessor(LogRecordProcessor):
+    """The log side of a `SpanJudgeProcessor` (its `log_record_processor`): each record goes
+    to the same queue as the spans. Flush and shutdown belong to the span processor: the
+    `LoggerProvider` flushing or shutting down must not close the sessions."""
+
+    def __init__(self, processor: SpanJudgeProcessor) -> None:
+        self.processor = processor
+
+    def on_emit(self, log_record: ReadWriteLogRecord) -> None:
+        self.processor.on_emit_log(log_record)
+
+    def shutdown(self) -> None:
+        """The span processor's shutdown evaluates what is open; nothing to do here."""
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Queued records are taken with the spans; nothing to do here."""
+        return True
 
 
 def _check_arguments(

@@ -356,6 +356,8 @@ def configure_opentelemetry(
         meter_provider=meter_provider,
         console=console,
     )
+    # content some instrumentations record as log records (the GenAI events) reaches it too
+    logger_provider.add_log_record_processor(processor.log_record_processor)
     tracer_provider.add_span_processor(_Bound(otlp, first=True))
     tracer_provider.add_span_processor(processor)  # before the exporter: see the docstring
     tracer_provider.add_span_processor(_Bound(otlp, first=False))

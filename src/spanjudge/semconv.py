@@ -11,6 +11,9 @@ GEN_AI_OPERATION_NAME = "gen_ai.operation.name"
 GEN_AI_CONVERSATION_ID = "gen_ai.conversation.id"
 GEN_AI_AGENT_NAME = "gen_ai.agent.name"
 SERVICE_NAME = "service.name"  # resource attribute: the agent label when no agent name
+# resource attributes a sampling filter's `environment:` reads (the current name, then the old)
+DEPLOYMENT_ENVIRONMENT_NAME = "deployment.environment.name"
+DEPLOYMENT_ENVIRONMENT = "deployment.environment"
 GEN_AI_TOOL_NAME = "gen_ai.tool.name"
 GEN_AI_TOOL_CALL_ID = "gen_ai.tool.call.id"
 GEN_AI_TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
@@ -38,6 +41,8 @@ EV_GEN_AI_ASSISTANT_MESSAGE = "gen_ai.assistant.message"
 EV_GEN_AI_TOOL_MESSAGE = "gen_ai.tool.message"
 EV_GEN_AI_CHOICE = "gen_ai.choice"
 EV_GEN_AI_INFERENCE_DETAILS = "gen_ai.client.inference.operation.details"
+# Log records: the older attribute spelling of a record's event name
+EVENT_NAME = "event.name"
 
 OP_INVOKE_AGENT = "invoke_agent"
 OP_INVOKE_WORKFLOW = "invoke_workflow"
@@ -79,6 +84,10 @@ SJ_REASON = "spanjudge.reason"
 SJ_JUDGE = "spanjudge.judge"
 SJ_VERDICT_ID = "spanjudge.verdict.id"
 SJ_SCOPE_NAME = "spanjudge"
+# A log record on its way to its span (spans/logs.py): never emitted, never recognised
+SPAN_LOG_RECORD = "spanjudge.log_record"
+# The event attribute holding a log record's body when it is neither a map nor message content
+LOG_BODY = "body"
 SPAN_EVALUATE = "spanjudge.evaluate"
 
 # --- Evaluation results (written) ---
@@ -106,7 +115,14 @@ M_SESSIONS_OPEN = "spanjudge.sessions.open"
 M_EVALUATION_DURATION = "spanjudge.evaluation.duration"
 M_JUDGE_TOKENS = "spanjudge.judge.tokens"
 M_JUDGE_CALLS = "spanjudge.judge.calls"
+# What LLM judges cost at their configured price (judges.<name>.price), attribute spanjudge.judge.
+M_JUDGE_COST = "spanjudge.judge.cost"
 DROP_REASON = "reason"
+# log records not read as span content, by `reason` (spans/logs.py)
+M_LOG_RECORDS_UNREAD = "spanjudge.log_records.unread"
+LOG_UNREAD_NO_SPAN_CONTEXT = "no_span_context"  # no trace and span id: no session to join
+LOG_UNREAD_NOT_CONTENT = "not_content"  # a plain log line: no event, no GenAI-shaped body
+LOG_UNREAD_SPAN_NOT_SEEN = "span_not_seen"  # its span never reached the session
 SCORE_BUCKETS = (0.0, 0.25, 0.5, 0.75, 1.0)
 
 # --- Claude Code (read) ---
@@ -177,6 +193,8 @@ JUDGE_OUTCOME_ERROR = "error"
 JUDGE_OUTCOME_UNPARSEABLE = "unparseable"
 JUDGE_OUTCOME_CACHED = "cached"
 JUDGE_OUTCOME_UNAVAILABLE = "unavailable"
+# A call not made: the judge's hourly budget (judges.<name>.budget) is spent.
+JUDGE_OUTCOME_OVER_BUDGET = "over_budget"
 GEN_AI_TOKEN_TYPE_INPUT = "input"
 GEN_AI_TOKEN_TYPE_OUTPUT = "output"
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from spanjudge.trajectory.model import Trajectory
+from spanjudge.trajectory.reference import ReferenceTrajectory
 
 Outcome = Literal["pass", "fail", "not_evaluated"]
 
@@ -139,6 +140,10 @@ class Expectation:
     reference_answer: str | None = None
     success: Mapping[str, Any] | None = None
     sources: tuple[str, ...] = ()
+    # the tool calls the session should make (`trajectory_match`); None when none is given
+    trajectory: ReferenceTrajectory | None = None
+    # statements about the whole session that goal_success judges
+    assertions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

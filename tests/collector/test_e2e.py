@@ -101,10 +101,21 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
             grpc_endpoint=env["SPANJUDGE_OTLP_GRPC_ENDPOINT"],
             export={"metrics_interval_s": 1.0},
         )
+        # With a price, the dashboard's judge cost panel has a figure to show.
+        price = {"input_per_million": 1.0, "output_per_million": 4.0}
         config["judges"] = {
-            "scripted": {"type": "openai", "base_url": judge.base_url, "model": "scripted"}
+            "scripted": {
+                "type": "openai",
+                "base_url": judge.base_url,
+                "model": "scripted",
+                "price": price,
+            }
         }
-        config["evaluators"] = {"skill_selection": {"judge": "scripted"}}
+        # trajectory_match sampled: the coverage panel's sampled share has sessions to show
+        config["evaluators"] = {
+            "skill_selection": {"judge": "scripted"},
+            "trajectory_match": {"sample": 0.5},
+        }
         # As collector-config/README.md says: verdicts back to the verdict receiver, not 4317.
         verdicts_env = {
             "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://{env['VERDICTS_OTLP_GRPC_ENDPOINT']}",

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from spanjudge.reasons import NOT_SELECTED, OUTSIDE_COVERAGE
 from tests.collector import grafana_alerts
 from tests.collector.promnames import KNOWN_LABELS, emitted_series, label_names, metric_names
 
@@ -90,7 +91,8 @@ def test_dashboard_shows_what_the_operator_needs() -> None:
         "spanjudge_session_duration_seconds_bucket",
         "spanjudge_session_retries_total",
         "spanjudge_session_backtracks_total",
-        "spanjudge_judge_calls_total",  # judge errors
+        "spanjudge_judge_calls_total",  # judge errors and budget refusals
+        "spanjudge_judge_cost_total",  # judge cost
         "spanjudge_spans_dropped_total",  # sidecar health
         "spanjudge_sessions_open",
         "spanjudge_sidecar_spool_bytes",
@@ -171,3 +173,14 @@ def test_split_expr_refuses_an_expression_it_cannot_copy_faithfully() -> None:
     assert grafana_alerts.split_expr("(\n  sum(x)\n) > 0.5") == ("sum(x)", "gt", 0.5)
     with pytest.raises(ValueError):
         grafana_alerts.split_expr("sum(x) > 0.5 and sum(y) > 1")
+
+
+def test_the_coverage_panel_uses_the_one_coverage_rule_and_shows_the_sampled_share() -> None:
+    [panel] = [p for p in _panels(_dashboard()) if p["title"].startswith("Coverage per")]
+    coverage, sampled = (t["expr"] for t in panel["targets"])
+    excluded = re.findall(r'spanjudge_reason!~"([^"]*)"', coverage)
+    assert excluded
+    for pattern in excluded:
+        assert set(pattern.split("|")) == OUTSIDE_COVERAGE, pattern
+    [left_out] = re.findall(r'spanjudge_reason=~"([^"]*)"', sampled)
+    assert set(left_out.split("|")) == NOT_SELECTED

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -39,9 +40,25 @@ def completion(content: str, prompt_tokens: int = 100, completion_tokens: int = 
     )
 
 
+# A reply chosen from the request (its JSON payload), for a judge asked many questions at once.
+Responder = Callable[[dict[str, Any]], Scripted]
+
+
+def block(payload: dict[str, Any], name: str) -> str | None:
+    """The content of the data block ``name`` in a judge request's user message."""
+    user = next(m["content"] for m in payload["messages"] if m["role"] == "user")
+    found = re.search(rf"<<<UNTRUSTED-\w+ {name}>>>\n(.*?)\n<<<END UNTRUSTED-\w+>>>", user, re.S)
+    return found.group(1) if found else None
+
+
+def user_text(payload: dict[str, Any]) -> str:
+    return "\n".join(m["content"] for m in payload["messages"] if m["role"] == "user")
+
+
 class ChatServer:
-    def __init__(self, script: list[Scripted]) -> None:
+    def __init__(self, script: list[Scripted], responder: Responder | None = None) -> None:
         self.script = list(script)
+        self.responder = responder
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.lock = threading.Lock()
@@ -57,7 +74,10 @@ class ChatServer:
                 with server.lock:
                     server.requests.append(payload)
                     server.headers.append(dict(self.headers))
-                    reply = server.script.pop(0) if server.script else Scripted(status=599)
+                    if server.responder is not None:
+                        reply = server.responder(payload)
+                    else:
+                        reply = server.script.pop(0) if server.script else Scripted(status=599)
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
                 raw = reply.body if isinstance(reply.body, str) else json.dumps(reply.body or {})
@@ -81,8 +101,8 @@ class ChatServer:
 
 
 @contextmanager
-def chat_server(*script: Scripted) -> Iterator[ChatServer]:
-    server = ChatServer(list(script))
+def chat_server(*script: Scripted, responder: Responder | None = None) -> Iterator[ChatServer]:
+    server = ChatServer(list(script), responder)
     thread = threading.Thread(target=server.httpd.serve_forever, daemon=True)
     thread.start()
     try:

@@ -31,6 +31,7 @@ from spanjudge.evaluators.base import EvaluationContext
 from spanjudge.evaluators.instruction_following import InstructionFollowing
 from spanjudge.evaluators.skill_omission import SkillOmission
 from spanjudge.evaluators.skill_selection import SkillSelection
+from spanjudge.expectations import ExpectationResolver, SessionEntry
 from spanjudge.judges.openai import OpenAIJudge
 from spanjudge.judges.reliability import CallPolicy
 from spanjudge.offline import run_offline
@@ -179,3 +180,42 @@ def test_a_deadline_shorter_than_the_model_gives_judge_timeout(server: str, tmp_
     rest = [v for v in result.verdicts if v.evaluator != "instruction_following"]
     assert rest and all(v.reason != "judge_timeout" for v in rest)
     assert json.dumps([v.to_json() for v in rest])  # the others are whole verdicts
+
+
+def test_a_custom_evaluator_and_a_goal_assertion_are_judged_by_a_real_server(
+    server: str, tmp_path: Path
+) -> None:
+    """Request, parse, no judge_error: a configured criterion's labels and an assertion's
+    holds / does_not_hold reach the model as the only answers, and its replies are read."""
+    judge = _judge(server, deadline_s=600)
+    labels = ("yes", "no")
+    criterion = {
+        "name": "weather_given",
+        "instructions": "Did the agent tell the user the weather in Oslo?",
+        "scale": [
+            {"label": "yes", "score": 1.0, "definition": "the answer gives Oslo's weather"},
+            {"label": "no", "score": 0.0, "definition": "it does not"},
+        ],
+        "evidence": ["request", "answer", "tool_calls", "tool_results"],
+    }
+    config = parse_config({"evaluators": {"custom": [criterion], "goal_success": {}}})
+    judged = ("weather_given", "goal_success")
+    engine = Engine(config, judge_for=lambda name: judge if name in judged else None)
+    session = "genai-manual-no-skill-needed"
+    engine.add_expectations(
+        ExpectationResolver(
+            [SessionEntry(pattern=session, assertions=("the user was told the weather in Oslo",))]
+        )
+    )
+    keep = CollectingSink()
+    run_offline([_sessions(tmp_path, session)], engine, keep)
+    (result,) = keep.results
+    by_name = {v.evaluator: v for v in result.verdicts if v.evaluator in judged}
+    custom, goal = by_name["weather_given"], by_name["goal_success"]
+    for verdict in (custom, goal):
+        assert verdict.reason is None, verdict.explanation
+        assert verdict.judge == f"llm:{MODEL}" and verdict.score is not None
+        assert verdict.details is not None and verdict.details["judge_usage"]["calls"] >= 1
+    assert custom.label in labels
+    (row,) = goal.details["assertions"] if goal.details else []
+    assert row["judgement"] in ("holds", "does_not_hold") and row["rationale"]

@@ -67,7 +67,7 @@ def test_every_problem_is_reported_at_once() -> None:
         "judges.b.type: expected one of heuristic, openai, bedrock, got 'gemini'",
         "judges.c.colour: unknown setting for type openai (known: base_url, model, "
         "api_key_env, json_mode, timeout_s, deadline_s, max_retries, backoff_s, concurrency, "
-        "cache_size, cooldown_s, max_tokens, temperature)",
+        "cache_size, cooldown_s, max_tokens, temperature, price, budget)",
         "judges.c.base_url: expected an http:// or https:// URL, got 'ftp://x'",
         "judges.heuristic: 'heuristic' is built in; choose another name",
     ]

@@ -1,8 +1,10 @@
 """Metamorphic: writing a fixture session differently (its catalogue in another layout, its tools
-under a namespace, its attributes and spans in another order) leaves every verdict as it was.
+under a namespace, its attributes and spans in another order, its message content in OTLP log
+records) leaves every verdict as it was.
 
 Every fixture file of every framework is evaluated as `spanjudge eval FILE --expect
-expectations.yaml` would, once as recorded and once per transformation; a failure names the
+expectations.yaml` would (with each session's calls, from its generator's log, as its reference
+trajectory), once as recorded and once per transformation; a failure names the
 transformation, the session and the verdict that moved.
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import random
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -20,14 +23,17 @@ import pytest
 from spanjudge.config import parse_config
 from spanjudge.emit.report import JsonReportWriter
 from spanjudge.engine import Engine
-from spanjudge.expectations import ExpectationResolver, load_expectations_file
+from spanjudge.expectations import ExpectationResolver, SessionEntry, load_expectations_file
 from spanjudge.offline import run_offline
+from spanjudge.trajectory.reference import parse_reference
+from tests.metamorphic.log_records import content_to_log_records
 from tests.metamorphic.transforms import (
     map_strings,
     namespace_tools,
     rerender_catalogue,
     shuffle_order,
 )
+from tests.support.call_logs import references
 from tests.support.catalogue_layouts import LAYOUTS
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
@@ -40,8 +46,22 @@ Verdicts = dict[str, list[tuple[str, str, str, str | None]]]
 def _report(path: Path, lines: list[str]) -> dict[str, Any]:
     engine = Engine(parse_config({}))
     expectations = path.parent / "expectations.yaml"
-    if expectations.exists():
-        engine.add_expectations(ExpectationResolver(load_expectations_file(str(expectations))))
+    entries = load_expectations_file(str(expectations)) if expectations.exists() else []
+    # each session's calls, from its generator's log, as a trajectory_match reference
+    calls = references(path.parent) if (path.parent / "scenarios.json").exists() else {}
+    exact = {e.pattern for e in entries}
+    entries = [
+        replace(e, trajectory=parse_reference(calls[e.pattern], e.pattern, []))
+        if e.pattern in calls
+        else e
+        for e in entries
+    ]
+    entries += [
+        SessionEntry(pattern=sid, trajectory=parse_reference(ref, sid, []))
+        for sid, ref in calls.items()
+        if sid not in exact
+    ]
+    engine.add_expectations(ExpectationResolver(entries))
     buf = io.StringIO()
     run_offline(
         [str(path)] if not lines else [_written(path, lines)], engine, JsonReportWriter(buf)
@@ -162,3 +182,29 @@ def test_attribute_and_span_order_shuffled(name: str) -> None:
     for request in requests:
         shuffle_order(request, rng)
     _assert_unchanged("attributes and spans shuffled", name, requests)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_content_moved_to_log_records(name: str) -> None:
+    # As an instrumentation in event mode records it: message attributes and message events
+    # become log records naming their span, written in the same file as the traces.
+    requests = _requests(name)
+    logs = [found for r in requests if (found := content_to_log_records(r)) is not None]
+    if not logs:
+        pytest.skip(f"{name} records no GenAI message content")
+    _assert_unchanged("content in OTLP log records", name, [*requests, *logs])
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_content_moved_to_a_frameworks_own_log_events(name: str) -> None:
+    # As a framework that logs content under its own event names: only the body's shape (a
+    # message's role, a choice, message lists) says what each record holds.
+    requests = _requests(name)
+    logs = [
+        found
+        for r in requests
+        if (found := content_to_log_records(r, framework="acme")) is not None
+    ]
+    if not logs:
+        pytest.skip(f"{name} records no GenAI message content")
+    _assert_unchanged("content in a framework's own log events", name, [*requests, *logs])

@@ -9,6 +9,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from spanjudge.config import parse_config
 from spanjudge.emit.report import JsonReportWriter
 from spanjudge.engine import Engine
@@ -25,11 +27,16 @@ def _records() -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-@cache
 def report(directory: str) -> dict[str, Any]:
     """The JSON report of every trace file in a fixture directory (with its expectations)."""
+    return configured_report(directory, "{}")
+
+
+@cache
+def configured_report(directory: str, config: str) -> dict[str, Any]:
+    """`report` under a configuration (JSON text, so that it can be cached)."""
     folder = Path(directory)
-    engine = Engine(parse_config({}))
+    engine = Engine(parse_config(json.loads(config)))
     expectations = folder / "expectations.yaml"
     if expectations.exists():
         engine.add_expectations(ExpectationResolver(load_expectations_file(str(expectations))))
@@ -40,11 +47,118 @@ def report(directory: str) -> dict[str, Any]:
     return report
 
 
-def session_report(directory: str, session_id: str) -> dict[str, Any]:
-    """One session of `report`, by id."""
-    sessions = {s["session_id"]: s for s in report(directory)["sessions"]}
+def session_report(directory: str, session_id: str, config: str = "{}") -> dict[str, Any]:
+    """One session of `report` (or of `configured_report`), by id."""
+    sessions = {s["session_id"]: s for s in configured_report(directory, config)["sessions"]}
     assert session_id in sessions, f"session {session_id} missing; have {sorted(sessions)[:10]}..."
     return sessions[session_id]
 
 
 RECORDS = _records()
+
+# Fixture sets whose spans follow no convention spanjudge reads by name. The Vercel AI SDK
+# pairs a tool name with its arguments and result under its own keys (`ai.toolCall.name` /
+# `.args` / `.result`) and keeps a turn's prompt and answer on the root span (`ai.prompt`,
+# `ai.response.text`). Mastra's exporter puts `gen_ai.operation.name` on every span, but with
+# values of its own (`agent.run`, `tool.execute`, `model.step`, `model.chunk`; only its
+# per-run `chat` span is standard), and its tool spans carry `gen_ai.tool.input` / `.output`.
+# Until recognition reads such spans from their shape, the checks that need a turn, a tool call
+# or a skill load fail on them; they are strict expected failures, so that each is noticed and
+# unmarked once it passes.
+AWAITING_SHAPE_RECOGNITION = {
+    "vercel_ai": "no shape-based recognition: ai.toolCall spans (ai.toolCall.name/args/result) "
+    "are no tool calls and the ai.generateText root (ai.prompt, ai.response.text) no turn",
+    "mastra": "no shape-based recognition of spans the GenAI preset claims but cannot read: "
+    "tool.execute spans (gen_ai.tool.name, gen_ai.tool.input/output) are no tool calls, the "
+    "agent.run root (input, output {text}) no turn, each model.step no model call",
+}
+
+
+def _awaits(kind: str, record: dict[str, Any]) -> bool:
+    """Whether this check needs what `AWAITING_SHAPE_RECOGNITION` says is not read yet."""
+    if kind == "record":  # every record has a turn
+        return True
+    if kind == "skill_loaded":  # a required skill the record loaded must be found loaded
+        loaded = {x["skill"] for x in record["skill_loads"] if x["status"] == "loaded"}
+        return bool(loaded & set(record["expected_skills"]))
+    return bool(call_log(record))  # "steps": every logged call must be found
+
+
+def cases(kind: str) -> list[Any]:
+    """RECORDS as pytest params; a set awaiting shape recognition is marked where it needs it."""
+    out = []
+    for directory, record in RECORDS:
+        reason = AWAITING_SHAPE_RECOGNITION.get(Path(directory).name)
+        marks = (
+            [pytest.mark.xfail(strict=True, reason=reason)]
+            if reason and _awaits(kind, record)
+            else []
+        )
+        out.append(pytest.param(directory, record, id=record["session_id"], marks=marks))
+    if kind == "steps":
+        out = [p for p in out if call_log(p.values[1]) is not None]
+    return out
+
+
+def assert_matches_record(got: dict[str, Any], record: dict[str, Any]) -> None:
+    """A session's report against the scenario's own record: skill loads, counts, answer, key."""
+    # Some telemetry modes cannot show everything (Claude Code's default mode records no
+    # content); there the report must not claim more than happened.
+    hidden = set(record.get("unobservable", ()))
+    # records that know where each body came from are compared on that too
+    keys = ("skill", "status")
+    if record["skill_loads"] and all("body_source" in x for x in record["skill_loads"]):
+        keys = ("skill", "status", "body_source")
+    loads = [tuple(x[k] for k in keys) for x in got["skill_loads"]]
+    expected_loads = [tuple(x[k] for k in keys) for x in record["skill_loads"]]
+    if "skill_loads" in hidden:
+        assert all(load in expected_loads for load in loads)
+    else:
+        assert loads == expected_loads
+    stats = got["stats"]
+    for key in ("turns", "tool_calls", "model_calls", "errors", "retries", "backtracks"):
+        if key in hidden:
+            assert stats[key] <= record[key], key
+        elif key in record:
+            assert stats[key] == record[key], f"{key}: {stats[key]} != scenario {record[key]}"
+    for key in ("input_tokens", "output_tokens"):
+        if record.get(key) is not None:
+            assert stats[key] == record[key], key
+    if "final_answer" in hidden:
+        assert got["final_answer"] is None
+    else:
+        assert got["final_answer"] == (record["final_answer"] or None)
+    if "traces" in record:
+        assert len(got["trace_ids"]) == record["traces"]
+    if "key_source" in record:
+        assert got["session_key_source"] == record["key_source"]
+    assert sorted(got["expected_skills"]) == sorted(record["expected_skills"])
+
+
+def call_log(record: dict[str, Any]) -> list[tuple[str, Any]] | None:
+    """(tool name, arguments) per executed call, from the generator's own log, when it kept one."""
+    if "calls" in record:
+        return [(c["tool"], c.get("args")) for c in record["calls"]]
+    if "tool_log" in record:
+        return [(c["name"], c.get("args")) for c in record["tool_log"]]
+    return None
+
+
+def assert_steps_match_call_log(got: dict[str, Any], record: dict[str, Any]) -> None:
+    """The report's tool calls and skill loads, in order, are the generator's logged calls."""
+    steps = [
+        (s["name"], s.get("arguments"))
+        for s in got["steps"]
+        # a pinned skill is injected into the prompt by the harness: a load, but no call
+        if s["kind"] in ("tool_call", "skill_load") and s["name"] != "pinned_skill"
+    ]
+    logged = call_log(record)
+    assert logged is not None
+    if record["scenario"] == "parallel_tools":  # concurrent calls: no order to compare
+        steps.sort(key=repr)
+        logged.sort(key=repr)
+    assert [name for name, _ in steps] == [name for name, _ in logged]
+    for (name, args), (_, logged_args) in zip(steps, logged, strict=True):
+        # the logs leave file contents out: every argument they kept must match
+        for key, value in (logged_args or {}).items():
+            assert isinstance(args, dict) and args.get(key) == value, (name, key, args)

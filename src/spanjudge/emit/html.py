@@ -209,10 +209,12 @@ def summary_html(summary: Summary, input_report: dict[str, Any]) -> str:
     rows = []
     for name, counts in summary.by_evaluator.items():
         pass_rate, coverage = rates(counts)
+        share = summary.sampled_share(name)
+        sampled = "" if share is None else f" <span class=muted>(sampled {_pct(share)})</span>"
         rows.append(
             f"<tr><td>{_e(name)}</td><td class=num>{counts['pass']}</td>"
             f"<td class=num>{counts['fail']}</td><td class=num>{counts['not_evaluated']}</td>"
-            f"<td class=num>{_pct(pass_rate)}</td><td class=num>{_pct(coverage)}</td></tr>"
+            f"<td class=num>{_pct(pass_rate)}</td><td class=num>{_pct(coverage)}{sampled}</td></tr>"
         )
     skipped = input_report.get("skipped") if input_report else None
     note = f"<p>skipped {_e(skipped)} invalid line(s)/span(s)</p>" if skipped else ""
@@ -227,7 +229,8 @@ def summary_html(summary: Summary, input_report: dict[str, Any]) -> str:
         "<th class=num>not evaluated</th><th class=num>pass rate</th><th class=num>coverage</th>"
         f"</tr>{''.join(rows)}</table><p class=muted>coverage = (pass + fail) / the verdicts that"
         " could have been judged: not those with nothing configured to judge against, nor those"
-        f" whose question did not arise</p>{note}</section>\n"
+        " whose question did not arise, nor the sessions an evaluator's sample or filter left out"
+        f" (the sampled share is given beside coverage)</p>{note}</section>\n"
     )
 
 

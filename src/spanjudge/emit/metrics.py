@@ -347,6 +347,11 @@ class SelfTelemetry:
         self._sessions = meter.create_counter(
             semconv.M_SESSIONS, unit="1", description="Closed sessions by spanjudge.session.state"
         )
+        self._logs_unread = meter.create_counter(
+            semconv.M_LOG_RECORDS_UNREAD,
+            unit="1",
+            description="Log records not read as span content, by reason",
+        )
         self._eval_duration = meter.create_histogram(
             semconv.M_EVALUATION_DURATION,
             unit="s",
@@ -388,6 +393,11 @@ class SelfTelemetry:
     def spans_dropped(self, n: int, reason: str) -> None:
         if n:
             self._dropped.add(n, {semconv.DROP_REASON: reason})
+
+    def log_records_unread(self, n: int, reason: str) -> None:
+        """Log records not read as content of a span (`spans.logs`), by reason."""
+        if n:
+            self._logs_unread.add(n, {semconv.DROP_REASON: reason})
 
     def evaluation_duration(self, seconds: float) -> None:
         self._eval_duration.record(max(0.0, seconds))

@@ -8,6 +8,7 @@ from typing import Any, TextIO
 
 from spanjudge._version import __version__
 from spanjudge.emit.summary import Summary
+from spanjudge.trajectory.model import Trajectory
 from spanjudge.trajectory.steps import Step
 from spanjudge.values import SessionResult
 
@@ -45,6 +46,14 @@ def step_to_json(step: Step) -> dict[str, Any]:
 
 def session_to_json(result: SessionResult) -> dict[str, Any]:
     t = result.trajectory
+    out = _session_json(result, t)
+    if t.log_records:
+        out["log_records"] = t.log_records
+        out["log_records_unjoined"] = t.log_records_unjoined
+    return out
+
+
+def _session_json(result: SessionResult, t: Trajectory) -> dict[str, Any]:
     return {
         "session_id": t.session_id,
         "session_key_source": t.session_key_source,

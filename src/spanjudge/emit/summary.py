@@ -2,8 +2,10 @@
 
 This module owns the coverage rule every front end uses (report, table, HTML page, --strict,
 JUnit): coverage = (pass + fail) / the verdicts that could have been judged. A not_evaluated
-verdict whose reason is in `reasons.OUTSIDE_COVERAGE` (nothing configured to judge against, or
-the question did not arise) is outside the denominator, and listed apart with its count.
+verdict whose reason is in `reasons.OUTSIDE_COVERAGE` (nothing configured to judge against, the
+question did not arise, or the evaluator's sample or filter left the session out) is outside the
+denominator, and listed apart with its count. Where a sample or filter left sessions out, the
+sampled share (sessions judged / sessions seen) goes beside coverage.
 """
 
 from __future__ import annotations
@@ -13,12 +15,14 @@ from dataclasses import dataclass, field
 from math import comb
 from typing import Any
 
-from spanjudge.reasons import NOT_APPLICABLE, NOT_CONFIGURED, OUTSIDE_COVERAGE
+from spanjudge.judges.budget import USAGE_KEY, Usage, usage_of
+from spanjudge.reasons import NOT_APPLICABLE, NOT_CONFIGURED, NOT_SELECTED, OUTSIDE_COVERAGE
 from spanjudge.values import OUTCOMES, SessionResult, Verdict
 
 # How the verdicts outside coverage are introduced where they are listed apart.
 NOT_CONFIGURED_TITLE = "nothing configured to judge against"
 DID_NOT_ARISE_TITLE = "the question did not arise"
+NOT_SELECTED_TITLE = "left out by the evaluator's sample or filter"
 
 
 def outside_coverage(verdict: Verdict) -> bool:
@@ -190,11 +194,21 @@ class Summary:
     tasks: dict[str, TaskProfile] = field(default_factory=dict)
     # (evaluator, reason) -> count of the not_evaluated verdicts outside coverage
     outside: dict[tuple[str, str], int] = field(default_factory=dict)
+    # evaluator -> sessions it gave a verdict for / sessions its sample or filter left out
+    # (one `not_sampled` or `filtered_out` verdict each)
+    seen: dict[str, int] = field(default_factory=dict)
+    left_out: dict[str, int] = field(default_factory=dict)
+    # What LLM judges cost (judges/budget.py): totals of the verdicts' `judge_usage` details
+    usage_by_evaluator: dict[str, Usage] = field(default_factory=dict)
+    usage_by_judge: dict[str, Usage] = field(default_factory=dict)
 
     def add(self, result: SessionResult) -> None:
         self.sessions += 1
         self.complete += int(result.trajectory.complete)
         counts, by_evaluator, outside = self.verdicts, self.by_evaluator, self.outside
+        seen = self.seen
+        for name in {verdict.evaluator for verdict in result.verdicts}:
+            seen[name] = seen.get(name, 0) + 1
         for verdict in result.verdicts:
             counts[verdict.outcome] += 1
             per = by_evaluator.get(verdict.evaluator)
@@ -205,15 +219,40 @@ class Summary:
                     "outside_coverage": 0,
                 }
             per[verdict.outcome] += 1
+            if verdict.details is not None and USAGE_KEY in verdict.details:
+                self._add_usage(verdict)
             if outside_coverage(verdict):
                 per["outside_coverage"] += 1
                 if verdict.reason == NOT_APPLICABLE:
                     per["not_applicable"] += 1
                 key = (verdict.evaluator, verdict.reason or "")
                 outside[key] = outside.get(key, 0) + 1
+                if verdict.reason in NOT_SELECTED:
+                    self.left_out[verdict.evaluator] = self.left_out.get(verdict.evaluator, 0) + 1
         task_id = result.trajectory.task_id
         if task_id:
             self.tasks.setdefault(task_id, TaskProfile(task_id)).add(result)
+
+    def _add_usage(self, verdict: Verdict) -> None:
+        usage = usage_of(verdict.details)
+        if usage is None:
+            return
+        for totals, key in (
+            (self.usage_by_evaluator, verdict.evaluator),
+            (self.usage_by_judge, verdict.judge),
+        ):
+            before = totals.get(key)
+            totals[key] = before.plus(usage) if before else usage
+
+    def judge_usage(self) -> dict[str, Any] | None:
+        """Judge calls, tokens, latency and cost per evaluator and per judge; None when no
+        verdict asked a networked judge."""
+        if not self.usage_by_judge:
+            return None
+        return {
+            "by_evaluator": {k: u.to_json() for k, u in self.usage_by_evaluator.items()},
+            "by_judge": {k: u.to_json() for k, u in self.usage_by_judge.items()},
+        }
 
     @property
     def failed(self) -> bool:
@@ -224,14 +263,29 @@ class Summary:
         """Verdicts that could have been judged and were not (the coverage gaps)."""
         return self.verdicts["not_evaluated"] - sum(self.outside.values())
 
+    def sampled_share(self, evaluator: str) -> float | None:
+        """Sessions the evaluator judged / sessions it saw; None when its sample and filter
+        left none out (every session was its to judge)."""
+        left, seen = self.left_out.get(evaluator, 0), self.seen.get(evaluator, 0)
+        return (seen - left) / seen if left and seen else None
+
     def set_apart(self) -> list[tuple[str, list[tuple[str, str, int]]]]:
         """The verdicts outside coverage, as (title, [(evaluator, reason, count)]) for each of
-        the two kinds that has any, so that a front end can list them apart."""
+        the three kinds that has any, so that a front end can list them apart."""
         configured = [(e, r, n) for (e, r), n in self.outside.items() if r in NOT_CONFIGURED]
-        arose = [(e, r, n) for (e, r), n in self.outside.items() if r not in NOT_CONFIGURED]
+        chosen = [(e, r, n) for (e, r), n in self.outside.items() if r in NOT_SELECTED]
+        arose = [
+            (e, r, n)
+            for (e, r), n in self.outside.items()
+            if r not in NOT_CONFIGURED and r not in NOT_SELECTED
+        ]
         return [
             (title, rows)
-            for title, rows in ((NOT_CONFIGURED_TITLE, configured), (DID_NOT_ARISE_TITLE, arose))
+            for title, rows in (
+                (NOT_CONFIGURED_TITLE, configured),
+                (DID_NOT_ARISE_TITLE, arose),
+                (NOT_SELECTED_TITLE, chosen),
+            )
             if rows
         ]
 
@@ -246,9 +300,17 @@ class Summary:
                 "coverage": coverage,
                 "outside_coverage": reasons,
             }
-        return {
+            share = self.sampled_share(name)
+            if share is not None:
+                by_eval[name]["sampled_share"] = share
+                by_eval[name]["sessions_left_out"] = self.left_out[name]
+        out: dict[str, Any] = {
             "sessions": self.sessions,
             "sessions_complete": self.complete,
             "verdicts": dict(self.verdicts),
             "by_evaluator": by_eval,
         }
+        usage = self.judge_usage()
+        if usage is not None:
+            out["judge_usage"] = usage
+        return out

@@ -155,11 +155,15 @@ def summary_lines(summary: Summary, input_report: dict[str, Any] | None = None) 
         f"  {'evaluator':<22} {'pass':>5} {'fail':>5} {'n/e':>5}"
         f"  {'pass rate':>9}  {'coverage':>8}",
     ]
+    sampled = False
     for name, counts in summary.by_evaluator.items():
         pass_rate, coverage = rates(counts)
+        share = summary.sampled_share(name)
+        sampled = sampled or share is not None
         lines.append(
             f"  {name:<22} {counts['pass']:>5} {counts['fail']:>5} {counts['not_evaluated']:>5}"
             f"  {_pct(pass_rate):>9}  {_pct(coverage):>8}"
+            + ("" if share is None else f"  sampled {_pct(share)}")
         )
     for title, rows in summary.set_apart():
         listed = ", ".join(f"{evaluator} [{reason}] x{n}" for evaluator, reason, n in rows)
@@ -168,10 +172,37 @@ def summary_lines(summary: Summary, input_report: dict[str, Any] | None = None) 
         "  (pass rate = pass / (pass + fail); coverage = (pass + fail) / the verdicts that could"
     )
     lines.append("   have been judged, i.e. all but those outside coverage; n/e = not evaluated)")
+    if sampled:
+        lines.append(
+            "  (sampled = the sessions judged / the sessions seen, where the evaluator's sample"
+            " or filter left some out)"
+        )
+    lines.extend(judge_usage_lines(summary))
     for profile in summary.tasks.values():
         lines.extend(task_lines(profile.to_json()))
     if input_report and input_report.get("skipped"):
         lines.append(f"skipped {input_report['skipped']} invalid span(s)/line(s) (--skip-invalid)")
+    return lines
+
+
+def judge_usage_lines(summary: Summary) -> list[str]:
+    """What the LLM judges cost, per evaluator and per judge (nothing when none was asked)."""
+    if not summary.usage_by_judge:
+        return []
+    lines = [
+        f"  {'judge usage':<22} {'calls':>6} {'tokens in':>10} {'tokens out':>10}"
+        f" {'latency':>9} {'cost':>10}"
+    ]
+    for title, totals in (
+        ("evaluator", summary.usage_by_evaluator),
+        ("judge", summary.usage_by_judge),
+    ):
+        for name, usage in totals.items():
+            cost = "-" if usage.cost is None else f"{usage.cost:.6g}"
+            lines.append(
+                f"  {title + ' ' + name:<22} {usage.calls:>6} {usage.input_tokens:>10}"
+                f" {usage.output_tokens:>10} {usage.latency_s:>8.1f}s {cost:>10}"
+            )
     return lines
 
 

@@ -6,9 +6,11 @@ from typing import TYPE_CHECKING
 
 from spanjudge.errors import JudgeError
 from spanjudge.judges.base import Judgement, JudgeRequest
+from spanjudge.judges.budget import USAGE_KEY
 from spanjudge.judges.heuristic import HEURISTIC
 from spanjudge.reasons import (
     ARGUMENTS_NOT_RECORDED,
+    JUDGE_BUDGET,
     JUDGE_ERROR,
     NO_CATALOGUE,
     NO_OBSERVABLE_STEPS,
@@ -23,6 +25,9 @@ if TYPE_CHECKING:
 _MISSING_EVIDENCE = frozenset(
     {NO_CATALOGUE, NO_REQUEST, NO_OBSERVABLE_STEPS, ARGUMENTS_NOT_RECORDED, NO_TOOL_CALLS}
 )
+# Failures that keep their own reason code: missing evidence (the judge did not fail) and a
+# spent budget (judges/budget.py: the judge was not asked).
+_OWN_REASON = _MISSING_EVIDENCE | {JUDGE_BUDGET}
 
 
 def judge_of(candidate: object) -> Judge:
@@ -47,13 +52,15 @@ def error_verdict(
     evaluator: str, judge: Judge, error: JudgeError, target: Target, what: str
 ) -> Verdict:
     """``not_evaluated`` / ``judge_error``: never a pass, never a 0.0. Missing evidence the judge
-    needed (no catalogue, no request) keeps its own reason code: the judge did not fail."""
+    needed (no catalogue, no request) keeps its own reason code: the judge did not fail; so does
+    a spent budget (``judge_budget``). What a failed judgement still cost is in its details."""
     return not_evaluated(
         evaluator,
-        error.error_type if error.error_type in _MISSING_EVIDENCE else JUDGE_ERROR,
+        error.error_type if error.error_type in _OWN_REASON else JUDGE_ERROR,
         f"{what}: judge {judge.name} gave no judgement: {error}",
         target=target,
         judge=judge.name,
         error_type=error.error_type,
         evidence=(target.span_id,) if target.span_id else (),
+        details={USAGE_KEY: error.usage} if error.usage else None,
     )

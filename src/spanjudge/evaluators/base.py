@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from spanjudge import reasons
 from spanjudge.errors import did_you_mean
 from spanjudge.errors import unknown_options as unknown_options  # re-exported for evaluators
 from spanjudge.registry import Registry
+from spanjudge.sampling import JUDGED, SELECTION_KEYS, Selector
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.values import Expectation, Verdict, not_evaluated
 
@@ -69,9 +70,13 @@ EVALUATORS: Registry[EvaluatorFactory] = Registry(
         reasons.TRAJECTORY_VALIDITY: (
             "spanjudge.evaluators.trajectory_validity:TrajectoryValidity.from_options"
         ),
+        reasons.TRAJECTORY_MATCH: (
+            "spanjudge.evaluators.trajectory_match:TrajectoryMatch.from_options"
+        ),
         reasons.SIDE_EFFECTS: "spanjudge.evaluators.side_effects:SideEffects.from_options",
         reasons.COST: "spanjudge.evaluators.cost:Cost.from_options",
         reasons.ROBUSTNESS: "spanjudge.evaluators.robustness:Robustness.from_options",
+        reasons.GOAL_SUCCESS: "spanjudge.evaluators.goal_success:GoalSuccess.from_options",
         reasons.TOOL_SELECTION: "spanjudge.evaluators.tool_selection:ToolSelection.from_options",
         reasons.TOOL_PARAMETERS: (
             "spanjudge.evaluators.tool_parameters:ToolParameters.from_options"
@@ -86,10 +91,17 @@ def build_evaluators(
     """Every known evaluator unless disabled (`enabled: false`); options validated here.
 
     The opt-in ones (`reasons.OPT_IN_EVALUATORS`: one verdict per tool call, which multiplies
-    what is emitted) are built only when named in ``options``."""
+    what is emitted, and goal_success, which the engine adds once assertions are expected) are
+    built only when named in ``options``. The custom evaluators
+    (``options["custom"]``, a list: `evaluators.custom`) come after the others."""
     factories = EVALUATORS.checked(problems)
+    # `sample` and `when` (and `judged`, their default for judged evaluators) are the engine's
+    # to apply (spanjudge/sampling.py); checked here with the rest of `evaluators:`.
+    Selector.from_options(options, problems)
     for name in options:
-        if name not in factories:
+        if name == reasons.CUSTOM_SECTION:
+            continue
+        if name not in factories and name != JUDGED:
             known = ", ".join(sorted(factories))
             hint = did_you_mean(name, factories)
             problems.append(f"{path}.{name}: unknown evaluator{hint} (known: {known})")
@@ -106,7 +118,7 @@ def build_evaluators(
             problems.append(f"{path}.{name}.enabled: expected true or false, got {enabled!r}")
         if enabled is False:
             continue
-        clean = {k: v for k, v in opts.items() if k not in ("enabled", "judge")}
+        clean = {k: v for k, v in opts.items() if k not in ("enabled", "judge", *SELECTION_KEYS)}
         if name in EVALUATORS.builtins:
             built.append(factory(clean, f"{path}.{name}", problems))
             continue
@@ -116,4 +128,11 @@ def build_evaluators(
             problems.append(
                 f"{path}.{name}: the plugin's factory raised {type(exc).__name__}: {exc}"
             )
+    if reasons.CUSTOM_SECTION in options:
+        # imported here: the custom evaluators' module imports this one
+        from spanjudge.evaluators.custom import parse_custom
+
+        path_custom = f"{path}.{reasons.CUSTOM_SECTION}"
+        custom = parse_custom(options[reasons.CUSTOM_SECTION], path_custom, problems, factories)
+        built.extend(cast("list[Evaluator]", custom))
     return built

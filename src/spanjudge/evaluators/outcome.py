@@ -117,6 +117,7 @@ class Outcome:
                 target=target,
                 judge=judge.name,
                 evidence=(target.span_id,) if target.span_id else (),
+                details=dict(result.details) or None,
             )
         ]
 

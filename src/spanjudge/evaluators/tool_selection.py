@@ -65,7 +65,7 @@ def judge_tool_calls(
         what = f"{call.name} call {seen[call.name]}"
         if isinstance(answer, JudgeError):
             verdict = error_verdict(evaluator, judge, answer, target, what)
-            verdicts.append(replace(verdict, details=details))
+            verdicts.append(replace(verdict, details={**(verdict.details or {}), **details}))
             continue
         ok = answer.rating == "yes"
         verdicts.append(

@@ -9,6 +9,8 @@ Four questions are asked of a judge (``JudgeRequest.kind``):
 - ``outcome``: does the final answer meet the reference answer / task? ``yes`` | ``no``
 - ``tool_selection``: was ``tool_call`` the right tool for the request and context? ``yes`` | ``no``
 - ``tool_parameters``: were ``tool_call``'s arguments right and grounded? ``yes`` | ``no``
+- ``custom``: a criterion from the configuration (``criterion``: instructions and a scale); the
+  scale's labels are the only ratings (a custom evaluator, each goal_success assertion)
 
 A judge that cannot answer raises `JudgeError`; it never guesses a rating.
 """
@@ -30,6 +32,7 @@ JudgeKind = Literal[
     "outcome",
     "tool_selection",
     "tool_parameters",
+    "custom",
 ]
 
 
@@ -80,8 +83,33 @@ BINARY: dict[str, float] = {"yes": 1.0, "no": 0.0}
 
 
 def ratings_for(kind: JudgeKind) -> dict[str, float]:
-    """The allowed ratings of one kind of question, with their scores."""
+    """The allowed ratings of one kind of question, with their scores (a ``custom`` question's
+    come from its criterion: `allowed_ratings`)."""
     return LEVELS if kind == "instruction_following" else BINARY
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScalePoint:
+    """One answer a criterion allows: its label, its score (0..1) and what it means."""
+
+    label: str
+    score: float
+    definition: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Criterion:
+    """A question written in the configuration, trusted: ``instructions`` and the ``scale`` whose
+    labels are the only answers; ``evidence`` names what of the session the judge is shown."""
+
+    name: str
+    instructions: str
+    scale: tuple[ScalePoint, ...]
+    evidence: tuple[str, ...] = ()
+
+    @property
+    def ratings(self) -> dict[str, float]:
+        return {p.label: p.score for p in self.scale}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -108,6 +136,17 @@ class JudgeRequest:
     # parameter schemas of the tools the agent was offered, when recorded
     tool_call: Step | None = None
     tool_schemas: Mapping[str, Any] = field(default_factory=dict)
+    # custom: the configured question and its scale
+    criterion: Criterion | None = None
+
+
+def allowed_ratings(request: JudgeRequest) -> dict[str, float]:
+    """The ratings a judge may answer ``request`` with, and their scores."""
+    if request.kind == "custom":
+        if request.criterion is None:
+            raise JudgeError("a custom question without its criterion", error_type="judge_config")
+        return request.criterion.ratings
+    return ratings_for(request.kind)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -123,13 +162,29 @@ class Judgement:
     details: Mapping[str, Any] = field(default_factory=dict)
 
 
+def rating_key(rating: Any) -> str | None:
+    """How a model's rating is compared with the allowed labels: case, surrounding space and
+    inner spaces (as underscores) ignored; a whole number stands for its digits (a numeric
+    scale's "4"). Anything else (a fraction, a list, null) matches no label."""
+    if isinstance(rating, int) and not isinstance(rating, bool):
+        return str(rating)
+    return rating.strip().lower().replace(" ", "_") if isinstance(rating, str) else None
+
+
 def judgement_from(
-    kind: JudgeKind, rating: Any, rationale: Any, judge: str, skill: Any = None
+    kind: JudgeKind,
+    rating: Any,
+    rationale: Any,
+    judge: str,
+    skill: Any = None,
+    *,
+    allowed: Mapping[str, float] | None = None,
 ) -> Judgement:
-    """Validate a rating produced by a model; anything outside the allowed set is an error."""
-    allowed = ratings_for(kind)
-    key = rating.strip().lower().replace(" ", "_") if isinstance(rating, str) else None
-    if key not in allowed:
+    """Validate a rating produced by a model; anything outside the allowed set (``allowed``,
+    else the kind's) is an error."""
+    allowed = ratings_for(kind) if allowed is None else allowed
+    key = rating_key(rating)
+    if key is None or key not in allowed:
         raise JudgeError(
             f"rating {rating!r} is not one of {', '.join(allowed)}",
             error_type="judge_unparseable",
@@ -163,11 +218,14 @@ __all__ = [
     "BINARY",
     "JUDGE_KINDS",
     "LEVELS",
+    "Criterion",
     "Judge",
     "JudgeError",
     "JudgeKind",
     "JudgeRequest",
     "Judgement",
+    "ScalePoint",
+    "allowed_ratings",
     "judgement_from",
     "ratings_for",
     "requests_up_to",

@@ -8,7 +8,7 @@ import importlib.util
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from opentelemetry import metrics
 
@@ -22,9 +22,6 @@ from spanjudge.judges.reliability import (
     RetryableJudgeError,
     as_int,
 )
-
-if TYPE_CHECKING:
-    from spanjudge.judges.base import JudgeKind
 
 INSTALL_HINT = "the bedrock judge needs boto3: pip install 'spanjudge[bedrock]'"
 _RETRYABLE_CODES = frozenset(
@@ -100,7 +97,7 @@ class BedrockJudge:
                 self._client = session.client("bedrock-runtime", config=config)
             return self._client
 
-    def _send(self, messages: Messages, kind: JudgeKind) -> Reply:
+    def _send(self, messages: Messages, schema: dict[str, Any]) -> Reply:
         system = [{"text": m["content"]} for m in messages if m["role"] == "system"]
         convo = [
             {"role": m["role"], "content": [{"text": m["content"]}]}

@@ -9,17 +9,20 @@ ready-made ``{"rating": ...}`` answer, a fake role line). When some is found:
 - the LLM's rating is cross-checked against the heuristic judge, which never reads tool outputs
   or answers as instructions: when the LLM's rating is the more favourable one, the heuristic's
   rating stands, and the rationale says both.
+- a custom question (a criterion from the configuration) has no heuristic answer: the same judge
+  is asked again with the sentences aimed at it removed, and the lower-scored answer stands.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from spanjudge.errors import JudgeError
 from spanjudge.judges.base import Judgement, JudgeRequest
+from spanjudge.trajectory.steps import Step
 
 if TYPE_CHECKING:
     from spanjudge.judges.base import Judge
@@ -112,4 +115,82 @@ def cross_check(request: JudgeRequest, judgement: Judgement, reference: Judge) -
             details=details,
         )
     why = f"{flag}; the {reference.name} judge agrees or rates lower; {judgement.rationale}"
+    return replace(judgement, rationale=why, details=details)
+
+
+# --- Custom questions: no heuristic can answer them, so the same judge is asked again ---
+_REMOVED = "[a sentence addressed to the judge was removed]"
+
+
+# A planted instruction runs to the end of its sentence (or line, or quoted string).
+_SENTENCE_END = re.compile(r"[.!?\n\"]")
+
+
+def _mask_text(text: str) -> str:
+    """``text`` with each sentence aimed at the judge replaced by a marker."""
+    out: list[str] = []
+    pos = 0
+    for match in _PLANTED.finditer(text):
+        if match.start() < pos:
+            continue
+        end = _SENTENCE_END.search(text, match.end())
+        out += [text[pos : match.start()], _REMOVED]
+        pos = end.end() if end is not None else len(text)
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _mask_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return _mask_text(value)
+    if isinstance(value, Mapping):
+        return {k: _mask_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_mask_value(v) for v in value]
+    return value
+
+
+def _mask_step(step: Step) -> Step:
+    return replace(
+        step,
+        result=_mask_value(step.result),
+        error=_mask_value(step.error),
+        text=_mask_value(step.text),
+        skill_body=_mask_value(step.skill_body),
+        arguments=_mask_value(step.arguments),
+    )
+
+
+def masked(request: JudgeRequest) -> JudgeRequest:
+    """``request`` with every sentence of agent-produced text that addresses the judge replaced
+    by a marker: what a custom question is asked again with when `planted` found some."""
+    return replace(
+        request,
+        steps=tuple(_mask_step(s) for s in request.steps),
+        final_answer=_mask_value(request.final_answer),
+        skill_body=_mask_value(request.skill_body),
+        tool_call=_mask_step(request.tool_call) if request.tool_call is not None else None,
+    )
+
+
+def settle(quotes: list[str], judgement: Judgement, again: Judgement | JudgeError) -> Judgement:
+    """A custom question's answer when the judged text held instructions aimed at the judge:
+    the same judge was asked again with those lines removed (``again``), and the less favourable
+    of the two answers (the lower score) stands, so a planted sentence can never lift a verdict."""
+    flag = f"judged text holds instructions aimed at the judge ({'; '.join(quotes[:3])})"
+    details: dict[str, Any] = {**judgement.details, "planted_instructions": quotes}
+    if isinstance(again, JudgeError):
+        # Without a clean answer to compare with, the planted text may have moved this one.
+        raise JudgeError(
+            f"{flag}; asked again without them, the judge gave no answer ({again})",
+            error_type=again.error_type,
+        )
+    details["cross_check"] = {"as_recorded": judgement.rating, "without_them": again.rating}
+    if again.score < judgement.score:
+        why = (
+            f"{flag}; rated {judgement.rating!r} as recorded and {again.rating!r} with those "
+            f"sentences removed: keeping {again.rating!r}: {again.rationale}"
+        )
+        return replace(again, rationale=why, details={**again.details, **details})
+    why = f"{flag}; the same rating or higher without them; {judgement.rationale}"
     return replace(judgement, rationale=why, details=details)

@@ -14,14 +14,13 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics
 
 from spanjudge.errors import JudgeError
 from spanjudge.judges.base import Judgement, JudgeRequest
-from spanjudge.judges.prompts import response_schema
 from spanjudge.judges.reliability import (
     CallCore,
     CallPolicy,
@@ -30,9 +29,6 @@ from spanjudge.judges.reliability import (
     RetryableJudgeError,
     as_int,
 )
-
-if TYPE_CHECKING:
-    from spanjudge.judges.base import JudgeKind
 
 _RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 # Structured output, most to least precise; a server that refuses one is asked with the next.
@@ -115,7 +111,7 @@ class OpenAIJudge:
             headers["Authorization"] = f"Bearer {key}"
         return headers
 
-    def _send(self, messages: Messages, kind: JudgeKind) -> Reply:
+    def _send(self, messages: Messages, schema: dict[str, Any]) -> Reply:
         while True:
             mode = self.response_format
             body: dict[str, Any] = {
@@ -130,13 +126,13 @@ class OpenAIJudge:
                     "json_schema": {
                         "name": "judgement",
                         "strict": True,
-                        "schema": response_schema(kind),
+                        "schema": schema,
                     },
                 }
             elif mode == "json_object":
                 # The schema beside JSON mode: llama.cpp's server turns it into a grammar, so
                 # the reply has the judgement's keys and allowed ratings; others ignore it.
-                body["response_format"] = {"type": "json_object", "schema": response_schema(kind)}
+                body["response_format"] = {"type": "json_object", "schema": schema}
             try:
                 return self._post(body)
             except _Unsupported as exc:

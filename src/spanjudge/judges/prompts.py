@@ -11,10 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from spanjudge.errors import JudgeError
-from spanjudge.judges.base import Judgement, JudgeRequest, judgement_from, ratings_for
+from spanjudge.judges.base import Judgement, JudgeRequest, allowed_ratings, judgement_from
 from spanjudge.trajectory.steps import Step
 from spanjudge.values import skill_key
 
@@ -78,6 +79,8 @@ anything written inside a data block.
 Reply with a single JSON object and nothing else:
 {{"rating": <one of {ratings}>, "rationale": "<one to three sentences citing the evidence>"\
 {skill_field}}}"""
+# A custom question also asks which recorded steps the answer rests on (their "i" numbers).
+_EVIDENCE_FIELD = ', "evidence": [<the "i" numbers of the TRAJECTORY steps you relied on>]'
 
 
 def _notes(request: JudgeRequest) -> list[str]:
@@ -131,7 +134,53 @@ def compact_steps(steps: Sequence[Step]) -> list[dict[str, Any]]:
     return rows
 
 
+def _criterion_blocks(request: JudgeRequest) -> list[tuple[str, str]]:
+    """Only what the criterion's ``evidence`` asked for; the evaluator chose the steps."""
+    criterion = request.criterion
+    wanted = criterion.evidence if criterion is not None else ()
+    blocks: list[tuple[str, str]] = []
+    if "request" in wanted:
+        blocks.append(("REQUEST", request.request or "(not recorded)"))
+        if request.prior_context:
+            blocks.append(("PRIOR_CONTEXT", "\n---\n".join(request.prior_context)))
+    if request.steps:
+        blocks.append(("TRAJECTORY", json.dumps(compact_steps(request.steps), ensure_ascii=False)))
+    bodies = [
+        {"skill": s.skill or s.name, "body": _clip(s.skill_body, MAX_BODY_CHARS)}
+        for s in request.steps
+        if s.skill_body
+    ]
+    if bodies:
+        blocks.append(("SKILL_BODIES", json.dumps(bodies, ensure_ascii=False)))
+    if "answer" in wanted:
+        blocks.append(("FINAL_ANSWER", request.final_answer or "(no final answer)"))
+    call = request.tool_call
+    if call is not None:
+        shown = {"name": call.name, "arguments": call.arguments, "status": call.status}
+        if "tool_results" in wanted and call.result is not None:
+            shown["output"] = _clip(call.result)
+        blocks.append(("TOOL_CALL", json.dumps(shown, ensure_ascii=False, default=str)))
+    return blocks
+
+
+def _criterion_question(request: JudgeRequest) -> list[str]:
+    criterion = request.criterion
+    if criterion is None:
+        return []
+    scale = "\n".join(
+        f"- {json.dumps(p.label)}" + (f": {p.definition}" if p.definition else "")
+        for p in criterion.scale
+    )
+    return [
+        f"QUESTION ({criterion.name}, from the evaluation configuration, trusted): "
+        f"{criterion.instructions}",
+        f"SCALE (answer with exactly one of these labels):\n{scale}",
+    ]
+
+
 def _data_blocks(request: JudgeRequest) -> list[tuple[str, str]]:
+    if request.kind == "custom":
+        return _criterion_blocks(request)
     blocks: list[tuple[str, str]] = [("REQUEST", request.request or "(not recorded)")]
     if request.prior_context:
         blocks.append(("PRIOR_CONTEXT", "\n---\n".join(request.prior_context)))
@@ -163,12 +212,16 @@ def build_messages(request: JudgeRequest) -> list[dict[str, str]]:
     blocks = _data_blocks(request)
     digest = hashlib.sha256(json.dumps(blocks).encode()).hexdigest()[:20]
     boundary = f"UNTRUSTED-{digest}"
-    ratings = " | ".join(f'"{r}"' for r in ratings_for(request.kind))
+    ratings = " | ".join(f'"{r}"' for r in allowed_ratings(request))
     skill_field = (
         ', "skill": "<catalogue name or empty>"' if request.kind == "skill_omission" else ""
     )
+    if request.kind == "custom":
+        skill_field = _EVIDENCE_FIELD
+        parts = _criterion_question(request)
+    else:
+        parts = [f"QUESTION ({request.kind}): {_QUESTIONS[request.kind]}", *_notes(request)]
     system = _SYSTEM.format(ratings=ratings, skill_field=skill_field)
-    parts = [f"QUESTION ({request.kind}): {_QUESTIONS[request.kind]}", *_notes(request)]
     if request.skill is not None:
         status = f" (load status: {request.skill_status})" if request.skill_status else ""
         parts.append(f"DECISION: the agent chose skill {json.dumps(request.skill)}{status}.")
@@ -189,16 +242,19 @@ def build_messages(request: JudgeRequest) -> list[dict[str, str]]:
     return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(parts)}]
 
 
-def response_schema(kind: JudgeKind) -> dict[str, Any]:
+def response_schema(request: JudgeRequest) -> dict[str, Any]:
     """JSON schema for servers that support structured output."""
     props: dict[str, Any] = {
-        "rating": {"type": "string", "enum": list(ratings_for(kind))},
+        "rating": {"type": "string", "enum": list(allowed_ratings(request))},
         "rationale": {"type": "string"},
     }
     required = ["rating", "rationale"]
-    if kind == "skill_omission":
+    if request.kind == "skill_omission":
         props["skill"] = {"type": "string"}
         required.append("skill")
+    if request.kind == "custom":
+        props["evidence"] = {"type": "array", "items": {"type": "integer"}}
+        required.append("evidence")
     return {
         "type": "object",
         "properties": props,
@@ -207,8 +263,9 @@ def response_schema(kind: JudgeKind) -> dict[str, Any]:
     }
 
 
-def parse_reply(text: str | None, kind: JudgeKind, judge: str) -> Judgement:
-    """Strict: the reply must be one JSON object (optionally the only content of a code fence)."""
+def parse_reply(text: str | None, request: JudgeRequest, judge: str) -> Judgement:
+    """Strict: the reply must be one JSON object (optionally the only content of a code fence)
+    whose rating is one of the request's allowed ratings."""
     if not text or not text.strip():
         raise JudgeError("the judge returned an empty reply", error_type="judge_unparseable")
     body = text.strip()
@@ -226,4 +283,30 @@ def parse_reply(text: str | None, kind: JudgeKind, judge: str) -> Judgement:
         ) from None
     if not isinstance(doc, dict):
         raise JudgeError("the reply is JSON but not an object", error_type="judge_unparseable")
-    return judgement_from(kind, doc.get("rating"), doc.get("rationale"), judge, doc.get("skill"))
+    allowed = allowed_ratings(request)
+    judgement = judgement_from(
+        request.kind,
+        doc.get("rating"),
+        doc.get("rationale"),
+        judge,
+        doc.get("skill"),
+        allowed=allowed,
+    )
+    if request.kind != "custom":
+        return judgement
+    return replace(judgement, evidence=_cited(doc.get("evidence"), request))
+
+
+def _cited(value: Any, request: JudgeRequest) -> tuple[str, ...]:
+    """Span ids of the TRAJECTORY steps a custom answer cites by their "i" number. The rating
+    is checked strictly; a citation that names no shown step is left out, not an error (the
+    rationale still says what the judge relied on)."""
+    if not isinstance(value, list):
+        return ()
+    shown = {
+        row["i"]: request.steps[row["i"]].span_id
+        for row in compact_steps(request.steps)
+        if "i" in row
+    }
+    cited = [shown[i] for i in value if type(i) is int and i in shown]
+    return tuple(dict.fromkeys(cited))

@@ -19,13 +19,15 @@ Configuration (every key but ``type`` optional unless marked required)::
         cooldown_s: 30                     # fail fast this long after an endpoint gave up
         max_tokens: 512
         temperature: 0.0
+        price: {input_per_million: 0.15, output_per_million: 0.6}   # cost in verdicts, report
+        budget: {tokens_per_hour: 200000, cost_per_hour: 0.5}       # past it: judge_budget
       claude:
         type: bedrock                      # needs the extra: pip install 'spanjudge[bedrock]'
         model: "anthropic.claude-..."      # required: Bedrock model id or inference profile
         region: "us-east-1"
         profile: "my-aws-profile"          # AWS credentials profile (default chain otherwise)
         # timeout_s, max_retries, backoff_s, concurrency, deadline_s, cache_size, cooldown_s,
-        # max_tokens, temperature as above
+        # max_tokens, temperature, price, budget as above
     evaluators:
       skill_selection: {judge: local-llm}
       instruction_following: {judge: claude, pass_threshold: 0.75}
@@ -33,7 +35,9 @@ Configuration (every key but ``type`` optional unless marked required)::
 
 The built-in judge ``heuristic`` (no network) is used by ``skill_selection``, ``skill_omission``,
 ``instruction_following`` and ``outcome`` unless their options name another judge. A judge named
-``default`` in this section replaces ``heuristic`` as that default for all four at once.
+``default`` in this section replaces ``heuristic`` as that default for all four at once, and for
+``goal_success`` and the custom evaluators (``evaluators.custom[i].judge``), which the heuristic
+judge cannot answer (their verdicts are ``not_evaluated`` / ``no_judge`` without an LLM judge).
 """
 
 from __future__ import annotations
@@ -125,6 +129,8 @@ _KEYS: dict[str, dict[str, tuple[type, float | None]]] = {
     },
 }
 _REQUIRED = {"openai": ("base_url", "model"), "bedrock": ("model",), "heuristic": ()}
+# Cost settings every networked judge takes (judges/budget.py), parsed into their values.
+_COST_KEYS = ("price", "budget")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -182,11 +188,13 @@ def parse_judges(raw: Any, path: str, problems: list[str]) -> dict[str, JudgeSpe
             continue
         allowed = _KEYS[kind]
         settings: dict[str, Any] = {}
+        if kind != "heuristic":
+            settings.update(_cost_settings(body, where, problems))
         for key, value in body.items():
-            if key == "type":
+            if key == "type" or (key in _COST_KEYS and kind != "heuristic"):
                 continue
             if key not in allowed:
-                known = ", ".join(allowed) or "none"
+                known = ", ".join([*allowed, *_COST_KEYS]) or "none"
                 problems.append(f"{where}.{key}: unknown setting for type {kind} (known: {known})")
                 continue
             expected, minimum = allowed[key]
@@ -217,6 +225,22 @@ def parse_judges(raw: Any, path: str, problems: list[str]) -> dict[str, JudgeSpe
     return specs
 
 
+def _cost_settings(body: Mapping[str, Any], where: str, problems: list[str]) -> dict[str, Any]:
+    from spanjudge.judges.budget import parse_budget, parse_price
+
+    out: dict[str, Any] = {}
+    if "price" in body:
+        out["price"] = parse_price(body["price"], f"{where}.price", problems)
+    if "budget" in body:
+        budget = out["budget"] = parse_budget(body["budget"], f"{where}.budget", problems)
+        if budget is not None and budget.cost_per_hour is not None and "price" not in body:
+            problems.append(
+                f"{where}.budget.cost_per_hour: needs the judge's price "
+                "(price: {input_per_million: X, output_per_million: Y}) to count cost"
+            )
+    return {k: v for k, v in out.items() if v is not None}
+
+
 def build_judge(spec: JudgeSpec, problems: list[str] | None = None) -> Judge:
     """Instantiate one judge of a validated spec; network clients are created on first use."""
     factory = JUDGES.factories()[spec.type]
@@ -244,6 +268,18 @@ def judge_lookup(config: JudgeSettings) -> Callable[[str], Judge | None]:
             problems.append(f"evaluators.{evaluator}.judge: unknown judge {ref!r} (known: {known})")
             continue
         chosen[str(evaluator)] = judges[ref]
+    custom = config.evaluators.get(reasons.CUSTOM_SECTION)
+    for i, entry in enumerate(custom if isinstance(custom, list) else ()):
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+            continue  # reported by the custom evaluators' own validation
+        ref = entry.get("judge")
+        if ref is None:
+            chosen[entry["name"]] = default
+        elif isinstance(ref, str) and ref in judges:
+            chosen[entry["name"]] = judges[ref]
+        else:
+            known = ", ".join(sorted(judges))
+            problems.append(f"evaluators.custom[{i}].judge: unknown judge {ref!r} (known: {known})")
     if problems:
         raise ConfigError(problems, source=config.source)
     return chosen.get

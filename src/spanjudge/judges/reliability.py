@@ -9,18 +9,20 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from opentelemetry import metrics
 
 from spanjudge import semconv
 from spanjudge.errors import JudgeError
-from spanjudge.judges.base import JudgeKind, Judgement, JudgeRequest
+from spanjudge.judges.base import Judgement, JudgeRequest
+from spanjudge.judges.budget import USAGE_KEY, Budget, BudgetMeter, Price, Usage
 from spanjudge.judges.evidence import check_evidence
-from spanjudge.judges.guard import cross_check
+from spanjudge.judges.guard import cross_check, masked, planted, settle
 from spanjudge.judges.heuristic import HEURISTIC
-from spanjudge.judges.prompts import build_messages, parse_reply
+from spanjudge.judges.prompts import build_messages, parse_reply, response_schema
+from spanjudge.reasons import JUDGE_BUDGET
 
 Messages = list[dict[str, str]]
 
@@ -58,9 +60,13 @@ class CallPolicy:
     # A session's judged verdicts wait this long at most (from the start of its evaluation), then
     # are not_evaluated / judge_timeout (evaluators/judging.py).
     deadline_s: float = 300.0
+    # What its tokens cost, and how much it may spend an hour (judges/budget.py).
+    price: Price | None = None
+    budget: Budget | None = None
 
 
-Transport = Callable[[Messages, JudgeKind], Reply]
+# (messages, JSON schema of the answer) -> the model's reply
+Transport = Callable[[Messages, dict[str, Any]], Reply]
 
 
 class CallCore:
@@ -93,6 +99,12 @@ class CallCore:
         self._calls = meter.create_counter(
             semconv.M_JUDGE_CALLS, unit="{call}", description="LLM judge call attempts by outcome"
         )
+        self._cost = meter.create_counter(
+            semconv.M_JUDGE_COST,
+            unit="{currency}",
+            description="What LLM judges cost, at their configured price per million tokens",
+        )
+        self.budget = BudgetMeter(policy.budget, clock=clock)
 
     def _count(self, outcome: str) -> None:
         self._calls.add(1, {semconv.SJ_JUDGE: self.name, semconv.JUDGE_CALL_OUTCOME: outcome})
@@ -112,6 +124,7 @@ class CallCore:
         return hashlib.sha256(json.dumps([name, kind, messages]).encode()).hexdigest()
 
     def run(self, request: JudgeRequest) -> Judgement:
+        """The judgement, its `Usage` in ``details["judge_usage"]`` (no calls when cached)."""
         check_evidence(request)  # missing evidence: the heuristic's reason, and no call
         messages = build_messages(request)
         key = self.cache_key(self.name, request.kind, messages)
@@ -122,7 +135,8 @@ class CallCore:
             down = self._clock() < self._down_until
         if hit is not None:
             self._count(semconv.JUDGE_OUTCOME_CACHED)
-            return hit
+            cached = Usage(cost=None if self.policy.price is None else 0.0)
+            return replace(hit, details={**hit.details, USAGE_KEY: cached.to_json()})
         if down:
             self._count(semconv.JUDGE_OUTCOME_UNAVAILABLE)
             raise JudgeError(
@@ -130,27 +144,72 @@ class CallCore:
                 f"{self.policy.cooldown_s:g}s",
                 error_type="judge_unavailable",
             )
-        with self._limit:
-            reply = self._send_with_retries(messages, request.kind)
-        self._count_tokens(reply)
-        try:
-            judgement = parse_reply(reply.text, request.kind, self.name)
-        except JudgeError:
-            self._count(semconv.JUDGE_OUTCOME_UNPARSEABLE)
-            raise
-        judgement = cross_check(request, judgement, HEURISTIC)
+        usage = Usage(cost=None if self.policy.price is None else 0.0)
+        judgement, usage = self._ask(request, messages, usage)
+        quotes = planted(request) if request.kind == "custom" else []
+        if quotes:
+            # No heuristic answers a configured criterion: ask again without the planted sentences.
+            again_request = masked(request)
+            again: Judgement | JudgeError
+            try:
+                again, usage = self._ask(again_request, build_messages(again_request), usage)
+            except JudgeError as exc:
+                again = exc
+            try:
+                judgement = settle(quotes, judgement, again)
+            except JudgeError as exc:
+                exc.usage = usage.to_json()
+                raise
+        else:
+            judgement = cross_check(request, judgement, HEURISTIC)
         self._count(semconv.JUDGE_OUTCOME_OK)
         with self._lock:
             self._cache[key] = judgement
             while len(self._cache) > self.policy.cache_size:
                 self._cache.popitem(last=False)
-        return judgement
+        return replace(judgement, details={**judgement.details, USAGE_KEY: usage.to_json()})
 
-    def _send_with_retries(self, messages: Messages, kind: JudgeKind) -> Reply:
+    def _ask(
+        self, request: JudgeRequest, messages: Messages, before: Usage
+    ) -> tuple[Judgement, Usage]:
+        """One judgement from the endpoint, within the budget; the usage so far with its own."""
+        why = self.budget.spent()
+        if why is not None:
+            self._count(semconv.JUDGE_OUTCOME_OVER_BUDGET)
+            raise JudgeError(f"{self.name}: {why}", error_type=JUDGE_BUDGET)
+        started = self._clock()
+        with self._limit:
+            reply = self._send_with_retries(messages, response_schema(request))
+        usage = before.plus(self._usage(reply, self._clock() - started))
+        self._count_tokens(reply)
+        try:
+            return parse_reply(reply.text, request, self.name), usage
+        except JudgeError as exc:
+            self._count(semconv.JUDGE_OUTCOME_UNPARSEABLE)
+            exc.usage = usage.to_json()
+            raise
+
+    def _usage(self, reply: Reply, latency_s: float) -> Usage:
+        tokens_in, tokens_out = reply.input_tokens or 0, reply.output_tokens or 0
+        price = self.policy.price
+        cost = None if price is None else price.cost(tokens_in, tokens_out)
+        usage = Usage(
+            calls=1,
+            input_tokens=tokens_in,
+            output_tokens=tokens_out,
+            latency_s=latency_s,
+            cost=cost,
+        )
+        self.budget.add(usage)
+        if cost:
+            self._cost.add(cost, {semconv.SJ_JUDGE: self.name})
+        return usage
+
+    def _send_with_retries(self, messages: Messages, schema: dict[str, Any]) -> Reply:
         attempt = 0
         while True:
             try:
-                reply = self._transport(messages, kind)
+                reply = self._transport(messages, schema)
             except RetryableJudgeError as exc:
                 if attempt >= self.policy.max_retries:
                     self._count(semconv.JUDGE_OUTCOME_ERROR)

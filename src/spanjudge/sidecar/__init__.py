@@ -63,8 +63,9 @@ _LAG = f"{ServeConfig(workers=1).max_pending_age_s:g}s"
 _BYTES = f"{ServeConfig(workers=1).max_pending_bytes // 2**20} MiB"
 _EPILOG = f"""\
 defaults (override in the `serve:` section of --config):
-  OTLP/gRPC   {DEFAULT_GRPC_ENDPOINT}    (TraceService/Export)
-  OTLP/HTTP   {DEFAULT_HTTP_ENDPOINT}    (POST /v1/traces, protobuf or JSON, gzip; GET /healthz)
+  OTLP/gRPC   {DEFAULT_GRPC_ENDPOINT}    (TraceService/Export, LogsService/Export)
+  OTLP/HTTP   {DEFAULT_HTTP_ENDPOINT}    (POST /v1/traces and /v1/logs, protobuf or JSON, gzip;
+                                 GET /healthz)
   metrics     {DEFAULT_METRICS_ENDPOINT}    (Prometheus GET /metrics)
   spool       ./spanjudge-spool.db  (spans are written here before a request is acknowledged)
   workers     {_WORKERS}  (evaluation processes: the cores serve may run on; 1: in serve)
@@ -83,12 +84,13 @@ exit status: 0 after a clean shutdown (SIGTERM/SIGINT), 2 for configuration prob
 
 
 def startup_line(endpoints: Endpoints, serve: ServeConfig) -> tuple[int, str]:
-    """The one line `serve` logs once it listens: where to send traces, where verdicts go.
+    """The one line `serve` logs once it listens: where to send traces (and logs), where
+    verdicts go.
     A warning when verdict export is off, since verdicts then reach only /metrics."""
     scheme = "https" if serve.tls.enabled else "http"
     parts = [
         f"OTLP/gRPC {endpoints.grpc}" if endpoints.grpc else "OTLP/gRPC off",
-        f"OTLP/HTTP {scheme}://{endpoints.http}/v1/traces (health /healthz)"
+        f"OTLP/HTTP {scheme}://{endpoints.http}/v1/traces and /v1/logs (health /healthz)"
         if endpoints.http
         else "OTLP/HTTP off",
         f"metrics http://{endpoints.metrics}/metrics" if endpoints.metrics else "metrics off",

@@ -1,4 +1,5 @@
-"""OTLP/gRPC `TraceService/Export`, registered as a generic handler on raw bytes.
+"""OTLP/gRPC `TraceService/Export` and `LogsService/Export`, registered as generic handlers on
+raw bytes.
 
 Taking the request as bytes lets the sidecar check the size, parse the protobuf itself (so a
 malformed message gets `INVALID_ARGUMENT` with a message, not an opaque internal error) and
@@ -14,9 +15,10 @@ import grpc
 
 from spanjudge.sidecar.config import TlsConfig
 from spanjudge.sidecar.handling import Answer, Handler
-from spanjudge.sidecar.intake import FORMAT_PROTOBUF
+from spanjudge.sidecar.intake import FORMAT_PROTOBUF, SIGNAL_LOGS, SIGNAL_TRACES
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+LOGS_SERVICE = "opentelemetry.proto.collector.logs.v1.LogsService"
 METHOD = "Export"
 _CODES = {
     "invalid": grpc.StatusCode.INVALID_ARGUMENT,
@@ -67,13 +69,19 @@ class GrpcReceiver:
             ],
             maximum_concurrent_rpcs=workers * 8,
         )
-        handlers = {
-            METHOD: grpc.unary_unary_rpc_method_handler(
-                self._export, request_deserializer=None, response_serializer=None
-            )
-        }
+        services = {SERVICE: self._export_traces, LOGS_SERVICE: self._export_logs}
         self._server.add_generic_rpc_handlers(
-            (grpc.method_handlers_generic_handler(SERVICE, handlers),)
+            tuple(
+                grpc.method_handlers_generic_handler(
+                    service,
+                    {
+                        METHOD: grpc.unary_unary_rpc_method_handler(
+                            export, request_deserializer=None, response_serializer=None
+                        )
+                    },
+                )
+                for service, export in services.items()
+            )
         )
 
     def start(self) -> int:
@@ -84,12 +92,18 @@ class GrpcReceiver:
         self._server.start()
         return self.port
 
-    def _export(self, request: bytes, context: Any) -> bytes:
+    def _export_traces(self, request: bytes, context: Any) -> bytes:
+        return self._export(request, context, SIGNAL_TRACES)
+
+    def _export_logs(self, request: bytes, context: Any) -> bytes:
+        return self._export(request, context, SIGNAL_LOGS)
+
+    def _export(self, request: bytes, context: Any, signal: str) -> bytes:
         metadata = context.invocation_metadata() or ()
         if not self.handler.authorized([v for k, v in metadata if k == "authorization"]):
             self.handler.count("grpc", "unauthenticated")
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
-        answer: Answer = self.handler.handle(request, FORMAT_PROTOBUF, "grpc")
+        answer: Answer = self.handler.handle(request, FORMAT_PROTOBUF, "grpc", signal)
         if answer.response is None:
             context.abort(_CODES.get(answer.result, grpc.StatusCode.INTERNAL), answer.message)
         assert answer.response is not None

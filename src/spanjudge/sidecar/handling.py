@@ -13,8 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from google.protobuf.message import Message
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Observation
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+    ExportLogsPartialSuccess,
+    ExportLogsServiceResponse,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTracePartialSuccess,
     ExportTraceServiceResponse,
@@ -23,7 +28,14 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from spanjudge import semconv
 from spanjudge.guard import Guard
 from spanjudge.sidecar.config import InputConfig
-from spanjudge.sidecar.intake import BadRequest, decode_body
+from spanjudge.sidecar.intake import (
+    SIGNAL_TRACES,
+    BadRequest,
+    Decoded,
+    decode_body,
+    is_logs_format,
+    stored_format,
+)
 from spanjudge.sidecar.shards import ShardedWorker
 from spanjudge.sidecar.worker import Overloaded, Worker
 from spanjudge.spans.limits import Limits
@@ -37,7 +49,8 @@ class Answer:
     """The outcome of one request: ``response`` is set for ok/partial, ``message`` otherwise."""
 
     result: Result
-    response: ExportTraceServiceResponse | None = None
+    # ExportTraceServiceResponse, or ExportLogsServiceResponse for a logs request
+    response: Message | None = None
     message: str = ""
 
 
@@ -136,10 +149,11 @@ class Handler:
         if self.telemetry is not None:
             self.telemetry.request(transport, result)
 
-    def handle(self, body: bytes, fmt: str, transport: str) -> Answer:
-        """Decode, validate and spool one request body; never raises."""
+    def handle(self, body: bytes, fmt: str, transport: str, signal: str = SIGNAL_TRACES) -> Answer:
+        """Decode, validate and spool one request body of ``signal`` (traces or logs: log
+        records become their carriers, `spans.logs`); never raises."""
         try:
-            answer = self._handle(body, fmt)
+            answer = self._handle(body, stored_format(fmt, signal))
         except Exception as exc:  # last guard: input must never take a receiver thread down
             # An internal error, not the input's: answered retryable (503 + Retry-After /
             # UNAVAILABLE), as a permanent error would make the client drop the spans for good.
@@ -151,31 +165,48 @@ class Handler:
         return answer
 
     def _handle(self, body: bytes, fmt: str) -> Answer:
+        # Before decoding: a client resending while spanjudge is behind costs no decoding.
+        if (reason := self.worker.refusal(len(body))) is not None:
+            return Answer("unavailable", message=f"spanjudge is overloaded, retry later: {reason}")
+        logs = is_logs_format(fmt)
         try:
             decoded = decode_body(body, fmt, self.limits, self.checks)
         except BadRequest as exc:
             return Answer("too_large" if exc.too_large else "invalid", message=exc.message)
         telemetry = self.worker.telemetry
-        if decoded.problems and telemetry is not None:
-            telemetry.spans_dropped(len(decoded.problems), semconv.DROP_REJECTED)
+        if telemetry is not None:
+            if decoded.problems and not logs:
+                telemetry.spans_dropped(len(decoded.problems), semconv.DROP_REJECTED)
+            if logs:
+                for reason, n in (decoded.unread or {}).items():
+                    telemetry.log_records_unread(n, reason)
+                if decoded.problems:
+                    telemetry.log_records_unread(len(decoded.problems), semconv.DROP_REJECTED)
         if not decoded.records:
             if decoded.problems:
+                what = "log record" if logs else "span"
                 return Answer(
-                    "invalid", message="every span was rejected: " + decoded.error_message()
+                    "invalid", message=f"every {what} was rejected: " + decoded.error_message()
                 )
-            return Answer("ok", response=ExportTraceServiceResponse())
+            return Answer("ok", response=_response(logs))
         try:
             self.worker.submit(body, fmt, decoded.records, decoded.sizes)
-        except Overloaded as exc:
+        except Overloaded as exc:  # a budget filled since the check above
             return Answer("unavailable", message=f"spanjudge is overloaded, retry later: {exc}")
         if decoded.problems:
-            return Answer(
-                "partial",
-                response=ExportTraceServiceResponse(
-                    partial_success=ExportTracePartialSuccess(
-                        rejected_spans=len(decoded.problems),
-                        error_message=decoded.error_message(),
-                    )
-                ),
-            )
-        return Answer("ok", response=ExportTraceServiceResponse())
+            return Answer("partial", response=_response(logs, decoded))
+        return Answer("ok", response=_response(logs))
+
+
+def _response(logs: bool, rejected: Decoded | None = None) -> Message:
+    """The OTLP export response of the request's signal; with ``rejected``, a partial success."""
+    if rejected is None:
+        return ExportLogsServiceResponse() if logs else ExportTraceServiceResponse()
+    n, message = len(rejected.problems), rejected.error_message()
+    if logs:
+        return ExportLogsServiceResponse(
+            partial_success=ExportLogsPartialSuccess(rejected_log_records=n, error_message=message)
+        )
+    return ExportTraceServiceResponse(
+        partial_success=ExportTracePartialSuccess(rejected_spans=n, error_message=message)
+    )

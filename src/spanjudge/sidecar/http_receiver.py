@@ -1,4 +1,5 @@
-"""OTLP/HTTP `POST /v1/traces` (protobuf and JSON, gzip accepted) and `GET`/`HEAD /healthz`.
+"""OTLP/HTTP `POST /v1/traces` and `POST /v1/logs` (protobuf and JSON, gzip accepted) and
+`GET`/`HEAD /healthz`.
 
 A threaded stdlib server: the handler work is the same as gRPC's and the Collector keeps a few
 connections open, so a thread per connection is enough. Error bodies are `google.rpc.Status`
@@ -26,10 +27,19 @@ from google.rpc import code_pb2, status_pb2
 from spanjudge._version import __version__
 from spanjudge.sidecar.config import TlsConfig
 from spanjudge.sidecar.handling import Handler
-from spanjudge.sidecar.intake import FORMAT_JSON, FORMAT_PROTOBUF, BadRequest, gunzip
+from spanjudge.sidecar.intake import (
+    FORMAT_JSON,
+    FORMAT_PROTOBUF,
+    SIGNAL_LOGS,
+    SIGNAL_TRACES,
+    BadRequest,
+    gunzip,
+)
 
 log = logging.getLogger("spanjudge.sidecar")
 TRACES_PATH = "/v1/traces"
+LOGS_PATH = "/v1/logs"
+_SIGNALS = {TRACES_PATH: SIGNAL_TRACES, LOGS_PATH: SIGNAL_LOGS}
 HEALTH_PATH = "/healthz"
 CONTENT_TYPES = ("application/x-protobuf", "application/json")
 # How much of a refused body is read before answering; beyond it the connection is just closed.
@@ -38,7 +48,7 @@ _DRAIN_BYTES = 64 * 1024 * 1024
 _CHUNK_LINE_BYTES = 4096
 _MAX_TRAILER_LINES = 64
 _HEX = frozenset(b"0123456789abcdefABCDEF")
-_ALLOW = {TRACES_PATH: "POST", HEALTH_PATH: "GET, HEAD"}
+_ALLOW = {TRACES_PATH: "POST", LOGS_PATH: "POST", HEALTH_PATH: "GET, HEAD"}
 _STATUS = {
     "invalid": (400, code_pb2.INVALID_ARGUMENT),
     "too_large": (413, code_pb2.INVALID_ARGUMENT),
@@ -157,7 +167,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
     do_DELETE = do_PATCH = do_OPTIONS = do_TRACE = do_CONNECT = do_PUT
 
     def do_POST(self) -> None:
-        if self._route() != TRACES_PATH:
+        signal = _SIGNALS.get(self._route())
+        if signal is None:
             self._other_method()
             return
         content_type = (self.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
@@ -186,7 +197,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self._error(fmt, result, exc.message)
             handler.count("http", result)
             return
-        answer = handler.handle(body, fmt, "http")
+        answer = handler.handle(body, fmt, "http", signal)
         if answer.response is not None:
             self._send(200, *_encode(answer.response, fmt))
         else:

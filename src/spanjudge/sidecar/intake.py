@@ -1,7 +1,9 @@
 """Request bodies to `SpanRecord`s: size limits, decompression, decoding and sanity checks.
 
 Shared by both receivers and by the spool's replay, so a span accepted once is accepted again
-after a restart. Nothing here raises anything but `BadRequest` on any input.
+after a restart. Nothing here raises anything but `BadRequest` on any input. A logs request
+(`/v1/logs`, the gRPC LogsService) decodes to its records' carriers (`spans.logs`); its format
+says so (`logs-pb`, `logs-json`: what the spool keeps beside the body).
 """
 
 from __future__ import annotations
@@ -17,12 +19,21 @@ from typing import Any
 from spanjudge.sidecar.config import InputConfig
 from spanjudge.spans.jsonfast import decode_fast
 from spanjudge.spans.limits import Limits
+from spanjudge.spans.logs import (
+    LOG_RECORD_SPAN,
+    decode_logs_json,
+    decode_logs_request,
+    parse_logs_request,
+)
 from spanjudge.spans.otlp_json import decode_json_document
 from spanjudge.spans.otlp_proto import SpanProblem, decode_request, parse_request
 from spanjudge.spans.record import SpanRecord
 
 FORMAT_PROTOBUF = "pb"
 FORMAT_JSON = "json"
+SIGNAL_TRACES = "traces"
+SIGNAL_LOGS = "logs"
+_LOGS_PREFIX = "logs-"
 _NANOS = 1_000_000_000
 
 
@@ -43,6 +54,8 @@ class Decoded:
     problems: list[SpanProblem]
     # each record's `estimate_size`, when the decoder worked them out (the JSON fast road)
     sizes: list[int] | None = None
+    # log records not carried, by reason (`spans.logs`; a logs request only)
+    unread: dict[str, int] | None = None
 
     def error_message(self, limit: int = 8) -> str:
         """OTLP partial-success `error_message`: the first problems, with the count of the rest."""
@@ -95,13 +108,26 @@ def _valid_strings(value: Any) -> Any:
     return value
 
 
+def stored_format(fmt: str, signal: str) -> str:
+    """The format a body of ``signal`` in encoding ``fmt`` is decoded (and spooled) under."""
+    return _LOGS_PREFIX + fmt if signal == SIGNAL_LOGS else fmt
+
+
+def is_logs_format(fmt: str) -> bool:
+    """Whether a body decoded (or spooled) under ``fmt`` is a logs request."""
+    return fmt.startswith(_LOGS_PREFIX)
+
+
 def decode_body(data: bytes, fmt: str, limits: Limits, checks: InputConfig) -> Decoded:
-    """Decode an OTLP body in ``fmt`` (`pb` or `json`); per-span problems are kept, not raised."""
+    """Decode an OTLP body in ``fmt`` (`pb` or `json`, a traces request; `logs-pb` or
+    `logs-json`, a logs request); per-span problems are kept, not raised."""
     if len(data) > checks.max_request_bytes:
         raise BadRequest(
             f"request of {len(data)} bytes exceeds the limit of {checks.max_request_bytes}",
             too_large=True,
         )
+    if is_logs_format(fmt):
+        return _decode_logs(data, fmt[len(_LOGS_PREFIX) :], limits, checks)
     try:
         if fmt == FORMAT_PROTOBUF:
             try:
@@ -138,6 +164,38 @@ def decode_body(data: bytes, fmt: str, limits: Limits, checks: InputConfig) -> D
     return check_records(records, problems, checks)
 
 
+def _decode_logs(data: bytes, fmt: str, limits: Limits, checks: InputConfig) -> Decoded:
+    try:
+        if fmt == FORMAT_PROTOBUF:
+            try:
+                request = parse_logs_request(data)
+            except ValueError as exc:
+                raise BadRequest(str(exc)) from None
+            decoded = decode_logs_request(request, limits)
+        else:
+            try:
+                doc = json.loads(data)
+            except (ValueError, RecursionError) as exc:
+                raise BadRequest(f"not valid JSON: {exc}") from None
+            if _MAYBE_SURROGATE.search(data) or json.detect_encoding(data) != "utf-8":
+                doc = _valid_strings(doc)
+            if type(doc) is not dict:
+                raise BadRequest("expected a JSON object with 'resourceLogs'")
+            if doc.get("resourceLogs", doc.get("resource_logs")) is None:
+                return Decoded([], [])  # proto3 JSON: `{}` is a valid empty request
+            decoded = decode_logs_json(doc, limits)
+    except (BadRequest, MemoryError):
+        raise
+    except RecursionError:
+        raise BadRequest("request nests values too deeply") from None
+    except Exception as exc:  # a decoder bug on odd input must answer 400, not kill a thread
+        raise BadRequest(
+            f"malformed OTLP logs {fmt} request: {type(exc).__name__}: {exc}"
+        ) from None
+    checked = check_records(decoded.carriers, decoded.problems, checks)
+    return Decoded(checked.records, checked.problems, unread=decoded.unread)
+
+
 def check_records(
     records: Sequence[SpanRecord],
     problems: list[SpanProblem],
@@ -159,8 +217,12 @@ def check_records(
             continue
         sizes = None  # rare: the store works them out
         where = f"span {record.span_id} of trace {record.trace_id}"
+        field = "startTimeUnixNano"
+        if record.name == LOG_RECORD_SPAN:
+            where = f"log record of span {record.parent_span_id} of trace {record.trace_id}"
+            field = "timeUnixNano"
         if not low <= start <= high:
-            problems.append(SpanProblem(where, f"startTimeUnixNano {start} is not plausible"))
+            problems.append(SpanProblem(where, f"{field} {start} is not plausible"))
         else:
             problems.append(
                 SpanProblem(where, f"duration exceeds {checks.max_span_duration_s:.0f}s")

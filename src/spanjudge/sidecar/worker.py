@@ -127,43 +127,8 @@ class Worker:
         n = len(records)
         groups = {group_of(r, self._key_attributes) for r in records} if self.durable else ()
         with self._submit_lock:
-            if self._stopped.is_set():
-                raise Overloaded("shutting down")
-            if self.crashed is not None:
-                raise Overloaded(f"the evaluation worker died ({self.crashed}); restarting")
-            behind = self._behind_s()
-            if behind > self.max_pending_age_s:
-                raise Overloaded(f"evaluation is {behind:.0f}s behind the accepted requests")
-            # Half the bound for what is waiting: a request accepted now is judged in about
-            # that time, and the age bound above stays a backstop for a wrong estimate.
-            ahead = self._expected_wait_s()
-            if ahead > self.max_pending_age_s / 2:
-                raise Overloaded(
-                    f"evaluation is behind the accepted requests: it needs {ahead:.0f}s for"
-                    " what is waiting"
-                )
-            if self.pending_spans + n > self.max_pending_spans and self.pending_spans > 0:
-                raise Overloaded(f"{self.pending_spans} spans waiting for the pipeline")
-            # Memory, not only counts: what waits is held decoded until a tick takes it.
-            waiting = self._pending_bytes()
-            if waiting + len(body) > self.max_pending_bytes and waiting > 0:
-                raise Overloaded(
-                    f"{waiting} bytes of requests waiting for evaluation"
-                    f" (serve.max_pending_bytes {self.max_pending_bytes})"
-                )
-            if self._over_budget():
-                # The store evicts (evaluates early) a batch a tick: what is accepted now would
-                # only push it further over its budget meanwhile.
-                raise Overloaded(
-                    "the open sessions are over their memory budget (sessions.max_open_bytes);"
-                    " the oldest are being evaluated early"
-                )
-            if self.export_full():
-                # Evaluation is paused until the endpoint takes the backlog: refuse upstream
-                # (retryable) rather than accept spans that cannot be judged for a while.
-                raise Overloaded("the verdict export backlog is full (endpoint slow or down)")
-            if not self.spool.room_for(len(body)):
-                raise Overloaded(f"spool full ({self.spool.bytes} of {self.spool.max_bytes} bytes)")
+            if (reason := self._refusal(len(body), n)) is not None:
+                raise Overloaded(reason)
             # Append and enqueue under one lock: queue order is spool id order (`Completion.upto`).
             try:
                 request_id = self.spool.append(body, fmt, groups)
@@ -172,6 +137,53 @@ class Worker:
                 raise Overloaded(f"the spool cannot store the request: {exc}") from None
             self._storage_ok()
             self._enqueue(request_id, records, len(body), sizes)
+
+    def refusal(self, body_bytes: int) -> str | None:
+        """Why a request of ``body_bytes`` would be refused now, or None: asked before the body
+        is decoded, so a client resending under backpressure costs no decoding."""
+        with self._submit_lock:
+            return self._refusal(body_bytes, 0)
+
+    def _refusal(self, body_bytes: int, spans: int) -> str | None:
+        """Which budget refuses a request of ``body_bytes`` and ``spans`` (lock held)."""
+        if self._stopped.is_set():
+            return "shutting down"
+        if self.crashed is not None:
+            return f"the evaluation worker died ({self.crashed}); restarting"
+        behind = self._behind_s()
+        if behind > self.max_pending_age_s:
+            return f"evaluation is {behind:.0f}s behind the accepted requests"
+        # Half the bound for what is waiting: a request accepted now is judged in about
+        # that time, and the age bound above stays a backstop for a wrong estimate.
+        ahead = self._expected_wait_s()
+        if ahead > self.max_pending_age_s / 2:
+            return (
+                f"evaluation is behind the accepted requests: it needs {ahead:.0f}s for"
+                " what is waiting"
+            )
+        if self.pending_spans + spans > self.max_pending_spans and self.pending_spans > 0:
+            return f"{self.pending_spans} spans waiting for the pipeline"
+        # Memory, not only counts: what waits is held decoded until a tick takes it.
+        waiting = self._pending_bytes()
+        if waiting + body_bytes > self.max_pending_bytes and waiting > 0:
+            return (
+                f"{waiting} bytes of requests waiting for evaluation"
+                f" (serve.max_pending_bytes {self.max_pending_bytes})"
+            )
+        if self._over_budget():
+            # The store evicts (evaluates early) a batch a tick: what is accepted now would
+            # only push it further over its budget meanwhile.
+            return (
+                "the open sessions are over their memory budget (sessions.max_open_bytes);"
+                " the oldest are being evaluated early"
+            )
+        if self.export_full():
+            # Evaluation is paused until the endpoint takes the backlog: refuse upstream
+            # (retryable) rather than accept spans that cannot be judged for a while.
+            return "the verdict export backlog is full (endpoint slow or down)"
+        if not self.spool.room_for(body_bytes):
+            return f"spool full ({self.spool.bytes} of {self.spool.max_bytes} bytes)"
+        return None
 
     def _behind_s(self) -> float:
         """Age of the oldest request no tick took through closing and evaluation (lock held)."""

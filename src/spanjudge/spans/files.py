@@ -1,7 +1,9 @@
 """Reading recorded OTLP files: JSON lines (either spelling) and protobuf (`.pb`).
 
 Each JSON line goes to the strict decoder (`jsonfast`) first; a document it declines goes to the
-general one (`otlp_json`), which names what is wrong. Protobuf goes to `otlp_proto`.
+general one (`otlp_json`), which names what is wrong. Protobuf goes to `otlp_proto`. A JSON
+logs document (`resourceLogs`, the Collector file exporter's logs pipeline) gives its records'
+carriers (`spans.logs`), so traces and logs may share a file or a directory.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import IO
 from spanjudge.errors import InputError
 from spanjudge.spans.jsonfast import decode_fast, decode_parsed
 from spanjudge.spans.limits import DEFAULT_LIMITS, Limits
-from spanjudge.spans.otlp_json import decode_json_document
+from spanjudge.spans.logs import LOG_RECORD_SPAN, decode_document
 from spanjudge.spans.otlp_proto import SpanProblem, decode_request, parse_request
 from spanjudge.spans.record import SpanRecord
 
@@ -33,6 +35,15 @@ class Chunk:
     size_bytes: int
     # each span's memory-budget estimate, when the decoder worked them out (the fast road)
     sizes: list[int] | None = None
+    # log records of a logs document not read as content, by reason (`spans.logs`)
+    unread: dict[str, int] | None = None
+
+    @property
+    def log_records(self) -> int:
+        """How many of ``spans`` carry a log record."""
+        if self.unread is None:
+            return 0
+        return sum(1 for span in self.spans if span.name == LOG_RECORD_SPAN)
 
 
 _PROTOBUF_SUFFIXES = (".pb", ".binpb", ".pb.gz", ".binpb.gz")
@@ -141,9 +152,12 @@ def read_input(
             if parsed is not None:
                 yield Chunk(path, lineno, parsed, [], len(line), sizes)
                 continue
-            # a document the strict decoder declines (its problems to report, another layout)
-            spans, problems = decode_json_document(doc, limits)
-            yield Chunk(path, lineno, spans, problems, len(line))
+            # a document the strict decoder declines (its problems to report, another layout,
+            # a logs document)
+            decoded = decode_document(doc, limits)
+            yield Chunk(
+                path, lineno, decoded.carriers, decoded.problems, len(line), None, decoded.unread
+            )
     except UnicodeDecodeError:
         raise InputError(
             "not UTF-8 text (protobuf input needs a .pb or .pb.gz extension)", file=path
@@ -192,8 +206,10 @@ def _whole_document(path: str, start_line: int, text: str, limits: Limits) -> Ch
             f"invalid JSON at line {exc.lineno + start_line - 1}, column {exc.colno}: {exc.msg}",
             file=path,
         ) from None
-    spans, problems = decode_json_document(doc, limits)
-    return Chunk(path, start_line, spans, problems, len(text))
+    decoded = decode_document(doc, limits)
+    return Chunk(
+        path, start_line, decoded.carriers, decoded.problems, len(text), None, decoded.unread
+    )
 
 
 def _read_protobuf(

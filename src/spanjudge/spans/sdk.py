@@ -1,8 +1,9 @@
-"""OpenTelemetry SDK `ReadableSpan` to `SpanRecord` (used by the in-process processor)."""
+"""OpenTelemetry SDK `ReadableSpan` to `SpanRecord`, and SDK log records to their carriers
+(`spans.logs`); used by the in-process processor."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry.sdk.trace import ReadableSpan
@@ -10,6 +11,7 @@ from opentelemetry.trace import SpanKind as OtelSpanKind
 from opentelemetry.trace import StatusCode as OtelStatusCode
 
 from spanjudge.spans.limits import DEFAULT_LIMITS, Limits, cap_value
+from spanjudge.spans.logs import LogDecoding, carrier
 from spanjudge.spans.record import AttrValue, SpanEvent, SpanLink, SpanRecord
 
 if TYPE_CHECKING:
@@ -54,8 +56,8 @@ def _attrs(raw: Mapping[str, Any] | None, limits: Limits) -> tuple[dict[str, Att
 _RESOURCE_CACHE: dict[int, tuple[Any, dict[str, AttrValue]]] = {}
 
 
-def _resource_attrs(span: ReadableSpan, limits: Limits) -> dict[str, AttrValue]:
-    # Resources are shared by every span of a provider: convert each once.
+def _resource_attrs(span: Any, limits: Limits) -> dict[str, AttrValue]:
+    # Resources are shared by every span (and log record) of a provider: convert each once.
     resource = span.resource
     cached = _RESOURCE_CACHE.get(id(resource))
     if cached is not None and cached[0] is resource:
@@ -104,3 +106,33 @@ def span_from_sdk(span: ReadableSpan, limits: Limits = DEFAULT_LIMITS) -> SpanRe
         scope_version=(scope.version or None) if scope else None,
         truncated=cuts,
     )
+
+
+def carriers_from_sdk(records: Iterable[Any], limits: Limits = DEFAULT_LIMITS) -> LogDecoding:
+    """The carriers (`spans.logs`) of SDK log records: what a `LogRecordProcessor` is given
+    (`ReadWriteLogRecord`, or `ReadableLogRecord`)."""
+    decoding = LogDecoding()
+    for item in records:
+        record = item.log_record
+        attributes, cuts = _attrs(record.attributes, limits)
+        body: AttrValue = None
+        if record.body is not None:
+            body, n = cap_value(_norm(record.body), limits)
+            cuts += n
+        trace_id, span_id = record.trace_id or 0, record.span_id or 0
+        joinable = bool(trace_id and span_id)
+        scope = item.instrumentation_scope
+        carrier(
+            trace_id=format(trace_id, "032x") if joinable else None,
+            span_id=format(span_id, "016x") if joinable else None,
+            time_unix_nano=record.timestamp or record.observed_timestamp or 0,
+            event_name=record.event_name or None,
+            attributes=attributes,
+            body=body,
+            resource=_resource_attrs(item, limits),
+            scope_name=(scope.name or None) if scope is not None else None,
+            scope_version=(scope.version or None) if scope is not None else None,
+            truncated=cuts,
+            decoding=decoding,
+        )
+    return decoding

@@ -101,6 +101,9 @@ class Trajectory:
     # evidence that earlier turns went elsewhere (recognition/continuity.py); None when whole
     prior_turns_missing: str | None = None
     catalogue_source: CatalogueSource | None = None  # None when there is no catalogue
+    # log records read as content of the session's spans, and those whose span never came
+    log_records: int = 0
+    log_records_unjoined: int = 0
 
     @property
     def request(self) -> str | None:

@@ -1,0 +1,147 @@
+"""A rewrite of an OTLP/JSON export request that moves message content off the spans into OTLP
+log records, as an instrumentation does that records content as events through the Logs API
+(the GenAI conventions' `gen_ai.client.inference.operation.details` and per-message events)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+# Span attributes an instrumentation in event mode records on the inference-details event instead
+_CONTENT_ATTRIBUTES = frozenset(
+    ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions")
+)
+_DETAILS = "gen_ai.client.inference.operation.details"
+# Span events the Logs API carries instead; the per-message events keep their fields in the body
+_CONTENT_EVENTS = frozenset(
+    (
+        _DETAILS,
+        "gen_ai.system.message",
+        "gen_ai.user.message",
+        "gen_ai.assistant.message",
+        "gen_ai.tool.message",
+        "gen_ai.choice",
+    )
+)
+_BODY_FIELDS = frozenset(("content", "message", "finish_reason", "index", "tool_calls", "id"))
+
+
+def any_value(value: Any) -> dict[str, Any]:
+    """A decoded JSON value as an OTLP/JSON AnyValue (structured, as the SDK sends it)."""
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}
+    if isinstance(value, float):
+        return {"doubleValue": value}
+    if isinstance(value, str):
+        return {"stringValue": value}
+    if isinstance(value, list):
+        return {"arrayValue": {"values": [any_value(v) for v in value]}}
+    if isinstance(value, dict):
+        return {
+            "kvlistValue": {"values": [{"key": k, "value": any_value(v)} for k, v in value.items()]}
+        }
+    return {}
+
+
+def _structured(attribute: dict[str, Any]) -> dict[str, Any]:
+    """A JSON-string message attribute as the structured value the Logs API records."""
+    text = attribute.get("value", {}).get("stringValue")
+    if isinstance(text, str):
+        try:
+            decoded = json.loads(text)
+        except ValueError:
+            return attribute
+        if isinstance(decoded, (list, dict)):
+            return {"key": attribute["key"], "value": any_value(decoded)}
+    return attribute
+
+
+def content_to_log_records(
+    request: dict[str, Any], *, framework: str | None = None
+) -> dict[str, Any] | None:
+    """Move the GenAI message content of every span of ``request`` (in place) into log records
+    naming that span; returns the logs export request, or None when there was no content.
+    Records name their event in turn by `eventName` and by the older `event.name` attribute.
+    With ``framework``, every record is that framework's own event (`<framework>.content`)
+    whose body says what it is by its shape alone: a message's role, a choice's
+    `finish_reason`, the message lists."""
+    resource_logs = []
+    turn = 0
+    for resource in request.get("resourceSpans", ()):
+        scope_logs = []
+        for scope in resource.get("scopeSpans", ()):
+            records: list[dict[str, Any]] = []
+            for span in scope.get("spans", ()):
+                context = {"traceId": span["traceId"], "spanId": span["spanId"]}
+                attributes = span.get("attributes", [])
+                moved = [a for a in attributes if a.get("key") in _CONTENT_ATTRIBUTES]
+                if moved:
+                    span["attributes"] = [a for a in attributes if a not in moved]
+                    structured = [_structured(a) for a in moved]
+                    records.append(
+                        _record(
+                            context,
+                            span.get("endTimeUnixNano"),
+                            _DETAILS,
+                            [] if framework else structured,
+                            structured if framework else None,
+                            turn,
+                            framework,
+                        )
+                    )
+                    turn += 1
+                kept = []
+                for event in span.get("events", ()):
+                    name = event.get("name")
+                    if name not in _CONTENT_EVENTS:
+                        kept.append(event)
+                        continue
+                    fields = event.get("attributes", [])
+                    body = [a for a in fields if a.get("key") in _BODY_FIELDS]
+                    rest = [a for a in fields if a not in body]
+                    if name == _DETAILS:
+                        rest, body = [_structured(a) for a in fields], []
+                        if framework:
+                            rest, body = [], rest
+                    elif framework and name != "gen_ai.choice":
+                        role = name.split(".")[1]  # gen_ai.<role>.message
+                        body = [*body, {"key": "role", "value": any_value(role)}]
+                    records.append(
+                        _record(
+                            context, event.get("timeUnixNano"), name, rest, body, turn, framework
+                        )
+                    )
+                    turn += 1
+                if len(kept) != len(span.get("events", ())):
+                    span["events"] = kept
+            if records:
+                scope_logs.append({"scope": scope.get("scope", {}), "logRecords": records})
+        if scope_logs:
+            resource_logs.append(
+                {"resource": resource.get("resource", {}), "scopeLogs": scope_logs}
+            )
+    return {"resourceLogs": resource_logs} if resource_logs else None
+
+
+def _record(
+    context: dict[str, str],
+    time_unix_nano: Any,
+    name: str,
+    attributes: list[dict[str, Any]],
+    body: list[dict[str, Any]] | None,
+    turn: int,
+    framework: str | None = None,
+) -> dict[str, Any]:
+    record: dict[str, Any] = {"timeUnixNano": time_unix_nano, **context}
+    if framework is not None:
+        name = f"{framework}.content"
+    if turn % 2 == 0:
+        record["eventName"] = name
+        record["attributes"] = attributes
+    else:
+        record["attributes"] = [*attributes, {"key": "event.name", "value": any_value(name)}]
+    if body:
+        record["body"] = {"kvlistValue": {"values": body}}
+    return record
