@@ -3,10 +3,6 @@ and answers a query for `spanjudge_verdicts_total` with the ARCHITECTURE.md sect
 
 from __future__ import annotations
 
-import json
-import shutil
-import socket
-import subprocess
 import time
 import urllib.parse
 import urllib.request
@@ -23,28 +19,15 @@ from prometheus_client import CollectorRegistry, start_http_server
 from spanjudge.demo.agent import SCENARIOS, ScriptedAgent
 from spanjudge.emit.metrics import score_views
 from spanjudge.processor import SpanJudgeProcessor
-from tests.conftest import unavailable
+from tests.support.prometheus import get as _get
+from tests.support.prometheus import require_prometheus, running_prometheus
 
-PROMETHEUS = "/usr/bin/prometheus"
 pytestmark = [pytest.mark.slow]
 
 
 @pytest.fixture(autouse=True)
 def _prometheus_installed() -> None:
-    if shutil.which(PROMETHEUS) is None:
-        unavailable("prometheus", f"{PROMETHEUS} is not installed (Debian package `prometheus`)")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _get(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=5) as response:
-        return json.loads(response.read())
+    require_prometheus()
 
 
 @pytest.fixture
@@ -65,49 +48,13 @@ def metrics_endpoint() -> Iterator[tuple[int, MeterProvider]]:
 @pytest.fixture
 def prometheus(tmp_path: Path, metrics_endpoint: tuple[int, MeterProvider]) -> Iterator[str]:
     target_port, _ = metrics_endpoint
-    config = tmp_path / "prometheus.yml"
-    config.write_text(
+    with running_prometheus(
+        tmp_path,
         "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
         "scrape_configs:\n  - job_name: spanjudge\n"
-        f"    static_configs:\n      - targets: ['127.0.0.1:{target_port}']\n"
-    )
-    port = _free_port()
-    log = (tmp_path / "prometheus.log").open("w")
-    proc = subprocess.Popen(
-        [
-            PROMETHEUS,
-            f"--config.file={config}",
-            f"--storage.tsdb.path={tmp_path / 'data'}",
-            f"--web.listen-address=127.0.0.1:{port}",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/-/ready", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                log.flush()
-                pytest.fail(
-                    "prometheus did not start:\n" + (tmp_path / "prometheus.log").read_text()
-                )
-            time.sleep(0.2)
+        f"    static_configs:\n      - targets: ['127.0.0.1:{target_port}']\n",
+    ) as base:
         yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-        log.close()
 
 
 def test_prometheus_scrapes_verdicts(

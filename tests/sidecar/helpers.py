@@ -247,6 +247,34 @@ class VerdictServer:
 # --- the sidecar subprocess ---
 
 
+def serve_config(
+    tmp: Path,
+    *,
+    sessions: dict[str, Any] | None = None,
+    workers: int | None = None,
+    spool: dict[str, Any] | None = None,
+    **serve: Any,
+) -> dict[str, Any]:
+    """A configuration for a test's `spanjudge serve`: OTLP/gRPC on a free port of 127.0.0.1,
+    OTLP/HTTP and /metrics off, quick ticks, the spool in ``tmp``. ``serve`` keys replace these
+    (``http_endpoint="127.0.0.1:0"`` turns HTTP on), ``spool`` keys are added to the spool's;
+    ``workers`` left out is serve's default (the cores it may run on)."""
+    settings: dict[str, Any] = {
+        "grpc_endpoint": "127.0.0.1:0",
+        "http_endpoint": None,
+        "metrics_endpoint": None,
+        "tick_interval_s": 0.05,
+        "spool": {"path": str(tmp / "spool.db"), **(spool or {})},
+    }
+    if workers is not None:
+        settings["workers"] = workers
+    settings.update(serve)
+    return {
+        "sessions": sessions or {"idle_timeout_s": 120.0, "end_grace_s": 0.2},
+        "serve": settings,
+    }
+
+
 class SidecarProcess:
     """`python -m spanjudge.sidecar` with a config file; ports come back through --ready-file.
     ``command`` runs another module's `-m` command line before serve's own arguments."""

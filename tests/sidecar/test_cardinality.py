@@ -13,7 +13,7 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 
 from spanjudge.config import parse_config
 from spanjudge.errors import ConfigError
-from tests.sidecar.helpers import SidecarProcess, synthetic_session, wait_for
+from tests.sidecar.helpers import SidecarProcess, serve_config, synthetic_session, wait_for
 
 pytestmark = pytest.mark.slow
 SESSIONS = 12
@@ -27,16 +27,13 @@ def _values(text: str, label: str) -> set[str]:
 @pytest.mark.parametrize("workers", [1, 2])
 def test_agent_and_skill_labels_are_capped(tmp_path: Path, workers: int) -> None:
     config = {
-        "sessions": {"idle_timeout_s": 60, "end_grace_s": 0.1},
+        **serve_config(
+            tmp_path,
+            sessions={"idle_timeout_s": 60, "end_grace_s": 0.1},
+            workers=workers,
+            metrics_endpoint="127.0.0.1:0",
+        ),
         "labels": {"max_values": 3, "agents": ["vip-agent"], "skills": ["vip-skill"]},
-        "serve": {
-            "grpc_endpoint": "127.0.0.1:0",
-            "http_endpoint": None,
-            "metrics_endpoint": "127.0.0.1:0",
-            "tick_interval_s": 0.05,
-            "workers": workers,
-            "spool": {"path": str(tmp_path / "spool.db")},
-        },
     }
     sidecar = SidecarProcess(tmp_path, config).start()
     try:
@@ -86,15 +83,12 @@ def test_stale_series_expire_and_free_their_label(tmp_path: Path) -> None:
     """A series not updated for `labels.series_ttl` disappears from `/metrics`, and the agent
     name it carried gives its place under `labels.max_values` back to a new agent."""
     config = {
-        "sessions": {"idle_timeout_s": 60, "end_grace_s": 0.1},
+        **serve_config(
+            tmp_path,
+            sessions={"idle_timeout_s": 60, "end_grace_s": 0.1},
+            metrics_endpoint="127.0.0.1:0",
+        ),
         "labels": {"max_values": 1, "series_ttl": "3s"},  # seen before it expires, under load
-        "serve": {
-            "grpc_endpoint": "127.0.0.1:0",
-            "http_endpoint": None,
-            "metrics_endpoint": "127.0.0.1:0",
-            "tick_interval_s": 0.05,
-            "spool": {"path": str(tmp_path / "spool.db")},
-        },
     }
     sidecar = SidecarProcess(tmp_path, config).start()
     try:

@@ -11,24 +11,20 @@ import pytest
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SpanExportResult
 
-from tests.sidecar.helpers import SidecarProcess, VerdictServer, synthetic_session, wait_for
+from tests.sidecar.helpers import (
+    SidecarProcess,
+    VerdictServer,
+    serve_config,
+    synthetic_session,
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow
 SESSIONS = 240
 
 
 def _config(tmp: Path, grpc_endpoint: str, workers: int) -> dict[str, Any]:
-    return {
-        "sessions": {"idle_timeout_s": 120.0, "end_grace_s": 0.2},
-        "serve": {
-            "grpc_endpoint": grpc_endpoint,
-            "http_endpoint": None,
-            "metrics_endpoint": None,
-            "tick_interval_s": 0.05,
-            "workers": workers,
-            "spool": {"path": str(tmp / "spool.db")},
-        },
-    }
+    return serve_config(tmp, workers=workers, grpc_endpoint=grpc_endpoint)
 
 
 @pytest.mark.parametrize("workers", [1, 2])

@@ -18,7 +18,14 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 
 from spanjudge.spans.files import read_input
 from spanjudge.values import Target, Verdict
-from tests.sidecar.helpers import FIXTURES, SidecarProcess, VerdictServer, to_sdk, wait_for
+from tests.sidecar.helpers import (
+    FIXTURES,
+    SidecarProcess,
+    VerdictServer,
+    serve_config,
+    to_sdk,
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -27,22 +34,22 @@ HTTP_FIXTURE = FIXTURES / "deepagents" / "deepagents.jsonl"
 
 
 def _config(tmp: Path, **serve: Any) -> dict[str, Any]:
-    return {
+    config = serve_config(
+        tmp,
         # long enough that a loaded CI machine never splits a session between two exports
-        "sessions": {"idle_timeout_s": 3.0},
-        "expectations_files": [
-            str(GRPC_FIXTURE.parent / "expectations.yaml"),
-            str(HTTP_FIXTURE.parent / "expectations.yaml"),
-        ],
-        "serve": {
-            "grpc_endpoint": "127.0.0.1:0",
+        sessions={"idle_timeout_s": 3.0},
+        **{
             "http_endpoint": "127.0.0.1:0",
             "metrics_endpoint": "127.0.0.1:0",
             "tick_interval_s": 0.1,
-            "spool": {"path": str(tmp / "spool.db")},
             **serve,
         },
-    }
+    )
+    expectations = [
+        str(GRPC_FIXTURE.parent / "expectations.yaml"),
+        str(HTTP_FIXTURE.parent / "expectations.yaml"),
+    ]
+    return {**config, "expectations_files": expectations}
 
 
 def _expected(path: Path, config: Path) -> dict[str, tuple[str, str, float | None]]:

@@ -13,7 +13,13 @@ import pytest
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SpanExportResult
 
-from tests.sidecar.helpers import SidecarProcess, VerdictServer, synthetic_session, wait_for
+from tests.sidecar.helpers import (
+    SidecarProcess,
+    VerdictServer,
+    serve_config,
+    synthetic_session,
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -24,17 +30,9 @@ _LOST = re.compile(
 
 
 def _config(tmp: Path, idle_timeout_s: float) -> dict[str, Any]:
-    return {
-        "sessions": {"idle_timeout_s": idle_timeout_s},
-        "serve": {
-            "grpc_endpoint": "127.0.0.1:0",
-            "http_endpoint": None,
-            "metrics_endpoint": None,
-            "tick_interval_s": 0.1,
-            "workers": 2,
-            "spool": {"path": str(tmp / "spool.db")},
-        },
-    }
+    return serve_config(
+        tmp, sessions={"idle_timeout_s": idle_timeout_s}, workers=2, tick_interval_s=0.1
+    )
 
 
 def _killed_with_open_sessions(tmp: Path) -> Path:

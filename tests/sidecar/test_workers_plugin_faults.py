@@ -17,7 +17,13 @@ from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from tests.conftest import fake_distribution
-from tests.sidecar.helpers import SidecarProcess, VerdictServer, synthetic_session, wait_for
+from tests.sidecar.helpers import (
+    SidecarProcess,
+    VerdictServer,
+    serve_config,
+    synthetic_session,
+    wait_for,
+)
 from tests.sidecar.workers_helpers import _alive
 
 pytestmark = pytest.mark.slow
@@ -69,19 +75,13 @@ def sink(options, path, problems):
 
 
 def _config(tmp: Path, **serve: Any) -> dict[str, Any]:
-    return {
-        "sessions": {"idle_timeout_s": 120.0, "end_grace_s": 0.1},
-        "emit": {"sinks": {"plugin_sink": {}}},
-        "serve": {
-            "grpc_endpoint": "127.0.0.1:0",
-            "http_endpoint": "127.0.0.1:0",
-            "metrics_endpoint": None,
-            "tick_interval_s": 0.05,
-            "workers": 2,
-            "spool": {"path": str(tmp / "spool.db")},
-            **serve,
-        },
-    }
+    config = serve_config(
+        tmp,
+        sessions={"idle_timeout_s": 120.0, "end_grace_s": 0.1},
+        workers=2,
+        **{"http_endpoint": "127.0.0.1:0", **serve},
+    )
+    return {**config, "emit": {"sinks": {"plugin_sink": {}}}}
 
 
 def _env(tmp: Path, verdicts: VerdictServer, **extra: str) -> dict[str, str]:

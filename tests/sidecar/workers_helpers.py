@@ -31,6 +31,7 @@ from tests.sidecar.helpers import (
     _Logs,
     _Traces,
     _value,
+    serve_config,
     synthetic_session,
     to_sdk,
     wait_for,
@@ -52,19 +53,10 @@ MIXED = [
 def _config(
     tmp: Path, workers: int, *, sessions: dict[str, Any] | None = None, **serve: Any
 ) -> dict[str, Any]:
-    """A serve config on free ports with ``workers`` processes, spool in ``tmp``."""
-    return {
-        "sessions": sessions or {"idle_timeout_s": 120.0, "end_grace_s": 0.2},
-        "serve": {
-            "grpc_endpoint": "127.0.0.1:0",
-            "http_endpoint": "127.0.0.1:0",
-            "metrics_endpoint": None,
-            "tick_interval_s": 0.05,
-            "workers": workers,
-            "spool": {"path": str(tmp / "spool.db")},
-            **serve,
-        },
-    }
+    """A serve config on free ports (HTTP too) with ``workers`` processes, spool in ``tmp``."""
+    return serve_config(
+        tmp, sessions=sessions, workers=workers, **{"http_endpoint": "127.0.0.1:0", **serve}
+    )
 
 
 def _env(verdicts: VerdictServer) -> dict[str, str]:

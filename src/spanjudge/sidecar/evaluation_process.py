@@ -39,6 +39,7 @@ from spanjudge.sidecar.export_health import export_health
 from spanjudge.sidecar.relay_metrics import RelayMeterProvider
 from spanjudge.sidecar.signals import STOP_SIGNALS
 from spanjudge.sidecar.spool import Stored, remember_revisions
+from spanjudge.sidecar.summary_log import open_in
 from spanjudge.sidecar.worker import Worker
 from spanjudge.spans.record import SpanRecord
 from spanjudge.values import SessionResult
@@ -283,6 +284,8 @@ class _ProcessWorker(Worker):
                 full,
                 recorded,
                 self.lag.rate,
+                # for serve's summary line: (open sessions, the oldest one's age in s) or None
+                open_in(self.pipeline.store),
                 self.over_budget,
             )
         )

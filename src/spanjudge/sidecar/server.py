@@ -38,7 +38,7 @@ from spanjudge.sidecar.metrics_server import MetricsServer
 from spanjudge.sidecar.recovery import open_spool
 from spanjudge.sidecar.shards import ShardedWorker
 from spanjudge.sidecar.spool import ACKED_SUFFIX, MemorySpool, Spool
-from spanjudge.sidecar.summary_log import SummaryLog
+from spanjudge.sidecar.summary_log import SummaryLog, open_in
 from spanjudge.sidecar.worker import Worker
 
 log = logging.getLogger("spanjudge.sidecar")
@@ -391,17 +391,11 @@ class Sidecar:
             log.error("shutdown: %s failed: %s", what, " ".join(str(exc).split()))
 
     def _open_sessions(self) -> tuple[int, float | None] | None:
-        """For the summary line: open sessions and the oldest one's age (this process's store;
-        evaluation processes keep theirs, so there only the count is known)."""
+        """For the summary line: open sessions and the oldest one's age (with evaluation
+        processes, as each last reported them)."""
         if isinstance(self.worker, ShardedWorker):
-            return None
-        store = self.worker.store
-        try:  # read from the summary's thread: a session opening meanwhile just skips a beat
-            oldest = next(iter(store.open.values()), None)
-            count = len(store.open)
-        except RuntimeError:
-            return None
-        return count, None if oldest is None else store.clock() - oldest.first_seen
+            return self.worker.open_sessions()
+        return open_in(self.worker.store)
 
     def _export_state(self) -> str:
         if not self.serve.export.enabled:

@@ -90,6 +90,8 @@ class _Process:
     backlog_bytes: int = 0
     rate: float | None = None  # spans per busy second its worker takes (it measures)
     open_sessions: int = 0
+    # (open sessions, the oldest one's age in s) as last reported, and when
+    open_now: tuple[tuple[int, float | None], float] | None = None
     export_full: bool = False
     over_budget: bool = False  # its open sessions over their memory budget, evictions left
     said_bye: bool = False
@@ -170,6 +172,16 @@ class ShardedWorker(Worker):
             self.telemetry.set_open_sessions_callback(
                 lambda: sum(p.open_sessions for p in self._processes)
             )
+
+    def open_sessions(self) -> tuple[int, float | None] | None:
+        """The processes' open sessions and the oldest one's age in seconds, as each last
+        reported them (None until one has; a silent process counts with its last report)."""
+        reports = [p.open_now for p in self._processes if p.open_now is not None]
+        if not reports:
+            return None
+        now = time.monotonic()
+        ages = [age + now - at for (_, age), at in reports if age is not None]
+        return sum(n for (n, _), _ in reports), max(ages, default=None)
 
     @property
     def pids(self) -> tuple[int, ...]:
@@ -365,8 +377,12 @@ class ShardedWorker(Worker):
                 else:
                     self._unconfirmed.append(done)
         elif kind == "progress":
-            _, upto, counts, durations, open_sessions, export_full, recorded, rate, over = message
+            _, upto, counts, durations, open_sessions, export_full, recorded, rate, opened, over = (
+                message
+            )
             p.open_sessions = open_sessions
+            if opened is not None:
+                p.open_now = opened, time.monotonic()
             p.export_full = export_full
             p.rate = rate
             p.over_budget = over

@@ -15,12 +15,24 @@ import threading
 from collections.abc import Callable
 
 from spanjudge.emit.console import console_line
+from spanjudge.sessions.store import SessionStore
 from spanjudge.values import SessionResult
 
 log = logging.getLogger("spanjudge.sidecar")
 
 INTERVAL_S = 60.0
 _OUTCOMES = ("pass", "fail", "not_evaluated")
+
+
+def open_in(store: SessionStore) -> tuple[int, float | None] | None:
+    """A store's open sessions and the oldest one's age in seconds, read from another thread
+    than the store's (a session opening meanwhile just skips a beat: None)."""
+    try:
+        oldest = next(iter(store.open.values()), None)
+        count = len(store.open)
+    except RuntimeError:
+        return None
+    return count, None if oldest is None else store.clock() - oldest.first_seen
 
 
 class SummaryLog:
