@@ -43,6 +43,7 @@ processes import from SRC first, and each tree's ``spanjudge.__file__`` is print
         [--workers 2] [--load-only] [--max-pending-age-s S] [--timeline]
         [--against SRC [--repeat N]]
     python bench/bench_sidecar_load.py --flood [--flood-sessions 100000] [--flood-requests 4]
+        [--flood-max-open-mb 256] [--drain-s 120]
 """
 
 from __future__ import annotations
@@ -66,11 +67,15 @@ from typing import IO, Any
 import grpc
 import yaml
 from bench_sidecar import EXPORT, build_requests, session_spans
-from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
-from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2, metrics_service_pb2_grpc
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans
+
+# the flood's requests and configuration, and the counting verdict receiver, are the flood
+# test's (`tests/support/load.py`)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.support.load import flood_config, flood_request, verdict_server
+from tests.support.load import rss_bytes as rss_of
 
 _TICKS = os.sysconf("SC_CLK_TCK")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -126,63 +131,6 @@ def imported_from(src: Path | None) -> str:
         env=_env(src),
     )
     return out.stdout.strip()
-
-
-# --- the verdict receiver (this process) ---
-
-
-class Verdicts(
-    trace_service_pb2_grpc.TraceServiceServicer,
-    logs_service_pb2_grpc.LogsServiceServicer,
-    metrics_service_pb2_grpc.MetricsServiceServicer,
-):
-    """Counts evaluation spans and verdict log records per session id."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.spans: dict[str, int] = {}
-        self.logs: dict[str, int] = {}
-        self.first_seen: dict[str, float] = {}
-
-    @staticmethod
-    def _session(attributes: Any) -> str | None:
-        for kv in attributes:
-            if kv.key == "session.id":
-                return str(kv.value.string_value)
-        return None
-
-    def Export(self, request: Any, context: Any) -> Any:  # traces, logs and metrics alike
-        now = time.monotonic()
-        with self.lock:
-            if isinstance(request, trace_service_pb2.ExportTraceServiceRequest):
-                for rs in request.resource_spans:
-                    for ss in rs.scope_spans:
-                        for span in ss.spans:
-                            sid = self._session(span.attributes)
-                            if span.name == "spanjudge.evaluate" and sid:
-                                self.spans[sid] = self.spans.get(sid, 0) + 1
-                                self.first_seen.setdefault(sid, now)
-                return trace_service_pb2.ExportTraceServiceResponse()
-            if isinstance(request, logs_service_pb2.ExportLogsServiceRequest):
-                for rl in request.resource_logs:
-                    for sl in rl.scope_logs:
-                        for record in sl.log_records:
-                            sid = self._session(record.attributes)
-                            if sid:
-                                self.logs[sid] = self.logs.get(sid, 0) + 1
-                return logs_service_pb2.ExportLogsServiceResponse()
-        return metrics_service_pb2.ExportMetricsServiceResponse()
-
-
-def verdict_server() -> tuple[grpc.Server, int, Verdicts]:
-    received = Verdicts()
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
-    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(received, server)
-    logs_service_pb2_grpc.add_LogsServiceServicer_to_server(received, server)
-    metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(received, server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    return server, port, received
 
 
 # --- client processes ---
@@ -647,69 +595,30 @@ def _spread(results: list[dict[str, Any]], figure: str) -> str:
 # --- flood: many one-span ended sessions in a few requests ---
 
 
-def _flood_request(first: int, count: int) -> bytes:
-    """``count`` one-span sessions: ended `invoke_agent` spans, each its own ``session.id``."""
-    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
-    from opentelemetry.proto.trace.v1.trace_pb2 import Span
-
-    start = time.time_ns()
-    spans = [
-        Span(
-            trace_id=(i + 1).to_bytes(16, "big"),
-            span_id=(i + 1).to_bytes(8, "big"),
-            name="invoke_agent flood",
-            start_time_unix_nano=start,
-            end_time_unix_nano=start + 1_000_000,
-            attributes=[
-                KeyValue(key="gen_ai.operation.name", value=AnyValue(string_value="invoke_agent")),
-                KeyValue(key="session.id", value=AnyValue(string_value=f"many-{i}")),
-                KeyValue(key="spanjudge.session.end", value=AnyValue(bool_value=True)),
-            ],
-        )
-        for i in range(first, first + count)
-    ]
-    return ExportTraceServiceRequest(
-        resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=spans)])]
-    ).SerializeToString()
-
-
-def _rss_of(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * _PAGE
-
-
 def flood(args: argparse.Namespace, directory: str) -> dict[str, Any]:
-    """``--flood-sessions`` one-span sessions in ``--flood-requests`` requests to a real serve
-    (idle 3 s, end grace 0.2 s, tick 0.05 s): peak RSS of each process against the configured
-    budgets, time to drain, evaluated/accepted, and whether a request after the drain is taken.
+    """``--flood-sessions`` one-span sessions in ``--flood-requests`` requests to a real serve,
+    configured as the flood test does (`tests.support.load.flood_config`: idle 3 s, end grace
+    0.2 s, tick 0.05 s): peak RSS of each process against the configured budgets, time to
+    drain, evaluated/accepted, and whether a request right after the drain is taken.
     Goal: RSS within budget, everything evaluated, no refusal after the drain."""
     server, port, received = verdict_server()
     directory = tempfile.mkdtemp(dir=directory)
-    max_open_bytes = 256 * 1024 * 1024
-    settings = {
-        "sessions": {
-            "idle_timeout_s": 3.0,
-            "end_grace_s": 0.2,
-            "max_open_bytes": max_open_bytes,
-        },
-        "serve": {
-            "grpc_endpoint": "127.0.0.1:0",
-            "http_endpoint": None,
-            "metrics_endpoint": None,
-            "tick_interval_s": 0.05,
-            "workers": args.workers,
-            "spool": {"path": str(Path(directory) / "flood.db")},
-            "export": {"endpoint": f"http://127.0.0.1:{port}", "insecure": True},
-        },
-    }
+    max_open_bytes = args.flood_max_open_mb * 1024 * 1024
+    settings = flood_config(
+        Path(directory) / "flood.db",
+        f"http://127.0.0.1:{port}",
+        max_open_bytes=max_open_bytes,
+        workers=args.workers,
+    )
     proc, endpoints, log = _start_serve(settings, directory, "flood")
     try:
         pids = [proc.pid, *endpoints.get("workers", [])]
-        baseline = {pid: _rss_of(pid) for pid in pids}
+        baseline = {pid: rss_of(pid) for pid in pids}
         peak = dict(baseline)
 
         def measure() -> None:
             for pid in pids:
-                peak[pid] = max(peak[pid], _rss_of(pid))
+                peak[pid] = max(peak[pid], rss_of(pid))
 
         channel = grpc.insecure_channel(endpoints["grpc"])
         call = channel.unary_unary(EXPORT, request_serializer=None, response_deserializer=None)
@@ -717,7 +626,7 @@ def flood(args: argparse.Namespace, directory: str) -> dict[str, Any]:
         refused = 0
         started = time.monotonic()
         for n in range(args.flood_requests):
-            body = _flood_request(n * per, per)
+            body = flood_request(n * per, per)
             while True:  # retried as an exporter retries a retryable refusal
                 measure()
                 try:
@@ -732,15 +641,14 @@ def flood(args: argparse.Namespace, directory: str) -> dict[str, Any]:
         sent_s = time.monotonic() - started
         while time.monotonic() - started < args.drain_s + sent_s:
             measure()
-            with received.lock:
-                if len(received.spans) >= accepted:
-                    break
-            time.sleep(0.5)
+            if received.evaluated() >= accepted:
+                break
+            time.sleep(0.1)
         drain_s = time.monotonic() - started
         after = "accepted"
         for attempt in range(20):
             try:
-                call(_flood_request(10 * accepted + attempt, 1), timeout=30)
+                call(flood_request(10 * accepted + attempt, 1), timeout=30)
                 after = "accepted" if attempt == 0 else f"accepted after {attempt} refusal(s)"
                 break
             except grpc.RpcError as exc:
@@ -750,8 +658,7 @@ def flood(args: argparse.Namespace, directory: str) -> dict[str, Any]:
     finally:
         _stop_serve(proc, log, 120)
         server.stop(0)
-    with received.lock:
-        evaluated = len(received.spans)
+    evaluated = received.evaluated()
     workers = max(1, len(pids) - 1)
     return {
         "sessions": accepted,
@@ -811,6 +718,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--flood", action="store_true", help="only the flood phase (see `flood`)")
     parser.add_argument("--flood-sessions", type=int, default=100_000)
     parser.add_argument("--flood-requests", type=int, default=4)
+    parser.add_argument(
+        "--flood-max-open-mb", type=int, default=256, help="sessions.max_open_bytes, in MiB"
+    )
     args = parser.parse_args(argv)
     if args.flood:
         with tempfile.TemporaryDirectory() as directory:

@@ -164,6 +164,7 @@ class Pipeline:
                 if span.end_unix_nano / 1e9 > clock.now:
                     clock.now = span.end_unix_nano / 1e9
         store = self.store
+        refused = store.refused_keys
         if sizes is None:
             for span in spans:
                 store.add(span)
@@ -173,6 +174,7 @@ class Pipeline:
         n = len(spans)
         if self.telemetry is not None and n:
             self.telemetry.spans_received(n)
+            self.telemetry.session_keys_refused(store.refused_keys - refused)
         return n
 
     def tick(self, *, mark: int = 0, limit: int | None = None) -> list[SessionResult]:
@@ -184,12 +186,18 @@ class Pipeline:
         return self._emit(wait=False)
 
     def close_all(
-        self, reason: CloseReason, *, until: float | None = None, mark: int = 0
+        self,
+        reason: CloseReason,
+        *,
+        until: float | None = None,
+        mark: int = 0,
+        limit: int | None = None,
     ) -> list[SessionResult]:
-        """Close every open session (flush, shutdown, end of input), evaluate it and every
-        evaluation still pending; judged verdicts not in by their deadline or by ``until`` (a
-        `time.monotonic` time) are `judge_timeout`."""
-        self._start(self.store.close(reason), mark)
+        """Close every open session (flush, shutdown, end of input; at most ``limit``, the
+        earliest opened, the rest stay open), evaluate it and every evaluation still pending;
+        judged verdicts not in by their deadline or by ``until`` (a `time.monotonic` time) are
+        `judge_timeout`."""
+        self._start(self.store.close(reason, limit=limit), mark)
         return self.drain(until=until)
 
     def drain(self, *, until: float | None = None) -> list[SessionResult]:

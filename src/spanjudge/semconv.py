@@ -177,6 +177,8 @@ M_NON_AGENT_TRACES = "spanjudge.non_agent_traces"
 M_LABEL_SERIES = "spanjudge.label_series"
 # agent and skill names longer than the longest label value, cut to it plus a hash of the whole
 M_LABEL_VALUES_CUT = "spanjudge.label_values_cut"
+# spans whose session key attribute (session.id, ...) held no string or integer: no key
+M_SESSION_KEYS_REFUSED = "spanjudge.session_keys_refused"
 DROP_QUEUE_FULL = "queue_full"
 DROP_INVALID = "invalid_span"
 DROP_SHUTDOWN = "after_shutdown"

@@ -366,6 +366,11 @@ class SelfTelemetry:
         self._internal = meter.create_counter(
             semconv.M_INTERNAL_ERRORS, unit="1", description="Internal errors caught by spanjudge"
         )
+        self._keys_refused = meter.create_counter(
+            semconv.M_SESSION_KEYS_REFUSED,
+            unit="{span}",
+            description="Spans whose session key attribute held no string or integer (no key)",
+        )
         meter.create_observable_gauge(
             semconv.M_SESSIONS_OPEN,
             callbacks=[self._observe_open],
@@ -406,3 +411,7 @@ class SelfTelemetry:
 
     def internal_error(self, where: str) -> None:
         self._internal.add(1, {"where": where})
+
+    def session_keys_refused(self, n: int) -> None:
+        if n:
+            self._keys_refused.add(n)

@@ -3,12 +3,12 @@
 A key longer than `MAX_KEY_CHARS` keeps its first characters and a hash of the whole, so two
 long ids that share a prefix stay two sessions, and the id shown in the report says it was cut.
 A key attribute that is not a string or an integer (an array, say) is no key: it is skipped as
-if absent, and counted (`refused_keys`)."""
+if absent, and the caller told (the session store counts it: `spanjudge.session_keys_refused`)."""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from spanjudge import semconv
 from spanjudge.spans.record import SpanRecord
@@ -18,19 +18,9 @@ TRACE_ID_SOURCE = "trace_id"
 MAX_KEY_CHARS = 256
 CUT_MARK = "…[session id cut by spanjudge; sha256 {digest}]"
 
-_refused = 0
 
-
-def refused_keys() -> int:
-    """Key attributes skipped in this process because their value was no string or integer."""
-    return _refused
-
-
-def _refuse() -> None:
-    # A count, not a log line: an agent that sends such ids sends them on every span. Stores
-    # take spans under their owner's lock, so the count needs none of its own.
-    global _refused
-    _refused += 1
+def _ignore() -> None:
+    return None
 
 
 def key_text(value: str) -> str:
@@ -41,8 +31,13 @@ def key_text(value: str) -> str:
     return value[:MAX_KEY_CHARS] + CUT_MARK.format(digest=digest)
 
 
-def session_key(span: SpanRecord, extra_attributes: Sequence[str] = ()) -> tuple[str, str] | None:
-    """(key, source attribute) from the span, then its resource; None when neither has one."""
+def session_key(
+    span: SpanRecord,
+    extra_attributes: Sequence[str] = (),
+    refused: Callable[[], None] = _ignore,
+) -> tuple[str, str] | None:
+    """(key, source attribute) from the span, then its resource; None when neither has one.
+    ``refused()`` is called for each key attribute skipped for its value's type."""
     attrs = span.attributes
     resource = span.resource
     keys = DEFAULT_KEY_ATTRIBUTES
@@ -56,5 +51,5 @@ def session_key(span: SpanRecord, extra_attributes: Sequence[str] = ()) -> tuple
                 return key_text(value), attribute
             if isinstance(value, int) and not isinstance(value, bool):
                 return str(value), attribute
-            _refuse()
+            refused()
     return None

@@ -6,6 +6,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from itertools import islice
 from sys import getsizeof
 from typing import Literal
 
@@ -120,20 +121,27 @@ class SessionStore:
         # them, so a tick visits only those whose time has come, not every open session.
         self._deadlines = DeadlineQueue()
         self._pending_deadlines = DeadlineQueue()
-        # Sessions found due that a `close` with a ``limit`` left for the next one, in
-        # opening order: ``(order, key)``, stale once the key closed or opened again since.
+        # Sessions and key-less traces found due that a `close` with a ``limit`` left for the
+        # next one, in opening order: ``(order, key)``, stale once the key closed (or opened
+        # again) since.
         self._overdue: deque[tuple[int, str]] = deque()
+        self._overdue_traces: deque[tuple[int, str]] = deque()
         self._opened = 0  # sessions and key-less traces so far: their `order`
         self.duplicates = 0
         self.reopened = 0
         self.evicted = 0
+        self.due_checked_at = float("-inf")  # the clock reading of the last `close()`
+        # the latest time an end marker's or a turn's close was set for (its grace ends)
+        self.latest_close_at = float("-inf")
+        # spans whose session key attribute held no string or integer (`sessions.keys`)
+        self.refused_keys = 0
 
     # --- intake ---
 
     def add(self, span: SpanRecord, size: int | None = None) -> None:
         """Take ``span`` into its session (``size``: its `estimate_size`, when known)."""
         now = self.clock()
-        found = session_key(span, self.policy.key_attributes)
+        found = session_key(span, self.policy.key_attributes, self._refused_key)
         if found is None:
             key = self._trace_key.get(span.trace_id)
             if key is None:
@@ -154,6 +162,7 @@ class SessionStore:
                     # The root of a trace with no session key ended: that trace is the session.
                     close_at = now + self.policy.turn_grace_s
                     self._pending_turn_end[span.trace_id] = close_at
+                    self.latest_close_at = max(self.latest_close_at, close_at)
                     self._pending_deadlines.lower(span.trace_id, close_at)
                 return
             self._append(key, "", span, now, size)
@@ -174,6 +183,14 @@ class SessionStore:
         if waiting and self._trace_key[trace_id] == key:
             for earlier in waiting:
                 self._append(key, source, earlier, now)
+
+    def _refused_key(self) -> None:
+        self.refused_keys += 1
+
+    @property
+    def opened(self) -> int:
+        """Sessions and key-less traces opened so far (the last one's `OpenSession.order`)."""
+        return self._opened
 
     def release_pending(self, trace_id: str) -> int:
         """Drop the spans of a key-less trace still waiting for its key (another store took
@@ -243,6 +260,8 @@ class SessionStore:
             session.close_reason = "turn"
         elif now >= earlier_seen:
             return
+        if session.close_at is not None and session.close_at > self.latest_close_at:
+            self.latest_close_at = session.close_at
         self._deadlines.lower(key, self._deadline(session))
 
     def _deadline(self, session: OpenSession) -> float:
@@ -284,46 +303,82 @@ class SessionStore:
     def close(
         self, reason: CloseReason | None = None, *, limit: int | None = None
     ) -> list[ClosedSession]:
-        """The one way sessions leave the store.
+        """The one way sessions leave the store, at most ``limit`` at a time.
 
-        Without ``reason``: the sessions whose close policy fired (at most ``limit`` of them, the
-        earliest opened; the rest stay open and come first in the next call, see `overdue`),
-        plus evictions over the memory budget. With one (end of input, flush, shutdown): every
-        open session and every key-less trace; a session whose own close already fired (end
-        marker, turn end) and only waits out its grace period keeps that reason, so it stays
-        complete.
+        Without ``reason``: the sessions whose close policy fired, plus evictions over the memory
+        budget. With one (end of input, flush, shutdown): every open session and every key-less
+        trace; a session whose own close already fired (end marker, turn end) and only waits out
+        its grace period keeps that reason, so it stays complete.
+
+        With ``limit``, the earliest opened go first and the rest stay open (the memory budget
+        counts them) for the next call: `closing_left` says whether any are left.
         """
         if reason is None:
             return self._due(limit)
         out = [
             self._close(key, session.close_reason or reason)
-            for key, session in list(self.open.items())
+            for key, session in list(islice(self.open.items(), limit))
         ]
         for trace_id in list(self._pending):
+            if limit is not None and len(out) >= limit:
+                return out
             ended = trace_id in self._pending_turn_end
             out.extend(self._close_pending(trace_id, "turn" if ended else reason))
-        self._deadlines.clear()  # nothing is open or waiting any more
-        self._overdue.clear()
-        self._pending_deadlines.clear()
+        if not self.open:
+            self._deadlines.clear()  # nothing is open or waiting any more
+            self._overdue.clear()
+            self._overdue_traces.clear()
+            self._pending_deadlines.clear()
         return out
 
     @property
+    def empty(self) -> bool:
+        """No open session and no key-less trace waiting."""
+        return not (self.open or self._pending)
+
+    @property
     def overdue(self) -> int:
-        """Sessions found due that a limited `close` left open (a few may have closed since)."""
-        return len(self._overdue)
+        """Sessions and key-less traces found due that a limited `close` left open (a few may
+        have closed since)."""
+        return len(self._overdue) + len(self._overdue_traces)
+
+    def closing_left(self) -> bool:
+        """Whether a limited `close` (without a reason) left work for the next: sessions or
+        key-less traces found due, or more to evict over the memory budget."""
+        return bool(self._overdue or self._overdue_traces) or self.over_budget
+
+    @property
+    def over_budget(self) -> bool:
+        """Whether open sessions or key-less traces are to be evicted (retained spans of closed
+        sessions go first, and cost no close)."""
+        held = self.open_bytes + self.pending_bytes
+        if held > self.policy.max_open_bytes and (self.open or self._pending):
+            return True
+        return len(self.open) > self.policy.max_open_sessions
+
+    def closed_before(self) -> int | None:
+        """Everything opened before this order and found due by the last `close()` has closed
+        (None: everything found due has): the lowest order a limited close left due; 0 while
+        evictions over the memory budget are left (no request is done with meanwhile)."""
+        if self.over_budget:
+            return 0
+        orders = [order for order, _ in self._overdue] + [o for o, _ in self._overdue_traces]
+        return min(orders, default=None)
 
     def _due(self, limit: int | None = None) -> list[ClosedSession]:
-        now = self.clock()
+        now = self.due_checked_at = self.clock()
         policy = self.policy
         idle_s = policy.idle_timeout_s
-        found: list[tuple[int, str]] = []
-        for order, key in self._deadlines.pop_due(now):
-            found.append((order, key))
+        found = self._deadlines.pop_due(now)
         found.sort()  # in opening order, as a scan of `open` would find them
         overdue = self._overdue
         overdue.extend(found)
-        due: list[str] = []
-        while overdue and (limit is None or len(due) < limit):
+        found = self._pending_deadlines.pop_due(now)
+        found.sort()
+        overdue_traces = self._overdue_traces
+        overdue_traces.extend(found)
+        ready: list[ClosedSession] = []
+        while overdue and (limit is None or len(ready) < limit):
             order, key = overdue.popleft()
             session = self.open.get(key)
             if session is None or session.order != order:  # closed (evicted) since it was due
@@ -332,11 +387,7 @@ class SessionStore:
             deadline = self._deadline(session)
             if now < deadline:
                 self._deadlines.schedule(key, order, deadline)
-            else:
-                due.append(key)
-        ready: list[ClosedSession] = []
-        for key in due:
-            session = self.open[key]
+                continue
             close_at = session.close_at
             # Fired: an end marker or turn end wins over idle, which wins over max age.
             reason: CloseReason
@@ -347,32 +398,37 @@ class SessionStore:
             else:
                 reason = "max_age"
             ready.append(self._close(key, reason))
-        idle: list[tuple[int, str, CloseReason]] = []
-        for order, trace_id in self._pending_deadlines.pop_due(now):
-            since = self._pending_since[trace_id]
+        while overdue_traces and (limit is None or len(ready) < limit):
+            order, trace_id = overdue_traces.popleft()
+            since = self._pending_since.get(trace_id)
+            if since is None:  # it found its key, or closed, since it was due
+                continue
             turn_end = self._pending_turn_end.get(trace_id)
             if turn_end is not None and now >= turn_end:
-                idle.append((order, trace_id, "turn"))
+                ready.extend(self._close_pending(trace_id, "turn"))
             elif now - since >= idle_s:
-                idle.append((order, trace_id, "idle"))
+                ready.extend(self._close_pending(trace_id, "idle"))
             else:  # within the lower bound's slack: not yet
                 at = _lower_bound(since, idle_s)
                 self._pending_deadlines.schedule(
                     trace_id, order, at if turn_end is None else min(at, turn_end)
                 )
-        for _, trace_id, why in sorted(idle):
-            ready.extend(self._close_pending(trace_id, why))
-        ready.extend(self._evict_over_budget())
+        ready.extend(self._evict_over_budget(None if limit is None else limit - len(ready)))
         return ready
 
-    def _evict_over_budget(self) -> list[ClosedSession]:
+    def _evict_over_budget(self, limit: int | None = None) -> list[ClosedSession]:
+        """Retained spans, then sessions (at most ``limit``) until within the budget."""
         out: list[ClosedSession] = []
         budget = self.policy.max_open_bytes
         # Retained spans go first (a late span then re-opens its session as partial); then
         # the oldest open session or key-less trace, whichever began first.
         while self._closed_spans and self.memory_bytes > budget:
             self.retained_bytes -= self._closed_spans.popitem(last=False)[1][1]
-        while (self.open or self._pending) and self.memory_bytes > budget:
+        while (
+            (self.open or self._pending)
+            and self.memory_bytes > budget
+            and (limit is None or len(out) < limit)
+        ):
             oldest = next(iter(self.open.values()), None)
             trace_id = next(iter(self._pending_since), None)
             if trace_id is not None and (
@@ -383,7 +439,9 @@ class SessionStore:
                 assert oldest is not None
                 out.append(self._close(oldest.key, "evicted"))
             self.evicted += 1
-        while len(self.open) > self.policy.max_open_sessions:
+        while len(self.open) > self.policy.max_open_sessions and (
+            limit is None or len(out) < limit
+        ):
             out.append(self._close(next(iter(self.open)), "evicted"))
             self.evicted += 1
         return out

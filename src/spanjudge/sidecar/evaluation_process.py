@@ -118,6 +118,10 @@ class _Telemetry(SelfTelemetry):
     def internal_error(self, where: str) -> None:
         self._count("internal", where)
 
+    def session_keys_refused(self, n: int) -> None:
+        if n:
+            self._count("keys_refused", "", n)
+
     def take(self) -> tuple[dict[tuple[str, str], int], list[float]]:
         with self._lock:
             counts, self._counts = dict(self._counts), collections.Counter()
@@ -137,6 +141,8 @@ def replay_telemetry(
         elif what == "non_agent":
             for _ in range(n):
                 telemetry.non_agent_trace()
+        elif what == "keys_refused":
+            telemetry.session_keys_refused(n)
         else:
             for _ in range(n):
                 if what == "closed":
@@ -257,6 +263,12 @@ class _ProcessWorker(Worker):
         super()._tick()
         self.report()
 
+    def _caught_up(self, upto: int) -> None:
+        moved = upto > self.caught_upto
+        super()._caught_up(upto)
+        if moved:  # serve's backlog, before this batch's export: its backpressure is current
+            self.report()
+
     def report(self) -> None:
         counts, durations = self.relay.take()
         full = self.export is not None and self.export.full
@@ -274,6 +286,7 @@ class _ProcessWorker(Worker):
                 self.lag.rate,
                 # for serve's summary line: (open sessions, the oldest one's age in s) or None
                 open_in(self.pipeline.store),
+                self.over_budget,
             )
         )
 

@@ -11,7 +11,9 @@ themselves within their timeout.
 from __future__ import annotations
 
 import logging
+import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -113,6 +115,96 @@ class _Confirming:
             return False
         self._health.result(self._signal, ok)
         return ok
+
+
+# An export call's time budget grows to at most this many times the configured one.
+MAX_TIMEOUT_FACTOR = 8
+_TIMED_OUT = 0.9  # a failed call that used this share of its time ran out of it
+_DECAY = 0.8  # each success lets the slowest recent latency fade by this factor
+
+
+class ExportTimeout:
+    """The time an export call to one endpoint may take, following its observed latency.
+
+    A slow endpoint that still answers would otherwise have each call cut at the configured
+    timeout just before its answer, and the same items sent again: it receives everything
+    twice and does twice the work. So a failed call that used (nearly) all of its time doubles
+    the next calls' time, up to `MAX_TIMEOUT_FACTOR` times the configured figure; and after a
+    success the time is the configured figure doubled as often as it takes to be at least twice
+    the slowest recent latency (which fades with each success, so a fast endpoint brings it
+    back down). A failure that came sooner (the endpoint down, a refusal) changes nothing.
+    """
+
+    def __init__(self, configured_s: float) -> None:
+        self.configured_s = configured_s
+        self._factor = 1
+        self._latency_s = 0.0
+        self._lock = threading.Lock()
+
+    @property
+    def seconds(self) -> float:
+        return self.configured_s * self._factor
+
+    def took(self, seconds: float, ok: bool, budget_s: float) -> None:
+        """A call given ``budget_s`` ended after ``seconds``, accepted or not."""
+        with self._lock:
+            if ok:
+                self._latency_s = max(seconds, _DECAY * self._latency_s)
+                factor = 1
+                while factor < MAX_TIMEOUT_FACTOR and self.configured_s * factor < (
+                    2 * self._latency_s
+                ):
+                    factor *= 2
+            elif seconds >= _TIMED_OUT * budget_s:
+                factor = min(MAX_TIMEOUT_FACTOR, 2 * self._factor)
+            else:
+                return
+            if factor != self._factor:
+                log.info(
+                    "verdict export: calls now get %.3gs (the endpoint took %.3gs; configured"
+                    " timeout %.3gs)",
+                    self.configured_s * factor,
+                    seconds,
+                    self.configured_s,
+                )
+            self._factor = factor
+
+
+class AdaptiveExporter:
+    """An OTLP exporter given the time `ExportTimeout` says: the exporters take their timeout
+    when built, so one is built anew when the time moves."""
+
+    def __init__(self, build: Callable[[float], Any], timeout: ExportTimeout, success: Any):
+        self._build = build
+        self._timeout = timeout
+        self._success = success
+        self._lock = threading.Lock()
+        self._budget_s = timeout.seconds
+        self._exporter = build(self._budget_s)
+        self._shut = False
+
+    def export(self, batch: Sequence[Any]) -> Any:
+        with self._lock:
+            if not self._shut and self._timeout.seconds != self._budget_s:
+                old = self._exporter
+                self._budget_s = self._timeout.seconds
+                self._exporter = self._build(self._budget_s)
+                old.shutdown()
+            exporter, budget_s = self._exporter, self._budget_s
+        started = time.monotonic()
+        ok = False
+        try:
+            result = exporter.export(batch)
+            ok = result == self._success
+            return result
+        finally:
+            self._timeout.took(time.monotonic() - started, ok, budget_s)
+
+    def shutdown(self) -> None:
+        with self._lock:
+            self._shut = True
+            exporter = self._exporter
+        exporter.shutdown()
 
 
 class _Once:
@@ -243,13 +335,29 @@ def _http_url(endpoint: str | None, signal: str) -> str | None:
     return endpoint.rstrip("/") + f"/v1/{signal}"
 
 
-def exporter_kwargs(config: ExportConfig, signal: str) -> dict[str, Any]:
-    """Arguments for the OTLP exporter of ``signal``; unset ones fall back to the environment."""
+def configured_timeout_s(config: ExportConfig) -> float:
+    """The export timeout as configured: `serve.export.timeout_s`, else the exporters' own
+    environment variable (seconds, as the Python exporters read it), else their default 10 s."""
+    if config.timeout_s is not None:
+        return config.timeout_s
+    try:
+        return float(os.environ.get("OTEL_EXPORTER_OTLP_TIMEOUT", 10))
+    except ValueError:
+        return 10.0
+
+
+def exporter_kwargs(
+    config: ExportConfig, signal: str, timeout_s: float | None = None
+) -> dict[str, Any]:
+    """Arguments for the OTLP exporter of ``signal`` (``timeout_s``, else the configured
+    timeout); unset ones fall back to the environment."""
     kwargs: dict[str, Any] = {}
     if config.headers:
         kwargs["headers"] = dict(config.headers)
-    if config.timeout_s is not None:
-        kwargs["timeout"] = config.timeout_s
+    if timeout_s is None:
+        timeout_s = config.timeout_s
+    if timeout_s is not None:
+        kwargs["timeout"] = timeout_s
     if config.protocol == "grpc":
         if config.endpoint is not None:
             kwargs["endpoint"] = config.endpoint
@@ -299,10 +407,26 @@ def build_verdict_export(
         )
     guard = Guard(log, "sidecar", on_error=on_error)
     health = export_health(config)
+    # one endpoint: what its span calls show, its log calls get too
+    timeout = ExportTimeout(configured_timeout_s(config))
     spans = ConfirmingSpanProcessor(
-        OTLPSpanExporter(**exporter_kwargs(config, "traces")), guard, health
+        AdaptiveExporter(
+            lambda seconds: OTLPSpanExporter(**exporter_kwargs(config, "traces", seconds)),
+            timeout,
+            SpanExportResult.SUCCESS,
+        ),
+        guard,
+        health,
     )
-    logs = ConfirmingLogProcessor(OTLPLogExporter(**exporter_kwargs(config, "logs")), guard, health)
+    logs = ConfirmingLogProcessor(
+        AdaptiveExporter(
+            lambda seconds: OTLPLogExporter(**exporter_kwargs(config, "logs", seconds)),
+            timeout,
+            LogRecordExportResult.SUCCESS,
+        ),
+        guard,
+        health,
+    )
     tracer_provider.add_span_processor(spans)
     logger_provider.add_log_record_processor(logs)
     return VerdictExport(tracer_provider, logger_provider, spans, logs, config.max_queue_spans)

@@ -32,7 +32,7 @@ class LagMeter:
         self._busy_s = 0.0
         self._done = 0
         self._sampled_at: float | None = None
-        self._was_lagging = False
+        self._was_behind = False
 
     def accepted(self, request_id: int, spans: int, now: float, nbytes: int = 0) -> None:
         self._lagging.append((request_id, spans, now, nbytes))
@@ -63,11 +63,11 @@ class LagMeter:
     def busy(self, seconds: float) -> None:
         self._busy_s += seconds
 
-    def sample(self, now: float) -> None:
+    def sample(self, now: float, *, behind: bool) -> None:
         """After a tick: fold in the spans caught up since the last sample, per second of wall
-        time when spans lagged all along (the drain rate, every cost included), else per
-        second the worker was busy."""
-        if self._was_lagging and self._sampled_at is not None:
+        time when the worker was ``behind`` all along (work left at the last sample: the drain
+        rate, every cost included), else per second the worker was busy."""
+        if self._was_behind and self._sampled_at is not None:
             elapsed = now - self._sampled_at
         else:
             elapsed = self._busy_s
@@ -81,7 +81,7 @@ class LagMeter:
                 else _SMOOTHING * observed + (1 - _SMOOTHING) * self.rate
             )
         self._done, self._busy_s = 0, 0.0
-        self._sampled_at, self._was_lagging = now, bool(self._lagging)
+        self._sampled_at, self._was_behind = now, behind
 
     def cycle_spans(self, seconds: float) -> int:
         """Spans to add before the next tick, so that a cycle (add, then close and evaluate

@@ -93,6 +93,7 @@ class _Process:
     # (open sessions, the oldest one's age in s) as last reported, and when
     open_now: tuple[tuple[int, float | None], float] | None = None
     export_full: bool = False
+    over_budget: bool = False  # its open sessions over their memory budget, evictions left
     said_bye: bool = False
     gone: bool = False
     feeder: threading.Thread | None = None
@@ -222,6 +223,9 @@ class ShardedWorker(Worker):
 
     def _expected_wait_s(self) -> float:
         return max((p.backlog_spans / p.rate for p in self._answering() if p.rate), default=0.0)
+
+    def _over_budget(self) -> bool:
+        return any(p.over_budget for p in self._answering())
 
     def _answering(self) -> list[_Process]:
         return [p for p in self._processes if p.ready and not p.unresponsive]
@@ -373,12 +377,15 @@ class ShardedWorker(Worker):
                 else:
                     self._unconfirmed.append(done)
         elif kind == "progress":
-            _, upto, counts, durations, open_sessions, export_full, recorded, rate, opened = message
+            _, upto, counts, durations, open_sessions, export_full, recorded, rate, opened, over = (
+                message
+            )
             p.open_sessions = open_sessions
             if opened is not None:
                 p.open_now = opened, time.monotonic()
             p.export_full = export_full
             p.rate = rate
+            p.over_budget = over
             if self.telemetry is not None:
                 replay_telemetry(self.telemetry, counts, durations)
             self._meters.replay(recorded)

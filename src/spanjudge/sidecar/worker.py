@@ -14,6 +14,7 @@ import logging
 import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
@@ -92,12 +93,18 @@ class Worker:
         # SQLite's message while the spool cannot write; /healthz is not ready meanwhile.
         self.storage_problem: str | None = None
         self.evaluated_sessions = 0
+        # Set after each tick: the open sessions are over their memory budget and evictions
+        # are left for the next ticks; receivers refuse meanwhile.
+        self.over_budget = False
         self.crashed: str | None = None  # why the worker thread ended by itself, if it did
         self._key_attributes = policy.key_attributes
         self._submit_lock = threading.Lock()
         self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
         self._last_added = 0
         self.caught_upto = 0  # the last request a tick took through closing and evaluation
+        # (request id, sessions the store had opened once it was added, the latest end-marker
+        # or turn close set by then): which requests the closes are done with (`_closed_upto`)
+        self._added: deque[tuple[int, int, float]] = deque()
         self._unconfirmed: list[Completion] = []
         self._unconfirmed_said = False  # said once per streak of failed flushes, not each tick
         self._thread: threading.Thread | None = None
@@ -163,6 +170,13 @@ class Worker:
                 f"{waiting} bytes of requests waiting for evaluation"
                 f" (serve.max_pending_bytes {self.max_pending_bytes})"
             )
+        if self._over_budget():
+            # The store evicts (evaluates early) a batch a tick: what is accepted now would
+            # only push it further over its budget meanwhile.
+            return (
+                "the open sessions are over their memory budget (sessions.max_open_bytes);"
+                " the oldest are being evaluated early"
+            )
         if self.export_full():
             # Evaluation is paused until the endpoint takes the backlog: refuse upstream
             # (retryable) rather than accept spans that cannot be judged for a while.
@@ -182,6 +196,10 @@ class Worker:
     def _pending_bytes(self) -> int:
         """Body bytes of the accepted requests no tick has taken yet (lock held)."""
         return self.lag.bytes
+
+    def _over_budget(self) -> bool:
+        """Whether the last tick left evictions over the memory budget (lock held)."""
+        return self.over_budget
 
     def _enqueue(
         self, request_id: int, records: Sequence[SpanRecord], nbytes: int = 0, sizes: Any = None
@@ -284,41 +302,68 @@ class Worker:
             self.guard.failed("add")
         self.lag.busy(time.monotonic() - started)
         self._last_added = request_id
+        store = self.pipeline.store
+        self._added.append((request_id, store.opened, store.latest_close_at))
         with self._submit_lock:
             self.pending_spans -= len(records)
         return len(records)
 
     def _tick(self) -> None:
         # A full export backlog pauses evaluation: spans pile up, then receivers push back.
-        if not self.export_full():
-            started = time.monotonic()
-            mark = self._last_added
-            store = self.pipeline.store
-            # Sessions close, are evaluated and exported a batch at a time, with room in the
-            # export backlog checked before each: many closing at once (a flood of ended
-            # sessions) would otherwise hold all their results and export items in memory.
-            # What is left stays open in the store (its memory budget) for the next tick.
-            until = started + max(self.tick_interval_s, _CYCLE_S)
-            while True:
-                self.pipeline.tick(mark=mark, limit=_CLOSE_BATCH)
-                self._confirm()
-                if (
-                    not store.overdue
-                    or self._abandoned
-                    or self.export_full()
-                    or time.monotonic() >= until
-                ):
-                    break
-            if not store.overdue:
-                # What closed up to the mark is evaluated or judged now; until then the
-                # requests count as lagging, and receivers refuse once the lag is too long.
-                with self._submit_lock:
-                    self.lag.caught_up(mark)
-                self.caught_upto = mark
-            self.lag.busy(time.monotonic() - started)
-            self.lag.sample(time.monotonic())
+        if self.export_full():
+            self._confirm()
             return
-        self._confirm()
+        started = time.monotonic()
+        mark = self._last_added
+        store = self.pipeline.store
+        # Sessions close, are evaluated and exported a batch at a time, with room in the
+        # export backlog checked before each: many closing at once (a flood of ended
+        # sessions, evictions over the memory budget) would otherwise hold all their results
+        # and export items in memory. What is left stays open in the store (its memory
+        # budget) for the next tick, and the requests that brought it count as lagging, so
+        # receivers refuse (retryably) once the lag is too long.
+        until = started + max(self.tick_interval_s, _CYCLE_S)
+        while True:
+            self.pipeline.tick(mark=mark, limit=_CLOSE_BATCH)
+            # Closed and evaluated: the lag moves now, before the export of this batch.
+            self._caught_up(self._closed_upto(mark))
+            self._confirm()
+            if (
+                not store.closing_left()
+                or self._abandoned
+                or self.export_full()
+                or time.monotonic() >= until
+            ):
+                break
+        self.over_budget = store.over_budget
+        self.lag.busy(time.monotonic() - started)
+        # behind all along: closes left, or requests waiting to be added
+        self.lag.sample(time.monotonic(), behind=store.closing_left() or not self._queue.empty())
+
+    def _closed_upto(self, mark: int) -> int:
+        """The last request up to ``mark`` that the closes are done with: the sessions it ended
+        (an end marker, a turn's root span) were due by the time the last close looked, and
+        none it opened (nor any opened before) is left due or over the memory budget. A
+        session waiting for its idle timeout is no lag; one that ended is, until it closed."""
+        store = self.pipeline.store
+        before = store.closed_before()
+        checked = store.due_checked_at
+        added = self._added
+        caught = self.caught_upto
+        while added:
+            request_id, opened, close_at = added[0]
+            if request_id > mark or close_at > checked or (before is not None and opened >= before):
+                break
+            caught = added.popleft()[0]
+        return caught
+
+    def _caught_up(self, upto: int) -> None:
+        """Every request up to spool id ``upto`` went through closing and evaluation."""
+        if upto <= self.caught_upto:
+            return
+        with self._submit_lock:
+            self.lag.caught_up(upto)
+        self.caught_upto = upto
 
     def _confirm(self) -> None:
         for evaluated in self.revisions.take_evaluated():
@@ -420,14 +465,39 @@ class Worker:
         now = time.monotonic()
         # Judgments still out get most of what is left; the sinks' flush keeps a fifth.
         until = now + 0.8 * max(0.0, deadline - now)
-        if evaluate_open or not self.durable:
-            self._finishing = "evaluating the open sessions"
-            self.pipeline.close_all("shutdown", until=until, mark=self._last_added)
-        else:
-            # Open sessions stay spooled; those already closed are emitted, judged or not.
-            self._finishing = "evaluating the sessions that closed"
-            self.pipeline.tick(mark=self._last_added)
-            self.pipeline.drain(until=until)
-        self._finishing = "flushing the sinks"
-        self.flush_timeout_s = max(0.1, deadline - time.monotonic())
-        self._safe(self._confirm)  # touches nothing once abandoned (`_commit`)
+        mark = self._last_added
+        store = self.pipeline.store
+        every = evaluate_open or not self.durable
+        # A batch at a time, each exported before the next, as a tick does: the results and
+        # export items of every open session at once would not fit the memory budgets. What
+        # the time (or a full export backlog) leaves open stays in the spool.
+        while True:
+            if every:
+                self._finishing = "evaluating the open sessions"
+                self.pipeline.close_all("shutdown", until=until, mark=mark, limit=_CLOSE_BATCH)
+                left = not store.empty
+            else:
+                # Open sessions stay spooled; those already closed are emitted, judged or not.
+                self._finishing = "evaluating the sessions that closed"
+                self.pipeline.tick(mark=mark, limit=_CLOSE_BATCH)
+                self.pipeline.drain(until=until)
+                left = store.closing_left()
+            self._finishing = "flushing the sinks"
+            self.flush_timeout_s = max(0.1, deadline - time.monotonic())
+            self._safe(self._confirm)  # touches nothing once abandoned (`_commit`)
+            if not left or self._abandoned:
+                return
+            if self.export_full() or time.monotonic() >= until:
+                break
+        if every:
+            fate = (
+                "they stay in the spool and are evaluated on the next start"
+                if self.durable
+                else "they are lost (the spool is off)"
+            )
+            log.warning(
+                "shutdown: %d open session(s) not evaluated in time (serve.shutdown_timeout)%s; %s",
+                len(store.open),
+                " with the verdict export backlog full" if self.export_full() else "",
+                fate,
+            )
