@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from spanjudge.config import Config
 from spanjudge.emit.summary import outside_coverage
 from spanjudge.errors import ConfigError
-from spanjudge.evaluators.base import EvaluationContext, build_evaluators
+from spanjudge.evaluators.base import EvaluationContext, build_suite
 from spanjudge.evaluators.custom import needs_llm_judge
 from spanjudge.evaluators.judging import Judging, Judgments
 from spanjudge.expectations import ExpectationResolver
@@ -22,7 +22,7 @@ from spanjudge.recognition import continuity
 from spanjudge.recognition.answers import without_hidden_text
 from spanjudge.recognition.reconcile import reconcile
 from spanjudge.recognition.registry import RecogniserRegistry
-from spanjudge.sampling import Selector, SessionFacts, left_out
+from spanjudge.sampling import SessionFacts, left_out
 from spanjudge.sessions.store import ClosedSession
 from spanjudge.spans.logs import join
 from spanjudge.trajectory.assemble import SessionMeta, assemble
@@ -126,17 +126,13 @@ class Engine:
             self.config.sections.get("conventions", ())
         )
         self._from_config = evaluators is None
-        if evaluators is None:
-            problems: list[str] = []
-            evaluators = build_evaluators(self.config.evaluators, problems)
-            if problems:
-                raise ConfigError(problems, source=self.config.source)
-        self.evaluators = list(evaluators)
-        selection_problems: list[str] = []
+        problems: list[str] = []
+        suite = build_suite(self.config.evaluators, problems)
+        if problems:
+            raise ConfigError(problems, source=self.config.source)
+        self.evaluators = list(suite.evaluators if evaluators is None else evaluators)
         # which sessions each evaluator judges (`sample`, `when`; spanjudge/sampling.py)
-        self.selector = Selector.from_options(self.config.evaluators, selection_problems)
-        if selection_problems:
-            raise ConfigError(selection_problems, source=self.config.source)
+        self.selector = suite.selector
         self.resolver = ExpectationResolver(self.config.entries, self.config.rules)
         self._add_goal_success()
         self.judge_for = judge_for or judge_lookup(self.config)
@@ -163,7 +159,7 @@ class Engine:
         options = dict(self.config.evaluators)
         options[GOAL_SUCCESS] = options.get(GOAL_SUCCESS) or {}
         problems: list[str] = []
-        self.evaluators = build_evaluators(options, problems)
+        self.evaluators = list(build_suite(options, problems).evaluators)
         if problems:
             raise ConfigError(problems, source=self.config.source)
 

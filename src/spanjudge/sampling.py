@@ -41,6 +41,7 @@ from typing import Any
 from spanjudge import semconv
 from spanjudge.conditions import CONDITION_KEYS, check_rules, validate_rules
 from spanjudge.errors import did_you_mean
+from spanjudge.reasons import CUSTOM_SECTION as CUSTOM
 from spanjudge.reasons import FILTERED_OUT, NOT_SAMPLED
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.model import Trajectory
@@ -233,10 +234,24 @@ class Selector:
 
     @classmethod
     def from_options(cls, evaluators: Mapping[str, Any], problems: list[str]) -> Selector:
+        """Every selection in ``evaluators``: each evaluator's own (``evaluators.<name>``, and
+        for a custom evaluator its ``evaluators.custom[i]`` entry too) and the judged default."""
         own: dict[str, Selection] = {}
         judged = Selection()
+        custom = evaluators.get(CUSTOM)
+        for i, entry in enumerate(custom if isinstance(custom, list) else ()):
+            name = entry.get("name") if isinstance(entry, Mapping) else None
+            if not isinstance(name, str) or not any(key in entry for key in SELECTION_KEYS):
+                continue  # a malformed entry is reported by the custom evaluators' validation
+            own[name] = parse_selection(entry, f"evaluators.{CUSTOM}[{i}]", problems)
+            options = evaluators.get(name)
+            if isinstance(options, Mapping) and any(key in options for key in SELECTION_KEYS):
+                problems.append(
+                    f"evaluators.{name}: its sample or when is also given in "
+                    f"evaluators.{CUSTOM}[{i}]; keep one of the two"
+                )
         for name, options in evaluators.items():
-            if not isinstance(options, Mapping):
+            if not isinstance(options, Mapping) or name in own:
                 continue
             if name == JUDGED:
                 for key in options:

@@ -15,6 +15,8 @@ Each entry is a question for an LLM judge with its own name, level and scale::
                                                     # model_messages
           judge: openai                  # a judge from `judges:` (default: the `default` one)
           tools: ["issue_*"]             # tool_call level only: which calls (globs)
+          sample: 0.2                    # which sessions it judges (spanjudge/sampling.py);
+          when: {environment: production}   # or under evaluators.refund_policy
         - name: tone
           level: turn
           instructions: "How polite is the reply?"
@@ -43,6 +45,7 @@ from spanjudge.evaluators.ask import ask, error_verdict, judge_of
 from spanjudge.evaluators.base import EvaluationContext
 from spanjudge.judges.base import Criterion, Judge, JudgeRequest, ScalePoint, rating_key
 from spanjudge.judges.heuristic import HEURISTIC
+from spanjudge.sampling import JUDGED, SELECTION_KEYS
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.trajectory.steps import Step
 from spanjudge.trajectory.toolnames import candidates
@@ -51,7 +54,19 @@ from spanjudge.values import Target, Verdict, not_evaluated
 LEVELS = ("session", "turn", "tool_call")
 EVIDENCE = ("request", "answer", "tool_calls", "tool_results", "skill_bodies", "model_messages")
 DEFAULT_EVIDENCE = ("request", "answer", "tool_calls")
-KEYS = ("name", "level", "instructions", "scale", "pass_at", "evidence", "judge", "tools")
+KEYS = (
+    "name",
+    "level",
+    "instructions",
+    "scale",
+    "pass_at",
+    "evidence",
+    "judge",
+    "tools",
+    *SELECTION_KEYS,  # which sessions it judges: the engine's to apply (spanjudge/sampling.py)
+)
+# Keys of the `evaluators` section that are no evaluator's name.
+RESERVED = (reasons.CUSTOM_SECTION, JUDGED)
 # A name is a metric label value and a config key: plain lowercase words.
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _LABEL = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
@@ -350,7 +365,12 @@ def _one(
         problems.append(
             f"{path}.name: expected a lowercase name such as refund_policy, got {name!r}"
         )
-    elif name in taken or name == reasons.CUSTOM_SECTION:
+    elif name in RESERVED:
+        problems.append(
+            f"{path}.name: {name!r} is reserved (evaluators.{name} is a section of its own); "
+            "choose another"
+        )
+    elif name in taken:
         problems.append(
             f"{path}.name: {name!r} is taken by a built-in or another evaluator; choose another"
         )
