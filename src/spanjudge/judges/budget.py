@@ -17,7 +17,9 @@ The budget is counted in fixed windows of an hour from the judge's first call. A
 while the window's use is below every limit; the call that crosses a limit (and calls already in
 flight) finish and are counted. From then until the window rolls, the judge refuses (the
 verdicts are ``not_evaluated`` / ``judge_budget``, counted as ``spanjudge.judge.calls`` with
-outcome ``over_budget``); cached judgements cost nothing and are still answered.
+outcome ``over_budget``); cached judgements cost nothing and are still answered. The count is per
+process: with ``serve.workers`` N, each evaluation process gets 1/N of the budget
+(`spanjudge.judges.registry.budget_share`), so that the figures bound what serve spends.
 
 An endpoint that reports no token counts (no ``usage`` in its reply) is still counted: its tokens
 are estimated (`estimate_tokens`: the prompt's and the reply's characters / 4), priced, and the
