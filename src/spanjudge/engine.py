@@ -119,7 +119,11 @@ class Engine:
         recognisers: RecogniserRegistry | None = None,
         evaluators: Sequence[Evaluator] | None = None,
         judge_for: JudgeLookup | None = None,
+        start_warnings: bool = True,
     ) -> None:
+        """``start_warnings``: say what the configuration cannot do (evaluators with no judge
+        that can answer them) once, at start; False in the evaluation processes of
+        `spanjudge serve`, whose serve process has said it."""
         self.config = config or Config()
         # conventions declared in the configuration are tried before the built-in presets
         self.recognisers = recognisers or RecogniserRegistry.default(
@@ -140,7 +144,7 @@ class Engine:
         # once per evaluator and, under the test suite, re-raises it.
         self.guard = Guard("spanjudge", "evaluator")
         self.judging = Judging()
-        self._warned_unjudged = False
+        self._warned_unjudged = not start_warnings
         self._warn_unjudged()
 
     def _asserted(self) -> bool:

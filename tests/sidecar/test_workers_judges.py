@@ -1,5 +1,6 @@
-"""A judge's hourly budget in `spanjudge serve` with two evaluation processes bounds what the
-server spends, not what each process spends: the processes share it."""
+"""Judges in `spanjudge serve` with two evaluation processes: a judge's hourly budget bounds what
+the server spends, not what each process spends (the processes share it), and what the
+configuration cannot judge is said once, not once per process."""
 
 from __future__ import annotations
 
@@ -67,3 +68,20 @@ def test_two_workers_share_the_judges_budget(tmp_path: Path) -> None:
     refused = [v for v in served if v.get("spanjudge.reason") == "judge_budget"]
     assert len(refused) > len(passed)  # many more sessions than the budget pays for
     assert asked == len(passed) == budget // per_call
+
+
+def test_an_evaluator_without_a_judge_is_reported_once_by_serve(tmp_path: Path) -> None:
+    unjudged = {k: v for k, v in CRITERION.items() if k != "judge"}
+    verdicts = _Receiver()
+    config = {**_config(tmp_path, 2), "evaluators": {"custom": [unjudged]}}
+    sidecar = SidecarProcess(tmp_path, config, _env(verdicts))
+    sidecar.start()
+    try:
+        assert len(sidecar.endpoints["workers"]) == 2
+        assert sidecar.terminate() == 0
+    finally:
+        if sidecar.proc is not None and sidecar.proc.poll() is None:
+            sidecar.kill9()
+        verdicts.stop()
+    log = sidecar.log.read_text()
+    assert log.count("have no LLM judge") == 1, log
