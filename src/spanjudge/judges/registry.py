@@ -194,8 +194,17 @@ def parse_judges(raw: Any, path: str, problems: list[str]) -> dict[str, JudgeSpe
             if key == "type" or (key in _COST_KEYS and kind != "heuristic"):
                 continue
             if key not in allowed:
-                known = ", ".join([*allowed, *_COST_KEYS]) or "none"
-                problems.append(f"{where}.{key}: unknown setting for type {kind} (known: {known})")
+                known = ", ".join([*allowed, *(_COST_KEYS if kind != "heuristic" else ())])
+                why = (
+                    f"; {' and '.join(_COST_KEYS)} apply to LLM judges (types openai, bedrock): "
+                    "the heuristic judge makes no calls and costs nothing"
+                    if key in _COST_KEYS
+                    else ""
+                )
+                problems.append(
+                    f"{where}.{key}: unknown setting for type {kind} (known: {known or 'none'})"
+                    f"{why}"
+                )
                 continue
             expected, minimum = allowed[key]
             error = _check(value, expected, minimum)
