@@ -329,12 +329,16 @@ def _scale(
     return tuple(points), None
 
 
-def _evidence(raw: Any, path: str, problems: list[str]) -> tuple[str, ...]:
+def parse_evidence(
+    raw: Any, path: str, problems: list[str], default: tuple[str, ...] = DEFAULT_EVIDENCE
+) -> tuple[str, ...]:
+    """An ``evidence`` option: which of `EVIDENCE` the judge is shown (``default`` when not
+    given); every unknown item is named."""
     if raw is None:
-        return DEFAULT_EVIDENCE
+        return default
     if not isinstance(raw, list) or not raw:
         problems.append(f"{path}: expected a list of {', '.join(EVIDENCE)}")
-        return DEFAULT_EVIDENCE
+        return default
     out = []
     for item in raw:
         if item not in EVIDENCE:
@@ -386,7 +390,7 @@ def _one(
         numeric: tuple[int, int] | None = None
     else:
         points, numeric = _scale(raw["scale"], f"{path}.scale", problems)
-    evidence = _evidence(raw.get("evidence"), f"{path}.evidence", problems)
+    evidence = parse_evidence(raw.get("evidence"), f"{path}.evidence", problems)
     judge = raw.get("judge")
     if judge is not None and (not isinstance(judge, str) or not judge.strip()):
         problems.append(f"{path}.judge: expected the name of a judge under `judges:`")
