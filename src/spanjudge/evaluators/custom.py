@@ -174,7 +174,6 @@ class CustomEvaluator:
 
     def _request(
         self,
-        trajectory: Trajectory,
         steps: Sequence[Step],
         request: str | None,
         prior: tuple[str, ...],
@@ -203,18 +202,14 @@ class CustomEvaluator:
             last = trajectory.last_turn
             target = Target(turn=None, span_id=last.span_id if last else None)
             prior = tuple(t.request for t in trajectory.turns[1:] if t.request)
-            request = self._request(
-                trajectory, steps, trajectory.request, prior, trajectory.final_answer
-            )
+            request = self._request(steps, trajectory.request, prior, trajectory.final_answer)
             return [_Target(target=target, what="the session", request=request)]
         if self.level == "turn":
             out = []
             earlier: list[str] = []
             for turn in trajectory.turns:
                 own = [s for s in steps if s.turn == turn.index]
-                request = self._request(
-                    trajectory, own, turn.request, tuple(earlier), turn.final_answer
-                )
+                request = self._request(own, turn.request, tuple(earlier), turn.final_answer)
                 target = Target(turn=turn.index, span_id=turn.span_id)
                 out.append(_Target(target=target, what=f"turn {turn.index}", request=request))
                 if turn.request:
@@ -229,7 +224,6 @@ class CustomEvaluator:
             this_turn = next((t for t in trajectory.turns if t.index == step.turn), None)
             prior = tuple(t.request for t in trajectory.turns if t.index < step.turn and t.request)
             request = self._request(
-                trajectory,
                 steps[: i + 1],
                 this_turn.request if this_turn else trajectory.request,
                 prior,
