@@ -50,3 +50,10 @@ def test_unknown_flag_after_verbose_and_eval_shows_evals_usage(capsys):  # type:
     code, _, err = _exit(capsys, "-vv", "eval", "x.jsonl", "--bogus")
     assert code == 2 and err.startswith("usage: spanjudge eval [-h]")
     assert "unrecognized arguments: --bogus" in err
+
+
+def test_eval_help_names_everything_an_expectations_file_may_require(capsys):  # type: ignore[no-untyped-def]
+    _, out, _ = _exit(capsys, "eval", "--help")
+    expect = " ".join(out.split("--expect FILE")[-1].split())  # the option's help, unwrapped
+    for key in ('"skills"', '"trajectory"', '"assertions"'):
+        assert key in expect.split("--format")[0], key

@@ -102,3 +102,28 @@ def test_export_tls_insecure_and_unknown_keys() -> None:
         p.startswith("serve.export.tls.insecure_skip: unknown setting (allowed: ca_file,")
         for p in info.value.problems
     )
+
+
+@pytest.mark.parametrize("suffix", [".json", ".yaml"])
+def test_a_number_with_an_exponent_is_a_number_as_json_writes_it(
+    tmp_path: Path, suffix: str
+) -> None:
+    import json
+
+    from spanjudge.config import load_config
+
+    judge = {
+        "type": "openai",
+        "base_url": "http://127.0.0.1:1/v1",
+        "model": "m",
+        "price": {"input_per_million": 0.000001, "output_per_million": 2e5},
+        "budget": {"cost_per_hour": 0.000001},
+    }
+    text = json.dumps({"judges": {"llm": judge}})
+    assert "1e-06" in text  # how json writes it
+    path = tmp_path / f"spanjudge{suffix}"
+    path.write_text(text)  # JSON is YAML too: both names are read by the YAML loader
+    spec = load_config(str(path)).sections["judges"]["llm"]
+    assert spec.settings["price"].input_per_million == pytest.approx(1e-6)
+    assert spec.settings["price"].output_per_million == pytest.approx(2e5)
+    assert spec.settings["budget"].cost_per_hour == pytest.approx(1e-6)

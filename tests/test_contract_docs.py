@@ -45,3 +45,12 @@ def test_every_metric_name_is_in_the_emission_table() -> None:
     names = {v for k, v in vars(semconv).items() if k.startswith("M_") and isinstance(v, str)}
     missing = sorted(name for name in names if f"`{name}`" not in table)
     assert not missing, f"ARCHITECTURE.md section 8's metrics table lacks: {missing}"
+
+
+def test_the_report_schema_names_every_reason_coverage_leaves_out() -> None:
+    from tests.conftest import load_schema
+
+    per_evaluator = load_schema()["properties"]["summary"]["properties"]["by_evaluator"]
+    coverage = per_evaluator["additionalProperties"]["allOf"][1]["properties"]["coverage"]
+    named = set(re.findall(r"[a-z_]+", coverage["description"]))
+    assert named >= reasons.OUTSIDE_COVERAGE, reasons.OUTSIDE_COVERAGE - named

@@ -310,3 +310,47 @@ def test_a_filter_reads_resource_and_span_attributes(when: Any, judged: set[str]
         if verdict.reason != "filtered_out":
             kept.add(closed.key)
     assert kept == judged
+
+
+SAMPLED_CRITERION = {
+    "name": "refund_policy",
+    "instructions": "Did the agent promise a refund above 100 EUR?",
+    "scale": [
+        {"label": "compliant", "score": 1.0, "definition": "no such promise"},
+        {"label": "violation", "score": 0.0, "definition": "a refund above 100 EUR promised"},
+    ],
+    "judge": "llm",
+}
+
+
+@pytest.mark.parametrize("where", ["entry", "section"])
+def test_a_sampled_judged_evaluator_asks_the_judge_only_about_the_sampled_sessions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    """Written in its `evaluators.custom` entry or under its own name beside the built-ins."""
+    from tests.judges.chat_server import chat_server, completion
+
+    answer = json.dumps({"rating": "compliant", "rationale": "no refund mentioned"})
+    with chat_server(responder=lambda payload: completion(answer)) as server:
+        judge = {"type": "openai", "base_url": server.base_url, "model": "scripted"}
+        judges = {"llm": {**judge, "cache_size": 0}}
+        if where == "entry":
+            evaluators: dict[str, Any] = {"custom": [{**SAMPLED_CRITERION, "sample": 0.3}]}
+        else:
+            evaluators = {"custom": [SAMPLED_CRITERION], "refund_policy": {"sample": 0.3}}
+        config = tmp_path / "config.yaml"
+        # no cache: each judged session is one call, even where two sessions read alike
+        config.write_text(yaml.safe_dump({"judges": judges, "evaluators": evaluators}))
+        out = tmp_path / "report.json"
+        _eval(capsys, *map(str, _strands_inputs()), "--config", str(config), "--format", "json",
+              "--output", str(out))  # fmt: skip
+        asked = len(server.requests)
+    report = json.loads(out.read_text())
+    sessions = {s["session_id"] for s in report["sessions"]}
+    judged = {
+        sid for sid, reasons in _reasons(report, "refund_policy").items() if reasons == {None}
+    }
+    assert judged == {sid for sid in sessions if _documented_rule(sid, 0.3)}
+    assert 0 < len(judged) < len(sessions)
+    assert _left_out(report, "refund_policy", "not_sampled") == sessions - judged
+    assert asked == len(judged)

@@ -77,7 +77,8 @@ def _add_eval(sub: Any) -> argparse.ArgumentParser:
         "--expect",
         metavar="FILE",
         action="append",
-        help='expectations file (JSON/YAML): {"sessions": {"<id or glob>": {"skills": [...]}}};'
+        help='expectations file (JSON/YAML): {"sessions": {"<id or glob>": {"skills": [...],'
+        ' "trajectory": {"tools": [...], "match": "in_order"}, "assertions": ["..."]}}};'
         " repeatable: the files are merged; a pattern two files set differently is an error",
     )
     ev.add_argument(

@@ -134,10 +134,24 @@ def client_tls(raw: Any, path: str, problems: list[str]) -> dict[str, Any]:
 MAX_YAML_NODES = 100_000
 
 
+class _Loader(yaml.SafeLoader):
+    """`yaml.SafeLoader` that also reads a number with an exponent and no dot (``1e-06``,
+    ``2E5``) as a number, as JSON and YAML 1.2 do: YAML 1.1 reads it as text, so a JSON
+    configuration (what `json.dumps` writes for 0.000001) would be refused."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
+
 def load_yaml(text: str, source: str) -> Any:
-    """`yaml.safe_load` of ``text``, refused as a `ConfigError` naming ``source`` when its
-    aliases expand past `MAX_YAML_NODES` nodes (`yaml.YAMLError` when it is not YAML)."""
-    loader = yaml.SafeLoader(text)
+    """`yaml.safe_load` of ``text`` (numbers as JSON writes them too: `_Loader`), refused as a
+    `ConfigError` naming ``source`` when its aliases expand past `MAX_YAML_NODES` nodes
+    (`yaml.YAMLError` when it is not YAML)."""
+    loader = _Loader(text)
     try:
         node = loader.get_single_node()
         if node is None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from spanjudge.config import Config
 from spanjudge.emit.summary import outside_coverage
 from spanjudge.errors import ConfigError
-from spanjudge.evaluators.base import EvaluationContext, build_evaluators
+from spanjudge.evaluators.base import EvaluationContext, build_suite
 from spanjudge.evaluators.custom import needs_llm_judge
 from spanjudge.evaluators.judging import Judging, Judgments
 from spanjudge.expectations import ExpectationResolver
@@ -22,7 +22,7 @@ from spanjudge.recognition import continuity, shapes
 from spanjudge.recognition.answers import without_hidden_text
 from spanjudge.recognition.reconcile import reconcile
 from spanjudge.recognition.registry import RecogniserRegistry
-from spanjudge.sampling import Selector, SessionFacts, left_out
+from spanjudge.sampling import SessionFacts, left_out
 from spanjudge.sessions.store import ClosedSession
 from spanjudge.spans.logs import join
 from spanjudge.trajectory.assemble import SessionMeta, assemble
@@ -120,24 +120,24 @@ class Engine:
         recognisers: RecogniserRegistry | None = None,
         evaluators: Sequence[Evaluator] | None = None,
         judge_for: JudgeLookup | None = None,
+        start_warnings: bool = True,
     ) -> None:
+        """``start_warnings``: say what the configuration cannot do (evaluators with no judge
+        that can answer them) once, at start; False in the evaluation processes of
+        `spanjudge serve`, whose serve process has said it."""
         self.config = config or Config()
         # conventions declared in the configuration are tried before the built-in presets
         self.recognisers = recognisers or RecogniserRegistry.default(
             self.config.sections.get("conventions", ())
         )
         self._from_config = evaluators is None
-        if evaluators is None:
-            problems: list[str] = []
-            evaluators = build_evaluators(self.config.evaluators, problems)
-            if problems:
-                raise ConfigError(problems, source=self.config.source)
-        self.evaluators = list(evaluators)
-        selection_problems: list[str] = []
+        problems: list[str] = []
+        suite = build_suite(self.config.evaluators, problems)
+        if problems:
+            raise ConfigError(problems, source=self.config.source)
+        self.evaluators = list(suite.evaluators if evaluators is None else evaluators)
         # which sessions each evaluator judges (`sample`, `when`; spanjudge/sampling.py)
-        self.selector = Selector.from_options(self.config.evaluators, selection_problems)
-        if selection_problems:
-            raise ConfigError(selection_problems, source=self.config.source)
+        self.selector = suite.selector
         self.resolver = ExpectationResolver(self.config.entries, self.config.rules)
         self._add_goal_success()
         self.judge_for = judge_for or judge_lookup(self.config)
@@ -145,7 +145,7 @@ class Engine:
         # once per evaluator and, under the test suite, re-raises it.
         self.guard = Guard("spanjudge", "evaluator")
         self.judging = Judging()
-        self._warned_unjudged = False
+        self._warned_unjudged = not start_warnings
         self._warn_unjudged()
 
     def _asserted(self) -> bool:
@@ -164,7 +164,7 @@ class Engine:
         options = dict(self.config.evaluators)
         options[GOAL_SUCCESS] = options.get(GOAL_SUCCESS) or {}
         problems: list[str] = []
-        self.evaluators = build_evaluators(options, problems)
+        self.evaluators = list(build_suite(options, problems).evaluators)
         if problems:
             raise ConfigError(problems, source=self.config.source)
 

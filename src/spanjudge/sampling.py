@@ -41,6 +41,7 @@ from typing import Any
 from spanjudge import semconv
 from spanjudge.conditions import CONDITION_KEYS, check_rules, validate_rules
 from spanjudge.errors import did_you_mean
+from spanjudge.reasons import CUSTOM_SECTION as CUSTOM
 from spanjudge.reasons import FILTERED_OUT, NOT_SAMPLED
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.model import Trajectory
@@ -71,7 +72,7 @@ def _text(value: Any) -> str:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Test:
+class ValueCheck:
     """One key's condition: equal to one of ``values``, or the ``rules`` of the grammar."""
 
     values: tuple[str, ...] = ()
@@ -91,11 +92,11 @@ class Test:
         return ", ".join(parts)
 
 
-def _test(raw: Any, path: str, problems: list[str]) -> Test | None:
+def _check(raw: Any, path: str, problems: list[str]) -> ValueCheck | None:
     if isinstance(raw, _SCALARS):
-        return Test(values=(_text(raw),))
+        return ValueCheck(values=(_text(raw),))
     if isinstance(raw, list) and raw and all(isinstance(v, _SCALARS) for v in raw):
-        return Test(values=tuple(_text(v) for v in raw))
+        return ValueCheck(values=tuple(_text(v) for v in raw))
     if isinstance(raw, Mapping):
         rules = dict(raw)
         values: tuple[str, ...] = ()
@@ -108,7 +109,7 @@ def _test(raw: Any, path: str, problems: list[str]) -> Test | None:
             problems.append(f"{path}: give equals, contains, regex or json_path + equals")
             return None
         validate_rules(rules, path, problems)
-        return Test(values=values, rules=rules or None)
+        return ValueCheck(values=values, rules=rules or None)
     problems.append(
         f"{path}: expected a value, a list of values, or a condition "
         "({equals: ...}, {contains: ...}, {regex: ...}, {json_path: ..., equals: ...})"
@@ -120,7 +121,7 @@ def _test(raw: Any, path: str, problems: list[str]) -> Test | None:
 class Filter:
     """A ``when:`` block: (what it reads, its test) pairs, all of which must hold."""
 
-    checks: tuple[tuple[str, Test], ...]
+    checks: tuple[tuple[str, ValueCheck], ...]
 
     def first_failing(self, facts: SessionFacts) -> str | None:
         """None when the session matches, else what it lacked (for the explanation)."""
@@ -136,7 +137,7 @@ def _filter(raw: Any, path: str, problems: list[str]) -> Filter | None:
             f"{path}: expected a mapping of {', '.join(WHEN_KEYS)} -> value or condition"
         )
         return None
-    checks: list[tuple[str, Test]] = []
+    checks: list[tuple[str, ValueCheck]] = []
     for key, value in raw.items():
         where = f"{path}.{key}"
         if key not in WHEN_KEYS:
@@ -149,13 +150,13 @@ def _filter(raw: Any, path: str, problems: list[str]) -> Filter | None:
                 problems.append(f"{where}: expected a mapping of attribute name -> condition")
                 continue
             for name, cond in value.items():
-                test = _test(cond, f"{where}.{name}", problems)
-                if test is not None:
-                    checks.append((f"attribute {name}", test))
+                check = _check(cond, f"{where}.{name}", problems)
+                if check is not None:
+                    checks.append((f"attribute {name}", check))
         else:
-            test = _test(value, where, problems)
-            if test is not None:
-                checks.append((key, test))
+            check = _check(value, where, problems)
+            if check is not None:
+                checks.append((key, check))
     return Filter(checks=tuple(checks))
 
 
@@ -233,10 +234,24 @@ class Selector:
 
     @classmethod
     def from_options(cls, evaluators: Mapping[str, Any], problems: list[str]) -> Selector:
+        """Every selection in ``evaluators``: each evaluator's own (``evaluators.<name>``, and
+        for a custom evaluator its ``evaluators.custom[i]`` entry too) and the judged default."""
         own: dict[str, Selection] = {}
         judged = Selection()
+        custom = evaluators.get(CUSTOM)
+        for i, entry in enumerate(custom if isinstance(custom, list) else ()):
+            name = entry.get("name") if isinstance(entry, Mapping) else None
+            if not isinstance(name, str) or not any(key in entry for key in SELECTION_KEYS):
+                continue  # a malformed entry is reported by the custom evaluators' validation
+            own[name] = parse_selection(entry, f"evaluators.{CUSTOM}[{i}]", problems)
+            options = evaluators.get(name)
+            if isinstance(options, Mapping) and any(key in options for key in SELECTION_KEYS):
+                problems.append(
+                    f"evaluators.{name}: its sample or when is also given in "
+                    f"evaluators.{CUSTOM}[{i}]; keep one of the two"
+                )
         for name, options in evaluators.items():
-            if not isinstance(options, Mapping):
+            if not isinstance(options, Mapping) or name in own:
                 continue
             if name == JUDGED:
                 for key in options:

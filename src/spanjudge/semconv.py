@@ -104,6 +104,9 @@ ERROR_TYPE = "error.type"
 M_VERDICTS = "spanjudge.verdicts"
 M_SCORE = "spanjudge.score"
 M_SESSIONS = "spanjudge.sessions"
+# Sessions each evaluator saw, spanjudge.reason not_sampled / filtered_out on those its sample or
+# filter left out: the sampled share per session, however many verdicts a session gets.
+M_EVALUATOR_SESSIONS = "spanjudge.evaluator.sessions"
 M_SKILL_EXPECTED = "spanjudge.skill.expected"
 M_SKILL_OBSERVED = "spanjudge.skill.observed"
 M_SESSION_TOOL_CALLS = "spanjudge.session.tool_calls"

@@ -184,3 +184,5 @@ def test_the_coverage_panel_uses_the_one_coverage_rule_and_shows_the_sampled_sha
         assert set(pattern.split("|")) == OUTSIDE_COVERAGE, pattern
     [left_out] = re.findall(r'spanjudge_reason=~"([^"]*)"', sampled)
     assert set(left_out.split("|")) == NOT_SELECTED
+    # a share of sessions, not of verdicts (a session may get one verdict per skill or call)
+    assert metric_names(sampled) == {"spanjudge_evaluator_sessions_total"}

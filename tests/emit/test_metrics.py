@@ -182,3 +182,49 @@ def test_batched_counters_match_unbatched_once_flushed() -> None:
     assert _verdict_points(readers[True]) == {}  # held until the owner flushes
     assert sinks[True].flush(1.0)
     assert _verdict_points(readers[True]) == plain
+
+
+def test_the_sessions_each_evaluator_saw_and_left_out_are_counted_once_per_session() -> None:
+    """`tool_parameters` gives one verdict per tool call: a share of its verdicts would weigh
+    a session by its calls. `spanjudge.evaluator.sessions` counts sessions."""
+    from opentelemetry.sdk.metrics import MeterProvider as Provider
+
+    from spanjudge.config import parse_config
+    from spanjudge.emit.metrics import MetricsSink
+    from spanjudge.engine import Engine
+    from spanjudge.offline import run_offline
+    from tests.conftest import FIXTURES
+
+    reader = InMemoryMetricReader()
+    sink = CollectingSink()
+    inputs = sorted(str(p) for p in (FIXTURES / "strands").glob("*.jsonl"))
+    engine = Engine(parse_config({"evaluators": {"tool_parameters": {"sample": 0.3}}}))
+    metrics = MetricsSink(Provider(metric_readers=[reader]))
+    run_offline(inputs, engine, sink)
+    for result in sink.by_session().values():
+        metrics.emit(result)
+    data = reader.get_metrics_data()
+    assert data is not None
+    counted: dict[str | None, int] = {}
+    verdicts = 0
+    for rm in data.resource_metrics:
+        for sm in rm.scope_metrics:
+            for metric in sm.metrics:
+                for point in metric.data.data_points:
+                    attrs = dict(point.attributes)
+                    if attrs.get("gen_ai.evaluation.name") != "tool_parameters":
+                        continue
+                    if metric.name == "spanjudge.evaluator.sessions":
+                        reason = attrs.get("spanjudge.reason")
+                        counted[reason] = counted.get(reason, 0) + point.value
+                    elif metric.name == "spanjudge.verdicts":
+                        verdicts += point.value
+    results = sink.by_session().values()
+    left_out = sum(
+        1
+        for r in results
+        if any(v.evaluator == "tool_parameters" and v.reason == "not_sampled" for v in r.verdicts)
+    )
+    assert 0 < left_out < len(results)
+    assert counted == {None: len(results) - left_out, "not_sampled": left_out}
+    assert verdicts > len(results)  # several verdicts for a judged session

@@ -245,12 +245,35 @@ def test_a_custom_evaluator_without_an_llm_judge_is_no_judge_and_said_at_start(
         ({**TURN_LEVEL, "scale": {"min": 1, "max": 1}}, "expected min below max"),
         ({**SESSION_LEVEL, "scale": [{"label": "ok", "score": 2}]}, "at least two labels"),
         ({**SESSION_LEVEL, "instruction": "x"}, "unknown key (did you mean 'instructions'?)"),
+        ({**SESSION_LEVEL, "name": "judged"}, "'judged' is reserved"),
+        ({**SESSION_LEVEL, "name": "custom"}, "'custom' is reserved"),
+        ({**SESSION_LEVEL, "sample": 2}, "sample: expected a share from 0 to 1, got 2"),
+        ({**SESSION_LEVEL, "when": {"agnet": "x"}}, "when.agnet: unknown key"),
     ],
 )
 def test_configuration_problems_name_the_entry_and_the_fix(entry: Any, problem: str) -> None:
     with pytest.raises(ConfigError) as info:
         parse_config({"evaluators": {"custom": [entry]}})
     assert any(p.startswith("evaluators.custom[0].") and problem in p for p in info.value.problems)
+
+
+@pytest.mark.parametrize(
+    ("options", "problem"),
+    [
+        ({"sample": 0.5, "pass_at": 0.5}, "evaluators.report_saved.pass_at: a custom evaluator "
+         "takes only sample and when here; write its other settings in its evaluators.custom "
+         "entry"),
+        ({"when": {"agent": "x"}}, "evaluators.report_saved: its sample or when is also given "
+         "in evaluators.custom[0]; keep one of the two"),
+    ],
+)  # fmt: skip
+def test_a_custom_evaluators_own_section_takes_only_its_sample_and_filter(
+    options: Any, problem: str
+) -> None:
+    entry = {**SESSION_LEVEL, "sample": 0.5}
+    with pytest.raises(ConfigError) as info:
+        parse_config({"evaluators": {"custom": [entry], "report_saved": options}})
+    assert problem in info.value.problems
 
 
 def test_an_unknown_judge_is_a_configuration_error() -> None:

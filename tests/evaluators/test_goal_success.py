@@ -64,6 +64,8 @@ def test_each_assertion_is_judged_and_all_must_hold(tmp_path: Path) -> None:
     assert (verdict["outcome"], verdict["label"]) == ("fail", "not_achieved")
     assert verdict["score"] == pytest.approx(2 / 3)
     assert verdict["judge"] == "llm:scripted"
+    # a verdict on the whole session, as a custom session-level one: no turn
+    assert verdict["target"].get("turn") is None and verdict["target"]["span_id"]
     rows = verdict["details"]["assertions"]
     assert [(r["assertion"], r["judgement"]) for r in rows] == [
         (SAVED, "holds"),
@@ -117,3 +119,16 @@ def test_without_an_llm_judge_assertions_are_no_judge_and_said_at_start(
 def test_goal_success_stays_off_until_an_assertion_is_written(tmp_path: Path) -> None:
     report = run_eval(tmp_path, {}, MULTI_TURN)
     assert verdicts(report, "goal_success") == []
+
+
+def test_an_unknown_evidence_item_is_named_with_a_suggestion() -> None:
+    from spanjudge.config import parse_config
+    from spanjudge.errors import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        parse_config({"evaluators": {"goal_success": {"evidence": ["answers", "request"]}}})
+    assert any(
+        p.startswith("evaluators.goal_success.evidence: unknown evidence 'answers' (did you mean "
+                     "'answer'?)")
+        for p in info.value.problems
+    ), info.value.problems  # fmt: skip

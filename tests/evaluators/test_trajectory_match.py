@@ -135,6 +135,29 @@ def test_arguments_are_a_subset_and_a_differing_call_is_shown() -> None:
     assert [e["tool"] for e in verdict.details["extra"]] == ["write_file"]
 
 
+@pytest.mark.parametrize(
+    ("recorded", "expected", "holds"),
+    [
+        (1, True, False),  # true is no number in JSON
+        (0, False, False),
+        (True, 1, False),
+        (True, True, True),
+        (1, 1.0, True),  # one number
+        ([1, 2], [True, 2], False),
+        ({"a": 1}, {"a": True}, False),
+    ],
+)
+def test_arguments_compare_as_json_values(recorded: Any, expected: Any, holds: bool) -> None:
+    steps = [turn(1, "write it"), tool(2, "write_file", args={"path": "x", "force": recorded})]
+    reference = {"tools": ["write_file"], "arguments": {"write_file": {"force": expected}}}
+    assert _judge(steps, reference).outcome == ("pass" if holds else "fail")
+
+
+def test_one_further_call_is_one_call() -> None:
+    verdict = _judge(WORK[:4], {"tools": ["read_csv"], "match": "in_order"})
+    assert verdict.explanation.endswith("; 1 further call allowed by in_order")
+
+
 def test_arguments_the_trace_did_not_record_cannot_be_checked() -> None:
     steps = [WORK[0], tool(3, "read_csv"), tool(4, "write_file")]  # no arguments recorded
     reference = {"tools": ["read_csv", "write_file"],

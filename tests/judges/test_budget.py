@@ -142,6 +142,49 @@ def test_cost_is_the_priced_token_count_per_verdict_and_in_the_totals(
     assert set(totals["by_evaluator"]) == {"polite"}  # deterministic ones cost nothing
 
 
+def _without_usage(payload: dict[str, Any]) -> Any:
+    """A reply as from an endpoint that reports no token usage."""
+    reply = polite(payload)
+    del reply.body["usage"]
+    return reply
+
+
+def test_an_endpoint_reporting_no_usage_is_estimated_and_still_bounded_by_the_budget(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    price = {"input_per_million": PRICE_IN, "output_per_million": PRICE_OUT}
+    budget = 4000  # a few calls of a prompt of some thousands of characters
+    with chat_server(responder=_without_usage) as server:
+        config = {
+            "judges": _judges(server.base_url, price=price, budget={"tokens_per_hour": budget}),
+            "evaluators": {"custom": [CRITERION]},
+        }
+        with caplog.at_level("WARNING", logger="spanjudge"):
+            report = _report(tmp_path, config)
+        prompts = [
+            sum(len(m["content"]) for m in payload["messages"]) for payload in server.requests
+        ]
+    judged = verdicts(report, "polite")
+    asked = [v for v in judged if v["outcome"] == "pass"]
+    refused = [v for v in judged if v["reason"] == "judge_budget"]
+    # The budget cut judging off: the estimated tokens counted against it.
+    assert asked and refused and len(asked) + len(refused) == len(judged)
+    assert len(prompts) == len(asked)
+    answer = len(json.dumps({"rating": "polite", "rationale": "it says please", "evidence": []}))
+    for verdict, chars in zip(asked, prompts, strict=True):
+        usage = verdict["details"]["judge_usage"]
+        assert usage["estimated"] is True
+        # about a token per 4 characters of the prompt and the reply
+        assert usage["input_tokens"] == pytest.approx(chars / 4, abs=1)
+        assert usage["output_tokens"] == pytest.approx(answer / 4, abs=1)
+        assert usage["cost"] > 0  # never reported as free
+    assert sum(v["details"]["judge_usage"]["input_tokens"] for v in asked[:-1]) < budget
+    total = report["summary"]["judge_usage"]["by_judge"]["llm:scripted"]
+    assert total["estimated"] is True and total["cost"] > 0
+    warned = [r.getMessage() for r in caplog.records if "reports no token usage" in r.getMessage()]
+    assert len(warned) == 1 and "llm" in warned[0]
+
+
 def test_the_table_totals_judge_usage_per_evaluator_and_judge(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

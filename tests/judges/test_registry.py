@@ -73,6 +73,16 @@ def test_every_problem_is_reported_at_once() -> None:
     ]
 
 
+def test_a_price_on_the_heuristic_judge_says_that_prices_are_for_llm_judges() -> None:
+    problems: list[str] = []
+    parse_judges({"plain": {"type": "heuristic", "price": {}}}, "judges", problems)
+    assert problems == [
+        "judges.plain.price: unknown setting for type heuristic (known: none); price and "
+        "budget apply to LLM judges (types openai, bedrock): the heuristic judge makes no "
+        "calls and costs nothing"
+    ]
+
+
 def test_policy_settings_reach_the_judge() -> None:
     spec = {**LOCAL, "timeout_s": 2, "max_retries": 0, "concurrency": 1, "json_mode": False}
     judge = lookup({"x": spec}, {"outcome": {"judge": "x"}})("outcome")

@@ -12,6 +12,7 @@ from spanjudge.config import parse_config
 from spanjudge.emit.collecting import CollectingSink
 from spanjudge.engine import Engine
 from spanjudge.offline import run_offline
+from spanjudge.sidecar.routing import owner
 from tests.sidecar.helpers import SidecarProcess
 from tests.sidecar.workers_helpers import MIXED, _as_exported, _config, _env, _Receiver, _send
 
@@ -53,6 +54,11 @@ def test_two_workers_sample_the_sessions_an_offline_run_samples(tmp_path: Path) 
         and v.get("spanjudge.reason") == "not_sampled"
     }
     assert served_out == offline_out
+    # each process judged some of its sessions and left others out (sessions go to the process
+    # their key hashes to), so the two agreed with the offline run, not one of them alone
+    for process in range(2):
+        mine = {sid for sid in sessions if owner(sid, 2) == process}
+        assert mine & offline_out and mine - offline_out, process
     # the not_sampled verdicts reached the metrics with their reason, beside the others
     counted = sum(
         value

@@ -27,6 +27,7 @@ from spanjudge import semconv
 from spanjudge._version import __version__
 from spanjudge.emit.labels import OTHER, LabelBudget, SkillLabels, label_budgets
 from spanjudge.emit.sdk_series import SdkSeries
+from spanjudge.reasons import NOT_SELECTED
 from spanjudge.values import SessionResult, skill_key
 
 __all__ = ["OTHER", "LabelBudget", "MetricsSink", "SelfTelemetry", "SkillLabels", "score_views"]
@@ -113,6 +114,12 @@ class MetricsSink:
         self.verdicts = meter.create_counter(
             semconv.M_VERDICTS, unit="1", description="Verdicts by evaluator and outcome"
         )
+        self.evaluator_sessions = meter.create_counter(
+            semconv.M_EVALUATOR_SESSIONS,
+            unit="1",
+            description="Sessions each evaluator saw (spanjudge.reason: the ones its sample or "
+            "filter left out)",
+        )
         self.score = meter.create_histogram(
             semconv.M_SCORE,
             unit="1",
@@ -170,7 +177,13 @@ class MetricsSink:
         agent = self._agents(trajectory.agent_name) if trajectory.agent_name else UNKNOWN_AGENT
         skill_label = self._labels.for_session(result)
         agent_attrs = {semconv.GEN_AI_AGENT_NAME: agent}
+        # evaluator -> why its sample or filter left the session out (None: it judged it)
+        left_out: dict[str, str | None] = {}
         for verdict in result.verdicts:
+            if verdict.reason in NOT_SELECTED:
+                left_out[verdict.evaluator] = verdict.reason
+            else:
+                left_out.setdefault(verdict.evaluator, None)
             attrs = {
                 semconv.GEN_AI_EVALUATION_NAME: verdict.evaluator,
                 semconv.SJ_OUTCOME: verdict.outcome,
@@ -188,6 +201,11 @@ class MetricsSink:
                     verdict.score,
                     {semconv.GEN_AI_EVALUATION_NAME: verdict.evaluator, **agent_attrs},
                 )
+        for evaluator, reason in left_out.items():
+            attrs = {semconv.GEN_AI_EVALUATION_NAME: evaluator, **agent_attrs}
+            if reason is not None:
+                attrs[semconv.SJ_REASON] = reason
+            self._add(self.evaluator_sessions, 1, attrs)
         for skill in dict.fromkeys(skill_key(s) for s in result.expectation.skills):
             self._add(
                 self.skill_expected,

@@ -199,10 +199,14 @@ def judge_usage_lines(summary: Summary) -> list[str]:
     ):
         for name, usage in totals.items():
             cost = "-" if usage.cost is None else f"{usage.cost:.6g}"
+            about = "~" if usage.estimated else ""  # the endpoint reported no token counts
             lines.append(
-                f"  {title + ' ' + name:<22} {usage.calls:>6} {usage.input_tokens:>10}"
-                f" {usage.output_tokens:>10} {usage.latency_s:>8.1f}s {cost:>10}"
+                f"  {title + ' ' + name:<22} {usage.calls:>6} {about + str(usage.input_tokens):>10}"
+                f" {about + str(usage.output_tokens):>10} {usage.latency_s:>8.1f}s"
+                f" {about + cost:>10}"
             )
+    if any(u.estimated for u in summary.usage_by_judge.values()):
+        lines.append("  ~ estimated: the judge's endpoint reported no token counts")
     return lines
 
 

@@ -85,25 +85,54 @@ EVALUATORS: Registry[EvaluatorFactory] = Registry(
 )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Suite:
+    """The evaluators the ``evaluators`` section asks for, and which sessions each judges."""
+
+    evaluators: tuple[Evaluator, ...]
+    selector: Selector
+
+
 def build_evaluators(
     options: Mapping[str, Any], problems: list[str], path: str = "evaluators"
 ) -> list[Evaluator]:
-    """Every known evaluator unless disabled (`enabled: false`); options validated here.
+    """The evaluators of `build_suite`."""
+    return list(build_suite(options, problems, path).evaluators)
+
+
+def build_suite(options: Mapping[str, Any], problems: list[str], path: str = "evaluators") -> Suite:
+    """Every known evaluator unless disabled (`enabled: false`), and every evaluator's sample
+    and filter; options validated here.
 
     The opt-in ones (`reasons.OPT_IN_EVALUATORS`: one verdict per tool call, which multiplies
     what is emitted, and goal_success, which the engine adds once assertions are expected) are
     built only when named in ``options``. The custom evaluators
-    (``options["custom"]``, a list: `evaluators.custom`) come after the others."""
+    (``options["custom"]``, a list: `evaluators.custom`) come after the others; under its own
+    name (``evaluators.<name>``) a custom evaluator takes only ``sample`` and ``when``."""
     factories = EVALUATORS.checked(problems)
     # `sample` and `when` (and `judged`, their default for judged evaluators) are the engine's
-    # to apply (spanjudge/sampling.py); checked here with the rest of `evaluators:`.
-    Selector.from_options(options, problems)
+    # to apply (spanjudge/sampling.py).
+    selector = Selector.from_options(options, problems)
+    custom_names = _custom_names(options.get(reasons.CUSTOM_SECTION))
     for name in options:
-        if name == reasons.CUSTOM_SECTION:
+        if name == reasons.CUSTOM_SECTION or name == JUDGED:
             continue
-        if name not in factories and name != JUDGED:
+        if name in custom_names and name not in factories:
+            opts = options[name]
+            if not isinstance(opts, Mapping):
+                problems.append(f"{path}.{name}: expected a mapping of sample and when")
+                continue
+            for key in opts:
+                if key not in SELECTION_KEYS:
+                    problems.append(
+                        f"{path}.{name}.{key}: a custom evaluator takes only "
+                        f"{' and '.join(SELECTION_KEYS)} here; write its other settings in its "
+                        f"{path}.{reasons.CUSTOM_SECTION} entry"
+                    )
+            continue
+        if name not in factories:
             known = ", ".join(sorted(factories))
-            hint = did_you_mean(name, factories)
+            hint = did_you_mean(name, [*factories, *custom_names])
             problems.append(f"{path}.{name}: unknown evaluator{hint} (known: {known})")
     built = []
     for name, factory in factories.items():
@@ -135,4 +164,10 @@ def build_evaluators(
         path_custom = f"{path}.{reasons.CUSTOM_SECTION}"
         custom = parse_custom(options[reasons.CUSTOM_SECTION], path_custom, problems, factories)
         built.extend(cast("list[Evaluator]", custom))
-    return built
+    return Suite(evaluators=tuple(built), selector=selector)
+
+
+def _custom_names(raw: Any) -> list[str]:
+    """The names the ``evaluators.custom`` entries give (validated with the entries)."""
+    entries = raw if isinstance(raw, list) else ()
+    return [e["name"] for e in entries if isinstance(e, Mapping) and isinstance(e.get("name"), str)]

@@ -15,6 +15,8 @@ Each entry is a question for an LLM judge with its own name, level and scale::
                                                     # model_messages
           judge: openai                  # a judge from `judges:` (default: the `default` one)
           tools: ["issue_*"]             # tool_call level only: which calls (globs)
+          sample: 0.2                    # which sessions it judges (spanjudge/sampling.py);
+          when: {environment: production}   # or under evaluators.refund_policy
         - name: tone
           level: turn
           instructions: "How polite is the reply?"
@@ -43,6 +45,7 @@ from spanjudge.evaluators.ask import ask, error_verdict, judge_of
 from spanjudge.evaluators.base import EvaluationContext
 from spanjudge.judges.base import Criterion, Judge, JudgeRequest, ScalePoint, rating_key
 from spanjudge.judges.heuristic import HEURISTIC
+from spanjudge.sampling import JUDGED, SELECTION_KEYS
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.trajectory.steps import Step
 from spanjudge.trajectory.toolnames import candidates
@@ -51,7 +54,19 @@ from spanjudge.values import Target, Verdict, not_evaluated
 LEVELS = ("session", "turn", "tool_call")
 EVIDENCE = ("request", "answer", "tool_calls", "tool_results", "skill_bodies", "model_messages")
 DEFAULT_EVIDENCE = ("request", "answer", "tool_calls")
-KEYS = ("name", "level", "instructions", "scale", "pass_at", "evidence", "judge", "tools")
+KEYS = (
+    "name",
+    "level",
+    "instructions",
+    "scale",
+    "pass_at",
+    "evidence",
+    "judge",
+    "tools",
+    *SELECTION_KEYS,  # which sessions it judges: the engine's to apply (spanjudge/sampling.py)
+)
+# Keys of the `evaluators` section that are no evaluator's name.
+RESERVED = (reasons.CUSTOM_SECTION, JUDGED)
 # A name is a metric label value and a config key: plain lowercase words.
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _LABEL = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
@@ -159,7 +174,6 @@ class CustomEvaluator:
 
     def _request(
         self,
-        trajectory: Trajectory,
         steps: Sequence[Step],
         request: str | None,
         prior: tuple[str, ...],
@@ -188,18 +202,14 @@ class CustomEvaluator:
             last = trajectory.last_turn
             target = Target(turn=None, span_id=last.span_id if last else None)
             prior = tuple(t.request for t in trajectory.turns[1:] if t.request)
-            request = self._request(
-                trajectory, steps, trajectory.request, prior, trajectory.final_answer
-            )
+            request = self._request(steps, trajectory.request, prior, trajectory.final_answer)
             return [_Target(target=target, what="the session", request=request)]
         if self.level == "turn":
             out = []
             earlier: list[str] = []
             for turn in trajectory.turns:
                 own = [s for s in steps if s.turn == turn.index]
-                request = self._request(
-                    trajectory, own, turn.request, tuple(earlier), turn.final_answer
-                )
+                request = self._request(own, turn.request, tuple(earlier), turn.final_answer)
                 target = Target(turn=turn.index, span_id=turn.span_id)
                 out.append(_Target(target=target, what=f"turn {turn.index}", request=request))
                 if turn.request:
@@ -214,7 +224,6 @@ class CustomEvaluator:
             this_turn = next((t for t in trajectory.turns if t.index == step.turn), None)
             prior = tuple(t.request for t in trajectory.turns if t.index < step.turn and t.request)
             request = self._request(
-                trajectory,
                 steps[: i + 1],
                 this_turn.request if this_turn else trajectory.request,
                 prior,
@@ -314,12 +323,16 @@ def _scale(
     return tuple(points), None
 
 
-def _evidence(raw: Any, path: str, problems: list[str]) -> tuple[str, ...]:
+def parse_evidence(
+    raw: Any, path: str, problems: list[str], default: tuple[str, ...] = DEFAULT_EVIDENCE
+) -> tuple[str, ...]:
+    """An ``evidence`` option: which of `EVIDENCE` the judge is shown (``default`` when not
+    given); every unknown item is named."""
     if raw is None:
-        return DEFAULT_EVIDENCE
+        return default
     if not isinstance(raw, list) or not raw:
         problems.append(f"{path}: expected a list of {', '.join(EVIDENCE)}")
-        return DEFAULT_EVIDENCE
+        return default
     out = []
     for item in raw:
         if item not in EVIDENCE:
@@ -350,7 +363,12 @@ def _one(
         problems.append(
             f"{path}.name: expected a lowercase name such as refund_policy, got {name!r}"
         )
-    elif name in taken or name == reasons.CUSTOM_SECTION:
+    elif name in RESERVED:
+        problems.append(
+            f"{path}.name: {name!r} is reserved (evaluators.{name} is a section of its own); "
+            "choose another"
+        )
+    elif name in taken:
         problems.append(
             f"{path}.name: {name!r} is taken by a built-in or another evaluator; choose another"
         )
@@ -366,7 +384,7 @@ def _one(
         numeric: tuple[int, int] | None = None
     else:
         points, numeric = _scale(raw["scale"], f"{path}.scale", problems)
-    evidence = _evidence(raw.get("evidence"), f"{path}.evidence", problems)
+    evidence = parse_evidence(raw.get("evidence"), f"{path}.evidence", problems)
     judge = raw.get("judge")
     if judge is not None and (not isinstance(judge, str) or not judge.strip()):
         problems.append(f"{path}.judge: expected the name of a judge under `judges:`")

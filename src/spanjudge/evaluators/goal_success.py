@@ -22,7 +22,7 @@ from spanjudge import reasons
 from spanjudge.errors import JudgeError
 from spanjudge.evaluators.ask import ask, error_verdict, judge_of
 from spanjudge.evaluators.base import EvaluationContext, fixed_not_evaluated, unknown_options
-from spanjudge.evaluators.custom import EVIDENCE, no_judge_verdict, shown_steps
+from spanjudge.evaluators.custom import no_judge_verdict, parse_evidence, shown_steps
 from spanjudge.judges.base import Criterion, JudgeRequest, ScalePoint
 from spanjudge.judges.budget import USAGE_KEY, Usage, usage_of
 from spanjudge.judges.heuristic import HEURISTIC
@@ -60,13 +60,10 @@ class GoalSuccess:
         cls, options: Mapping[str, Any], path: str, problems: list[str]
     ) -> GoalSuccess:
         unknown_options(options, ("evidence",), path, problems)
-        raw = options.get("evidence")
-        if raw is None:
-            return cls()
-        if not isinstance(raw, list) or not raw or any(e not in EVIDENCE for e in raw):
-            problems.append(f"{path}.evidence: expected a list of {', '.join(EVIDENCE)}")
-            return cls()
-        return cls(evidence=tuple(dict.fromkeys(raw)))
+        evidence = parse_evidence(
+            options.get("evidence"), f"{path}.evidence", problems, DEFAULT_EVIDENCE
+        )
+        return cls(evidence=evidence)
 
     def evaluate(self, ctx: EvaluationContext) -> list[Verdict]:
         judge = judge_of(ctx.judge)
@@ -82,7 +79,8 @@ class GoalSuccess:
             ]
         trajectory = ctx.trajectory
         last = trajectory.last_turn
-        target = Target(turn=last.index, span_id=last.span_id) if last else Target()
+        # the whole session, as a custom session-level verdict: no turn; its last turn's span
+        target = Target(span_id=last.span_id) if last else Target()
         if judge is HEURISTIC:
             return [no_judge_verdict(NAME, target, f"{len(assertions)} assertion(s)")]
         steps = shown_steps(trajectory.steps, self.evidence)

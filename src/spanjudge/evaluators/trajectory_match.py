@@ -11,7 +11,7 @@ lists it (``{skill: name}``, whichever tool loaded it, or the loader's tool name
 count (the call was made). Tool names compare by the one rule (`trajectory/toolnames.py`): the
 exact name, then the base name after a namespace separator. A listed call with ``arguments``
 matches only a call whose recorded arguments hold them (each key present with an equal JSON
-value; a nested mapping is a subset too).
+value: true is no 1, 1.0 is 1; a nested mapping is a subset too).
 
 Modes:
 - ``exact``: the calls are the reference, one for one, in its order, nothing else;
@@ -75,11 +75,35 @@ def _decoded(arguments: Any) -> Any:
 
 
 def _holds(expected: Any, recorded: Any) -> bool:
+    """``recorded`` holds ``expected``: a mapping holds a subset of its keys, each holding its
+    value; anything else is the same JSON value (`_same`)."""
     if isinstance(expected, Mapping):
         return isinstance(recorded, Mapping) and all(
             key in recorded and _holds(value, recorded[key]) for key, value in expected.items()
         )
-    return bool(expected == recorded)
+    return _same(expected, recorded)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as JSON values: true/false are no numbers (Python's ``True == 1`` is not JSON's),
+    1 and 1.0 are the same number, lists equal item by item, mappings key by key."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, Mapping) or isinstance(b, Mapping):
+        return (
+            isinstance(a, Mapping)
+            and isinstance(b, Mapping)
+            and a.keys() == b.keys()
+            and all(_same(a[k], b[k]) for k in a)
+        )
+    if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
+        return (
+            isinstance(a, (list, tuple))
+            and isinstance(b, (list, tuple))
+            and len(a) == len(b)
+            and all(_same(x, y) for x, y in zip(a, b, strict=True))
+        )
+    return bool(a == b)
 
 
 def _names(entry: ReferenceCall, call: _Call) -> bool:
@@ -318,7 +342,8 @@ def compare(trajectory: Trajectory, reference: ReferenceTrajectory) -> Verdict:
         )
     summary = f"{len(pairs)} of {len(expected)} listed calls matched in place ({mode})"
     if ok:
-        tail = f"; {len(extra)} further calls allowed by {mode}" if extra else ""
+        plural = "call" if len(extra) == 1 else "calls"
+        tail = f"; {len(extra)} further {plural} allowed by {mode}" if extra else ""
         explanation = f"{summary}{tail}"
     else:
         explanation = f"{summary}: {'; '.join(problems)}"

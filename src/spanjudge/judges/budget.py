@@ -18,7 +18,12 @@ while the window's use is below every limit; the call that crosses a limit (and 
 flight) finish and are counted. From then until the window rolls, the judge refuses (the
 verdicts are ``not_evaluated`` / ``judge_budget``, counted as ``spanjudge.judge.calls`` with
 outcome ``over_budget``); cached judgements cost nothing and are still answered. The count is per
-process: with ``serve.workers`` N, each evaluation process spends up to the whole budget.
+process: with ``serve.workers`` N, each evaluation process gets 1/N of the budget
+(`spanjudge.judges.registry.budget_share`), so that the figures bound what serve spends.
+
+An endpoint that reports no token counts (no ``usage`` in its reply) is still counted: its tokens
+are estimated (`estimate_tokens`: the prompt's and the reply's characters / 4), priced, and the
+usage says ``estimated: true``; the judge logs a warning the first time.
 """
 
 from __future__ import annotations
@@ -55,13 +60,15 @@ class Budget:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Usage:
     """What one judgement cost: calls made (0 when answered from the cache), tokens the
-    endpoint reported, wall time, and the cost when the judge has a price."""
+    endpoint reported, wall time, and the cost when the judge has a price. ``estimated``: some
+    reply reported no token counts, so its tokens (and their cost) are `estimate_tokens`'s."""
 
     calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     latency_s: float = 0.0
     cost: float | None = None
+    estimated: bool = False
 
     def plus(self, other: Usage) -> Usage:
         cost = (
@@ -75,6 +82,7 @@ class Usage:
             output_tokens=self.output_tokens + other.output_tokens,
             latency_s=self.latency_s + other.latency_s,
             cost=cost,
+            estimated=self.estimated or other.estimated,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -86,7 +94,15 @@ class Usage:
         }
         if self.cost is not None:
             out["cost"] = self.cost
+        if self.estimated:
+            out["estimated"] = True
         return out
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens of ``text`` when the endpoint does not say: a character count / 4 (the usual
+    rule of thumb for English with a BPE tokenizer), at least 1."""
+    return max(1, -(-len(text) // 4))
 
 
 def usage_of(details: Mapping[str, Any] | None) -> Usage | None:
@@ -101,6 +117,7 @@ def usage_of(details: Mapping[str, Any] | None) -> Usage | None:
         output_tokens=int(raw.get("output_tokens") or 0),
         latency_s=float(raw.get("latency_s") or 0.0),
         cost=float(cost) if isinstance(cost, (int, float)) else None,
+        estimated=raw.get("estimated") is True,
     )
 
 

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from spanjudge import reasons
@@ -194,8 +194,17 @@ def parse_judges(raw: Any, path: str, problems: list[str]) -> dict[str, JudgeSpe
             if key == "type" or (key in _COST_KEYS and kind != "heuristic"):
                 continue
             if key not in allowed:
-                known = ", ".join([*allowed, *_COST_KEYS]) or "none"
-                problems.append(f"{where}.{key}: unknown setting for type {kind} (known: {known})")
+                known = ", ".join([*allowed, *(_COST_KEYS if kind != "heuristic" else ())])
+                why = (
+                    f"; {' and '.join(_COST_KEYS)} apply to LLM judges (types openai, bedrock): "
+                    "the heuristic judge makes no calls and costs nothing"
+                    if key in _COST_KEYS
+                    else ""
+                )
+                problems.append(
+                    f"{where}.{key}: unknown setting for type {kind} (known: {known or 'none'})"
+                    f"{why}"
+                )
                 continue
             expected, minimum = allowed[key]
             error = _check(value, expected, minimum)
@@ -239,6 +248,31 @@ def _cost_settings(body: Mapping[str, Any], where: str, problems: list[str]) -> 
                 "(price: {input_per_million: X, output_per_million: Y}) to count cost"
             )
     return {k: v for k, v in out.items() if v is not None}
+
+
+def budget_share(sections: Mapping[str, Any], processes: int) -> Mapping[str, Any]:
+    """The parsed configuration ``sections`` one of ``processes`` evaluation processes judges
+    with: each judge's hourly budget divided among them (each process counts only its own
+    calls), so that the configured figures bound what serve spends whatever ``serve.workers``
+    is. Sessions hash evenly over the processes, so each reaches its share about when one
+    would reach the whole."""
+    parsed = sections.get("judges")
+    if processes <= 1 or not isinstance(parsed, Mapping):
+        return sections
+    from spanjudge.judges.budget import Budget
+
+    shared: dict[str, Any] = {}
+    for name, spec in parsed.items():
+        budget = spec.settings.get("budget") if isinstance(spec, JudgeSpec) else None
+        if isinstance(budget, Budget):
+            tokens, cost = budget.tokens_per_hour, budget.cost_per_hour
+            budget = Budget(
+                tokens_per_hour=None if tokens is None else max(1, tokens // processes),
+                cost_per_hour=None if cost is None else cost / processes,
+            )
+            spec = replace(spec, settings={**spec.settings, "budget": budget})
+        shared[name] = spec
+    return {**sections, "judges": shared}
 
 
 def build_judge(spec: JudgeSpec, problems: list[str] | None = None) -> Judge:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -17,7 +18,14 @@ from opentelemetry import metrics
 from spanjudge import semconv
 from spanjudge.errors import JudgeError
 from spanjudge.judges.base import Judgement, JudgeRequest
-from spanjudge.judges.budget import USAGE_KEY, Budget, BudgetMeter, Price, Usage
+from spanjudge.judges.budget import (
+    USAGE_KEY,
+    Budget,
+    BudgetMeter,
+    Price,
+    Usage,
+    estimate_tokens,
+)
 from spanjudge.judges.evidence import check_evidence
 from spanjudge.judges.guard import cross_check, masked, planted, settle
 from spanjudge.judges.heuristic import HEURISTIC
@@ -25,6 +33,7 @@ from spanjudge.judges.prompts import build_messages, parse_reply, response_schem
 from spanjudge.reasons import JUDGE_BUDGET
 
 Messages = list[dict[str, str]]
+log = logging.getLogger("spanjudge")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -105,14 +114,15 @@ class CallCore:
             description="What LLM judges cost, at their configured price per million tokens",
         )
         self.budget = BudgetMeter(policy.budget, clock=clock)
+        self._warned_estimate = False
 
     def _count(self, outcome: str) -> None:
         self._calls.add(1, {semconv.SJ_JUDGE: self.name, semconv.JUDGE_CALL_OUTCOME: outcome})
 
-    def _count_tokens(self, reply: Reply) -> None:
+    def _count_tokens(self, usage: Usage) -> None:
         for kind, value in (
-            (semconv.GEN_AI_TOKEN_TYPE_INPUT, reply.input_tokens),
-            (semconv.GEN_AI_TOKEN_TYPE_OUTPUT, reply.output_tokens),
+            (semconv.GEN_AI_TOKEN_TYPE_INPUT, usage.input_tokens),
+            (semconv.GEN_AI_TOKEN_TYPE_OUTPUT, usage.output_tokens),
         ):
             if value:
                 self._tokens.add(
@@ -180,8 +190,7 @@ class CallCore:
         started = self._clock()
         with self._limit:
             reply = self._send_with_retries(messages, response_schema(request))
-        usage = before.plus(self._usage(reply, self._clock() - started))
-        self._count_tokens(reply)
+        usage = before.plus(self._usage(reply, messages, self._clock() - started))
         try:
             return parse_reply(reply.text, request, self.name), usage
         except JudgeError as exc:
@@ -189,8 +198,20 @@ class CallCore:
             exc.usage = usage.to_json()
             raise
 
-    def _usage(self, reply: Reply, latency_s: float) -> Usage:
-        tokens_in, tokens_out = reply.input_tokens or 0, reply.output_tokens or 0
+    def _usage(self, reply: Reply, messages: Messages, latency_s: float) -> Usage:
+        tokens_in, tokens_out = reply.input_tokens, reply.output_tokens
+        estimated = tokens_in is None or tokens_out is None
+        if tokens_in is None:  # not reported: estimated, never counted as free
+            tokens_in = estimate_tokens("".join(m["content"] for m in messages))
+        if tokens_out is None:
+            tokens_out = estimate_tokens(reply.text or "")
+        if estimated and not self._warned_estimate:
+            self._warned_estimate = True
+            log.warning(
+                "judge %s: the endpoint reports no token usage; its tokens are estimated "
+                "(characters / 4) for the budget and the cost, marked estimated in the verdicts",
+                self.name,
+            )
         price = self.policy.price
         cost = None if price is None else price.cost(tokens_in, tokens_out)
         usage = Usage(
@@ -199,7 +220,9 @@ class CallCore:
             output_tokens=tokens_out,
             latency_s=latency_s,
             cost=cost,
+            estimated=estimated,
         )
+        self._count_tokens(usage)
         self.budget.add(usage)
         if cost:
             self._cost.add(cost, {semconv.SJ_JUDGE: self.name})

@@ -326,7 +326,7 @@ def run(settings: ProcessSettings, conn: Connection, out: Connection, paused: An
         health = export_health(settings.export)
         health.relay = lambda signal, ok, why: channel.send(("health", signal, ok, why))
     worker = _ProcessWorker(
-        Engine(config),
+        Engine(config, start_warnings=False),  # serve has said them
         [],
         spool,  # type: ignore[arg-type]  # the spool's interface, over the pipe
         policy=config.policy,

@@ -35,6 +35,7 @@ from typing import Any
 from spanjudge.config import Config
 from spanjudge.emit.base import Sink
 from spanjudge.engine import Engine
+from spanjudge.judges.registry import budget_share
 from spanjudge.pipeline import agent_spans
 from spanjudge.sessions.store import ClosePolicy
 from spanjudge.sidecar import evaluation_process
@@ -140,10 +141,16 @@ class ShardedWorker(Worker):
         # process: a byte of shared memory, not an Event, whose lock a process killed or
         # stopped while holding it would leave taken for every other one.
         self._paused = _CONTEXT.RawValue("b", 0)
+        # each process's share of the open-session and judge budgets
+        share = replace(
+            config,
+            policy=process_share(policy, workers),
+            sections=budget_share(config.sections, workers),
+        )
         self._settings = [
             ProcessSettings(
                 index=i,
-                config=replace(config, policy=process_share(policy, workers)),
+                config=share,
                 export=export,
                 resource=resource,
                 checks=checks,
