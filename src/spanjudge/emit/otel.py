@@ -184,6 +184,9 @@ class OtelVerdictSink:
                 _SPAN_EVENT_LIMIT,
             )
         logger = self._get_logger()
+        # A session's verdicts are about a few spans (most about its last turn): one context
+        # for each of those, not one per verdict.
+        contexts: dict[tuple[str, str] | None, Context] = {}
         for verdict in result.verdicts:
             attrs = verdict_attributes(verdict, trajectory.session_id, trajectory.revision)
             span.add_event(semconv.EV_EVALUATION_RESULT, attrs, timestamp=end_ns)
@@ -192,10 +195,14 @@ class OtelVerdictSink:
                 semconv.SESSION_ID: trajectory.session_id,
                 semconv.SJ_REVISION: trajectory.revision,
             }
+            evaluated = placement.evaluated_span(verdict)
+            context = contexts.get(evaluated)
+            if context is None:
+                context = contexts[evaluated] = _context_of(evaluated) or Context()
             logger.emit(
                 timestamp=end_ns,
                 observed_timestamp=end_ns,
-                context=_context_of(placement.evaluated_span(verdict)) or Context(),
+                context=context,
                 severity_number=(
                     SeverityNumber.WARN if verdict.outcome == "fail" else SeverityNumber.INFO
                 ),
