@@ -219,11 +219,11 @@ def input_texts(span: SpanRecord) -> list[str]:
                 found = (part.get("content"), as_text(part.get("response")))
                 texts += [str(t) for t in found if _maybe_md(t)]
     for event in reversed(span.events):
-        if event.name in (sc.EV_GEN_AI_ASSISTANT_MESSAGE, sc.EV_GEN_AI_CHOICE):
+        if event.name == sc.EV_GEN_AI_ASSISTANT_MESSAGE:  # (a choice is this call's output)
             break
         if event.name in (sc.EV_GEN_AI_USER_MESSAGE, sc.EV_GEN_AI_TOOL_MESSAGE):
             content = event.attributes.get("content")
-            if isinstance(content, str) and "name:" in content:
+            if _maybe_md(content):
                 text = content_text(content)
                 if _maybe_md(text):
                     texts.append(str(text))
@@ -242,10 +242,23 @@ def continues_turn(span: SpanRecord) -> bool:
     round-trip inside the request before it (Agent Framework's approval flow), not a new one."""
     inputs = messages(span, sc.GEN_AI_INPUT_MESSAGES)
     if not inputs:
-        return False
+        return _continues_in_events(span)
     last = inputs[-1]
     kinds = [p.get("type") for p in _parts(last) if isinstance(p, dict)]
     return bool(kinds) and "text" not in kinds and last.get("role") in ("user", "tool")
+
+
+def _continues_in_events(span: SpanRecord) -> bool:
+    """`continues_turn` for per-message events: after the model last spoke there are tool
+    results and no user message."""
+    tools = False
+    for event in reversed(span.events):
+        if event.name in (sc.EV_GEN_AI_ASSISTANT_MESSAGE, sc.EV_GEN_AI_SYSTEM_MESSAGE):
+            break
+        if event.name == sc.EV_GEN_AI_USER_MESSAGE:
+            return False
+        tools = tools or event.name == sc.EV_GEN_AI_TOOL_MESSAGE
+    return tools
 
 
 def output(span: SpanRecord) -> tuple[str | None, str | None, bool]:
@@ -279,6 +292,9 @@ def model_output(
                 )
                 for p in (calls if requests else ())
             )
+            if not calls:  # a chat completions message: its `tool_calls`
+                asked = chat_tool_calls(message.get("tool_calls"))
+                return text, str(reason) if reason else None, bool(asked), asked
             return text, str(reason) if reason else None, bool(calls), asked
     for event in reversed(span.events):
         if event.name == sc.EV_GEN_AI_CHOICE:
@@ -304,11 +320,41 @@ def model_output(
                 for u in uses
                 if isinstance(u, dict)
             )
+            if not asked_tools:  # a chat completions choice: its message's `tool_calls`
+                held = decoded.get("tool_calls") if isinstance(decoded, dict) else None
+                asked = chat_tool_calls(held or event.attributes.get("tool_calls"))
+                asked_tools = bool(asked)
             text = content_text(message)
             if text is None and isinstance(decoded, dict):  # a framework's own message shape
                 text = assistant_text(decoded)
             return text, str(reason) if reason else None, asked_tools, asked
     return None, None, False, ()
+
+
+def chat_tool_calls(value: Any) -> tuple[ToolRequest, ...]:
+    """The tool requests of a chat completions message's `tool_calls` (a list, or its JSON):
+    each `{"id", "type": "function", "function": {"name", "arguments"}}`, or the same fields
+    flat. An entry without a name is no request."""
+    decoded = read_json(value) if isinstance(value, str) else value
+    if not isinstance(decoded, (list, tuple)):
+        return ()
+    out = []
+    for call in decoded:
+        if not isinstance(call, dict):
+            continue
+        function = call.get("function")
+        held = function if isinstance(function, dict) else call
+        name = held.get("name")
+        if not isinstance(name, str) or not name:
+            continue
+        out.append(
+            ToolRequest(
+                name=name,
+                call_id=str(call["id"]) if call.get("id") else None,
+                arguments=parse_json(held.get("arguments")),
+            )
+        )
+    return tuple(out)
 
 
 def system_text(span: SpanRecord) -> str | None:
