@@ -31,6 +31,7 @@ from tests.metamorphic.log_records import content_to_log_records
 from tests.metamorphic.transforms import (
     content_to_chat_events,
     content_to_events,
+    descriptions_only_in_definitions,
     map_strings,
     namespace_tools,
     rerender_catalogue,
@@ -274,3 +275,13 @@ def test_content_as_chat_completion_log_records(name: str) -> None:
         pytest.skip(f"{name} records no model call's messages in GenAI form")
     logs = [found for r in requests if (found := content_to_log_records(r)) is not None]
     _assert_unchanged("content as chat completion log records", name, [*requests, *logs])
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_tool_descriptions_only_in_the_models_definitions(name: str) -> None:
+    requests = _requests(name)
+    for request in requests:
+        descriptions_only_in_definitions(request)
+    if requests == _requests(name):
+        pytest.skip(f"{name} records no tool description the model's definitions also hold")
+    _assert_unchanged("tool descriptions only in the model's definitions", name, requests)

@@ -543,3 +543,43 @@ def _event(at: Any, name: str, **fields: Any) -> dict[str, Any]:
         if value is not None
     ]
     return {"timeUnixNano": at, "name": name, "attributes": attributes}
+
+
+# -- tool descriptions only in the model's tool definitions ------------------------------
+
+_DESCRIPTION_KEYS = ("gen_ai.tool.description", "tool.description")
+_TOOL_NAME_KEYS = ("gen_ai.tool.name", "tool.name")
+_LLM_TOOL = re.compile(r"^llm\.tools\.\d+\.tool\.json_schema$")
+
+
+def descriptions_only_in_definitions(request: dict[str, Any]) -> None:
+    """A tool span's own description left off where the model's tool definitions in the same
+    trace (`gen_ai.tool.definitions`, `llm.tools.N.tool.json_schema`) describe that tool, as
+    instrumentations do that record the tool list on the model call only."""
+    defined: dict[str, set[str]] = {}
+    for span in spans(request):
+        for attribute in span.get("attributes", ()):
+            key = attribute["key"]
+            if key == "gen_ai.tool.definitions" or _LLM_TOOL.match(key):
+                decoded = _loaded(attribute["value"].get("stringValue", ""))
+                items = decoded if isinstance(decoded, list) else [decoded]
+                for item in items:
+                    if not isinstance(item, dict):
+                        continue
+                    nested = item.get("function")
+                    function = nested if isinstance(nested, dict) else item
+                    if function.get("name") and function.get("description"):
+                        defined.setdefault(span["traceId"], set()).add(str(function["name"]))
+    for span in spans(request):
+        names = defined.get(span["traceId"], set())
+        attributes = span.get("attributes", [])
+        tool = next(
+            (
+                a["value"].get("stringValue")
+                for a in attributes
+                if a["key"] in _TOOL_NAME_KEYS and a["value"].get("stringValue") in names
+            ),
+            None,
+        )
+        if tool is not None:
+            span["attributes"] = [a for a in attributes if a["key"] not in _DESCRIPTION_KEYS]

@@ -40,7 +40,7 @@ from spanjudge.recognition.evidence import ToolFacts, bodies_in, tool_step
 from spanjudge.recognition.indexed_messages import MARKERS as INDEXED_MARKERS
 from spanjudge.recognition.indexed_messages import indexed_messages
 from spanjudge.spans.record import AttrValue, SpanRecord
-from spanjudge.trajectory.steps import CatalogueEntry, Step, ToolRequest
+from spanjudge.trajectory.steps import CatalogueEntry, Step, ToolRequest, ToolResult
 
 TOOL_PREFIX = "execute_tool "
 GEN_AI_PREFIX = "gen_ai."
@@ -268,7 +268,8 @@ def output(span: SpanRecord) -> tuple[str | None, str | None, bool]:
 
 
 def tool_requests(span: SpanRecord) -> tuple[ToolRequest, ...]:
-    """The tool calls the model's last output asked for (`tool_call` parts, `toolUse` blocks)."""
+    """The tool calls the model's last output asked for (`tool_call` parts, `toolUse` blocks,
+    chat completions `tool_calls`)."""
     return model_output(span)[3]
 
 
@@ -277,13 +278,15 @@ def model_output(
 ) -> tuple[str | None, str | None, bool, tuple[ToolRequest, ...]]:
     """`output` and `tool_requests` of one span, from one look for its last output (a model
     call needs both). ``requests=False`` leaves the tool requests out (empty)."""
-    for message in reversed(messages(span, sc.GEN_AI_OUTPUT_MESSAGES)):
-        if message.get("role") in (None, "assistant", "model"):
-            reason = message.get("finish_reason")
-            text = content_text(parts(message, "text"))
-            if text is None and not _parts(message):  # a framework's own message shape
-                text = assistant_text(message)
-            calls = parts(message, "tool_call")
+    outputs = messages(span, sc.GEN_AI_OUTPUT_MESSAGES)
+    for at in range(len(outputs) - 1, -1, -1):
+        said = outputs[at]
+        if said.get("role") in (None, "assistant", "model"):
+            reason = said.get("finish_reason")
+            text = content_text(parts(said, "text"))
+            if text is None and not _parts(said):  # a framework's own message shape
+                text = assistant_text(said)
+            calls = _last_calls(outputs, at)
             asked = tuple(
                 ToolRequest(
                     name=str(p.get("name") or ""),
@@ -293,8 +296,8 @@ def model_output(
                 for p in (calls if requests else ())
             )
             if not calls:  # a chat completions message: its `tool_calls`
-                asked = chat_tool_calls(message.get("tool_calls"))
-                return text, str(reason) if reason else None, bool(asked), asked
+                asked = chat_tool_calls(said.get("tool_calls"))
+                return text, str(reason) if reason else None, bool(asked), asked * requests
             return text, str(reason) if reason else None, bool(calls), asked
     for event in reversed(span.events):
         if event.name == sc.EV_GEN_AI_CHOICE:
@@ -331,6 +334,16 @@ def model_output(
     return None, None, False, ()
 
 
+def _last_calls(outputs: Sequence[dict[str, Any]], at: int) -> list[dict[str, Any]]:
+    """The `tool_call` parts of the model's last say: the assistant message at ``at`` and
+    those right before it (an output of one message per parallel call)."""
+    calls: list[dict[str, Any]] = []
+    while at >= 0 and outputs[at].get("role") in (None, "assistant", "model"):
+        calls[:0] = parts(outputs[at], "tool_call")
+        at -= 1
+    return calls
+
+
 def chat_tool_calls(value: Any) -> tuple[ToolRequest, ...]:
     """The tool requests of a chat completions message's `tool_calls` (a list, or its JSON):
     each `{"id", "type": "function", "function": {"name", "arguments"}}`, or the same fields
@@ -355,6 +368,44 @@ def chat_tool_calls(value: Any) -> tuple[ToolRequest, ...]:
             )
         )
     return tuple(out)
+
+
+def tool_results(span: SpanRecord) -> tuple[ToolResult, ...]:
+    """The tool results the agent sent back that the span's messages hold, by call id:
+    `tool_call_response` parts, chat completions tool messages (`tool_call_id`), a Bedrock
+    `toolResult` block, and `gen_ai.tool.message` events (`id`, `content`)."""
+    found: dict[str, ToolResult] = {}
+    for key in (sc.GEN_AI_INPUT_MESSAGES, sc.GEN_AI_OUTPUT_MESSAGES):
+        for message in messages(span, key):
+            for part in parts(message, "tool_call_response"):
+                response = part.get("response", part.get("result"))
+                _add_result(found, part.get("id"), result_text(response))
+            if message.get("role") == "tool" and not _parts(message):
+                _add_result(found, message.get("tool_call_id"), content_text(message))
+    for event in span.events:
+        if event.name == sc.EV_GEN_AI_TOOL_MESSAGE:
+            content = event.attributes.get("content")
+            text = content if isinstance(content, str) else as_text(content)
+            _add_result(found, event.attributes.get("id"), text)
+        elif event.name == sc.EV_GEN_AI_USER_MESSAGE:
+            for block in _blocks(event.attributes.get("content")):
+                held = block.get("toolResult") if isinstance(block, dict) else None
+                if isinstance(held, dict):
+                    text = content_text(held.get("content"))
+                    if str(held.get("status", "")).lower() == "error":
+                        text = as_text({"status": "error", "error": text})
+                    _add_result(found, held.get("toolUseId"), text)
+    return tuple(found.values())
+
+
+def _blocks(content: Any) -> tuple[Any, ...]:
+    decoded = read_json(content) if isinstance(content, str) else content
+    return tuple(decoded) if isinstance(decoded, (list, tuple)) else ()
+
+
+def _add_result(found: dict[str, ToolResult], call_id: Any, text: str | None) -> None:
+    if isinstance(call_id, str) and call_id and call_id not in found:
+        found[call_id] = ToolResult(call_id=call_id, text=text)
 
 
 def system_text(span: SpanRecord) -> str | None:
@@ -498,6 +549,7 @@ class GenAIRecogniser:
                 agent_name=agent,
                 catalogue=catalogue(span),
                 tool_schemas=tool_schemas(span),
+                tool_results=tool_results(span),
                 error=span_error(span),
                 **base,
             )
@@ -544,6 +596,7 @@ class GenAIRecogniser:
             catalogue=catalogue(span),
             tool_schemas=tool_schemas(span),
             tool_requests=requests,
+            tool_results=tool_results(span),
             bodies_seen=bodies_in(input_texts(span)),
             error=span_error(span),
             **self._base(span),

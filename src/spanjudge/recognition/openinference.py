@@ -39,7 +39,7 @@ from spanjudge.recognition.base import (
 from spanjudge.recognition.catalogue import parse_catalogue, tool_catalogue
 from spanjudge.recognition.evidence import ToolFacts, bodies_in, tool_step
 from spanjudge.spans.record import SpanRecord
-from spanjudge.trajectory.steps import CatalogueEntry, Step, ToolRequest
+from spanjudge.trajectory.steps import CatalogueEntry, Step, ToolRequest, ToolResult
 
 PRESET = "openinference"
 _TURN_KINDS = frozenset({"CHAIN", "AGENT"})
@@ -141,6 +141,11 @@ class OpenInferenceRecogniser:
             catalogue=tuple(catalogue.values()),
             tool_schemas=tool_schemas(span),
             tool_requests=tuple(r for m in outputs for r in m.tool_calls),
+            tool_results=tuple(
+                ToolResult(call_id=m.tool_call_id, text=m.text)
+                for m in inputs
+                if m.role == "tool" and m.tool_call_id
+            ),
             bodies_seen=bodies_in(m.text for m in inputs if m.role not in ("system", "developer")),
             error=span_error(span),
         )
