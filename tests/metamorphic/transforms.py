@@ -432,9 +432,7 @@ def content_to_chat_events(request: dict[str, Any]) -> None:
             events.append(_event(at, "gen_ai.system.message", content=_joined(system)))
         for message in inputs:
             events += _chat_events(at, message)
-        for index, message in enumerate(outputs):
-            if not isinstance(message, dict):
-                continue
+        for index, message in enumerate(_one_per_say(outputs)):
             text, calls, _ = _chat_parts(message)
             body: dict[str, Any] = {"role": "assistant", "content": text}
             if calls:
@@ -451,6 +449,25 @@ def content_to_chat_events(request: dict[str, Any]) -> None:
             )
         span["attributes"] = [a for a in span["attributes"] if a["key"] not in CONTENT_KEYS]
         span["events"] = [*kept_events, *events]
+
+
+def _one_per_say(outputs: list[Any]) -> list[dict[str, Any]]:
+    """Consecutive assistant output messages as one (a chat completion says its parallel tool
+    calls in one message)."""
+    out: list[dict[str, Any]] = []
+    for message in outputs:
+        if not isinstance(message, dict):
+            continue
+        if out and message.get("role") == out[-1].get("role") == "assistant":
+            last = out[-1]
+            out[-1] = {
+                **last,
+                **message,
+                "parts": [*(last.get("parts") or ()), *(message.get("parts") or ())],
+            }
+        else:
+            out.append(message)
+    return out
 
 
 _CHAT_PARTS = frozenset(("text", "tool_call", "tool_call_response"))

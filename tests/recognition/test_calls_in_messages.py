@@ -4,8 +4,8 @@ for and the result the agent sent back (a tool message with the same call id).
 Instrumentations that trace only the model client (an LLM SDK's instrumentation, with the tools
 run by the agent's own code) record every tool call this way; a framework that validates
 arguments before a tool runs leaves a rejected call this way too. Each case is a real fixture
-session with its tool spans removed, compared with what happened (the fixture set's
-scenarios.json).
+session with its tool spans removed (and its messages in other spellings), compared with what
+happened (the fixture set's scenarios.json).
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from tests.metamorphic.log_records import content_to_log_records
+from tests.metamorphic.transforms import content_to_chat_events
 from tests.support.rewritten import drop_spans, report_of, session_requests, spans
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
@@ -77,14 +79,26 @@ def _seen(session: dict[str, Any]) -> tuple[Any, ...]:
     )
 
 
+# How the model calls' messages are written: as recorded; in the older per-message events, in
+# the chat completions shape (as the OpenAI instrumentations write them); and those events sent
+# as OTLP log records.
+FORMS = ("as recorded", "chat completion events", "chat completion log records")
+
+
+@pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize(("framework", "name"), FILES)
 def test_tool_calls_no_span_records_are_read_from_the_messages(
-    framework: str, name: str, tmp_path: Path
+    framework: str, name: str, form: str, tmp_path: Path
 ) -> None:
     requests = _requests(framework, name)
     assert any(_is_tool(s) for r in requests for s in spans(r))
     _without_tool_spans(requests)
     assert not any(_is_tool(s) for r in requests for s in spans(r))
+    if form != "as recorded":
+        for request in requests:
+            content_to_chat_events(request)
+    if form == "chat completion log records":
+        requests += [found for r in requests if (found := content_to_log_records(r)) is not None]
     truth = _truth(framework, name)
     report = report_of(requests, tmp_path, f"{framework}/expectations.yaml")
     seen = {s["session_id"]: _seen(s) for s in report["sessions"] if s["session_id"] in truth}

@@ -385,8 +385,8 @@ def tool_results(span: SpanRecord) -> tuple[ToolResult, ...]:
     for event in span.events:
         if event.name == sc.EV_GEN_AI_TOOL_MESSAGE:
             content = event.attributes.get("content")
-            text = content if isinstance(content, str) else as_text(content)
-            _add_result(found, event.attributes.get("id"), text)
+            decoded = read_json(content) if isinstance(content, str) else content
+            _add_result(found, event.attributes.get("id"), result_text(decoded))
         elif event.name == sc.EV_GEN_AI_USER_MESSAGE:
             for block in _blocks(event.attributes.get("content")):
                 held = block.get("toolResult") if isinstance(block, dict) else None
