@@ -29,12 +29,16 @@ FILES = (
     ("strands", "strands_latest.jsonl"),
     ("strands", "strands_attributes_only.jsonl"),
     ("mcp", "mcp_openllmetry.jsonl"),
+    ("mcp", "mcp_openinference.jsonl"),
 )
+
+
+_TOOL_KIND = {"gen_ai.operation.name": "execute_tool", "openinference.span.kind": "TOOL"}
 
 
 def _is_tool(span: dict[str, Any]) -> bool:
     return span["name"].startswith("execute_tool") or any(
-        a["key"] == "gen_ai.operation.name" and a["value"].get("stringValue") == "execute_tool"
+        a["key"] in _TOOL_KIND and _TOOL_KIND[a["key"]] == a["value"].get("stringValue")
         for a in span.get("attributes", ())
     )
 

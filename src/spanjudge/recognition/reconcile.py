@@ -304,11 +304,24 @@ def _unexecuted_requests(
     return steps + added if added else steps
 
 
+def _unwrapped(text: str) -> str:
+    """A result sent back as a list of text blocks (`[{"type": "input_text", "text": ...}]`)
+    as its text."""
+    decoded = parse_json(text)
+    if (
+        isinstance(decoded, list)
+        and decoded
+        and all(isinstance(b, Mapping) and isinstance(b.get("text"), str) for b in decoded)
+    ):
+        return "\n".join(str(b["text"]) for b in decoded)
+    return text
+
+
 def _answered(attempt: Step, text: str | None) -> Step:
     """A requested call no tool span shows, with the result the agent sent back to the model:
     failed when that says so (an error payload or text, a refusal, nothing), else a call that
     ran untraced, with that result."""
-    result = text if text is not None else ""
+    result = _unwrapped(text) if text is not None else ""
     error = payload_error(parse_json(result), result)
     if error is None and (_FAILED_TEXT.match(result) or is_refusal(result[:500])):
         error = result.strip().splitlines()[0]
