@@ -6,8 +6,11 @@
   span and the server span it propagated to) is one call;
 - a call interrupted for approval (no result) and the same call run on resuming are one, and
   the resumed run continues the request before it;
-- a tool call the model asked for that never ran (rejected before execution, aborted) is a
-  failed attempt, so the corrected call after it counts as a retry;
+- a tool call the model asked for that no tool span shows is decided by the result the agent
+  sent back with its call id: an error, a refusal or nothing makes it a failed attempt (rejected
+  before execution, aborted), so the corrected call after it counts as a retry; any other
+  result is a call that ran untraced (in a session traced at the model client only, every
+  call);
 - a tool call whose arguments name a catalogue or library skill is a load of that skill, loaded
   or failed as its result says (an empty result is a failed load), unless the session shows the
   tool taking ordinary data under that argument;
