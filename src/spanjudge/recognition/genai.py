@@ -461,6 +461,20 @@ def tool_schemas(span: SpanRecord, tool_name: str | None = None) -> dict[str, An
     return schemas
 
 
+def tool_descriptions(span: SpanRecord) -> dict[str, str]:
+    """Tool name -> description, from `gen_ai.tool.definitions` (flat or OpenAI-style)."""
+    found: dict[str, str] = {}
+    definitions = _shared_json(span.attributes.get(sc.GEN_AI_TOOL_DEFINITIONS))
+    for item in definitions if isinstance(definitions, (list, tuple)) else ():
+        nested = item.get("function") if isinstance(item, dict) else None
+        function = nested if isinstance(nested, dict) else item
+        if isinstance(function, dict):
+            name, description = function.get("name"), function.get("description")
+            if isinstance(name, str) and isinstance(description, str) and description:
+                found[name] = description
+    return found
+
+
 def _shared_json(value: AttrValue) -> Any:
     """A tool definition, decoded once per distinct text: every span of every session records
     the same ones, and schema checks are cached per decoded object (read-only, like
@@ -597,6 +611,7 @@ class GenAIRecogniser:
             tool_schemas=tool_schemas(span),
             tool_requests=requests,
             tool_results=tool_results(span),
+            tool_descriptions=tool_descriptions(span),
             bodies_seen=bodies_in(input_texts(span)),
             error=span_error(span),
             **self._base(span),

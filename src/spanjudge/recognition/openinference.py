@@ -140,6 +140,7 @@ class OpenInferenceRecogniser:
             text="\n".join(texts) if texts else None,
             catalogue=tuple(catalogue.values()),
             tool_schemas=tool_schemas(span),
+            tool_descriptions=tool_descriptions(span),
             tool_requests=tuple(r for m in outputs for r in m.tool_calls),
             tool_results=tuple(
                 ToolResult(call_id=m.tool_call_id, text=m.text)
@@ -328,6 +329,22 @@ def tool_schemas(span: SpanRecord) -> dict[str, Any]:
         if isinstance(name, str):
             schemas[name] = function.get("parameters") or function.get("input_schema") or {}
     return schemas
+
+
+def tool_descriptions(span: SpanRecord) -> dict[str, str]:
+    """Tool name -> description, from `llm.tools.N.tool.json_schema`."""
+    found: dict[str, str] = {}
+    for key, value in span.attributes.items():
+        if _TOOL_SCHEMA_KEY.match(key) is None:
+            continue
+        schema = parse_json(value)
+        nested = schema.get("function") if isinstance(schema, Mapping) else None
+        function = nested if isinstance(nested, Mapping) else schema
+        if isinstance(function, Mapping):
+            name, description = function.get("name"), function.get("description")
+            if isinstance(name, str) and isinstance(description, str) and description:
+                found[name] = description
+    return found
 
 
 @lru_cache(maxsize=512)  # the same system prompt reaches every LLM span of a session

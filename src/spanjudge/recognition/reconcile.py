@@ -35,7 +35,9 @@ from spanjudge.recognition.evidence import (
     EMPTY_RESULT,
     as_skill_load,
     body_of,
+    describes_loader,
     front_matter_name,
+    named_argument,
     payload_error,
     reads_as_instructions,
     skill_md_read,
@@ -77,6 +79,7 @@ def reconcile(
     out = _unexecuted_requests(out, names, ordinary)
     out = [_load_by_evidence(s, names, library, ordinary) for s in out]
     out = _failed_loads_by_schema(out)
+    out = _loads_by_definition(out)
     out = _bodies_from_messages(out)
     out = each_document(_one_activation(out))
     out = not_concatenated(out)
@@ -199,7 +202,14 @@ def _fill(keep: Step, other: Step) -> Step:
     for name in ("text", "finish_reason", "model", "input_tokens", "output_tokens", "result"):
         if getattr(keep, name) is None and getattr(other, name) is not None:
             changes[name] = getattr(other, name)
-    for name in ("tool_requests", "tool_results", "catalogue", "bodies_seen", "tool_schemas"):
+    for name in (
+        "tool_requests",
+        "tool_results",
+        "catalogue",
+        "bodies_seen",
+        "tool_schemas",
+        "tool_descriptions",
+    ):
         if not getattr(keep, name) and getattr(other, name):
             changes[name] = getattr(other, name)
     if keep.arguments is None and other.arguments is not None:
@@ -473,6 +483,34 @@ def _failed_loads_by_schema(steps: list[Step]) -> list[Step]:
             value = step.arguments.get(key) if key else None
             if isinstance(value, str) and value.strip():
                 step = as_skill_load(step, value.strip(), None, has_result=True)
+        out.append(step)
+    return out
+
+
+def _loads_by_definition(steps: list[Step]) -> list[Step]:
+    """A tool call whose tool the model's tool definitions describe as loading a skill ("Load
+    a skill's instructions by name"), where its own span says nothing: the one name it was
+    given is what it loads. Refused or failed, a failed load of that name; answered with a
+    SKILL.md or instructions, loaded; answered with data, still a tool call."""
+    descriptions: dict[str, str] = {}
+    for step in steps:
+        descriptions.update(step.tool_descriptions)
+    if not descriptions:
+        return steps
+    out = []
+    for step in steps:
+        name = named_argument(step.arguments) if step.kind == "tool_call" else None
+        if name is not None and describes_loader(descriptions.get(step.name)):
+            body = body_of(parse_json(step.result), step.result) if step.result else None
+            load = as_skill_load(
+                step, name, body, has_result=step.result is not None or step.error is not None
+            )
+            if (
+                load.skill_status == "failed"
+                or front_matter_name(body) is not None
+                or reads_as_instructions(body)
+            ):
+                step = load
         out.append(step)
     return out
 
