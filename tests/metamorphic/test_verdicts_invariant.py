@@ -29,7 +29,9 @@ from spanjudge.offline import run_offline
 from spanjudge.trajectory.reference import parse_reference
 from tests.metamorphic.log_records import content_to_log_records
 from tests.metamorphic.transforms import (
+    content_to_chat_events,
     content_to_events,
+    descriptions_only_in_definitions,
     map_strings,
     namespace_tools,
     rerender_catalogue,
@@ -249,3 +251,37 @@ def test_content_moved_to_a_frameworks_own_log_events(name: str) -> None:
     if not logs:
         pytest.skip(f"{name} records no GenAI message content")
     _assert_unchanged("content in a framework's own log events", name, [*requests, *logs])
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_content_as_chat_completion_events(name: str) -> None:
+    # As the OpenAI instrumentations record a model call in the older per-message events: the
+    # chat completions shape, tool requests as `tool_calls` of the assistant message and choice.
+    requests = _requests(name)
+    for request in requests:
+        content_to_chat_events(request)
+    if requests == _requests(name):
+        pytest.skip(f"{name} records no model call's messages in GenAI form")
+    _assert_unchanged("content as chat completion events", name, requests)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_content_as_chat_completion_log_records(name: str) -> None:
+    # The same events as the OpenAI instrumentations emit them through the Logs API.
+    requests = _requests(name)
+    for request in requests:
+        content_to_chat_events(request)
+    if requests == _requests(name):
+        pytest.skip(f"{name} records no model call's messages in GenAI form")
+    logs = [found for r in requests if (found := content_to_log_records(r)) is not None]
+    _assert_unchanged("content as chat completion log records", name, [*requests, *logs])
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_tool_descriptions_only_in_the_models_definitions(name: str) -> None:
+    requests = _requests(name)
+    for request in requests:
+        descriptions_only_in_definitions(request)
+    if requests == _requests(name):
+        pytest.skip(f"{name} records no tool description the model's definitions also hold")
+    _assert_unchanged("tool descriptions only in the model's definitions", name, requests)

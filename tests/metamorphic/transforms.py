@@ -391,3 +391,212 @@ def _pieces(text: str, *, keep_space: bool = False) -> list[str]:
     if keep_space:
         return [stripped[: match.start()], stripped[match.start() :]]
     return [stripped[: match.start()], stripped[match.end() :]]
+
+
+# -- message content as OpenAI-format per-message events ----------------------------------
+
+
+def content_to_chat_events(request: dict[str, Any]) -> None:
+    """GenAI message content (attributes or an inference-details event) of every model call
+    recorded instead as the per-message events of the older conventions, in the chat
+    completions shape the OpenAI instrumentations give them: `gen_ai.system.message`,
+    `gen_ai.user.message`, `gen_ai.assistant.message` (its `tool_calls`, each a `function` with
+    JSON `arguments`), `gen_ai.tool.message` (`id`, `content`), and one `gen_ai.choice` per
+    output message (`message` with `content` and `tool_calls`, `finish_reason`, `index`).
+    Tool spans keep theirs: the events are a model call's."""
+    for span in spans(request):
+        if _is_tool(span):
+            continue
+        found: dict[str, Any] = {}
+        kept_events = []
+        for event in span.get("events", ()):
+            if event["name"] == INFERENCE_DETAILS:
+                for attribute in event.get("attributes", ()):
+                    found.setdefault(attribute["key"], attribute["value"].get("stringValue"))
+            else:
+                kept_events.append(event)
+        for attribute in span.get("attributes", ()):
+            if attribute["key"] in CONTENT_KEYS:
+                found.setdefault(attribute["key"], attribute["value"].get("stringValue"))
+        decoded = {k: _loaded(v) for k, v in found.items() if isinstance(v, str)}
+        inputs = decoded.get("gen_ai.input.messages")
+        outputs = decoded.get("gen_ai.output.messages")
+        if not isinstance(inputs, list) or not isinstance(outputs, list):
+            continue  # only a model call's whole exchange is rewritten
+        if not all(_chat_expressible(m) for m in [*inputs, *outputs]):
+            continue  # (an approval, a file, ... has no chat completions form)
+        at = span.get("endTimeUnixNano") or span.get("startTimeUnixNano")
+        events: list[dict[str, Any]] = []
+        system = decoded.get("gen_ai.system_instructions")
+        if system is not None:
+            events.append(_event(at, "gen_ai.system.message", content=_joined(system)))
+        for message in inputs:
+            events += _chat_events(at, message)
+        for index, message in enumerate(_one_per_say(outputs)):
+            text, calls, _ = _chat_parts(message)
+            body: dict[str, Any] = {"role": "assistant", "content": text}
+            if calls:
+                body["tool_calls"] = calls
+            reason = message.get("finish_reason") or ("tool_calls" if calls else "stop")
+            events.append(
+                _event(
+                    at,
+                    "gen_ai.choice",
+                    index=index,
+                    finish_reason=reason,
+                    message=json.dumps(body, ensure_ascii=False),
+                )
+            )
+        span["attributes"] = [a for a in span["attributes"] if a["key"] not in CONTENT_KEYS]
+        span["events"] = [*kept_events, *events]
+
+
+def _one_per_say(outputs: list[Any]) -> list[dict[str, Any]]:
+    """Consecutive assistant output messages as one (a chat completion says its parallel tool
+    calls in one message)."""
+    out: list[dict[str, Any]] = []
+    for message in outputs:
+        if not isinstance(message, dict):
+            continue
+        if out and message.get("role") == out[-1].get("role") == "assistant":
+            last = out[-1]
+            out[-1] = {
+                **last,
+                **message,
+                "parts": [*(last.get("parts") or ()), *(message.get("parts") or ())],
+            }
+        else:
+            out.append(message)
+    return out
+
+
+_CHAT_PARTS = frozenset(("text", "tool_call", "tool_call_response"))
+
+
+def _chat_expressible(message: Any) -> bool:
+    return isinstance(message, dict) and all(
+        isinstance(p, dict) and p.get("type") in _CHAT_PARTS for p in message.get("parts") or ()
+    )
+
+
+def _loaded(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _joined(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n".join(
+            str(p.get("content", "")) if isinstance(p, dict) else str(p) for p in value
+        )
+    return json.dumps(value)
+
+
+def _chat_parts(message: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]], list[Any]]:
+    """(text, OpenAI `tool_calls`, tool responses as (id, content)) of one GenAI message."""
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    responses: list[Any] = []
+    for part in message.get("parts") or ():
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("type")
+        if kind == "text":
+            texts.append(str(part.get("content", "")))
+        elif kind == "tool_call":
+            arguments = part.get("arguments")
+            calls.append(
+                {
+                    "id": part.get("id"),
+                    "type": "function",
+                    "function": {
+                        "name": part.get("name"),
+                        "arguments": arguments
+                        if isinstance(arguments, str)
+                        else json.dumps(arguments, ensure_ascii=False),
+                    },
+                }
+            )
+        elif kind == "tool_call_response":
+            response = part.get("response", part.get("result"))
+            responses.append(
+                (
+                    part.get("id"),
+                    response
+                    if isinstance(response, str)
+                    else json.dumps(response, ensure_ascii=False),
+                )
+            )
+    return ("\n".join(texts) if texts else None), calls, responses
+
+
+def _chat_events(at: Any, message: Any) -> list[dict[str, Any]]:
+    if not isinstance(message, dict):
+        return []
+    role = message.get("role")
+    text, calls, responses = _chat_parts(message)
+    out = [_event(at, "gen_ai.tool.message", id=i, content=c) for i, c in responses]
+    if role in ("assistant", "model"):
+        fields: dict[str, Any] = {"content": text}
+        if calls:
+            fields["tool_calls"] = json.dumps(calls, ensure_ascii=False)
+        out.append(_event(at, "gen_ai.assistant.message", **fields))
+    elif text is not None and role in ("system", "user"):
+        out.append(_event(at, f"gen_ai.{role}.message", content=text))
+    return out
+
+
+def _event(at: Any, name: str, **fields: Any) -> dict[str, Any]:
+    attributes = [
+        {
+            "key": key,
+            "value": {"intValue": str(value)} if isinstance(value, int) else {"stringValue": value},
+        }
+        for key, value in fields.items()
+        if value is not None
+    ]
+    return {"timeUnixNano": at, "name": name, "attributes": attributes}
+
+
+# -- tool descriptions only in the model's tool definitions ------------------------------
+
+_DESCRIPTION_KEYS = ("gen_ai.tool.description", "tool.description")
+_TOOL_NAME_KEYS = ("gen_ai.tool.name", "tool.name")
+_LLM_TOOL = re.compile(r"^llm\.tools\.\d+\.tool\.json_schema$")
+
+
+def descriptions_only_in_definitions(request: dict[str, Any]) -> None:
+    """A tool span's own description left off where the model's tool definitions in the same
+    trace (`gen_ai.tool.definitions`, `llm.tools.N.tool.json_schema`) describe that tool, as
+    instrumentations do that record the tool list on the model call only."""
+    defined: dict[str, set[str]] = {}
+    for span in spans(request):
+        for attribute in span.get("attributes", ()):
+            key = attribute["key"]
+            if key == "gen_ai.tool.definitions" or _LLM_TOOL.match(key):
+                decoded = _loaded(attribute["value"].get("stringValue", ""))
+                items = decoded if isinstance(decoded, list) else [decoded]
+                for item in items:
+                    if not isinstance(item, dict):
+                        continue
+                    nested = item.get("function")
+                    function = nested if isinstance(nested, dict) else item
+                    if function.get("name") and function.get("description"):
+                        defined.setdefault(span["traceId"], set()).add(str(function["name"]))
+    for span in spans(request):
+        names = defined.get(span["traceId"], set())
+        attributes = span.get("attributes", [])
+        tool = next(
+            (
+                a["value"].get("stringValue")
+                for a in attributes
+                if a["key"] in _TOOL_NAME_KEYS and a["value"].get("stringValue") in names
+            ),
+            None,
+        )
+        if tool is not None:
+            span["attributes"] = [a for a in attributes if a["key"] not in _DESCRIPTION_KEYS]

@@ -154,6 +154,34 @@ def test_a_plain_namespace_is_read_by_its_shape(prefix: str, tool_key: str, tmp_
     )
 
 
+def test_a_turn_by_shape_under_a_web_servers_span(tmp_path: Path) -> None:
+    """The same session, its agent span a child of the web server's request span (which says
+    nothing of agents): the topmost span read by shape is still the turn."""
+    original = report_of(session_requests(FILE, SESSION), tmp_path, EXPECTATIONS)["sessions"][0]
+    rewritten = _in_own_namespace("agentlib", "toolCall")
+    (request,) = [r for r in rewritten if any(not s.get("parentSpanId") for s in spans(r))]
+    (root,) = [s for s in spans(request) if not s.get("parentSpanId")]
+    server = {
+        "traceId": root["traceId"],
+        "spanId": "00000000000000f1",
+        "name": "POST /chat",
+        "kind": 2,
+        "startTimeUnixNano": root["startTimeUnixNano"],
+        "endTimeUnixNano": root["endTimeUnixNano"],
+        "attributes": [
+            {"key": "http.request.method", "value": {"stringValue": "POST"}},
+            {"key": "http.route", "value": {"stringValue": "/chat"}},
+            *[a for a in root["attributes"] if a["key"] in _KEEP],
+        ],
+    }
+    root["parentSpanId"] = server["spanId"]
+    request["resourceSpans"][0]["scopeSpans"][0]["spans"].append(server)
+    (got,) = report_of(rewritten, tmp_path, EXPECTATIONS)["sessions"]
+    assert got["stats"]["turns"] == 1
+    assert _what_happened(got) == _what_happened(original)
+    assert got["final_answer"].startswith("The grand total is 2500")
+
+
 def _shapes(tracer: Tracer) -> None:
     prompt = json.dumps([{"role": "user", "content": "What is 2 + 2?"}])
     answer = json.dumps([{"role": "assistant", "content": [{"type": "text", "text": "4"}]}])

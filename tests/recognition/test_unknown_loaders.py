@@ -165,6 +165,23 @@ def test_a_loader_its_description_announces_refusing_a_misspelt_name(tmp_path: P
     assert [(x["skill"], x["status"]) for x in got["skill_loads"]] == [("csv-reports", "failed")]
 
 
+def test_a_loader_only_the_models_tool_definitions_describe(tmp_path: Path) -> None:
+    """The same, where the tool span carries no description: only the tool definitions the
+    model was given (`llm.tools.N.tool.json_schema`) say the tool loads a skill."""
+    session = "mcp-openinference-load-failed-refusal"
+    requests = []
+    for request in session_requests("mcp/mcp_openinference.jsonl", session):
+        text = re.sub(r"\bload_skill\b", "fetch_playbook", json.dumps(request))
+        text = re.sub(r'(\\*)"name\\*": (\\*)"csv-reports', r'\1"topic\1": \2"csv-reports', text)
+        requests.append(json.loads(text))
+    for span in [s for r in requests for s in spans(r)]:
+        set_attribute(span, "tool.description", None)
+    assert "Load a skill's instructions" in json.dumps(requests)  # in the definitions only
+    (got,) = report_of(requests, tmp_path, "mcp/expectations.yaml")["sessions"]
+    # what happened (fixtures/mcp/scenarios.json)
+    assert [(x["skill"], x["status"]) for x in got["skill_loads"]] == [("csv-reports", "failed")]
+
+
 DESCRIBED = {"gen_ai.tool.description": "Fetch the playbook for a topic, by its name."}
 
 

@@ -166,7 +166,7 @@ def tool_step(facts: ToolFacts, base: Mapping[str, Any]) -> Step:
     skill = facts.declared_skill or skill_of_call(facts.tool, facts.arguments)
     described = None
     if skill is None and describes_loader(facts.description):
-        described = skill = _named_argument(facts.arguments)  # what it was asked to load
+        described = skill = named_argument(facts.arguments)  # what it was asked to load
     if skill is None and not _may_hold_skill_md(text):
         return step
     body = body_of(facts.result, text)
@@ -206,7 +206,7 @@ def describes_loader(description: str | None) -> bool:
     return bool(description) and _LOADER_DESCRIPTION.search(description or "") is not None
 
 
-def _named_argument(arguments: Any) -> str | None:
+def named_argument(arguments: Any) -> str | None:
     """The one name-like string a call was given (the whole argument, or its only string
     value): what a described loader was asked to load, known skill or not."""
     if isinstance(arguments, Mapping):

@@ -40,7 +40,7 @@ from spanjudge.recognition.evidence import ToolFacts, bodies_in, tool_step
 from spanjudge.recognition.indexed_messages import MARKERS as INDEXED_MARKERS
 from spanjudge.recognition.indexed_messages import indexed_messages
 from spanjudge.spans.record import AttrValue, SpanRecord
-from spanjudge.trajectory.steps import CatalogueEntry, Step, ToolRequest
+from spanjudge.trajectory.steps import CatalogueEntry, Step, ToolRequest, ToolResult
 
 TOOL_PREFIX = "execute_tool "
 GEN_AI_PREFIX = "gen_ai."
@@ -219,11 +219,11 @@ def input_texts(span: SpanRecord) -> list[str]:
                 found = (part.get("content"), as_text(part.get("response")))
                 texts += [str(t) for t in found if _maybe_md(t)]
     for event in reversed(span.events):
-        if event.name in (sc.EV_GEN_AI_ASSISTANT_MESSAGE, sc.EV_GEN_AI_CHOICE):
+        if event.name == sc.EV_GEN_AI_ASSISTANT_MESSAGE:  # (a choice is this call's output)
             break
         if event.name in (sc.EV_GEN_AI_USER_MESSAGE, sc.EV_GEN_AI_TOOL_MESSAGE):
             content = event.attributes.get("content")
-            if isinstance(content, str) and "name:" in content:
+            if _maybe_md(content):
                 text = content_text(content)
                 if _maybe_md(text):
                     texts.append(str(text))
@@ -242,10 +242,23 @@ def continues_turn(span: SpanRecord) -> bool:
     round-trip inside the request before it (Agent Framework's approval flow), not a new one."""
     inputs = messages(span, sc.GEN_AI_INPUT_MESSAGES)
     if not inputs:
-        return False
+        return _continues_in_events(span)
     last = inputs[-1]
     kinds = [p.get("type") for p in _parts(last) if isinstance(p, dict)]
     return bool(kinds) and "text" not in kinds and last.get("role") in ("user", "tool")
+
+
+def _continues_in_events(span: SpanRecord) -> bool:
+    """`continues_turn` for per-message events: after the model last spoke there are tool
+    results and no user message."""
+    tools = False
+    for event in reversed(span.events):
+        if event.name in (sc.EV_GEN_AI_ASSISTANT_MESSAGE, sc.EV_GEN_AI_SYSTEM_MESSAGE):
+            break
+        if event.name == sc.EV_GEN_AI_USER_MESSAGE:
+            return False
+        tools = tools or event.name == sc.EV_GEN_AI_TOOL_MESSAGE
+    return tools
 
 
 def output(span: SpanRecord) -> tuple[str | None, str | None, bool]:
@@ -255,7 +268,8 @@ def output(span: SpanRecord) -> tuple[str | None, str | None, bool]:
 
 
 def tool_requests(span: SpanRecord) -> tuple[ToolRequest, ...]:
-    """The tool calls the model's last output asked for (`tool_call` parts, `toolUse` blocks)."""
+    """The tool calls the model's last output asked for (`tool_call` parts, `toolUse` blocks,
+    chat completions `tool_calls`)."""
     return model_output(span)[3]
 
 
@@ -264,13 +278,15 @@ def model_output(
 ) -> tuple[str | None, str | None, bool, tuple[ToolRequest, ...]]:
     """`output` and `tool_requests` of one span, from one look for its last output (a model
     call needs both). ``requests=False`` leaves the tool requests out (empty)."""
-    for message in reversed(messages(span, sc.GEN_AI_OUTPUT_MESSAGES)):
-        if message.get("role") in (None, "assistant", "model"):
-            reason = message.get("finish_reason")
-            text = content_text(parts(message, "text"))
-            if text is None and not _parts(message):  # a framework's own message shape
-                text = assistant_text(message)
-            calls = parts(message, "tool_call")
+    outputs = messages(span, sc.GEN_AI_OUTPUT_MESSAGES)
+    for at in range(len(outputs) - 1, -1, -1):
+        said = outputs[at]
+        if said.get("role") in (None, "assistant", "model"):
+            reason = said.get("finish_reason")
+            text = content_text(parts(said, "text"))
+            if text is None and not _parts(said):  # a framework's own message shape
+                text = assistant_text(said)
+            calls = _last_calls(outputs, at)
             asked = tuple(
                 ToolRequest(
                     name=str(p.get("name") or ""),
@@ -279,6 +295,9 @@ def model_output(
                 )
                 for p in (calls if requests else ())
             )
+            if not calls:  # a chat completions message: its `tool_calls`
+                asked = chat_tool_calls(said.get("tool_calls"))
+                return text, str(reason) if reason else None, bool(asked), asked * requests
             return text, str(reason) if reason else None, bool(calls), asked
     for event in reversed(span.events):
         if event.name == sc.EV_GEN_AI_CHOICE:
@@ -304,11 +323,89 @@ def model_output(
                 for u in uses
                 if isinstance(u, dict)
             )
+            if not asked_tools:  # a chat completions choice: its message's `tool_calls`
+                held = decoded.get("tool_calls") if isinstance(decoded, dict) else None
+                asked = chat_tool_calls(held or event.attributes.get("tool_calls"))
+                asked_tools = bool(asked)
             text = content_text(message)
             if text is None and isinstance(decoded, dict):  # a framework's own message shape
                 text = assistant_text(decoded)
             return text, str(reason) if reason else None, asked_tools, asked
     return None, None, False, ()
+
+
+def _last_calls(outputs: Sequence[dict[str, Any]], at: int) -> list[dict[str, Any]]:
+    """The `tool_call` parts of the model's last say: the assistant message at ``at`` and
+    those right before it (an output of one message per parallel call)."""
+    calls: list[dict[str, Any]] = []
+    while at >= 0 and outputs[at].get("role") in (None, "assistant", "model"):
+        calls[:0] = parts(outputs[at], "tool_call")
+        at -= 1
+    return calls
+
+
+def chat_tool_calls(value: Any) -> tuple[ToolRequest, ...]:
+    """The tool requests of a chat completions message's `tool_calls` (a list, or its JSON):
+    each `{"id", "type": "function", "function": {"name", "arguments"}}`, or the same fields
+    flat. An entry without a name is no request."""
+    decoded = read_json(value) if isinstance(value, str) else value
+    if not isinstance(decoded, (list, tuple)):
+        return ()
+    out = []
+    for call in decoded:
+        if not isinstance(call, dict):
+            continue
+        function = call.get("function")
+        held = function if isinstance(function, dict) else call
+        name = held.get("name")
+        if not isinstance(name, str) or not name:
+            continue
+        out.append(
+            ToolRequest(
+                name=name,
+                call_id=str(call["id"]) if call.get("id") else None,
+                arguments=parse_json(held.get("arguments")),
+            )
+        )
+    return tuple(out)
+
+
+def tool_results(span: SpanRecord) -> tuple[ToolResult, ...]:
+    """The tool results the agent sent back that the span's messages hold, by call id:
+    `tool_call_response` parts, chat completions tool messages (`tool_call_id`), a Bedrock
+    `toolResult` block, and `gen_ai.tool.message` events (`id`, `content`)."""
+    found: dict[str, ToolResult] = {}
+    for key in (sc.GEN_AI_INPUT_MESSAGES, sc.GEN_AI_OUTPUT_MESSAGES):
+        for message in messages(span, key):
+            for part in parts(message, "tool_call_response"):
+                response = part.get("response", part.get("result"))
+                _add_result(found, part.get("id"), result_text(response))
+            if message.get("role") == "tool" and not _parts(message):
+                _add_result(found, message.get("tool_call_id"), content_text(message))
+    for event in span.events:
+        if event.name == sc.EV_GEN_AI_TOOL_MESSAGE:
+            content = event.attributes.get("content")
+            decoded = read_json(content) if isinstance(content, str) else content
+            _add_result(found, event.attributes.get("id"), result_text(decoded))
+        elif event.name == sc.EV_GEN_AI_USER_MESSAGE:
+            for block in _blocks(event.attributes.get("content")):
+                held = block.get("toolResult") if isinstance(block, dict) else None
+                if isinstance(held, dict):
+                    text = content_text(held.get("content"))
+                    if str(held.get("status", "")).lower() == "error":
+                        text = as_text({"status": "error", "error": text})
+                    _add_result(found, held.get("toolUseId"), text)
+    return tuple(found.values())
+
+
+def _blocks(content: Any) -> tuple[Any, ...]:
+    decoded = read_json(content) if isinstance(content, str) else content
+    return tuple(decoded) if isinstance(decoded, (list, tuple)) else ()
+
+
+def _add_result(found: dict[str, ToolResult], call_id: Any, text: str | None) -> None:
+    if isinstance(call_id, str) and call_id and call_id not in found:
+        found[call_id] = ToolResult(call_id=call_id, text=text)
 
 
 def system_text(span: SpanRecord) -> str | None:
@@ -362,6 +459,20 @@ def tool_schemas(span: SpanRecord, tool_name: str | None = None) -> dict[str, An
     if tool_name and isinstance(schema, dict):
         schemas[tool_name] = schema
     return schemas
+
+
+def tool_descriptions(span: SpanRecord) -> dict[str, str]:
+    """Tool name -> description, from `gen_ai.tool.definitions` (flat or OpenAI-style)."""
+    found: dict[str, str] = {}
+    definitions = _shared_json(span.attributes.get(sc.GEN_AI_TOOL_DEFINITIONS))
+    for item in definitions if isinstance(definitions, (list, tuple)) else ():
+        nested = item.get("function") if isinstance(item, dict) else None
+        function = nested if isinstance(nested, dict) else item
+        if isinstance(function, dict):
+            name, description = function.get("name"), function.get("description")
+            if isinstance(name, str) and isinstance(description, str) and description:
+                found[name] = description
+    return found
 
 
 def _shared_json(value: AttrValue) -> Any:
@@ -452,6 +563,7 @@ class GenAIRecogniser:
                 agent_name=agent,
                 catalogue=catalogue(span),
                 tool_schemas=tool_schemas(span),
+                tool_results=tool_results(span),
                 error=span_error(span),
                 **base,
             )
@@ -498,6 +610,8 @@ class GenAIRecogniser:
             catalogue=catalogue(span),
             tool_schemas=tool_schemas(span),
             tool_requests=requests,
+            tool_results=tool_results(span),
+            tool_descriptions=tool_descriptions(span),
             bodies_seen=bodies_in(input_texts(span)),
             error=span_error(span),
             **self._base(span),

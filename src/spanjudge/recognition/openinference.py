@@ -39,7 +39,7 @@ from spanjudge.recognition.base import (
 from spanjudge.recognition.catalogue import parse_catalogue, tool_catalogue
 from spanjudge.recognition.evidence import ToolFacts, bodies_in, tool_step
 from spanjudge.spans.record import SpanRecord
-from spanjudge.trajectory.steps import CatalogueEntry, Step, ToolRequest
+from spanjudge.trajectory.steps import CatalogueEntry, Step, ToolRequest, ToolResult
 
 PRESET = "openinference"
 _TURN_KINDS = frozenset({"CHAIN", "AGENT"})
@@ -140,7 +140,13 @@ class OpenInferenceRecogniser:
             text="\n".join(texts) if texts else None,
             catalogue=tuple(catalogue.values()),
             tool_schemas=tool_schemas(span),
+            tool_descriptions=tool_descriptions(span),
             tool_requests=tuple(r for m in outputs for r in m.tool_calls),
+            tool_results=tuple(
+                ToolResult(call_id=m.tool_call_id, text=m.text)
+                for m in inputs
+                if m.role == "tool" and m.tool_call_id
+            ),
             bodies_seen=bodies_in(m.text for m in inputs if m.role not in ("system", "developer")),
             error=span_error(span),
         )
@@ -323,6 +329,22 @@ def tool_schemas(span: SpanRecord) -> dict[str, Any]:
         if isinstance(name, str):
             schemas[name] = function.get("parameters") or function.get("input_schema") or {}
     return schemas
+
+
+def tool_descriptions(span: SpanRecord) -> dict[str, str]:
+    """Tool name -> description, from `llm.tools.N.tool.json_schema`."""
+    found: dict[str, str] = {}
+    for key, value in span.attributes.items():
+        if _TOOL_SCHEMA_KEY.match(key) is None:
+            continue
+        schema = parse_json(value)
+        nested = schema.get("function") if isinstance(schema, Mapping) else None
+        function = nested if isinstance(nested, Mapping) else schema
+        if isinstance(function, Mapping):
+            name, description = function.get("name"), function.get("description")
+            if isinstance(name, str) and isinstance(description, str) and description:
+                found[name] = description
+    return found
 
 
 @lru_cache(maxsize=512)  # the same system prompt reaches every LLM span of a session

@@ -6,8 +6,11 @@
   span and the server span it propagated to) is one call;
 - a call interrupted for approval (no result) and the same call run on resuming are one, and
   the resumed run continues the request before it;
-- a tool call the model asked for that never ran (rejected before execution, aborted) is a
-  failed attempt, so the corrected call after it counts as a retry;
+- a tool call the model asked for that no tool span shows is decided by the result the agent
+  sent back with its call id: an error, a refusal or nothing makes it a failed attempt (rejected
+  before execution, aborted), so the corrected call after it counts as a retry; any other
+  result is a call that ran untraced (in a session traced at the model client only, every
+  call);
 - a tool call whose arguments name a catalogue or library skill is a load of that skill, loaded
   or failed as its result says (an empty result is a failed load), unless the session shows the
   tool taking ordinary data under that argument;
@@ -32,20 +35,31 @@ from spanjudge.recognition.evidence import (
     EMPTY_RESULT,
     as_skill_load,
     body_of,
+    describes_loader,
     front_matter_name,
+    named_argument,
+    payload_error,
     reads_as_instructions,
     skill_md_read,
     skill_of_call,
 )
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.skills import EMPTY_LIBRARY, SkillLibrary
-from spanjudge.trajectory.steps import Step
+from spanjudge.trajectory.steps import Step, ToolResult
 
 _TOOL_KINDS = ("tool_call", "skill_load")
 # Argument names that may carry a skill's name for a loader nobody listed.
 _NAME_KEY = re.compile(r"skill|name|capabilit|^id$", re.I)
 # A schema's description of the argument that names what a loader loads.
 _LOADS = re.compile(r"\b(?:skill|capability)\b[^.]{0,40}\bto (?:load|activate)\b", re.I)
+# A result the agent sent back that reports a failure: in its first words, or in its first
+# line ("Skill store unavailable while loading 'x', try again.").
+_FAILED_TEXT = re.compile(
+    r"\s*(?:error|exception|traceback|failed|failure|invalid|validation error)\b"
+    r"|[^\n]{0,200}\b(?:unavailable|could not|cannot|can't|unable to|timed out|denied"
+    r"|no \w+(?: \w+)? found)\b",
+    re.I,
+)
 UNEXECUTED = "requested by the model but never executed (rejected before execution or aborted)"
 
 
@@ -65,6 +79,7 @@ def reconcile(
     out = _unexecuted_requests(out, names, ordinary)
     out = [_load_by_evidence(s, names, library, ordinary) for s in out]
     out = _failed_loads_by_schema(out)
+    out = _loads_by_definition(out)
     out = _bodies_from_messages(out)
     out = each_document(_one_activation(out))
     out = not_concatenated(out)
@@ -187,7 +202,14 @@ def _fill(keep: Step, other: Step) -> Step:
     for name in ("text", "finish_reason", "model", "input_tokens", "output_tokens", "result"):
         if getattr(keep, name) is None and getattr(other, name) is not None:
             changes[name] = getattr(other, name)
-    for name in ("tool_requests", "catalogue", "bodies_seen", "tool_schemas"):
+    for name in (
+        "tool_requests",
+        "tool_results",
+        "catalogue",
+        "bodies_seen",
+        "tool_schemas",
+        "tool_descriptions",
+    ):
         if not getattr(keep, name) and getattr(other, name):
             changes[name] = getattr(other, name)
     if keep.arguments is None and other.arguments is not None:
@@ -225,7 +247,17 @@ def _unexecuted_requests(
     execution of that tool after the request)."""
     calls = [s for s in steps if s.kind in _TOOL_KINDS]
     executed = {s.tool_call_id for s in calls if s.tool_call_id}
-    unmatched = _requests_without_execution(steps, calls) if not executed else None
+    sent_back = {r.call_id: r for s in steps for r in s.tool_results}
+    unmatched = _requests_without_execution(steps, calls, sent_back) if not executed else None
+    if not calls:  # no tool traced: each call the agent answered shows in the messages
+        unmatched = {
+            (s.span_id, at)
+            for s in steps
+            if s.kind == "model_call"
+            for at, r in enumerate(s.tool_requests)
+            if r.call_id in sent_back
+        }
+        executed = set()
     requested = {r.call_id for s in steps if s.kind == "model_call" for r in s.tool_requests}
     # executions whose recorded id matches no request (ADK writes "<not specified>" for some):
     # matched to requests by tool name instead
@@ -239,8 +271,10 @@ def _unexecuted_requests(
             continue
         for at, request in enumerate(step.tool_requests):
             if unmatched is not None:
-                if (step.span_id, at) not in unmatched:
+                if (step.span_id, at) not in unmatched or request.call_id in executed:
                     continue
+                if request.call_id:
+                    executed.add(request.call_id)  # one call, however many spans asked
             elif not request.call_id or request.call_id in executed:
                 continue
             else:
@@ -264,8 +298,13 @@ def _unexecuted_requests(
                 error=UNEXECUTED,
                 agent_name=step.agent_name,
             )
+            answer = sent_back.get(request.call_id) if request.call_id else None
+            body = None
+            if answer is not None:  # what the agent sent back decides how the call went
+                attempt = _answered(attempt, answer.text)
+                body = body_of(parse_json(answer.text), answer.text) if answer.text else None
             skill = skill_of_call(request.name, request.arguments)
-            if skill is not None and skill not in names:
+            if skill is not None and skill not in names and answer is None:
                 # arguments the framework could not parse may still name the skill meant
                 text = as_text(request.arguments) or ""
                 skill = next((n for n in sorted(names, key=len, reverse=True) if n in text), skill)
@@ -273,36 +312,75 @@ def _unexecuted_requests(
                 # a loader nobody named, refused by argument validation before it ran
                 skill, _ = _named_skill(request.name, request.arguments, names, ordinary)
             added.append(
-                attempt if skill is None else as_skill_load(attempt, skill, None, has_result=True)
+                attempt if skill is None else as_skill_load(attempt, skill, body, has_result=True)
             )
     return steps + added if added else steps
 
 
-def _requests_without_execution(steps: list[Step], calls: list[Step]) -> set[tuple[str, int]]:
+def _unwrapped(text: str) -> str:
+    """A result sent back as a list of text blocks (`[{"type": "input_text", "text": ...}]`)
+    as its text."""
+    decoded = parse_json(text)
+    if (
+        isinstance(decoded, list)
+        and decoded
+        and all(isinstance(b, Mapping) and isinstance(b.get("text"), str) for b in decoded)
+    ):
+        return "\n".join(str(b["text"]) for b in decoded)
+    return text
+
+
+def _answered(attempt: Step, text: str | None) -> Step:
+    """A requested call no tool span shows, with the result the agent sent back to the model:
+    failed when that says so (an error payload or text, a refusal, nothing), else a call that
+    ran untraced, with that result."""
+    result = _unwrapped(text) if text is not None else ""
+    error = payload_error(parse_json(result), result)
+    if error is None and (_FAILED_TEXT.match(result) or is_refusal(result[:500])):
+        error = result.strip().splitlines()[0]
+    if error is None and not result.strip():
+        error = EMPTY_RESULT
+    if error is not None:
+        return replace(attempt, result=result or None, error=error)
+    return replace(attempt, result=result, error=None, status="unset")
+
+
+def _requests_without_execution(
+    steps: list[Step], calls: list[Step], sent_back: Mapping[str, ToolResult]
+) -> set[tuple[str, int]]:
     """(model span, request index) of each request no execution answers, when tool spans carry
-    no call ids: each execution answers the earliest open request for its tool made before it
-    started. Only tools that ran at some other time count: a request for one that never did
-    (a handoff, a tool the instrumentation names differently) is no evidence either way."""
+    no call ids: each execution answers the open request for its tool whose result the agent
+    sent back is the execution's, else the earliest open one made before it started. Only
+    tools that ran at some other time count: a request for one that never did (a handoff, a
+    tool the instrumentation names differently) is no evidence either way."""
     models = sorted(
         (s for s in steps if s.kind == "model_call" and s.tool_requests),
         key=lambda s: s.end_unix_nano,
     )
     ran = {c.name for c in calls}
-    open_requests: dict[str, list[tuple[int, str, int]]] = {}
+    open_requests: dict[str, list[tuple[int, str, int, str | None]]] = {}
     for model in models:
         for at, request in enumerate(model.tool_requests):
             if request.name not in ran:
                 continue
+            answer = sent_back.get(request.call_id or "")
             open_requests.setdefault(request.name, []).append(
-                (model.start_unix_nano, model.span_id, at)
+                (model.start_unix_nano, model.span_id, at, _same(answer.text if answer else None))
             )
     for call in sorted(calls, key=lambda s: s.start_unix_nano):
         waiting = open_requests.get(call.name, [])
-        for i, (asked, _, _) in enumerate(waiting):
-            if asked <= call.start_unix_nano:
-                del waiting[i]
-                break
-    return {(span, at) for waiting in open_requests.values() for _, span, at in waiting}
+        before = [i for i, entry in enumerate(waiting) if entry[0] <= call.start_unix_nano]
+        mine = [
+            i for i in before if waiting[i][3] is not None and waiting[i][3] == _same(call.result)
+        ]
+        if mine or before:
+            del waiting[(mine or before)[0]]
+    return {(entry[1], entry[2]) for waiting in open_requests.values() for entry in waiting}
+
+
+def _same(text: str | None) -> str | None:
+    """A result as compared between a tool span and the message that sent it back."""
+    return " ".join(text.split()) if text else None
 
 
 def _load_by_evidence(
@@ -405,6 +483,34 @@ def _failed_loads_by_schema(steps: list[Step]) -> list[Step]:
             value = step.arguments.get(key) if key else None
             if isinstance(value, str) and value.strip():
                 step = as_skill_load(step, value.strip(), None, has_result=True)
+        out.append(step)
+    return out
+
+
+def _loads_by_definition(steps: list[Step]) -> list[Step]:
+    """A tool call whose tool the model's tool definitions describe as loading a skill ("Load
+    a skill's instructions by name"), where its own span says nothing: the one name it was
+    given is what it loads. Refused or failed, a failed load of that name; answered with a
+    SKILL.md or instructions, loaded; answered with data, still a tool call."""
+    descriptions: dict[str, str] = {}
+    for step in steps:
+        descriptions.update(step.tool_descriptions)
+    if not descriptions:
+        return steps
+    out = []
+    for step in steps:
+        name = named_argument(step.arguments) if step.kind == "tool_call" else None
+        if name is not None and describes_loader(descriptions.get(step.name)):
+            body = body_of(parse_json(step.result), step.result) if step.result else None
+            load = as_skill_load(
+                step, name, body, has_result=step.result is not None or step.error is not None
+            )
+            if (
+                load.skill_status == "failed"
+                or front_matter_name(body) is not None
+                or reads_as_instructions(body)
+            ):
+                step = load
         out.append(step)
     return out
 

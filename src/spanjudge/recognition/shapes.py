@@ -6,8 +6,10 @@ An agent library's own tracing may use keys nobody listed (`<prefix>.toolCall.na
   (`x.toolCall.name` + `x.toolCall.args`, `x.tool.name` + `x.tool.arguments`, `tool_name` +
   `tool_result`), or a span whose name says tool or function call with such a name, arguments
   or result;
-- a turn and its answer: a root span with a prompt-shaped attribute (`<prefix>.prompt.messages`,
-  `<prefix>.prompt`, `<prefix>.input.messages`) and a response-shaped one
+- a turn and its answer: a root span (or the topmost span read by shape, under a span of
+  something else: a web server's request) with a prompt-shaped attribute
+  (`<prefix>.prompt.messages`, `<prefix>.prompt`, `<prefix>.input.messages`) and a
+  response-shaped one
   (`<prefix>.response.text`, `<prefix>.response`, `<prefix>.completion`, `<prefix>.output.text`);
 - a model call: a span below the turn with a prompt and a response or the tool calls it asked
   for (under a `tool calls` key), with its `prompt`/`input` and `completion`/`output` token
@@ -21,6 +23,7 @@ conventions do not name); the report counts what it read (`coverage.fallback_spa
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from spanjudge.recognition.answers import assistant_text
@@ -72,6 +75,25 @@ class ShapeRecogniser:
         if span.parent_span_id is None:
             return self._turn(span)
         return self._model_call(span)
+
+    def finalise(self, steps: list[Step], spans: Sequence[SpanRecord]) -> list[Step]:
+        """A model call read by shape with no turn or model call above it is the turn: its
+        root is a span of something else (a web server's request span, a job's span)."""
+        shaped = {id(s) for s in steps if s.preset == PRESET and s.kind == "model_call"}
+        if not shaped:
+            return steps
+        by_id = {s.span_id: s for s in spans}
+        read = {s.span_id for s in steps if s.kind in ("agent_turn", "model_call")}
+        out: list[Step] = []
+        for step in steps:
+            span = by_id.get(step.span_id)
+            if id(step) in shaped and span is not None and not _read_above(span, by_id, read):
+                turn = self._turn(span)
+                if turn:
+                    out.extend(turn)
+                    continue
+            out.append(step)
+        return out
 
     def _model_call(self, span: SpanRecord) -> list[Step] | None:
         """A span below the turn with prompt- and response-shaped attributes: one model call,
@@ -141,6 +163,19 @@ class ShapeRecogniser:
         if answer:
             steps.append(Step(kind="final_answer", name=span.name, text=answer, seq=1, **base))
         return steps
+
+
+def _read_above(span: SpanRecord, by_id: dict[str, SpanRecord], read: set[str]) -> bool:
+    """A span above ``span`` was read as a turn or a model call (a bounded walk: cycles)."""
+    parent = span.parent_span_id
+    for _ in range(256):
+        if parent is None:
+            return False
+        if parent in read:
+            return True
+        above = by_id.get(parent)
+        parent = above.parent_span_id if above is not None else None
+    return False
 
 
 def _tool_keys(span: SpanRecord) -> tuple[str, Any, str | None] | None:

@@ -42,6 +42,14 @@ class ToolRequest:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ToolResult:
+    """A tool's result as the agent sent it back to the model (a tool message), by call id."""
+
+    call_id: str
+    text: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Step:
     """One recognised unit of agent activity.
 
@@ -82,6 +90,8 @@ class Step:
     output_tokens: int | None = None
     finish_reason: str | None = None
     tool_requests: tuple[ToolRequest, ...] = ()  # a model output asking for tools is no answer
+    # tool results the agent sent back, seen in the messages of a model call or agent span
+    tool_results: tuple[ToolResult, ...] = ()
     # SKILL.md bodies (name, text) seen in the messages a model call was given
     bodies_seen: tuple[tuple[str, str], ...] = ()
     # agent_turn: the user request; final_answer / model_call: the output text
@@ -92,6 +102,8 @@ class Step:
     # offered skills and tool schemas seen on this span (system prompts, tool definitions)
     catalogue: tuple[CatalogueEntry, ...] = ()
     tool_schemas: Mapping[str, Any] = field(default_factory=dict)
+    # tool name -> its description, from the tool definitions the model was given
+    tool_descriptions: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def failed(self) -> bool:
