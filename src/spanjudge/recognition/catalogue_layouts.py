@@ -5,15 +5,17 @@ Each layout reader finds runs of entries: consecutive (name, description) pairs 
 way. A run is a catalogue when it has two or more entries with skill-like names (one word) and
 one-line descriptions, and something says they are skills: a heading, lead-in line, tag or key
 mentioning skills within the few lines before the run, or the run's own header (a table's, an
-element's). Entries that carry parameters or a schema are tool definitions, and a run introduced
-as an example is an example: neither is a catalogue.
+element's), or, whatever the run is called ("playbooks", "procedures"), one of its names is a
+skill the session shows elsewhere (``known``: the skills directory, a SKILL.md's front matter, a
+load). Entries that carry parameters or a schema are tool definitions, and a run introduced as
+an example is an example: neither is a catalogue.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 Run = tuple[int, int, list[tuple[str, str]]]  # start, end, entries
 
@@ -40,6 +42,7 @@ _XML_ATTRIBUTES = re.compile(
 )
 _DESCRIPTION_ATTR = re.compile(r"\b(?:description|desc|summary)=\"([^\"]*)\"")
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(\S[^\n]*?)[ \t]*#*[ \t]*$", re.M)
+_SECTION_BODY = re.compile(r"#|[-*+\u2022][ \t]|\d{1,3}[.)][ \t]|\|")
 _TABLE_ROW = re.compile(r"^[ \t]*\|(.+)\|[ \t]*$")
 _TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t:|-]+\|?[ \t]*$")
 # "- name: description", "* **name** - description", "1. name — description", "name: description"
@@ -52,12 +55,13 @@ _YAML_NAME = re.compile(r"^([ \t]*)(?:-[ \t]+)?name:[ \t]*(.+?)[ \t]*$")
 _YAML_DESCRIPTION = re.compile(r"^[ \t]*(?:description|desc|summary):[ \t]*(.+?)[ \t]*$")
 
 
-def by_layout(text: str) -> list[tuple[str, str]]:
-    """Entries of every run in ``text`` that is a catalogue, in order, each name once."""
+def by_layout(text: str, known: Collection[str] = ()) -> list[tuple[str, str]]:
+    """Entries of every run in ``text`` that is a catalogue, in order, each name once; a run
+    naming one of the ``known`` skills needs nothing else to say it lists skills."""
     out: dict[str, str] = {}
     for reader in (_xml_elements, _xml_attributes, _json_arrays, _tables, _yaml, _headings, _lines):
         for start, end, entries in reader(text):
-            if _is_catalogue(text, start, end, entries):
+            if _is_catalogue(text, start, end, entries, known):
                 for name, description in entries:
                     out.setdefault(name, description)
         if out:
@@ -65,15 +69,18 @@ def by_layout(text: str) -> list[tuple[str, str]]:
     return list(out.items())
 
 
-def _is_catalogue(text: str, start: int, end: int, entries: list[tuple[str, str]]) -> bool:
-    if len({name for name, _ in entries}) < 2:
+def _is_catalogue(
+    text: str, start: int, end: int, entries: list[tuple[str, str]], known: Collection[str] = ()
+) -> bool:
+    names = {name for name, _ in entries}
+    if len(names) < 2:
         return False
     before = text[:start].splitlines()[-_LOOKBACK_LINES:]
     lead = "\n".join(before)
     head = text[start:end].split("\n", 1)[0]  # a table's header, an element's tag
     if _EXAMPLE.search(lead):
         return False
-    return bool(_ANNOUNCE.search(lead) or _ANNOUNCE.search(head))
+    return bool(_ANNOUNCE.search(lead) or _ANNOUNCE.search(head) or not names.isdisjoint(known))
 
 
 def _name(raw: str) -> str | None:
@@ -206,7 +213,9 @@ def _headings(text: str) -> list[Run]:
     for i, head in enumerate(heads):
         end = heads[i + 1].start() if i + 1 < len(heads) else len(text)
         paragraph = text[head.end() : end].strip().split("\n\n", 1)[0]
-        pair = _pair(head[2], paragraph) if paragraph and not paragraph.startswith("#") else None
+        # a heading over a list or table ("## Playbooks" then "- name: ...") titles a section
+        entry = paragraph and not _SECTION_BODY.match(paragraph)
+        pair = _pair(head[2], paragraph) if entry else None
         if pair is None:
             continue
         end = text.index(paragraph, head.end()) + len(paragraph)

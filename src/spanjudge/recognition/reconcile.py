@@ -11,6 +11,9 @@
   before execution, aborted), so the corrected call after it counts as a retry; any other
   result is a call that ran untraced (in a session traced at the model client only, every
   call);
+- a prompt that lists two or more named entries, one of them a skill the session shows elsewhere
+  (the skills directory, a SKILL.md front matter, a load) and no catalogue offers, offers that
+  list: the entries' names, not a word like "skills", say what they are;
 - a tool call whose arguments name a catalogue or library skill is a load of that skill, loaded
   or failed as its result says (an empty result is a failed load), unless the session shows the
   tool taking ordinary data under that argument;
@@ -30,6 +33,7 @@ from dataclasses import replace
 
 from spanjudge.recognition.answers import not_concatenated
 from spanjudge.recognition.base import as_text, is_refusal, parse_json
+from spanjudge.recognition.catalogue_layouts import by_layout
 from spanjudge.recognition.documents import each_document
 from spanjudge.recognition.evidence import (
     EMPTY_RESULT,
@@ -45,7 +49,7 @@ from spanjudge.recognition.evidence import (
 )
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.skills import EMPTY_LIBRARY, SkillLibrary
-from spanjudge.trajectory.steps import Step, ToolResult
+from spanjudge.trajectory.steps import TRACE_LAYOUT, CatalogueEntry, Step, ToolResult
 
 _TOOL_KINDS = ("tool_call", "skill_load")
 # Argument names that may carry a skill's name for a loader nobody listed.
@@ -74,6 +78,7 @@ def reconcile(
     out = _merge_nested(out, spans_by_id, "tool")
     out = _resumed_calls(out)
     out = _requested_arguments(out)
+    out = _catalogue_by_names(out, spans_by_id, library)
     names = {e.name for s in out for e in s.catalogue} | set(library.skills)
     ordinary = _ordinary_uses(out, names)
     out = _unexecuted_requests(out, names, ordinary)
@@ -82,8 +87,75 @@ def reconcile(
     out = _loads_by_definition(out)
     out = _bodies_from_messages(out)
     out = each_document(_one_activation(out))
+    out = _catalogue_by_names(out, spans_by_id, library)  # loads found from their bodies
     out = not_concatenated(out)
     return [_with_body_source(s, library) for s in out]
+
+
+# A prompt's texts nested in a span attribute (a JSON list of messages and their parts): bounded.
+_MAX_TEXTS = 200
+_PROMPTED = ("model_call", "agent_turn", "final_answer")  # spans that may hold a prompt
+_MAX_DEPTH = 6
+
+
+def _catalogue_by_names(
+    steps: list[Step], spans_by_id: Mapping[str, SpanRecord], library: SkillLibrary
+) -> list[Step]:
+    """A list of named entries in a model call's or turn's prompt that names a skill the
+    session shows elsewhere, and no catalogue offers yet, is offered to that step too."""
+    known = set(library.skills)
+    for step in steps:
+        if step.kind == "skill_load" and step.skill:
+            known.add(step.skill)
+        for text in (step.skill_body, step.result, *(body for _, body in step.bodies_seen)):
+            if (name := front_matter_name(text)) is not None:
+                known.add(name)
+    known -= {entry.name for step in steps for entry in step.catalogue}
+    if not known:
+        return steps
+    out = []
+    for step in steps:
+        span = spans_by_id.get(step.span_id) if step.kind in _PROMPTED else None
+        entries = _entries_naming(span, known) if span is not None else ()
+        if entries:
+            have = {entry.name for entry in step.catalogue}
+            step = replace(
+                step, catalogue=(*step.catalogue, *(e for e in entries if e.name not in have))
+            )
+        out.append(step)
+    return out
+
+
+def _entries_naming(span: SpanRecord, known: set[str]) -> tuple[CatalogueEntry, ...]:
+    texts: list[str] = []
+    values = [*span.attributes.values(), *(v for e in span.events for v in e.attributes.values())]
+    for value in values:
+        _texts_in(value, texts, 0)
+    found: dict[str, CatalogueEntry] = {}
+    for text in texts:
+        for name, description in by_layout(text, known):
+            found.setdefault(
+                name, CatalogueEntry(name=name, description=description, source=TRACE_LAYOUT)
+            )
+    return tuple(found.values())
+
+
+def _texts_in(value: object, texts: list[str], depth: int) -> None:
+    """Multi-line strings in ``value``, a JSON document's strings included."""
+    if len(texts) >= _MAX_TEXTS or depth > _MAX_DEPTH:
+        return
+    if isinstance(value, str):
+        parsed = parse_json(value) if value[:1] in "[{" else value
+        if not isinstance(parsed, str):
+            _texts_in(parsed, texts, depth + 1)
+        elif "\n" in value:
+            texts.append(value)
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            _texts_in(item, texts, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _texts_in(item, texts, depth + 1)
 
 
 def _merge_nested(
