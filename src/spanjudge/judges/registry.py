@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 from spanjudge import reasons
 from spanjudge.errors import ConfigError
+from spanjudge.judges.budget import Budget, parse_budget, parse_price
 from spanjudge.judges.heuristic import HEURISTIC
 from spanjudge.registry import Registry
 
@@ -235,7 +236,6 @@ def parse_judges(raw: Any, path: str, problems: list[str]) -> dict[str, JudgeSpe
 
 
 def _cost_settings(body: Mapping[str, Any], where: str, problems: list[str]) -> dict[str, Any]:
-    from spanjudge.judges.budget import parse_budget, parse_price
 
     out: dict[str, Any] = {}
     if "price" in body:
@@ -259,7 +259,6 @@ def budget_share(sections: Mapping[str, Any], processes: int) -> Mapping[str, An
     parsed = sections.get("judges")
     if processes <= 1 or not isinstance(parsed, Mapping):
         return sections
-    from spanjudge.judges.budget import Budget
 
     shared: dict[str, Any] = {}
     for name, spec in parsed.items():
