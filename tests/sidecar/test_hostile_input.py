@@ -12,7 +12,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -21,6 +23,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from tests.sidecar.helpers import SidecarProcess, VerdictServer, synthetic_session, wait_for
 from tests.sidecar.workers_helpers import _config, _env
+from tests.support.load import EXPORT
 
 pytestmark = pytest.mark.slow
 
@@ -55,23 +58,43 @@ def _export(sidecar: SidecarProcess, *sessions: list[ReadableSpan]) -> None:
         exporter.shutdown()
 
 
+def _call(sidecar: SidecarProcess, spans: list[ReadableSpan]) -> grpc.StatusCode:
+    """One OTLP/gRPC export call, not retried: what serve answered it."""
+    target = sidecar.endpoints["grpc"].removeprefix("http://")
+    body = encode_spans(spans).SerializeToString()
+    with grpc.insecure_channel(target) as channel:
+        call = channel.unary_unary(EXPORT, request_serializer=None, response_deserializer=None)
+        try:
+            call(body, timeout=30)
+        except grpc.RpcError as exc:
+            return exc.code()
+    return grpc.StatusCode.OK
+
+
 def test_a_backtracking_pattern_cannot_stall_evaluation(tmp_path: Path) -> None:
-    """A request crafted against `^(a+)+$` is judged at once, and so is every later session."""
+    """A request crafted against `^(a+)+$` is judged at once, and so is every later session, on
+    either evaluation process; no request is refused."""
     verdicts = VerdictServer()
-    config = _config(tmp_path, 1)
+    config = _config(tmp_path, 2)
     config["expectations"] = [{"when": {"request_matches": "^(a+)+$"}, "skills": ["x"]}]
     sidecar = SidecarProcess(tmp_path, config, env=_env(verdicts)).start()
+    later = [f"later-{i:02d}" for i in range(43)]
     try:
-        _export(sidecar, _asking("crafted", "a" * 34 + "!"), _asking("later", "aaa"))
-        assert wait_for(lambda: {"crafted", "later"} <= set(verdicts.received.log_ids()), 30)
-        # the pattern still does its work: only the matching request is expected to load x
+        assert _call(sidecar, _asking("crafted", "a" * 34 + "!")) == grpc.StatusCode.OK
+        for i, session in enumerate(later):
+            assert _call(sidecar, _asking(session, "a" * (i % 5 + 1))) == grpc.StatusCode.OK
+        expected = {"crafted", *later}
+        assert wait_for(lambda: expected <= set(verdicts.received.log_ids()), 60), sorted(
+            expected - set(verdicts.received.log_ids())
+        )
+        # the pattern still does its work: only the matching requests are expected to load x
         reasons = {
             record["session.id"]: record.get("spanjudge.reason")
             for record in verdicts.received.log_records
             if record["gen_ai.evaluation.name"] == "skill_loaded"
         }
         assert reasons["crafted"] == "no_expectation"
-        assert reasons["later"] != "no_expectation"
+        assert all(reasons[session] != "no_expectation" for session in later)
     finally:
         assert sidecar.terminate() == 0
         verdicts.stop()
@@ -183,8 +206,6 @@ def _chunked_post(sidecar: SidecarProcess, body: bytes) -> tuple[int, bytes]:
 
 
 def _protobuf(spans: list[ReadableSpan]) -> bytes:
-    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-
     request: ExportTraceServiceRequest = encode_spans(spans)
     return request.SerializeToString()
 
