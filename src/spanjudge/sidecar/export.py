@@ -231,7 +231,8 @@ class AdaptiveExporter:
             ok = result == self._success
             return result
         finally:
-            self._timeout.took(time.monotonic() - started, ok, budget_s)
+            if not self._shut:  # a call cut by the abort at shutdown says nothing of the endpoint
+                self._timeout.took(time.monotonic() - started, ok, budget_s)
 
     def shutdown(self) -> None:
         with self._lock:
