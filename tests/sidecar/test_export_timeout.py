@@ -1,9 +1,13 @@
 """A slow but working verdict endpoint (each call takes longer than `serve.export.timeout_s`) gets
 each session's verdicts once, after the first call: the export time follows its latency, so a
-call it was about to answer is not cut and sent again."""
+call it was about to answer is not cut and sent again. An endpoint that is down (refusing
+connections, or leaving them unanswered) keeps the configured time, though its calls use all of
+it too."""
 
 from __future__ import annotations
 
+import logging
+import socket
 import time
 from concurrent import futures
 from typing import Any
@@ -13,7 +17,10 @@ import pytest
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+from opentelemetry.sdk.resources import Resource
 
+from spanjudge.sidecar.config import ExportConfig
+from spanjudge.sidecar.export import build_verdict_export
 from tests.sidecar.conftest import MakeSidecar
 from tests.sidecar.helpers import synthetic_session, wait_for
 from tests.sidecar.raw_requests import grpc_call
@@ -67,3 +74,60 @@ def test_a_slow_endpoint_gets_each_sessions_verdicts_once(make_sidecar: MakeSide
         assert len(set(per_session.values())) == 1, per_session  # no log record sent twice
     finally:
         server.stop(0)
+
+
+def _export_calls(endpoint: str, calls: int, caplog: pytest.LogCaptureFixture) -> list[float]:
+    """Seconds each of ``calls`` export calls (timeout 1 s) took; none of them is accepted."""
+    export = build_verdict_export(
+        ExportConfig(enabled=True, endpoint=endpoint, protocol="grpc", insecure=True, timeout_s=1),
+        Resource.create({}),
+    )
+    assert export.span_processor is not None
+    took = []
+    try:
+        with caplog.at_level(logging.INFO, logger="spanjudge.sidecar"):
+            for i in range(calls):
+                export.tracer_provider.get_tracer("test").start_span(f"verdict-{i}").end()
+                started = time.monotonic()
+                assert not export.span_processor.force_flush()
+                took.append(time.monotonic() - started)
+    finally:
+        export.abort()
+    return took
+
+
+def test_an_endpoint_taking_no_connections_keeps_the_configured_timeout(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A listening socket whose accept queue is full and never drained: connections to it go
+    # unanswered, and every export call runs until its time is out.
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(0)
+    port = server.getsockname()[1]
+    queued = []
+    for _ in range(3):
+        client = socket.socket()
+        client.setblocking(False)
+        client.connect_ex(("127.0.0.1", port))
+        queued.append(client)
+    try:
+        took = _export_calls(f"http://127.0.0.1:{port}", 3, caplog)
+    finally:
+        for sock in (*queued, server):
+            sock.close()
+    # the calls do not get longer (a doubled time would make them 1, 2, then 4 s)
+    assert took[0] >= 0.9 and max(took) < took[0] + 0.5, took
+    assert "calls now get" not in caplog.text
+
+
+def test_a_refusing_endpoint_keeps_the_configured_timeout(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()  # nothing listens there: connections are refused
+    took = _export_calls(f"http://127.0.0.1:{port}", 3, caplog)
+    assert max(took) < 1.8, took
+    assert "calls now get" not in caplog.text

@@ -12,7 +12,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -21,6 +23,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from tests.sidecar.helpers import SidecarProcess, VerdictServer, synthetic_session, wait_for
 from tests.sidecar.workers_helpers import _config, _env
+from tests.support.load import EXPORT, rss_bytes
 
 pytestmark = pytest.mark.slow
 
@@ -55,23 +58,43 @@ def _export(sidecar: SidecarProcess, *sessions: list[ReadableSpan]) -> None:
         exporter.shutdown()
 
 
+def _call(sidecar: SidecarProcess, spans: list[ReadableSpan]) -> grpc.StatusCode:
+    """One OTLP/gRPC export call, not retried: what serve answered it."""
+    target = sidecar.endpoints["grpc"].removeprefix("http://")
+    body = encode_spans(spans).SerializeToString()
+    with grpc.insecure_channel(target) as channel:
+        call = channel.unary_unary(EXPORT, request_serializer=None, response_deserializer=None)
+        try:
+            call(body, timeout=30)
+        except grpc.RpcError as exc:
+            return exc.code()
+    return grpc.StatusCode.OK
+
+
 def test_a_backtracking_pattern_cannot_stall_evaluation(tmp_path: Path) -> None:
-    """A request crafted against `^(a+)+$` is judged at once, and so is every later session."""
+    """A request crafted against `^(a+)+$` is judged at once, and so is every later session, on
+    either evaluation process; no request is refused."""
     verdicts = VerdictServer()
-    config = _config(tmp_path, 1)
+    config = _config(tmp_path, 2)
     config["expectations"] = [{"when": {"request_matches": "^(a+)+$"}, "skills": ["x"]}]
     sidecar = SidecarProcess(tmp_path, config, env=_env(verdicts)).start()
+    later = [f"later-{i:02d}" for i in range(43)]
     try:
-        _export(sidecar, _asking("crafted", "a" * 34 + "!"), _asking("later", "aaa"))
-        assert wait_for(lambda: {"crafted", "later"} <= set(verdicts.received.log_ids()), 30)
-        # the pattern still does its work: only the matching request is expected to load x
+        assert _call(sidecar, _asking("crafted", "a" * 34 + "!")) == grpc.StatusCode.OK
+        for i, session in enumerate(later):
+            assert _call(sidecar, _asking(session, "a" * (i % 5 + 1))) == grpc.StatusCode.OK
+        expected = {"crafted", *later}
+        assert wait_for(lambda: expected <= set(verdicts.received.log_ids()), 60), sorted(
+            expected - set(verdicts.received.log_ids())
+        )
+        # the pattern still does its work: only the matching requests are expected to load x
         reasons = {
             record["session.id"]: record.get("spanjudge.reason")
             for record in verdicts.received.log_records
             if record["gen_ai.evaluation.name"] == "skill_loaded"
         }
         assert reasons["crafted"] == "no_expectation"
-        assert reasons["later"] != "no_expectation"
+        assert all(reasons[session] != "no_expectation" for session in later)
     finally:
         assert sidecar.terminate() == 0
         verdicts.stop()
@@ -138,30 +161,50 @@ def test_long_session_ids_stay_distinct_and_say_they_were_cut(tmp_path: Path) ->
         verdicts.stop()
 
 
-def test_a_long_agent_name_is_cut_in_metric_labels_and_counted(tmp_path: Path) -> None:
+def test_long_agent_names_keep_metrics_and_memory_small(tmp_path: Path) -> None:
+    """104 sessions whose agent names are 16,000 characters long (`AGENT`, then `z`s, then a
+    counter): the names in metric labels are cut (and counted), so one scrape of `/metrics`
+    stays a few megabytes and serve's memory does not grow by the names' copies."""
+    verdicts = VerdictServer()
     config = _config(tmp_path, 1, metrics_endpoint="127.0.0.1:0")
-    sidecar = SidecarProcess(tmp_path, config).start()
-    agents = [f"AGENT{'z' * 16_000}{i}" for i in range(3)]
+    sidecar = SidecarProcess(tmp_path, config, env=_env(verdicts)).start()
+    assert sidecar.proc is not None
+    pids = [sidecar.proc.pid, *sidecar.endpoints["workers"]]
+    baseline = {pid: rss_bytes(pid) for pid in pids}
+    sessions = [f"long-{i:03d}" for i in range(104)]
     try:
-        _export(sidecar, *(synthetic_session(f"long-{i}", agent=a) for i, a in enumerate(agents)))
+        for first in range(0, len(sessions), 26):  # four requests, far below the size limit
+            spans = [
+                span
+                for i in range(first, first + 26)
+                for span in synthetic_session(sessions[i], agent=f"AGENT{'z' * 16_000}{i}")
+            ]
+            assert _call(sidecar, spans) == grpc.StatusCode.OK
+        assert wait_for(lambda: set(sessions) <= set(verdicts.received.log_ids()), 60)
         url = f"http://{sidecar.endpoints['metrics']}/metrics"
 
         def scrape() -> str:
-            with urllib.request.urlopen(url, timeout=10) as response:
+            with urllib.request.urlopen(url, timeout=30) as response:
                 return str(response.read().decode())
 
         assert wait_for(lambda: "spanjudge_label_values_cut_total" in scrape(), 30)
-        assert wait_for(
-            lambda: len(set(re.findall(r'gen_ai_agent_name="([^"]+)"', scrape()))) == 3, 30
-        )
         text = scrape()
-        names = set(re.findall(r'gen_ai_agent_name="([^"]+)"', text))
+        # Every agent name, cut, makes a few hundred series (up to `labels.max_label_values`
+        # names): each line stays short, and the scrape a few megabytes, where the names
+        # whole would make each line 16,000 characters and the scrape hundreds of megabytes.
+        assert max(len(line) for line in text.splitlines()) < 1_000
+        assert len(text) < 16_000_000
+        # past `labels.max_label_values` names (100) the rest count as `other`
+        names = set(re.findall(r'gen_ai_agent_name="([^"]+)"', text)) - {"other"}
+        assert len(names) == 100
         assert all(name.startswith("AGENT" + "z" * 100) and len(name) < 160 for name in names)
-        assert len(text) < 1_000_000
         (cut,) = re.findall(r"^spanjudge_label_values_cut_total(?:\{[^}]*\})? (\S+)$", text, re.M)
-        assert float(cut) >= 3
+        assert float(cut) >= len(names)
+        growth = {pid: rss_bytes(pid) - baseline[pid] for pid in pids}
+        assert all(grown < 100 * 1024 * 1024 for grown in growth.values()), growth
     finally:
         assert sidecar.terminate() == 0
+        verdicts.stop()
 
 
 def _chunked_post(sidecar: SidecarProcess, body: bytes) -> tuple[int, bytes]:
@@ -183,8 +226,6 @@ def _chunked_post(sidecar: SidecarProcess, body: bytes) -> tuple[int, bytes]:
 
 
 def _protobuf(spans: list[ReadableSpan]) -> bytes:
-    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-
     request: ExportTraceServiceRequest = encode_spans(spans)
     return request.SerializeToString()
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +28,7 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from spanjudge.guard import Guard
-from spanjudge.sidecar.config import ExportConfig
+from spanjudge.sidecar.config import ExportConfig, env_endpoint
 from spanjudge.sidecar.export_health import ExportHealth, export_health, exporting
 
 log = logging.getLogger("spanjudge.sidecar")
@@ -121,6 +123,7 @@ class _Confirming:
 MAX_TIMEOUT_FACTOR = 8
 _TIMED_OUT = 0.9  # a failed call that used this share of its time ran out of it
 _DECAY = 0.8  # each success lets the slowest recent latency fade by this factor
+_PROBE_S = 1.0  # at most this long to see whether the endpoint takes connections
 
 
 class ExportTimeout:
@@ -129,14 +132,18 @@ class ExportTimeout:
     A slow endpoint that still answers would otherwise have each call cut at the configured
     timeout just before its answer, and the same items sent again: it receives everything
     twice and does twice the work. So a failed call that used (nearly) all of its time doubles
-    the next calls' time, up to `MAX_TIMEOUT_FACTOR` times the configured figure; and after a
-    success the time is the configured figure doubled as often as it takes to be at least twice
-    the slowest recent latency (which fades with each success, so a fast endpoint brings it
-    back down). A failure that came sooner (the endpoint down, a refusal) changes nothing.
+    the next calls' time, up to `MAX_TIMEOUT_FACTOR` times the configured figure, when the
+    endpoint still takes connections (``answers``: up, only slow); and after a success the time
+    is the configured figure doubled as often as it takes to be at least twice the slowest
+    recent latency (which fades with each success, so a fast endpoint brings it back down).
+    Any other failure changes nothing: an endpoint that refuses connections, or lets them go
+    unanswered, makes calls that use all of their time too (the exporters retry until it runs
+    out), and more time would only hold export longer.
     """
 
-    def __init__(self, configured_s: float) -> None:
+    def __init__(self, configured_s: float, answers: Callable[[], bool]) -> None:
         self.configured_s = configured_s
+        self._answers = answers
         self._factor = 1
         self._latency_s = 0.0
         self._lock = threading.Lock()
@@ -147,6 +154,8 @@ class ExportTimeout:
 
     def took(self, seconds: float, ok: bool, budget_s: float) -> None:
         """A call given ``budget_s`` ended after ``seconds``, accepted or not."""
+        if not ok and (seconds < _TIMED_OUT * budget_s or not self._answers()):
+            return
         with self._lock:
             if ok:
                 self._latency_s = max(seconds, _DECAY * self._latency_s)
@@ -155,10 +164,8 @@ class ExportTimeout:
                     2 * self._latency_s
                 ):
                     factor *= 2
-            elif seconds >= _TIMED_OUT * budget_s:
-                factor = min(MAX_TIMEOUT_FACTOR, 2 * self._factor)
             else:
-                return
+                factor = min(MAX_TIMEOUT_FACTOR, 2 * self._factor)
             if factor != self._factor:
                 log.info(
                     "verdict export: calls now get %.3gs (the endpoint took %.3gs; configured"
@@ -168,6 +175,32 @@ class ExportTimeout:
                     self.configured_s,
                 )
             self._factor = factor
+
+
+def takes_connections(address: tuple[str, int] | None, timeout_s: float) -> bool:
+    """Whether ``address`` accepts a TCP connection within ``timeout_s`` (False if unknown)."""
+    if address is None:
+        return False
+    try:
+        with socket.create_connection(address, timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
+def endpoint_address(config: ExportConfig) -> tuple[str, int] | None:
+    """The host and port the exporters connect to (None when that cannot be told)."""
+    endpoint = config.endpoint or env_endpoint()
+    if endpoint is None:
+        endpoint = "localhost:4317" if config.protocol == "grpc" else "http://localhost:4318"
+    parts = urllib.parse.urlsplit(endpoint if "//" in endpoint else "//" + endpoint)
+    try:
+        port = parts.port
+    except ValueError:
+        return None
+    if not parts.hostname:
+        return None
+    return parts.hostname, port or (443 if parts.scheme == "https" else 80)
 
 
 class AdaptiveExporter:
@@ -198,7 +231,8 @@ class AdaptiveExporter:
             ok = result == self._success
             return result
         finally:
-            self._timeout.took(time.monotonic() - started, ok, budget_s)
+            if not self._shut:  # a call cut by the abort at shutdown says nothing of the endpoint
+                self._timeout.took(time.monotonic() - started, ok, budget_s)
 
     def shutdown(self) -> None:
         with self._lock:
@@ -408,7 +442,11 @@ def build_verdict_export(
     guard = Guard(log, "sidecar", on_error=on_error)
     health = export_health(config)
     # one endpoint: what its span calls show, its log calls get too
-    timeout = ExportTimeout(configured_timeout_s(config))
+    configured_s = configured_timeout_s(config)
+    address = endpoint_address(config)
+    timeout = ExportTimeout(
+        configured_s, lambda: takes_connections(address, min(configured_s, _PROBE_S))
+    )
     spans = ConfirmingSpanProcessor(
         AdaptiveExporter(
             lambda seconds: OTLPSpanExporter(**exporter_kwargs(config, "traces", seconds)),

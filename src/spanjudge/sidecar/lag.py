@@ -66,7 +66,14 @@ class LagMeter:
     def sample(self, now: float, *, behind: bool) -> None:
         """After a tick: fold in the spans caught up since the last sample, per second of wall
         time when the worker was ``behind`` all along (work left at the last sample: the drain
-        rate, every cost included), else per second the worker was busy."""
+        rate, every cost included), else per second the worker was busy.
+
+        A tick that caught nothing up while work waits ends no sample: the stretch goes on,
+        and the sample that catches up covers all of it. Otherwise a backlog taken at once
+        after a stall (a flood request waits for its last session to close) would count as
+        taken in the last tick's time alone, and the lag would look many times shorter."""
+        if not self._done and behind:
+            return
         if self._was_behind and self._sampled_at is not None:
             elapsed = now - self._sampled_at
         else:
