@@ -142,13 +142,7 @@ def decode_body(data: bytes, fmt: str, limits: Limits, checks: InputConfig) -> D
             fast = decode_fast(data, limits, sizes)
             if fast is not None:
                 return check_records(fast, [], checks, sizes=sizes)
-            try:
-                doc = json.loads(data)
-            except (ValueError, RecursionError) as exc:
-                raise BadRequest(f"not valid JSON: {exc}") from None
-            # A UTF-16/32 body (json.loads takes them) hides its escapes from the byte pattern.
-            if _MAYBE_SURROGATE.search(data) or json.detect_encoding(data) != "utf-8":
-                doc = _valid_strings(doc)
+            doc = _json_document(data)
             spans = doc.get("resourceSpans", doc.get("resource_spans")) if type(doc) is dict else 0
             if spans is None:
                 # Proto3 JSON: an absent (or null) repeated field is empty, and unknown fields are
@@ -164,6 +158,18 @@ def decode_body(data: bytes, fmt: str, limits: Limits, checks: InputConfig) -> D
     return check_records(records, problems, checks)
 
 
+def _json_document(data: bytes) -> Any:
+    """A JSON request body, its strings checked (traces and logs alike)."""
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise BadRequest(f"not valid JSON: {exc}") from None
+    # A UTF-16/32 body (json.loads takes them) hides its escapes from the byte pattern.
+    if _MAYBE_SURROGATE.search(data) or json.detect_encoding(data) != "utf-8":
+        doc = _valid_strings(doc)
+    return doc
+
+
 def _decode_logs(data: bytes, fmt: str, limits: Limits, checks: InputConfig) -> Decoded:
     try:
         if fmt == FORMAT_PROTOBUF:
@@ -173,12 +179,7 @@ def _decode_logs(data: bytes, fmt: str, limits: Limits, checks: InputConfig) -> 
                 raise BadRequest(str(exc)) from None
             decoded = decode_logs_request(request, limits)
         else:
-            try:
-                doc = json.loads(data)
-            except (ValueError, RecursionError) as exc:
-                raise BadRequest(f"not valid JSON: {exc}") from None
-            if _MAYBE_SURROGATE.search(data) or json.detect_encoding(data) != "utf-8":
-                doc = _valid_strings(doc)
+            doc = _json_document(data)
             if type(doc) is not dict:
                 raise BadRequest("expected a JSON object with 'resourceLogs'")
             if doc.get("resourceLogs", doc.get("resource_logs")) is None:
