@@ -51,13 +51,18 @@ def request(*spans: Span, session: str = "bad-input") -> bytes:
 
 
 def post(
-    sidecar: Sidecar, body: bytes, content_type: str = "application/x-protobuf", **headers: str
+    sidecar: Sidecar,
+    body: bytes,
+    content_type: str = "application/x-protobuf",
+    *,
+    path: str = "/v1/traces",
+    **headers: str,
 ) -> tuple[int, dict[str, str], bytes]:
     assert sidecar.http is not None
     conn = http.client.HTTPConnection("127.0.0.1", sidecar.http.port, timeout=10)
     conn.request(
         "POST",
-        "/v1/traces",
+        path,
         body=body,
         headers={
             "Content-Type": content_type,
@@ -70,15 +75,23 @@ def post(
     return resp.status, dict(resp.getheaders()), data
 
 
-def grpc_call(sidecar: Sidecar, body: bytes, metadata: Any = None) -> tuple[grpc.StatusCode, Any]:
+def grpc_call(
+    sidecar: Sidecar,
+    body: bytes,
+    metadata: Any = None,
+    *,
+    method: str = EXPORT,
+    response: Any = ExportTraceServiceResponse,
+) -> tuple[grpc.StatusCode, Any]:
+    """Call ``method`` with a raw ``body``: (OK, the decoded ``response``) or (code, details)."""
     assert sidecar.grpc is not None
     with grpc.insecure_channel(f"127.0.0.1:{sidecar.grpc.port}") as channel:
-        call = channel.unary_unary(EXPORT, request_serializer=None, response_deserializer=None)
+        call = channel.unary_unary(method, request_serializer=None, response_deserializer=None)
         try:
             raw = call(body, timeout=10, metadata=metadata)
         except grpc.RpcError as exc:
             return exc.code(), exc.details()
-        return grpc.StatusCode.OK, ExportTraceServiceResponse.FromString(raw)
+        return grpc.StatusCode.OK, response.FromString(raw)
 
 
 def healthy(sidecar: Sidecar) -> bool:

@@ -5,7 +5,6 @@ statuses traces get."""
 
 from __future__ import annotations
 
-import http.client
 import json
 from typing import Any
 
@@ -22,7 +21,7 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeL
 from spanjudge.sidecar.server import Sidecar
 from tests.sidecar.conftest import MakeSidecar
 from tests.sidecar.helpers import wait_for
-from tests.sidecar.raw_requests import NOW, TRACE, healthy, kv, post, request, span
+from tests.sidecar.raw_requests import NOW, TRACE, grpc_call, healthy, kv, post, request, span
 
 LOGS_EXPORT = "/opentelemetry.proto.collector.logs.v1.LogsService/Export"
 SPAN = b"\x01" * 8
@@ -49,24 +48,14 @@ def _json_logs(*records: dict[str, Any]) -> bytes:
 def _post_logs(
     sidecar: Sidecar, body: bytes, content_type: str, **headers: str
 ) -> tuple[int, bytes]:
-    assert sidecar.http is not None
-    conn = http.client.HTTPConnection("127.0.0.1", sidecar.http.port, timeout=10)
-    conn.request("POST", "/v1/logs", body=body, headers={"Content-Type": content_type, **headers})
-    response = conn.getresponse()
-    data = response.read()
-    conn.close()
-    return response.status, data
+    status, _, data = post(sidecar, body, content_type, path="/v1/logs", **headers)
+    return status, data
 
 
 def _grpc_logs(sidecar: Sidecar, body: bytes, metadata: Any = None) -> tuple[grpc.StatusCode, Any]:
-    assert sidecar.grpc is not None
-    with grpc.insecure_channel(f"127.0.0.1:{sidecar.grpc.port}") as channel:
-        call = channel.unary_unary(LOGS_EXPORT, request_serializer=None, response_deserializer=None)
-        try:
-            raw = call(body, timeout=10, metadata=metadata)
-        except grpc.RpcError as exc:
-            return exc.code(), exc.details()
-        return grpc.StatusCode.OK, ExportLogsServiceResponse.FromString(raw)
+    return grpc_call(
+        sidecar, body, metadata, method=LOGS_EXPORT, response=ExportLogsServiceResponse
+    )
 
 
 def test_a_content_record_joins_its_span_and_a_bad_one_is_named(make_sidecar: MakeSidecar) -> None:
