@@ -189,6 +189,16 @@ def loopback_env() -> dict[str, str]:
     }
 
 
+def verdicts_env(env: dict[str, str]) -> dict[str, str]:
+    """serve's environment as collector-config/README.md says: verdicts back to the Collector's
+    verdict receiver (``env`` from `loopback_env`), not to 4317."""
+    return {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://{env['VERDICTS_OTLP_GRPC_ENDPOINT']}",
+        "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+        "OTEL_EXPORTER_OTLP_INSECURE": "true",
+    }
+
+
 def file_records(path: Path, kind: str) -> Iterator[dict[str, Any]]:
     """Spans (kind "spans") or log records ("logs") from a `file` exporter's OTLP JSON lines,
     each with its attributes decoded into `attrs`."""

@@ -36,6 +36,7 @@ from tests.collector.otelcol import (
     free_port,
     loopback_env,
     otelcol_binary,
+    verdicts_env,
     wait_for,
 )
 from tests.judges.chat_server import ChatServer, completion
@@ -116,13 +117,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
             "skill_selection": {"judge": "scripted"},
             "trajectory_match": {"sample": 0.5},
         }
-        # As collector-config/README.md says: verdicts back to the verdict receiver, not 4317.
-        verdicts_env = {
-            "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://{env['VERDICTS_OTLP_GRPC_ENDPOINT']}",
-            "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
-            "OTEL_EXPORTER_OTLP_INSECURE": "true",
-        }
-        sidecar = SidecarProcess(tmp / "spanjudge", config, env=verdicts_env).start()
+        sidecar = SidecarProcess(tmp / "spanjudge", config, env=verdicts_env(env)).start()
         started.append(sidecar)
 
         agent = env["AGENTS_OTLP_GRPC_ENDPOINT"]

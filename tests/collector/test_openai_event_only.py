@@ -35,6 +35,7 @@ from tests.collector.otelcol import (
     free_port,
     loopback_env,
     otelcol_binary,
+    verdicts_env,
     wait_for,
 )
 from tests.conftest import unavailable
@@ -128,12 +129,7 @@ def test_event_only_content_through_the_collector_is_judged_as_span_content(
                 "spool": {"path": str(tmp_path / "spanjudge" / "spool.db")},
             },
         }
-        verdicts_env = {
-            "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://{env['VERDICTS_OTLP_GRPC_ENDPOINT']}",
-            "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
-            "OTEL_EXPORTER_OTLP_INSECURE": "true",
-        }
-        sidecar = SidecarProcess(tmp_path / "spanjudge", config, env=verdicts_env).start()
+        sidecar = SidecarProcess(tmp_path / "spanjudge", config, env=verdicts_env(env)).start()
         started.append(sidecar)
 
         agents = env["AGENTS_OTLP_GRPC_ENDPOINT"]
