@@ -115,24 +115,39 @@ def build_requests(sessions: int, spans_per_session: int) -> list[bytes]:
 # --- the client (own process) ---
 
 
+def send_retrying(
+    call: Any,
+    body: bytes,
+    *,
+    codes: tuple[grpc.StatusCode, ...] = (grpc.StatusCode.UNAVAILABLE,),
+    pause_s: float = 0.05,
+    timeout_s: float = 60,
+    before: Callable[[], None] | None = None,
+) -> int:
+    """Send ``body`` until it is accepted, retrying an answer in ``codes`` after ``pause_s`` as
+    an OTLP exporter retries a retryable refusal; any other failure is raised. ``before`` runs
+    ahead of each attempt. Returns how many attempts were refused."""
+    refused = 0
+    while True:
+        if before is not None:
+            before()
+        try:
+            call(body, timeout=timeout_s)
+            return refused
+        except grpc.RpcError as exc:
+            if exc.code() not in codes:
+                raise
+            refused += 1
+            time.sleep(pause_s)
+
+
 def _client(target: str, requests: list[bytes], clients: int, out: Any) -> None:
     channel = grpc.insecure_channel(target)
     call = channel.unary_unary(EXPORT, request_serializer=None, response_deserializer=None)
     chunks = [requests[i::clients] for i in range(clients)]
 
     def send(chunk: list[bytes]) -> int:
-        retries = 0
-        for body in chunk:
-            while True:
-                try:
-                    call(body, timeout=60)
-                    break
-                except grpc.RpcError as exc:
-                    if exc.code() != grpc.StatusCode.UNAVAILABLE:
-                        raise
-                    retries += 1
-                    time.sleep(0.05)
-        return retries
+        return sum(send_retrying(call, body) for body in chunk)
 
     call(ExportTraceServiceRequest().SerializeToString(), timeout=60)  # connected and warm
     started = time.time()

@@ -66,7 +66,7 @@ from typing import IO, Any
 
 import grpc
 import yaml
-from bench_sidecar import EXPORT, build_requests, session_spans
+from bench_sidecar import EXPORT, build_requests, send_retrying, session_spans
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans
@@ -157,15 +157,12 @@ def _load_client(
     next_index = index * 10_000_000
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline if sessions is None else 8 * len(acked) < sessions:
-        body = _sessions_request(next_index, 8, spans)
-        try:
-            call(body, timeout=30)
-        except grpc.RpcError as exc:
-            if exc.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-                raise
-            refused += 1
-            time.sleep(0.05)  # retry the same sessions, as an exporter's retry would
-            continue
+        refused += send_retrying(
+            call,
+            _sessions_request(next_index, 8, spans),
+            codes=(grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED),
+            timeout_s=30,
+        )
         acked.append((next_index, time.monotonic()))
         next_index += 8
     out.put((acked, refused))
@@ -455,7 +452,7 @@ def cpu_per_span(
         parent.send("worker_cpu")
         worker_before = parent.recv()
         with futures.ThreadPoolExecutor(args.clients) as pool:
-            list(pool.map(_send_retrying, [call] * len(requests), requests))
+            list(pool.map(send_retrying, [call] * len(requests), requests))
         while True:
             parent.send("count")
             if parent.recv() >= done_at:
@@ -479,17 +476,6 @@ def cpu_per_span(
         )
         out["goal_ratio"] = ">= 0.5"
     return out
-
-
-def _send_retrying(call: Any, body: bytes) -> None:
-    while True:
-        try:
-            call(body, timeout=60)
-            return
-        except grpc.RpcError as exc:
-            if exc.code() != grpc.StatusCode.UNAVAILABLE:
-                raise
-            time.sleep(0.05)
 
 
 # --- memory: RSS against the budget's estimate ---
@@ -626,17 +612,7 @@ def flood(args: argparse.Namespace, directory: str) -> dict[str, Any]:
         refused = 0
         started = time.monotonic()
         for n in range(args.flood_requests):
-            body = flood_request(n * per, per)
-            while True:  # retried as an exporter retries a retryable refusal
-                measure()
-                try:
-                    call(body, timeout=60)
-                    break
-                except grpc.RpcError as exc:
-                    if exc.code() != grpc.StatusCode.UNAVAILABLE:
-                        raise
-                    refused += 1
-                    time.sleep(0.5)
+            refused += send_retrying(call, flood_request(n * per, per), pause_s=0.5, before=measure)
         accepted = per * args.flood_requests
         sent_s = time.monotonic() - started
         while time.monotonic() - started < args.drain_s + sent_s:
