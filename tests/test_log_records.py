@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter as GrpcLogExporter
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
     OTLPSpanExporter as GrpcSpanExporter,
@@ -126,6 +127,35 @@ def test_eval_judges_content_in_log_records_as_content_on_spans(
     assert _report_verdicts(_eval(capsys, tmp_path, both)) == _report_verdicts(expected)
     # without its log records the same session reads differently: the test can tell
     assert _report_verdicts(_eval(capsys, tmp_path, traces)) != _report_verdicts(expected)
+
+
+def _length_prefixed(*messages: bytes) -> bytes:
+    """Messages as the Collector's file exporter writes them in its proto format."""
+    return b"".join(len(m).to_bytes(4, "big") + m for m in messages)
+
+
+def test_eval_reads_log_records_from_protobuf_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spans, _ = _recorded("span_only")
+    on_spans = tmp_path / "on_spans.jsonl"
+    on_spans.write_text(request_to_json_line(sdk_spans_to_request(spans)) + "\n")
+    expected = _report_verdicts(_eval(capsys, tmp_path, on_spans))
+    spans, logs = _recorded("event_only")
+    trace_request = encode_spans(spans).SerializeToString()
+    logs_request = encode_logs(logs).SerializeToString()  # type: ignore[arg-type]
+
+    traces, records = tmp_path / "traces.pb", tmp_path / "logs.pb"
+    traces.write_bytes(trace_request)
+    records.write_bytes(logs_request)
+    separate = _eval(capsys, tmp_path, traces, records)
+    assert _report_verdicts(separate) == expected
+    assert separate["sessions"][0]["log_records"] == len(logs)
+    # one file of both, as the file exporter shared by two pipelines writes it
+    both = tmp_path / "both.pb"
+    both.write_bytes(_length_prefixed(logs_request, trace_request))
+    assert _report_verdicts(_eval(capsys, tmp_path, both)) == expected
+    assert _report_verdicts(_eval(capsys, tmp_path, traces)) != expected
 
 
 def _as_framework_events(line: str, event_name: str | None) -> str:

@@ -1,9 +1,10 @@
-"""Reading recorded OTLP files: JSON lines (either spelling) and protobuf (`.pb`).
+"""Reading recorded OTLP files: JSON lines (either spelling) and protobuf (`.pb`), traces or logs.
 
 Each JSON line goes to the strict decoder (`jsonfast`) first; a document it declines goes to the
 general one (`otlp_json`), which names what is wrong. Protobuf goes to `otlp_proto`. A JSON
 logs document (`resourceLogs`, the Collector file exporter's logs pipeline) gives its records'
-carriers (`spans.logs`), so traces and logs may share a file or a directory.
+carriers (`spans.logs`), so traces and logs may share a file or a directory; so does a protobuf
+logs request.
 """
 
 from __future__ import annotations
@@ -19,7 +20,12 @@ from typing import IO
 from spanjudge.errors import InputError
 from spanjudge.spans.jsonfast import decode_fast, decode_parsed
 from spanjudge.spans.limits import DEFAULT_LIMITS, Limits
-from spanjudge.spans.logs import LOG_RECORD_SPAN, decode_document
+from spanjudge.spans.logs import (
+    LOG_RECORD_SPAN,
+    decode_document,
+    decode_logs_request,
+    parse_logs_request,
+)
 from spanjudge.spans.otlp_proto import SpanProblem, decode_request, parse_request
 from spanjudge.spans.record import SpanRecord
 
@@ -226,15 +232,37 @@ def _read_protobuf(
     messages = _split_length_prefixed(data)
     for index, message in enumerate(messages if messages is not None else [data], start=1):
         try:
-            request = parse_request(message)
+            yield _protobuf_chunk(path, index, message, limits)
         except ValueError as exc:
             error = InputError(str(exc), file=path, line=index)
             if on_error is None:
                 raise error from None
             on_error(error)
-            continue
-        spans, problems = decode_request(request, limits)
-        yield Chunk(path, index, spans, problems, len(message))
+
+
+def _protobuf_chunk(path: str, index: int, message: bytes, limits: Limits) -> Chunk:
+    """One protobuf message: a traces request, or a logs request (the Collector's file exporter
+    writes either, and the bytes do not say which). Both readings are tried; a logs request is
+    taken only when it gives records and the traces reading gives no span (a log record does
+    not parse as a span with ids). `ValueError` when neither reading parses."""
+    error: ValueError | None = None
+    spans: list[SpanRecord] = []
+    problems: list[SpanProblem] = []
+    try:
+        spans, problems = decode_request(parse_request(message), limits)
+    except ValueError as exc:
+        error = exc
+    if spans:
+        return Chunk(path, index, spans, problems, len(message))
+    try:
+        logs = decode_logs_request(parse_logs_request(message), limits)
+    except ValueError:
+        logs = None
+    if logs is not None and logs.carriers:
+        return Chunk(path, index, logs.carriers, logs.problems, len(message), None, logs.unread)
+    if error is not None:
+        raise error
+    return Chunk(path, index, spans, problems, len(message))
 
 
 def _split_length_prefixed(data: bytes) -> list[bytes] | None:
@@ -249,9 +277,12 @@ def _split_length_prefixed(data: bytes) -> list[bytes] | None:
             return None
         out.append(data[pos + 4 : pos + 4 + size])
         pos += 4 + size
-    try:
-        for message in out:
+    for message in out:
+        try:
             parse_request(message)
-    except ValueError:
-        return None
+        except ValueError:
+            try:
+                parse_logs_request(message)
+            except ValueError:
+                return None
     return out or None
