@@ -207,6 +207,28 @@ def last_user_text(span: SpanRecord) -> str | None:
     return None
 
 
+def new_request(span: SpanRecord) -> str | None:
+    """The user request a model call's input ends with: the text of its last message when that
+    is a user message holding no tool result. None when the input ends with tool results (the
+    request before goes on) or records no messages."""
+    inputs = messages(span, sc.GEN_AI_INPUT_MESSAGES)
+    if inputs:
+        last = inputs[-1]
+        if last.get("role") != "user" or parts(last, "tool_call_response"):
+            return None
+        return content_text(parts(last, "text")) or None
+    for event in reversed(span.events):
+        if event.name == sc.EV_GEN_AI_CHOICE:  # this call's output
+            continue
+        if event.name != sc.EV_GEN_AI_USER_MESSAGE:
+            return None
+        content = event.attributes.get("content")
+        if any(isinstance(b, dict) and "toolResult" in b for b in _blocks(content)):
+            return None
+        return content_text(content) or None
+    return None
+
+
 def input_texts(span: SpanRecord) -> list[str]:
     """Texts that may be SKILL.md documents among the messages new in a model call's input
     (those after the model last spoke: older ones were seen by an earlier call)."""
@@ -613,6 +635,7 @@ class GenAIRecogniser:
             tool_results=tool_results(span),
             tool_descriptions=tool_descriptions(span),
             bodies_seen=bodies_in(input_texts(span)),
+            request=new_request(span),
             error=span_error(span),
             **self._base(span),
         )

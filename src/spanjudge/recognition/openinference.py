@@ -148,6 +148,7 @@ class OpenInferenceRecogniser:
                 if m.role == "tool" and m.tool_call_id
             ),
             bodies_seen=bodies_in(m.text for m in inputs if m.role not in ("system", "developer")),
+            request=_new_request(inputs),
             error=span_error(span),
         )
 
@@ -269,6 +270,14 @@ def message_of(item: Any) -> tuple[str, str | None] | None:
     if isinstance(item, (list, tuple)) and len(item) == 2 and isinstance(item[0], str):
         return item[0].lower(), content_text(item[1])
     return None
+
+
+def _new_request(inputs: list[Message]) -> str | None:
+    """The user request a model call's input ends with (None: it ends with a tool result)."""
+    last = inputs[-1] if inputs else None
+    if last is None or last.role not in USER_ROLES or last.tool_call_id or not last.text:
+        return None
+    return last.text.strip() or None
 
 
 def user_request(span: SpanRecord) -> str | None:

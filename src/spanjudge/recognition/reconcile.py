@@ -89,7 +89,50 @@ def reconcile(
     out = each_document(_one_activation(out))
     out = _catalogue_by_names(out, spans_by_id, library)  # loads found from their bodies
     out = not_concatenated(out)
+    out = _turns_from_model_calls(out)
     return [_with_body_source(s, library) for s in out]
+
+
+def _turns_from_model_calls(steps: list[Step]) -> list[Step]:
+    """A session no span above its model calls divides into turns (traced at the model client
+    only): the first model call, and each one whose input ends with a new user request, begins
+    a turn; the calls after it, sent tool results, go on with it. A request an earlier call
+    gave a tool to carry (an agent run as a tool) is that tool's work, not a new turn."""
+    if any(s.kind == "agent_turn" for s in steps):
+        return steps
+    calls = sorted(
+        (s for s in steps if s.kind == "model_call"),
+        key=lambda s: (s.start_unix_nano, s.end_unix_nano),
+    )
+    turns: list[Step] = []
+    given: list[str] = []  # what earlier calls asked tools to take
+    for call in calls:
+        request = call.request
+        opens = (
+            request is not None
+            and (not turns or request != turns[-1].text)
+            and not any(request in text for text in given)
+        )
+        if not turns or opens:
+            turns.append(
+                Step(
+                    kind="agent_turn",
+                    name=call.name,
+                    span_id=call.span_id,
+                    trace_id=call.trace_id,
+                    start_unix_nano=call.start_unix_nano,
+                    end_unix_nano=call.end_unix_nano,
+                    seq=call.seq - 1,
+                    preset=call.preset,
+                    text=request,
+                    agent_name=call.agent_name,
+                    catalogue=call.catalogue,
+                )
+            )
+        elif call.end_unix_nano > turns[-1].end_unix_nano:
+            turns[-1] = replace(turns[-1], end_unix_nano=call.end_unix_nano)
+        given.extend(text for r in call.tool_requests if (text := as_text(r.arguments)))
+    return steps + turns
 
 
 # A prompt's texts nested in a span attribute (a JSON list of messages and their parts): bounded.

@@ -103,12 +103,13 @@ class ShapeRecogniser:
         asked = _asked(span)
         if prompt is None or (response is None and not asked):
             return None
-        _, system = _request(span.attributes[prompt])
+        request, system = _request(span.attributes[prompt])
         return [
             Step(
                 kind="model_call",
                 name=span.name,
                 text=assistant_text(span.attributes[response]) if response else None,
+                request=request if _ends_with_user(span.attributes[prompt]) else None,
                 input_tokens=_tokens(span, _INPUT_TOKENS),
                 output_tokens=_tokens(span, _OUTPUT_TOKENS),
                 tool_requests=asked,
@@ -268,6 +269,24 @@ def _request(prompt: Any) -> tuple[str | None, str | None]:
         elif role in _SYSTEM_ROLES and text:
             system.append(text)
     return request, "\n".join(system) or None
+
+
+def _ends_with_user(prompt: Any) -> bool:
+    """The prompt is plain text, or its message list ends with a user message (not a tool
+    result sent back)."""
+    decoded = parse_json(prompt)
+    if isinstance(decoded, dict) and "role" not in decoded:
+        decoded = decoded.get("messages", decoded.get("prompt"))
+    if isinstance(decoded, str):
+        return bool(decoded.strip())
+    if isinstance(decoded, dict):
+        decoded = [decoded]
+    if not isinstance(decoded, list) or not decoded or not isinstance(decoded[-1], dict):
+        return False
+    last = decoded[-1]
+    return str(last.get("role") or "").lower() in _USER_ROLES and not any(
+        "tool" in str(k).lower() or "tool" in str(last.get("type") or "").lower() for k in last
+    )
 
 
 def _tokens(span: SpanRecord, pattern: re.Pattern[str]) -> int | None:

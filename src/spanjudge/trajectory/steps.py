@@ -99,6 +99,9 @@ class Step:
     agent_name: str | None = None
     # agent_turn: its input holds only tool results or approvals (the previous turn goes on)
     continuation: bool = False
+    # model_call: the user request its input ends with (None when its new input is only tool
+    # results): where no span above the model calls says so, this is where a turn begins
+    request: str | None = None
     # offered skills and tool schemas seen on this span (system prompts, tool definitions)
     catalogue: tuple[CatalogueEntry, ...] = ()
     tool_schemas: Mapping[str, Any] = field(default_factory=dict)

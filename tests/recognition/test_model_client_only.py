@@ -1,0 +1,104 @@
+"""Sessions traced only at the model client: no agent span, no tool span, only the model calls
+with the messages they were given and gave back (an LLM SDK's instrumentation, the agent's
+own loop untraced).
+
+Each case is a real fixture file with every span but its model calls removed, compared with
+what happened (the fixture set's scenarios.json): the turns, the tool calls and loads the
+messages show, the errors and the final answer.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.rewritten import drop_spans, report_of, spans
+
+FIXTURES = Path(__file__).parents[2] / "fixtures"
+# Fixture files whose model calls' messages show every call and its outcome
+FILES = (
+    ("genai_manual", "genai_manual.jsonl"),
+    ("agent_framework", "agent_framework.jsonl"),
+    ("strands", "strands_latest.jsonl"),
+    ("strands", "strands_attributes_only.jsonl"),
+    ("mcp", "mcp_openllmetry.jsonl"),
+    ("openllmetry", "openllmetry.jsonl"),
+)
+_MODEL_OPERATIONS = ("chat", "text_completion", "generate_content")
+_SESSION_KEYS = ("session.id", "gen_ai.conversation.id")
+
+
+def _attrs(span: dict[str, Any]) -> dict[str, Any]:
+    return {a["key"]: a["value"].get("stringValue") for a in span.get("attributes", ())}
+
+
+def _is_model_call(span: dict[str, Any]) -> bool:
+    attrs = _attrs(span)
+    return (
+        attrs.get("gen_ai.operation.name") in _MODEL_OPERATIONS
+        or attrs.get("openinference.span.kind") == "LLM"
+        or "llm.request.type" in attrs
+    )
+
+
+def model_calls_only(requests: list[dict[str, Any]]) -> None:
+    """Every span but the model calls removed; each model call a root span carrying the
+    session id its trace's spans had (else its resource keeps it)."""
+    session_of: dict[str, str] = {}
+    for request in requests:
+        for span in spans(request):
+            attrs = _attrs(span)
+            found = next((attrs[k] for k in _SESSION_KEYS if attrs.get(k)), None)
+            if found is not None:
+                session_of.setdefault(span["traceId"], found)
+    drop_spans(requests, lambda s: not _is_model_call(s))
+    for request in requests:
+        for span in spans(request):
+            span["parentSpanId"] = ""
+            if span["traceId"] in session_of and not any(k in _attrs(span) for k in _SESSION_KEYS):
+                value = {"stringValue": session_of[span["traceId"]]}
+                span.setdefault("attributes", []).append({"key": "session.id", "value": value})
+
+
+def _requests(framework: str, name: str) -> list[dict[str, Any]]:
+    text = (FIXTURES / framework / name).read_text()
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def _truth(framework: str, name: str) -> dict[str, dict[str, Any]]:
+    scenarios = json.loads((FIXTURES / framework / "scenarios.json").read_text())
+    return {s["session_id"]: s for s in scenarios["sessions"] if s["file"] == name}
+
+
+@pytest.mark.parametrize(("framework", "name"), FILES)
+def test_a_session_of_model_calls_only_has_its_turns_calls_and_answer(
+    framework: str, name: str, tmp_path: Path
+) -> None:
+    requests = _requests(framework, name)
+    model_calls_only(requests)
+    assert all(_is_model_call(s) for r in requests for s in spans(r))
+    truth = _truth(framework, name)
+    report = report_of(requests, tmp_path, f"{framework}/expectations.yaml")
+    seen = {
+        s["session_id"]: (
+            s["stats"]["turns"],
+            s["stats"]["tool_calls"],
+            [(x["skill"], x["status"]) for x in s["skill_loads"]],
+            s["stats"]["errors"],
+            (s["final_answer"] or "").strip(),
+        )
+        for s in report["sessions"]
+    }
+    assert seen == {
+        sid: (
+            s["turns"],
+            s["tool_calls"],
+            [(x["skill"], x["status"]) for x in s["skill_loads"]],
+            s["errors"],
+            s["final_answer"].strip(),
+        )
+        for sid, s in truth.items()
+    }
