@@ -26,6 +26,9 @@ FILES = (
     ("strands", "strands_attributes_only.jsonl"),
     ("mcp", "mcp_openllmetry.jsonl"),
     ("openllmetry", "openllmetry.jsonl"),
+    ("adk", "adk.jsonl"),
+    ("langgraph", "langgraph.jsonl"),
+    ("openai_agents_custom_loader", "custom_loader_openllmetry.jsonl"),
 )
 _MODEL_OPERATIONS = ("chat", "text_completion", "generate_content")
 _SESSION_KEYS = ("session.id", "gen_ai.conversation.id")
@@ -98,7 +101,75 @@ def test_a_session_of_model_calls_only_has_its_turns_calls_and_answer(
             s["tool_calls"],
             [(x["skill"], x["status"]) for x in s["skill_loads"]],
             s["errors"],
-            s["final_answer"].strip(),
+            (s["final_answer"] or "").strip(),
         )
         for sid, s in truth.items()
     }
+
+
+def _session(framework: str, name: str, session_id: str, tmp_path: Path) -> dict[str, Any]:
+    requests = _requests(framework, name)
+    model_calls_only(requests)
+    report = report_of(requests, tmp_path, f"{framework}/expectations.yaml")
+    (session,) = [s for s in report["sessions"] if s["session_id"] == session_id]
+    return session
+
+
+@pytest.mark.parametrize("instrumentation", ["openinference", "openllmetry"])
+def test_a_call_the_run_ended_after_is_a_call_without_a_result(
+    instrumentation: str, tmp_path: Path
+) -> None:
+    """The turn limit ended the run right after the model asked for a tool: no result ever
+    came back. The call is counted, neither failed nor answered (before: no call at all)."""
+    name = f"openai_agents_lazy_{instrumentation}.jsonl"
+    session_id = f"oa-lazy-{instrumentation}-aborted-run"
+    truth = _truth("openai_agents", name)[session_id]
+    session = _session("openai_agents", name, session_id, tmp_path)
+    calls = [s for s in session["steps"] if s["kind"] == "tool_call"]
+    assert [c["name"] for c in calls] == [c["tool"] for c in truth["calls"]] == ["get_weather"]
+    assert (calls[0].get("result"), calls[0].get("error")) == (None, None)
+    assert (session["stats"]["tool_calls"], session["stats"]["errors"]) == (1, 0)
+
+
+@pytest.mark.parametrize("instrumentation", ["openinference", "openllmetry"])
+def test_a_call_whose_result_goes_to_another_agent_is_a_handoff(
+    instrumentation: str, tmp_path: Path
+) -> None:
+    """The model call given the transfer's result speaks with other system instructions:
+    another agent took over, and the transfer is no tool call (before: two tool calls)."""
+    name = f"custom_loader_{instrumentation}.jsonl"
+    session_id = f"oa-custom-{instrumentation}-handoff"
+    truth = _truth("openai_agents_custom_loader", name)[session_id]
+    session = _session("openai_agents_custom_loader", name, session_id, tmp_path)
+    calls = [s["name"] for s in session["steps"] if s["kind"] == "tool_call"]
+    assert calls == [c["tool"] for c in truth["calls"]] == ["get_weather"]
+    assert session["final_answer"] == truth["final_answer"]
+
+
+@pytest.mark.parametrize("instrumentation", ["openinference", "openllmetry"])
+def test_an_agent_run_as_a_tool_is_still_a_tool_call(instrumentation: str, tmp_path: Path) -> None:
+    """The sub-agent's model calls speak with other instructions, but its result goes back to
+    the agent that asked: both calls count, and the sub-agent's request opens no turn."""
+    name = f"custom_loader_{instrumentation}.jsonl"
+    session_id = f"oa-custom-{instrumentation}-agents-as-tools"
+    truth = _truth("openai_agents_custom_loader", name)[session_id]
+    session = _session("openai_agents_custom_loader", name, session_id, tmp_path)
+    calls = [s["name"] for s in session["steps"] if s["kind"] == "tool_call"]
+    assert calls == [c["tool"] for c in truth["calls"]]
+    assert len(calls) == 2
+    assert session["stats"]["turns"] == truth["turns"] == 1
+
+
+@pytest.mark.parametrize("instrumentation", ["openinference", "openllmetry"])
+def test_a_skill_md_sent_back_is_a_load_whatever_the_call_asked(
+    instrumentation: str, tmp_path: Path
+) -> None:
+    """`fetch_playbook(topic=...)` names no skill, but the SKILL.md it returned did: a load of
+    that skill, not a tool call beside a skill pinned into the prompt."""
+    name = f"custom_loader_{instrumentation}.jsonl"
+    session_id = f"oa-custom-{instrumentation}-playbook-followed"
+    truth = _truth("openai_agents_custom_loader", name)[session_id]
+    session = _session("openai_agents_custom_loader", name, session_id, tmp_path)
+    loads = [(x["skill"], x["tool_name"], x["status"]) for x in session["skill_loads"]]
+    assert loads == [("csv-report", "fetch_playbook", "loaded")]
+    assert session["stats"]["tool_calls"] == truth["tool_calls"]

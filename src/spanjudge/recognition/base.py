@@ -197,3 +197,14 @@ def int_attr(span: SpanRecord, *keys: str) -> int | None:
     if isinstance(value, str) and value.isdigit():
         return int(value)
     return None
+
+
+# How much of a model call's system instructions says which agent is speaking: the opening,
+# which a skill or date appended at the end does not change.
+_INSTRUCTIONS_OPENING = 256
+
+
+def instructions_opening(system: str | None) -> str | None:
+    """The opening of a model call's system instructions (`Step.instructions`), or None."""
+    text = " ".join((system or "").split())
+    return text[:_INSTRUCTIONS_OPENING] or None

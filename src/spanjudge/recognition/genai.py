@@ -30,6 +30,7 @@ from spanjudge.recognition.answers import assistant_text, message_text
 from spanjudge.recognition.base import (
     as_text,
     first_attr,
+    instructions_opening,
     int_attr,
     parse_json,
     span_error,
@@ -636,6 +637,7 @@ class GenAIRecogniser:
             tool_descriptions=tool_descriptions(span),
             bodies_seen=bodies_in(input_texts(span)),
             request=new_request(span),
+            instructions=instructions_opening(system_text(span)),
             error=span_error(span),
             **self._base(span),
         )

@@ -31,6 +31,7 @@ from spanjudge.recognition.answers import aborted_after, assistant_text, may_ans
 from spanjudge.recognition.base import (
     ClaimEvidence,
     as_text,
+    instructions_opening,
     int_attr,
     parse_json,
     span_error,
@@ -149,6 +150,9 @@ class OpenInferenceRecogniser:
             ),
             bodies_seen=bodies_in(m.text for m in inputs if m.role not in ("system", "developer")),
             request=_new_request(inputs),
+            instructions=instructions_opening(
+                "\n".join(m.text or "" for m in inputs if m.role in ("system", "developer"))
+            ),
             error=span_error(span),
         )
 

@@ -364,6 +364,7 @@ def _unexecuted_requests(
     executed = {s.tool_call_id for s in calls if s.tool_call_id}
     sent_back = {r.call_id: r for s in steps for r in s.tool_results}
     unmatched = _requests_without_execution(steps, calls, sent_back) if not executed else None
+    aborted: set[tuple[str, int]] = set()
     if not calls:  # no tool traced: each call the agent answered shows in the messages
         unmatched = {
             (s.span_id, at)
@@ -372,7 +373,10 @@ def _unexecuted_requests(
             for at, r in enumerate(s.tool_requests)
             if r.call_id in sent_back
         }
+        aborted = _requests_left_open(steps, sent_back)
+        unmatched |= aborted
         executed = set()
+    received = _received_by(steps)
     requested = {r.call_id for s in steps if s.kind == "model_call" for r in s.tool_requests}
     # executions whose recorded id matches no request (ADK writes "<not specified>" for some):
     # matched to requests by tool name instead
@@ -414,15 +418,26 @@ def _unexecuted_requests(
                 agent_name=step.agent_name,
             )
             answer = sent_back.get(request.call_id) if request.call_id else None
+            if answer is not None and _hands_off(step, received.get(answer.call_id)):
+                continue  # another agent took the conversation over: a handoff, no tool call
             body = None
             if answer is not None:  # what the agent sent back decides how the call went
                 attempt = _answered(attempt, answer.text)
                 body = body_of(parse_json(answer.text), answer.text) if answer.text else None
+            elif (step.span_id, at) in aborted:  # the run ended before any result came back
+                attempt = replace(attempt, status="unset", error=None)
             skill = skill_of_call(request.name, request.arguments)
-            if skill is not None and skill not in names and answer is None:
+            if (
+                skill is not None
+                and skill not in names
+                and answer is None
+                and not isinstance(request.arguments, Mapping)
+            ):
                 # arguments the framework could not parse may still name the skill meant
                 text = as_text(request.arguments) or ""
                 skill = next((n for n in sorted(names, key=len, reverse=True) if n in text), skill)
+            if skill is None and attempt.error is None:
+                skill = front_matter_name(body)  # a SKILL.md came back: whatever it was asked
             if skill is None:
                 # a loader nobody named, refused by argument validation before it ran
                 skill, _ = _named_skill(request.name, request.arguments, names, ordinary)
@@ -430,6 +445,49 @@ def _unexecuted_requests(
                 attempt if skill is None else as_skill_load(attempt, skill, body, has_result=True)
             )
     return steps + added if added else steps
+
+
+def _requests_left_open(
+    steps: list[Step], sent_back: Mapping[str, ToolResult]
+) -> set[tuple[str, int]]:
+    """(model span, request index) of the tool calls the session's last model call asked for
+    with no result ever sent back: the run ended (aborted, a turn limit) after asking. Whether
+    they ran the trace does not show; they are calls without a result, neither failed nor
+    answered."""
+    models = [s for s in steps if s.kind == "model_call"]
+    if not models:
+        return set()
+    last = max(models, key=lambda s: (s.end_unix_nano, s.start_unix_nano))
+    return {
+        (last.span_id, at)
+        for at, r in enumerate(last.tool_requests)
+        if r.call_id and r.call_id not in sent_back
+    }
+
+
+def _received_by(steps: list[Step]) -> dict[str, Step]:
+    """Call id -> the first model call given that call's result."""
+    found: dict[str, Step] = {}
+    for step in sorted(steps, key=lambda s: s.start_unix_nano):
+        if step.kind == "model_call":
+            for result in step.tool_results:
+                found.setdefault(result.call_id, step)
+    return found
+
+
+def _hands_off(asker: Step, receiver: Step | None) -> bool:
+    """The model call given a call's result is another agent's than the one that asked for
+    it (another agent name, or system instructions that open differently): the call handed
+    the conversation over. An agent run as a tool answers the agent that asked, so its
+    result goes back to the same instructions."""
+    if receiver is None:
+        return False
+    if asker.agent_name and receiver.agent_name:
+        return asker.agent_name != receiver.agent_name
+    mine, theirs = asker.instructions, receiver.instructions
+    if not mine or not theirs:
+        return False
+    return not (theirs.startswith(mine[:64]) or mine.startswith(theirs[:64]))
 
 
 def _unwrapped(text: str) -> str:

@@ -27,7 +27,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from spanjudge.recognition.answers import assistant_text
-from spanjudge.recognition.base import as_text, parse_json, span_error, span_fields
+from spanjudge.recognition.base import (
+    as_text,
+    instructions_opening,
+    parse_json,
+    span_error,
+    span_fields,
+)
 from spanjudge.recognition.catalogue import parse_catalogue
 from spanjudge.recognition.evidence import ToolFacts, tool_step
 from spanjudge.spans.record import SpanRecord
@@ -110,6 +116,7 @@ class ShapeRecogniser:
                 name=span.name,
                 text=assistant_text(span.attributes[response]) if response else None,
                 request=request if _ends_with_user(span.attributes[prompt]) else None,
+                instructions=instructions_opening(system),
                 input_tokens=_tokens(span, _INPUT_TOKENS),
                 output_tokens=_tokens(span, _OUTPUT_TOKENS),
                 tool_requests=asked,

@@ -102,6 +102,9 @@ class Step:
     # model_call: the user request its input ends with (None when its new input is only tool
     # results): where no span above the model calls says so, this is where a turn begins
     request: str | None = None
+    # model_call: the opening of its system instructions, which say which agent is speaking
+    # where no span names it (a handoff gives the conversation to other instructions)
+    instructions: str | None = None
     # offered skills and tool schemas seen on this span (system prompts, tool definitions)
     catalogue: tuple[CatalogueEntry, ...] = ()
     tool_schemas: Mapping[str, Any] = field(default_factory=dict)
