@@ -173,3 +173,69 @@ def test_a_skill_md_sent_back_is_a_load_whatever_the_call_asked(
     loads = [(x["skill"], x["tool_name"], x["status"]) for x in session["skill_loads"]]
     assert loads == [("csv-report", "fetch_playbook", "loaded")]
     assert session["stats"]["tool_calls"] == truth["tool_calls"]
+
+
+def _failed_call_ids(requests: list[dict[str, Any]], failed: list[dict[str, Any]]) -> set[str]:
+    """The ids the model gave the calls the scenario says failed (tool and arguments)."""
+    ids = set()
+    for request in requests:
+        for span in spans(request):
+            for text in _attrs(span).values():
+                for message in _messages(text):
+                    for part in message.get("parts", ()):
+                        if part.get("type") == "tool_call" and any(
+                            part.get("name") == c["tool"]
+                            and c["args"].items() <= (part.get("arguments") or {}).items()
+                            for c in failed
+                        ):
+                            ids.add(part["id"])
+    return ids
+
+
+def _messages(text: str | None) -> list[dict[str, Any]]:
+    if not text or not text.startswith("[{"):
+        return []
+    decoded = json.loads(text)
+    return [m for m in decoded if isinstance(m, dict)]
+
+
+def _mark_results(requests: list[dict[str, Any]], ids: set[str], mark: dict[str, Any]) -> int:
+    """Add ``mark`` to each `tool_call_response` part answering one of ``ids``."""
+    marked = 0
+    for request in requests:
+        for span in spans(request):
+            for attribute in span.get("attributes", ()):
+                found = _messages(attribute["value"].get("stringValue"))
+                for message in found:
+                    for part in message.get("parts", ()):
+                        if part.get("type") == "tool_call_response" and part.get("id") in ids:
+                            part.update(mark)
+                            marked += 1
+                if found:
+                    attribute["value"]["stringValue"] = json.dumps(found)
+    return marked
+
+
+@pytest.mark.parametrize("mark", [{"is_error": True}, {"status": "error"}])
+def test_a_result_marked_failed_is_a_failed_call_whatever_its_text(
+    mark: dict[str, Any], tmp_path: Path
+) -> None:
+    """The result sent back reads "Read-only file system: '/out/report.md'" (no word of
+    failure). Where the part holding it marks it failed, the call failed, and the corrected
+    call after it is a retry (before: an ordinary result, no error, no retry)."""
+    session_id = "pydantic-ai-tool-error-retry"
+    truth = _truth("pydantic_ai", "pydantic_ai.jsonl")[session_id]
+    requests = _requests("pydantic_ai", "pydantic_ai.jsonl")
+    model_calls_only(requests)
+    failed = [c for c in truth["calls"] if not c["ok"]]
+    assert _mark_results(requests, _failed_call_ids(requests, failed), mark) > 0
+    report = report_of(requests, tmp_path, "pydantic_ai/expectations.yaml")
+    (session,) = [s for s in report["sessions"] if s["session_id"] == session_id]
+    stats = session["stats"]
+    assert (stats["tool_calls"], stats["errors"], stats["retries"]) == (
+        truth["tool_calls"],
+        truth["errors"],
+        truth["retries"],
+    )
+    errors = [s["error"] for s in session["steps"] if s["kind"] == "tool_call" and s.get("error")]
+    assert errors == ["Read-only file system: '/out/report.md'"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -208,3 +208,28 @@ def instructions_opening(system: str | None) -> str | None:
     """The opening of a model call's system instructions (`Step.instructions`), or None."""
     text = " ".join((system or "").split())
     return text[:_INSTRUCTIONS_OPENING] or None
+
+
+_FAILED_STATUSES = frozenset({"error", "failed", "failure", "fail"})
+
+
+def marked_failed(record: Any) -> bool:
+    """A tool result's own record (the message or part that holds it, not its payload) marks
+    it failed: `is_error` / `isError` true, a failing `status`, or a type that names an error
+    (`tool-error`, an output of type `error-text`)."""
+    if not isinstance(record, Mapping):
+        return False
+    if record.get("is_error") is True or record.get("isError") is True:
+        return True
+    status = record.get("status")
+    if isinstance(status, str) and status.lower() in _FAILED_STATUSES:
+        return True
+    kind = record.get("type")
+    if isinstance(kind, str) and "error" in kind.lower():
+        return True
+    output = record.get("output")
+    return (
+        isinstance(output, Mapping)
+        and isinstance(output.get("type"), str)
+        and ("error" in str(output["type"]).lower())
+    )

@@ -32,6 +32,7 @@ from spanjudge.recognition.base import (
     first_attr,
     instructions_opening,
     int_attr,
+    marked_failed,
     parse_json,
     span_error,
     span_fields,
@@ -402,9 +403,13 @@ def tool_results(span: SpanRecord) -> tuple[ToolResult, ...]:
         for message in messages(span, key):
             for part in parts(message, "tool_call_response"):
                 response = part.get("response", part.get("result"))
-                _add_result(found, part.get("id"), result_text(response))
+                failed = marked_failed(part) or marked_failed(message)
+                _add_result(found, part.get("id"), result_text(response), failed)
             if message.get("role") == "tool" and not _parts(message):
-                _add_result(found, message.get("tool_call_id"), content_text(message))
+                failed = marked_failed(message) or any(
+                    marked_failed(b) for b in _blocks(message.get("content"))
+                )
+                _add_result(found, message.get("tool_call_id"), content_text(message), failed)
     for event in span.events:
         if event.name == sc.EV_GEN_AI_TOOL_MESSAGE:
             content = event.attributes.get("content")
@@ -426,9 +431,11 @@ def _blocks(content: Any) -> tuple[Any, ...]:
     return tuple(decoded) if isinstance(decoded, (list, tuple)) else ()
 
 
-def _add_result(found: dict[str, ToolResult], call_id: Any, text: str | None) -> None:
+def _add_result(
+    found: dict[str, ToolResult], call_id: Any, text: str | None, failed: bool = False
+) -> None:
     if isinstance(call_id, str) and call_id and call_id not in found:
-        found[call_id] = ToolResult(call_id=call_id, text=text)
+        found[call_id] = ToolResult(call_id=call_id, text=text, failed=failed)
 
 
 def system_text(span: SpanRecord) -> str | None:

@@ -422,7 +422,7 @@ def _unexecuted_requests(
                 continue  # another agent took the conversation over: a handoff, no tool call
             body = None
             if answer is not None:  # what the agent sent back decides how the call went
-                attempt = _answered(attempt, answer.text)
+                attempt = _answered(attempt, answer)
                 body = body_of(parse_json(answer.text), answer.text) if answer.text else None
             elif (step.span_id, at) in aborted:  # the run ended before any result came back
                 attempt = replace(attempt, status="unset", error=None)
@@ -503,12 +503,16 @@ def _unwrapped(text: str) -> str:
     return text
 
 
-def _answered(attempt: Step, text: str | None) -> Step:
+def _answered(attempt: Step, answer: ToolResult) -> Step:
     """A requested call no tool span shows, with the result the agent sent back to the model:
-    failed when that says so (an error payload or text, a refusal, nothing), else a call that
-    ran untraced, with that result."""
+    failed when that says so, else a call that ran untraced, with that result. Structure
+    decides first (the message marks the result failed, an error payload, nothing at all);
+    the wording of the text (a refusal, an opening "Error") only where structure is silent."""
+    text = answer.text
     result = _unwrapped(text) if text is not None else ""
     error = payload_error(parse_json(result), result)
+    if error is None and answer.failed:
+        error = (result.strip().splitlines() or ["the result sent back is marked as an error"])[0]
     if error is None and (_FAILED_TEXT.match(result) or is_refusal(result[:500])):
         error = result.strip().splitlines()[0]
     if error is None and not result.strip():

@@ -47,6 +47,9 @@ class ToolResult:
 
     call_id: str
     text: str | None = None
+    # the message or part holding the result marks it failed (`is_error`, an error status or
+    # type): structure that decides before any wording of the text
+    failed: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
