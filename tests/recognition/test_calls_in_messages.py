@@ -28,6 +28,7 @@ FILES = (
     ("agent_framework", "agent_framework.jsonl"),
     ("strands", "strands_latest.jsonl"),
     ("strands", "strands_attributes_only.jsonl"),
+    ("strands", "strands_default.jsonl"),
     ("mcp", "mcp_openllmetry.jsonl"),
     ("mcp", "mcp_openinference.jsonl"),
 )

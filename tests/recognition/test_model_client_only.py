@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from tests.metamorphic.log_records import content_to_log_records
+from tests.metamorphic.transforms import content_to_chat_events
 from tests.support.rewritten import drop_spans, report_of, spans
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
@@ -24,6 +26,8 @@ FILES = (
     ("agent_framework", "agent_framework.jsonl"),
     ("strands", "strands_latest.jsonl"),
     ("strands", "strands_attributes_only.jsonl"),
+    ("strands", "strands_default.jsonl"),
+    ("strands", "strands_trajectory.jsonl"),
     ("mcp", "mcp_openllmetry.jsonl"),
     ("openllmetry", "openllmetry.jsonl"),
     ("adk", "adk.jsonl"),
@@ -76,13 +80,25 @@ def _truth(framework: str, name: str) -> dict[str, dict[str, Any]]:
     return {s["session_id"]: s for s in scenarios["sessions"] if s["file"] == name}
 
 
+# How the model calls' messages are written: as recorded; as the per-message events of the
+# chat completions instrumentations; and those events sent as OTLP log records (their
+# content-capture mode that keeps content off the spans).
+FORMS = ("as recorded", "chat completion events", "chat completion log records")
+
+
+@pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize(("framework", "name"), FILES)
 def test_a_session_of_model_calls_only_has_its_turns_calls_and_answer(
-    framework: str, name: str, tmp_path: Path
+    framework: str, name: str, form: str, tmp_path: Path
 ) -> None:
     requests = _requests(framework, name)
     model_calls_only(requests)
     assert all(_is_model_call(s) for r in requests for s in spans(r))
+    if form != "as recorded":
+        for request in requests:
+            content_to_chat_events(request)
+    if form == "chat completion log records":
+        requests += [found for r in requests if (found := content_to_log_records(r)) is not None]
     truth = _truth(framework, name)
     report = report_of(requests, tmp_path, f"{framework}/expectations.yaml")
     seen = {

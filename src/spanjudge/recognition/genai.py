@@ -411,11 +411,12 @@ def tool_results(span: SpanRecord) -> tuple[ToolResult, ...]:
                 )
                 _add_result(found, message.get("tool_call_id"), content_text(message), failed)
     for event in span.events:
-        if event.name == sc.EV_GEN_AI_TOOL_MESSAGE:
+        if event.name == sc.EV_GEN_AI_TOOL_MESSAGE and event.attributes.get("id") is not None:
             content = event.attributes.get("content")
             decoded = read_json(content) if isinstance(content, str) else content
             _add_result(found, event.attributes.get("id"), result_text(decoded))
-        elif event.name == sc.EV_GEN_AI_USER_MESSAGE:
+        elif event.name in (sc.EV_GEN_AI_USER_MESSAGE, sc.EV_GEN_AI_TOOL_MESSAGE):
+            # Bedrock `toolResult` blocks, in a user message or a tool message with no `id`
             for block in _blocks(event.attributes.get("content")):
                 held = block.get("toolResult") if isinstance(block, dict) else None
                 if isinstance(held, dict):
