@@ -33,6 +33,10 @@ FILES = (
     ("adk", "adk.jsonl"),
     ("langgraph", "langgraph.jsonl"),
     ("openai_agents_custom_loader", "custom_loader_openllmetry.jsonl"),
+    ("openai_agents", "openai_agents_eager_openinference.jsonl"),
+    ("openai_agents", "openai_agents_eager_openllmetry.jsonl"),
+    ("openai_agents", "openai_agents_lazy_openinference.jsonl"),
+    ("openai_agents", "openai_agents_lazy_openllmetry.jsonl"),
 )
 _MODEL_OPERATIONS = ("chat", "text_completion", "generate_content")
 _SESSION_KEYS = ("session.id", "gen_ai.conversation.id")

@@ -56,10 +56,12 @@ _TOOL_KINDS = ("tool_call", "skill_load")
 _NAME_KEY = re.compile(r"skill|name|capabilit|^id$", re.I)
 # A schema's description of the argument that names what a loader loads.
 _LOADS = re.compile(r"\b(?:skill|capability)\b[^.]{0,40}\bto (?:load|activate)\b", re.I)
-# A result the agent sent back that reports a failure: in its first words, or in its first
-# line ("Skill store unavailable while loading 'x', try again.").
+# A result the agent sent back that reports a failure: in its first words ("Error: ...", "An
+# error occurred while running the tool."), or in its first line ("Skill store unavailable
+# while loading 'x', try again.").
 _FAILED_TEXT = re.compile(
     r"\s*(?:error|exception|traceback|failed|failure|invalid|validation error)\b"
+    r"|\s*an? (?:\w+ )?(?:error|exception) (?:occurred|was raised|happened)\b"
     r"|[^\n]{0,200}\b(?:unavailable|could not|cannot|can't|unable to|timed out|denied"
     r"|no \w+(?: \w+)? found)\b",
     re.I,
