@@ -32,6 +32,7 @@ FILES = (
     ("openllmetry", "openllmetry.jsonl"),
     ("adk", "adk.jsonl"),
     ("langgraph", "langgraph.jsonl"),
+    ("deepagents", "deepagents.jsonl"),
     ("openai_agents_custom_loader", "custom_loader_openllmetry.jsonl"),
     ("openai_agents", "openai_agents_eager_openinference.jsonl"),
     ("openai_agents", "openai_agents_eager_openllmetry.jsonl"),

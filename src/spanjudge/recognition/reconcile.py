@@ -362,7 +362,9 @@ def _unexecuted_requests(
     """Tool calls the model asked for that never ran: matched to executions by call id, or,
     where the instrumentation records no ids on tool spans, by tool name and time (the first
     execution of that tool after the request)."""
-    calls = [s for s in steps if s.kind in _TOOL_KINDS]
+    # a load read from a model call's own prompt (a skill pinned into it) executed nothing
+    models = {s.span_id for s in steps if s.kind == "model_call"}
+    calls = [s for s in steps if s.kind in _TOOL_KINDS and s.span_id not in models]
     executed = {s.tool_call_id for s in calls if s.tool_call_id}
     sent_back = {r.call_id: r for s in steps for r in s.tool_results}
     unmatched = _requests_without_execution(steps, calls, sent_back) if not executed else None
