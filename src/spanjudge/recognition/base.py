@@ -150,19 +150,31 @@ def error_in_payload(payload: Any) -> str | None:
 
 def span_error(span: SpanRecord) -> str | None:
     """Why a span with error status failed: its exception event, else its status message
-    (first line: LangChain puts a whole traceback there), else `error.type`."""
+    (first line: LangChain puts a whole traceback there), else `error.type`. A span whose
+    status was left unset but that recorded an exception failed with it (an instrumentation
+    that records the exception and sets no status); an explicit OK status is not overruled."""
+    if span.status == "unset":
+        return _exception_of(span)
     if span.status != "error":
         return None
+    found = _exception_of(span)
+    if found is not None:
+        return found
+    first = (span.status_message or "").strip().splitlines()
+    if first:
+        return first[0]
+    return str(span.attributes.get(semconv.ERROR_TYPE) or "span status is error")
+
+
+def _exception_of(span: SpanRecord) -> str | None:
+    """The span's exception event as "type: message"."""
     for event in span.events:
         if event.name == semconv.EV_EXCEPTION:
             kind = event.attributes.get(semconv.EXCEPTION_TYPE)
             text = event.attributes.get(semconv.EXCEPTION_MESSAGE)
             if kind or text:
                 return f"{kind}: {text}" if kind and text else str(kind or text)
-    first = (span.status_message or "").strip().splitlines()
-    if first:
-        return first[0]
-    return str(span.attributes.get(semconv.ERROR_TYPE) or "span status is error")
+    return None
 
 
 def span_fields(span: SpanRecord, preset: str) -> dict[str, Any]:
