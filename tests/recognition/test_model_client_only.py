@@ -260,3 +260,29 @@ def test_a_result_marked_failed_is_a_failed_call_whatever_its_text(
     )
     errors = [s["error"] for s in session["steps"] if s["kind"] == "tool_call" and s.get("error")]
     assert errors == ["Read-only file system: '/out/report.md'"]
+
+
+def test_a_clock_atop_the_instructions_is_still_the_same_agent(tmp_path: Path) -> None:
+    """Each model call's system instructions open with the time of the call: the same agent
+    speaks on, and every call it made counts (no handoff read from the changing clock)."""
+    name = "custom_loader_openllmetry.jsonl"
+    session_id = "oa-custom-openllmetry-playbook-followed"
+    truth = _truth("openai_agents_custom_loader", name)[session_id]
+    requests = _requests("openai_agents_custom_loader", name)
+    model_calls_only(requests)
+    stamped = 0
+    for request in requests:
+        for span in spans(request):
+            for attribute in span.get("attributes", ()):
+                found = _messages(attribute["value"].get("stringValue"))
+                for message in found:
+                    for part in message.get("parts", ()) if message.get("role") == "system" else ():
+                        stamped += 1
+                        part["content"] = f"Current time: 10:00:{stamped:02d}.\n{part['content']}"
+                if found:
+                    attribute["value"]["stringValue"] = json.dumps(found)
+    assert stamped > 3
+    report = report_of(requests, tmp_path, "openai_agents_custom_loader/expectations.yaml")
+    (session,) = [s for s in report["sessions"] if s["session_id"] == session_id]
+    calls = [s["name"] for s in session["steps"] if s["kind"] in ("tool_call", "skill_load")]
+    assert calls == [c["tool"] for c in truth["calls"]]

@@ -216,9 +216,14 @@ def int_attr(span: SpanRecord, *keys: str) -> int | None:
 _INSTRUCTIONS_OPENING = 256
 
 
+_DIGITS = re.compile(r"\d+")
+
+
 def instructions_opening(system: str | None) -> str | None:
-    """The opening of a model call's system instructions (`Step.instructions`), or None."""
-    text = " ".join((system or "").split())
+    """The opening of a model call's system instructions (`Step.instructions`), or None.
+    Digits are left out: a date, a time or a counter at the top of the prompt changes from
+    call to call of the same agent."""
+    text = " ".join(_DIGITS.sub("", system or "").split())
     return text[:_INSTRUCTIONS_OPENING] or None
 
 
