@@ -59,3 +59,23 @@ def test_an_explicit_ok_status_is_not_overruled_by_an_exception_event(tmp_path: 
     status stands."""
     (session,) = report_of(_with_status(1), tmp_path, "pydantic_ai/expectations.yaml")["sessions"]
     assert session["stats"]["errors"] == 0
+
+
+def test_an_http_status_in_the_result_is_a_failed_call(tmp_path: Path) -> None:
+    """The same failure told only by the result's HTTP-like status (no span status, no
+    exception, no word of failure): the call failed (before: an ordinary result)."""
+    truth = _truth()
+    requests = _with_status(0)
+    for request in requests:
+        for span in spans(request):
+            if any(e["name"] == "exception" for e in span.get("events", ())):
+                span["events"] = []
+                result = {"status_code": 403, "detail": "Read-only file system: '/out/report.md'"}
+                for attribute in span["attributes"]:
+                    if attribute["key"] == "gen_ai.tool.call.result":
+                        attribute["value"] = {"stringValue": json.dumps(result)}
+    (session,) = report_of(requests, tmp_path, "pydantic_ai/expectations.yaml")["sessions"]
+    stats = session["stats"]
+    assert (stats["errors"], stats["retries"]) == (truth["errors"], truth["retries"])
+    (failed,) = [s for s in session["steps"] if s["kind"] == "tool_call" and s.get("error")]
+    assert failed["error"] == "HTTP 403: Read-only file system: '/out/report.md'"

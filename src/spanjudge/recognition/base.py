@@ -129,8 +129,14 @@ def may_match(text: str, words: tuple[str, ...]) -> bool:
     return any(word in lowered for word in words)
 
 
+# An HTTP-like status in a result payload: 4xx and 5xx say the call failed.
+_HTTP_STATUS_KEYS = ("status", "status_code", "statusCode", "http_status", "httpStatus")
+_HTTP_DETAIL_KEYS = ("error", "detail", "message", "reason", "body")
+
+
 def error_in_payload(payload: Any) -> str | None:
-    """An error inside a result payload (`{"status": "error", ...}`) while the span is OK."""
+    """An error inside a result payload (`{"status": "error", ...}`, `is_error`, an HTTP-like
+    status of 400 or more) while the span is OK."""
     if isinstance(payload, str):
         decoded = parse_json(payload)
         if decoded is payload:
@@ -143,6 +149,12 @@ def error_in_payload(payload: Any) -> str | None:
             return as_text(detail) or "status: error"
         if payload.get("is_error") is True or payload.get("isError") is True:
             return as_text(payload.get("content")) or "is_error: true"
+        code = next((payload[k] for k in _HTTP_STATUS_KEYS if k in payload), None)
+        if isinstance(code, str) and code.isdigit():
+            code = int(code)
+        if isinstance(code, int) and not isinstance(code, bool) and 400 <= code <= 599:
+            detail = next((payload[k] for k in _HTTP_DETAIL_KEYS if payload.get(k)), None)
+            return f"HTTP {code}: {as_text(detail)}" if detail is not None else f"HTTP {code}"
         if "error" in payload and payload.get("error") and len(payload) <= 3:
             return as_text(payload["error"])
     return None
