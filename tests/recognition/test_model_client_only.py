@@ -286,3 +286,74 @@ def test_a_clock_atop_the_instructions_is_still_the_same_agent(tmp_path: Path) -
     (session,) = [s for s in report["sessions"] if s["session_id"] == session_id]
     calls = [s["name"] for s in session["steps"] if s["kind"] in ("tool_call", "skill_load")]
     assert calls == [c["tool"] for c in truth["calls"]]
+
+
+def _as_content_blocks(span: dict[str, Any]) -> None:
+    """A model call's indexed prompt messages rewritten the way an instrumentation of a
+    content-block API writes them: each assistant tool call a `tool_use` block, each tool
+    message a user message holding a `tool_result` block (`is_error` where the result was an
+    error payload), the blocks JSON in the message's `content`."""
+    attrs = {a["key"]: a["value"] for a in span["attributes"]}
+    kept = []
+    for a in span["attributes"]:
+        key = a["key"]
+        parts = key.split(".")
+        if not key.startswith("gen_ai.prompt.") or len(parts) < 4:
+            kept.append(a)
+            continue
+        base = ".".join(parts[:3])
+        role = attrs.get(f"{base}.role", {}).get("stringValue")
+        if role == "tool":
+            if key.endswith(".role"):
+                kept.append({"key": key, "value": {"stringValue": "user"}})
+            elif key.endswith(".content"):
+                text = a["value"]["stringValue"]
+                call_id = attrs[f"{base}.tool_call_id"]["stringValue"]
+                payload = json.loads(text) if text.startswith("{") else None
+                block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id}
+                if isinstance(payload, dict) and payload.get("status") == "error":
+                    block.update(is_error=True, content=payload["error"])
+                else:
+                    block["content"] = [{"type": "text", "text": text}]
+                kept.append({"key": key, "value": {"stringValue": json.dumps([block])}})
+        elif role == "assistant" and ".tool_calls." in key:
+            if key.endswith(".name"):
+                m = key.split(".tool_calls.")[1].split(".")[0]
+                call = f"{base}.tool_calls.{m}"
+                use = {
+                    "type": "tool_use",
+                    "id": attrs[f"{call}.id"]["stringValue"],
+                    "name": a["value"]["stringValue"],
+                    "input": json.loads(attrs[f"{call}.arguments"]["stringValue"]),
+                }
+                kept.append({"key": f"{base}.content", "value": {"stringValue": json.dumps([use])}})
+        else:
+            kept.append(a)
+    span["attributes"] = kept
+
+
+def test_tool_calls_in_content_blocks_are_read(tmp_path: Path) -> None:
+    """The openllmetry fixture's model calls, their tool calls and results written as
+    `tool_use` / `tool_result` content blocks: the same calls, loads and errors (before: no
+    result was matched to its call, so no call counted but the last ones asked)."""
+    truth = _truth("openllmetry", "openllmetry.jsonl")
+    requests = _requests("openllmetry", "openllmetry.jsonl")
+    model_calls_only(requests)
+    for request in requests:
+        for span in spans(request):
+            _as_content_blocks(span)
+    text = json.dumps(requests)
+    assert "tool_result" in text and "tool_call_id" not in text
+    report = report_of(requests, tmp_path, "openllmetry/expectations.yaml")
+    seen = {
+        s["session_id"]: (
+            s["stats"]["tool_calls"],
+            [(x["skill"], x["status"]) for x in s["skill_loads"]],
+            s["stats"]["errors"],
+        )
+        for s in report["sessions"]
+    }
+    assert seen == {
+        sid: (s["tool_calls"], [(x["skill"], x["status"]) for x in s["skill_loads"]], s["errors"])
+        for sid, s in truth.items()
+    }

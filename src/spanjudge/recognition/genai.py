@@ -40,7 +40,7 @@ from spanjudge.recognition.base import (
 from spanjudge.recognition.catalogue import parse_catalogue, tool_catalogue
 from spanjudge.recognition.evidence import ToolFacts, bodies_in, tool_step
 from spanjudge.recognition.indexed_messages import MARKERS as INDEXED_MARKERS
-from spanjudge.recognition.indexed_messages import indexed_messages
+from spanjudge.recognition.indexed_messages import block_parts, indexed_messages
 from spanjudge.spans.record import AttrValue, SpanRecord
 from spanjudge.trajectory.steps import CatalogueEntry, Step, ToolRequest, ToolResult
 
@@ -143,8 +143,17 @@ def _message_list(decoded: Any) -> tuple[dict[str, Any], ...]:
     if isinstance(decoded, dict):
         decoded = [decoded]
     if isinstance(decoded, (list, tuple)):
-        return tuple(m for m in decoded if isinstance(m, dict))
+        return tuple(_with_parts(m) for m in decoded if isinstance(m, dict))
     return ()
+
+
+def _with_parts(message: dict[str, Any]) -> dict[str, Any]:
+    """A message written with a provider's content blocks that call tools or answer them
+    (`tool_use`, `tool_result`), given the GenAI parts they stand for."""
+    if "parts" in message:
+        return message
+    blocks = block_parts(message.get("content"))
+    return message if blocks is None else {**message, "parts": blocks}
 
 
 def block_text(block: Any) -> str | None:
