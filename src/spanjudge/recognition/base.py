@@ -235,7 +235,7 @@ def instructions_opening(system: str | None) -> str | None:
     """The opening of a model call's system instructions (`Step.instructions`), or None.
     Digits are left out: a date, a time or a counter at the top of the prompt changes from
     call to call of the same agent."""
-    text = " ".join(_DIGITS.sub("", system or "").split())
+    text = " ".join(_DIGITS.sub("", (system or "")[: 4 * _INSTRUCTIONS_OPENING]).split())
     return text[:_INSTRUCTIONS_OPENING] or None
 
 

@@ -473,8 +473,10 @@ def system_text(span: SpanRecord) -> str | None:
     return joined or vertex_agent.system_text(span)
 
 
-def catalogue(span: SpanRecord) -> tuple[CatalogueEntry, ...]:
-    offered = parse_catalogue(system_text(span))
+def catalogue(span: SpanRecord, system: str | None = None) -> tuple[CatalogueEntry, ...]:
+    """The skills offered in the span's system text (``system``, when already read) and in
+    its tool definitions."""
+    offered = parse_catalogue(system if system is not None else system_text(span))
     definitions = span.attributes.get(sc.GEN_AI_TOOL_DEFINITIONS)
     described = tool_catalogue(definitions) if isinstance(definitions, str) else ()
     return offered + tuple(e for e in described if e not in offered) if described else offered
@@ -634,6 +636,7 @@ class GenAIRecogniser:
             elif isinstance(reasons, str):
                 reason = reasons
         model = first_attr(span, sc.GEN_AI_RESPONSE_MODEL, sc.GEN_AI_REQUEST_MODEL)
+        system = system_text(span)
         return Step(
             kind="model_call",
             name=span.name,
@@ -647,14 +650,14 @@ class GenAIRecogniser:
             finish_reason=reason,
             text=text,
             agent_name=span.str_attr(sc.GEN_AI_AGENT_NAME),
-            catalogue=catalogue(span),
+            catalogue=catalogue(span, system),
             tool_schemas=tool_schemas(span),
             tool_requests=requests,
             tool_results=tool_results(span),
             tool_descriptions=tool_descriptions(span),
             bodies_seen=bodies_in(input_texts(span)),
             request=new_request(span),
-            instructions=instructions_opening(system_text(span)),
+            instructions=instructions_opening(system),
             error=span_error(span),
             **self._base(span),
         )
