@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.metamorphic.log_records import content_to_log_records
-from tests.metamorphic.transforms import content_to_chat_events
+from tests.metamorphic.transforms import content_to_chat_events, map_strings
 from tests.support.rewritten import drop_spans, report_of, spans
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
@@ -357,3 +357,29 @@ def test_tool_calls_in_content_blocks_are_read(tmp_path: Path) -> None:
         sid: (s["tool_calls"], [(x["skill"], x["status"]) for x in s["skill_loads"]], s["errors"])
         for sid, s in truth.items()
     }
+
+
+def test_a_multi_line_request_given_to_an_agent_as_a_tool_opens_no_turn(tmp_path: Path) -> None:
+    """The request the orchestrator gives its weather agent runs over two lines and quotes a
+    word: the sub-agent's first model call still continues the user's turn."""
+    name = "custom_loader_openllmetry.jsonl"
+    session_id = "oa-custom-openllmetry-agents-as-tools"
+    truth = _truth("openai_agents_custom_loader", name)[session_id]
+    requests = _requests("openai_agents_custom_loader", name)
+    model_calls_only(requests)
+    given = 'Current weather in "Paris"\nAnswer in one line.'
+    replaced: list[str] = []
+
+    def rewrite(text: str) -> str:
+        if text != "Current weather in Paris":
+            return text
+        replaced.append(text)
+        return given
+
+    for request in requests:
+        map_strings(request, rewrite, span_names=False)
+    assert len(replaced) >= 2  # what the tool was given, and the sub-agent's request
+    report = report_of(requests, tmp_path, "openai_agents_custom_loader/expectations.yaml")
+    (session,) = [s for s in report["sessions"] if s["session_id"] == session_id]
+    assert session["stats"]["turns"] == truth["turns"] == 1
+    assert session["final_answer"] == truth["final_answer"]

@@ -133,8 +133,22 @@ def _turns_from_model_calls(steps: list[Step]) -> list[Step]:
             )
         elif call.end_unix_nano > turns[-1].end_unix_nano:
             turns[-1] = replace(turns[-1], end_unix_nano=call.end_unix_nano)
-        given.extend(text for r in call.tool_requests if (text := as_text(r.arguments)))
+        for asked in call.tool_requests:
+            given.extend(_strings_within(asked.arguments))
     return steps + turns
+
+
+def _strings_within(value: object, depth: int = 0) -> list[str]:
+    """Every string in a call's arguments (nested ones too, a bounded walk)."""
+    if isinstance(value, str):
+        return [value]
+    if depth > _MAX_DEPTH:
+        return []
+    if isinstance(value, Mapping):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return [s for item in value for s in _strings_within(item, depth + 1)]
+    return []
 
 
 # A prompt's texts nested in a span attribute (a JSON list of messages and their parts): bounded.
