@@ -10,7 +10,9 @@
   sent back with its call id: an error, a refusal or nothing makes it a failed attempt (rejected
   before execution, aborted), so the corrected call after it counts as a retry; any other
   result is a call that ran untraced (in a session traced at the model client only, every
-  call);
+  call); there, a call the session's last model call asked for with no result sent back is a
+  call without a result (the run ended), and a call whose result goes to a model call of
+  another agent (another agent name or instructions) is a handoff, not a tool call;
 - a prompt that lists two or more named entries, one of them a skill the session shows elsewhere
   (the skills directory, a SKILL.md front matter, a load) and no catalogue offers, offers that
   list: the entries' names, not a word like "skills", say what they are;
@@ -22,7 +24,9 @@
 - one activation is counted once: a lazy load followed by the read of its SKILL.md is one
   load with the body from the read;
 - a load whose trace did not record the body takes it from the configured skills directory;
-- an answer that runs the request's texts together is what the last model call said.
+- an answer that runs the request's texts together is what the last model call said;
+- a session with no turn step (model calls and tools only) begins a turn at its first model
+  call and at each call whose input ends with a new user request.
 """
 
 from __future__ import annotations
