@@ -37,7 +37,11 @@ from spanjudge.recognition.base import (
     span_error,
     span_fields,
 )
-from spanjudge.recognition.catalogue import parse_catalogue, tool_catalogue
+from spanjudge.recognition.catalogue import (
+    offered_beside_a_loader,
+    parse_catalogue,
+    tool_catalogue,
+)
 from spanjudge.recognition.evidence import ToolFacts, bodies_in, tool_step
 from spanjudge.recognition.indexed_messages import MARKERS as INDEXED_MARKERS
 from spanjudge.recognition.indexed_messages import block_parts, indexed_messages
@@ -475,10 +479,15 @@ def system_text(span: SpanRecord) -> str | None:
 
 def catalogue(span: SpanRecord, system: str | None = None) -> tuple[CatalogueEntry, ...]:
     """The skills offered in the span's system text (``system``, when already read) and in
-    its tool definitions."""
-    offered = parse_catalogue(system if system is not None else system_text(span))
+    its tool definitions; a list in the system text that no word announces, when the tools
+    offered beside it include a loader."""
+    if system is None:
+        system = system_text(span)
+    offered = parse_catalogue(system)
     definitions = span.attributes.get(sc.GEN_AI_TOOL_DEFINITIONS)
     described = tool_catalogue(definitions) if isinstance(definitions, str) else ()
+    if not offered and not described and definitions is not None:
+        offered = offered_beside_a_loader(system, tool_descriptions(span))
     return offered + tuple(e for e in described if e not in offered) if described else offered
 
 

@@ -37,7 +37,11 @@ from spanjudge.recognition.base import (
     span_error,
     span_fields,
 )
-from spanjudge.recognition.catalogue import parse_catalogue, tool_catalogue
+from spanjudge.recognition.catalogue import (
+    offered_beside_a_loader,
+    parse_catalogue,
+    tool_catalogue,
+)
 from spanjudge.recognition.evidence import ToolFacts, bodies_in, tool_step
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import CatalogueEntry, Step, ToolRequest, ToolResult
@@ -132,6 +136,11 @@ class OpenInferenceRecogniser:
                     catalogue.setdefault(entry.name, entry)
         for entry in tool_catalogue(_tool_definitions(span)):
             catalogue.setdefault(entry.name, entry)
+        descriptions = tool_descriptions(span)
+        if not catalogue and descriptions:
+            system = "\n".join(m.text or "" for m in inputs if m.role in ("system", "developer"))
+            for entry in offered_beside_a_loader(system, descriptions):
+                catalogue.setdefault(entry.name, entry)
         return Step(
             **self._base(span, "model_call", model if isinstance(model, str) else span.name),
             model=model if isinstance(model, str) else None,
@@ -141,7 +150,7 @@ class OpenInferenceRecogniser:
             text="\n".join(texts) if texts else None,
             catalogue=tuple(catalogue.values()),
             tool_schemas=tool_schemas(span),
-            tool_descriptions=tool_descriptions(span),
+            tool_descriptions=descriptions,
             tool_requests=tuple(r for m in outputs for r in m.tool_calls),
             tool_results=tuple(
                 ToolResult(call_id=m.tool_call_id, text=m.text)
