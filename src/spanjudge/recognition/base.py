@@ -160,13 +160,18 @@ def error_in_payload(payload: Any) -> str | None:
     return None
 
 
-def span_error(span: SpanRecord) -> str | None:
-    """Why a span with error status failed: its exception event, else its status message
-    (first line: LangChain puts a whole traceback there), else `error.type`. A span whose
-    status was left unset but that recorded an exception failed with it (an instrumentation
-    that records the exception and sets no status); an explicit OK status is not overruled."""
+def tool_failure(span: SpanRecord) -> str | None:
+    """Why a tool span failed: `span_error`, or the exception a span whose status was left
+    unset recorded (an instrumentation that records the tool's exception and sets no status).
+    An explicit OK status is not overruled."""
     if span.status == "unset":
         return _exception_of(span)
+    return span_error(span)
+
+
+def span_error(span: SpanRecord) -> str | None:
+    """Why a span with error status failed: its exception event, else its status message
+    (first line: LangChain puts a whole traceback there), else `error.type`."""
     if span.status != "error":
         return None
     found = _exception_of(span)

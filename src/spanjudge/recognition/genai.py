@@ -36,6 +36,7 @@ from spanjudge.recognition.base import (
     parse_json,
     span_error,
     span_fields,
+    tool_failure,
 )
 from spanjudge.recognition.catalogue import (
     offered_beside_a_loader,
@@ -686,7 +687,7 @@ class GenAIRecogniser:
             result=result,
             result_text=result_text(result) if has_result else None,
             has_result=has_result,
-            failure=span_error(span),
+            failure=tool_failure(span),
             tool_status=span.str_attr(sc.GEN_AI_TOOL_STATUS) or None,
             error_type=error_type,
             declared_skill=declared or None,
