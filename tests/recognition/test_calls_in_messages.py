@@ -28,6 +28,12 @@ FILES = (
     ("agent_framework", "agent_framework.jsonl"),
     ("strands", "strands_latest.jsonl"),
     ("strands", "strands_attributes_only.jsonl"),
+    ("strands", "strands_default.jsonl"),
+    ("deepagents", "deepagents.jsonl"),
+    ("langgraph", "langgraph.jsonl"),
+    ("openai_agents", "openai_agents_eager_openllmetry.jsonl"),
+    ("openai_agents", "openai_agents_lazy_openinference.jsonl"),
+    ("adk", "adk.jsonl"),
     ("mcp", "mcp_openllmetry.jsonl"),
     ("mcp", "mcp_openinference.jsonl"),
 )

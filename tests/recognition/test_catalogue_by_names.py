@@ -145,3 +145,78 @@ def test_with_a_skills_directory_every_session_keeps_its_catalogue(
             assert _reading(moved) == _reading(session), (
                 f"catalogue as {layout} moved {session['session_id']} ({name})"
             )
+
+
+# Fixture files whose model calls are offered a loader described as one ("Loads a skill by
+# name"): there a list in the system text needs no word that says it lists skills.
+BESIDE_A_LOADER = ("adk/adk.jsonl", "mcp/mcp_openllmetry.jsonl", "mcp/mcp_openinference.jsonl")
+
+
+def _rewritten(name: str, replace_with: Any) -> tuple[Any, list[Any]]:
+    """The file's report, and its requests with the catalogue's text replaced by
+    ``replace_with(entries)``."""
+    before = _report(FIXTURES / name, {}, Path("/nonexistent"))
+    entries = _catalogue(before)
+    requests = [json.loads(line) for line in (FIXTURES / name).read_text().splitlines() if line]
+    change = rerender_catalogue("markdown_list", entries)
+    original = catalogue_layouts.render("markdown_list", entries)
+    rendered = replace_with(entries)
+    for request in requests:
+        map_strings(
+            request, lambda text: change(text).replace(original, rendered), span_names=False
+        )
+    assert rendered.split("\n", 1)[0] in json.dumps(requests)
+    return before, requests
+
+
+@pytest.mark.parametrize("name", BESIDE_A_LOADER)
+def test_a_list_beside_a_loader_is_the_catalogue_when_nothing_is_loaded(
+    name: str, tmp_path: Path
+) -> None:
+    """Sessions that load no skill (skill omitted, answered without one) and call their list
+    "Playbooks": the loader offered beside the list says what it lists, so omission and
+    selection are judged as before (before: no catalogue)."""
+    before, requests = _rewritten(name, _playbooks)
+    after = _report(FIXTURES / name, {}, tmp_path, requests)
+    by_id = {s["session_id"]: s for s in after["sessions"]}
+    checked = 0
+    for session in before["sessions"]:
+        if not session["catalogue"] or _loads(session):
+            continue
+        moved = by_id[session["session_id"]]
+        assert [e["name"] for e in moved["catalogue"]] == [e["name"] for e in session["catalogue"]]
+        assert _reading(moved) == _reading(session), session["session_id"]
+        checked += 1
+    assert checked >= 4
+
+
+# a file whose loader's own description lists nothing (the list is in the system text only)
+GUARDED = "mcp/mcp_openllmetry.jsonl"
+
+
+def _tool_list(entries: catalogue_layouts.Skills) -> str:
+    return (
+        "## Tools\n\n- read_csv: Read a CSV file and return its rows.\n"
+        "- write_file: Write text to a file in the workspace.\n"
+        "- calculate: Evaluate an arithmetic expression."
+    )
+
+
+def _examples(entries: catalogue_layouts.Skills) -> str:
+    return "Name your notes like these examples:\n\n" + "\n".join(f"- {n}: {d}" for n, d in entries)
+
+
+@pytest.mark.parametrize("replacement", [_tool_list, _examples])
+def test_a_tool_list_or_examples_beside_a_loader_are_no_catalogue(
+    replacement: Any, tmp_path: Path
+) -> None:
+    """The catalogue replaced by a list of the agent's own tools, or by the same entries given
+    as examples: a loader offered beside them does not make either a catalogue."""
+    _, requests = _rewritten(GUARDED, replacement)
+    after = _report(FIXTURES / GUARDED, {}, tmp_path, requests)
+    offered = {e["name"] for s in after["sessions"] for e in s["catalogue"]}
+    assert not offered & {"read_csv", "write_file", "calculate"}
+    if replacement is _examples:
+        unloaded = [s for s in after["sessions"] if not s["skill_loads"]]
+        assert unloaded
+        assert all(not s["catalogue"] for s in unloaded)

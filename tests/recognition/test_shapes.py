@@ -182,6 +182,25 @@ def test_a_turn_by_shape_under_a_web_servers_span(tmp_path: Path) -> None:
     assert got["final_answer"].startswith("The grand total is 2500")
 
 
+def test_a_session_of_model_calls_read_by_shape(tmp_path: Path) -> None:
+    """The same session traced at the model client only: no agent span, no tool span, each
+    model call a root span. Its turn, calls, load and answer come from the model calls'
+    prompts and responses (before: every model call was a turn of its own, with no tool
+    call)."""
+    original = report_of(session_requests(FILE, SESSION), tmp_path, EXPECTATIONS)["sessions"][0]
+    rewritten = _in_own_namespace("agentlib", "toolCall")
+    for request in rewritten:
+        for resource in request["resourceSpans"]:
+            for scope in resource["scopeSpans"]:
+                scope["spans"] = [s for s in scope["spans"] if s["name"] == "agentlib.model"]
+                for span in scope["spans"]:
+                    span["parentSpanId"] = ""
+    (got,) = report_of(rewritten, tmp_path, EXPECTATIONS)["sessions"]
+    assert got["stats"]["model_calls"] == 5
+    assert _what_happened(got) == _what_happened(original)
+    assert got["final_answer"].startswith("The grand total is 2500")
+
+
 def _shapes(tracer: Tracer) -> None:
     prompt = json.dumps([{"role": "user", "content": "What is 2 + 2?"}])
     answer = json.dumps([{"role": "assistant", "content": [{"type": "text", "text": "4"}]}])

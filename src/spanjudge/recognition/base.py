@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -129,8 +129,14 @@ def may_match(text: str, words: tuple[str, ...]) -> bool:
     return any(word in lowered for word in words)
 
 
+# An HTTP-like status in a result payload: 4xx and 5xx say the call failed.
+_HTTP_STATUS_KEYS = ("status", "status_code", "statusCode", "http_status", "httpStatus")
+_HTTP_DETAIL_KEYS = ("error", "detail", "message", "reason", "body")
+
+
 def error_in_payload(payload: Any) -> str | None:
-    """An error inside a result payload (`{"status": "error", ...}`) while the span is OK."""
+    """An error inside a result payload (`{"status": "error", ...}`, `is_error`, an HTTP-like
+    status of 400 or more) while the span is OK."""
     if isinstance(payload, str):
         decoded = parse_json(payload)
         if decoded is payload:
@@ -143,9 +149,24 @@ def error_in_payload(payload: Any) -> str | None:
             return as_text(detail) or "status: error"
         if payload.get("is_error") is True or payload.get("isError") is True:
             return as_text(payload.get("content")) or "is_error: true"
+        code = next((payload[k] for k in _HTTP_STATUS_KEYS if k in payload), None)
+        if isinstance(code, str) and code.isdigit():
+            code = int(code)
+        if isinstance(code, int) and not isinstance(code, bool) and 400 <= code <= 599:
+            detail = next((payload[k] for k in _HTTP_DETAIL_KEYS if payload.get(k)), None)
+            return f"HTTP {code}: {as_text(detail)}" if detail is not None else f"HTTP {code}"
         if "error" in payload and payload.get("error") and len(payload) <= 3:
             return as_text(payload["error"])
     return None
+
+
+def tool_failure(span: SpanRecord) -> str | None:
+    """Why a tool span failed: `span_error`, or the exception a span whose status was left
+    unset recorded (an instrumentation that records the tool's exception and sets no status).
+    An explicit OK status is not overruled."""
+    if span.status == "unset":
+        return _exception_of(span)
+    return span_error(span)
 
 
 def span_error(span: SpanRecord) -> str | None:
@@ -153,16 +174,24 @@ def span_error(span: SpanRecord) -> str | None:
     (first line: LangChain puts a whole traceback there), else `error.type`."""
     if span.status != "error":
         return None
+    found = _exception_of(span)
+    if found is not None:
+        return found
+    first = (span.status_message or "").strip().splitlines()
+    if first:
+        return first[0]
+    return str(span.attributes.get(semconv.ERROR_TYPE) or "span status is error")
+
+
+def _exception_of(span: SpanRecord) -> str | None:
+    """The span's exception event as "type: message"."""
     for event in span.events:
         if event.name == semconv.EV_EXCEPTION:
             kind = event.attributes.get(semconv.EXCEPTION_TYPE)
             text = event.attributes.get(semconv.EXCEPTION_MESSAGE)
             if kind or text:
                 return f"{kind}: {text}" if kind and text else str(kind or text)
-    first = (span.status_message or "").strip().splitlines()
-    if first:
-        return first[0]
-    return str(span.attributes.get(semconv.ERROR_TYPE) or "span status is error")
+    return None
 
 
 def span_fields(span: SpanRecord, preset: str) -> dict[str, Any]:
@@ -197,3 +226,44 @@ def int_attr(span: SpanRecord, *keys: str) -> int | None:
     if isinstance(value, str) and value.isdigit():
         return int(value)
     return None
+
+
+# How much of a model call's system instructions says which agent is speaking: the opening,
+# which a skill or date appended at the end does not change.
+_INSTRUCTIONS_OPENING = 256
+
+
+_DIGITS = re.compile(r"\d+")
+
+
+def instructions_opening(system: str | None) -> str | None:
+    """The opening of a model call's system instructions (`Step.instructions`), or None.
+    Digits are left out: a date, a time or a counter at the top of the prompt changes from
+    call to call of the same agent."""
+    text = " ".join(_DIGITS.sub("", (system or "")[: 4 * _INSTRUCTIONS_OPENING]).split())
+    return text[:_INSTRUCTIONS_OPENING] or None
+
+
+_FAILED_STATUSES = frozenset({"error", "failed", "failure", "fail"})
+
+
+def marked_failed(record: Any) -> bool:
+    """A tool result's own record (the message or part that holds it, not its payload) marks
+    it failed: `is_error` / `isError` true, a failing `status`, or a type that names an error
+    (`tool-error`, an output of type `error-text`)."""
+    if not isinstance(record, Mapping):
+        return False
+    if record.get("is_error") is True or record.get("isError") is True:
+        return True
+    status = record.get("status")
+    if isinstance(status, str) and status.lower() in _FAILED_STATUSES:
+        return True
+    kind = record.get("type")
+    if isinstance(kind, str) and "error" in kind.lower():
+        return True
+    output = record.get("output")
+    return (
+        isinstance(output, Mapping)
+        and isinstance(output.get("type"), str)
+        and ("error" in str(output["type"]).lower())
+    )

@@ -15,19 +15,22 @@ Beyond those, a catalogue is recognised by evidence, whatever its layout: a run 
 entries, each pairing a skill-like name (one word: letters, digits, `-_.:`) with a one-line
 description, in one layout (XML elements or attributes, markdown headings, lists or tables, a JSON
 array, YAML, plain `name - description` / `name: description` lines), announced as skills by a
-heading, lead-in line, tag or key within the few lines before it or by its own header. A list of
-tool definitions (entries with parameters or a schema) and examples ("for example", "e.g.") are
-not catalogues.
+heading, lead-in line, tag or key within the few lines before it or by its own header, or by
+a loader offered to the same model call (a tool whose description says it loads skills,
+playbooks or capabilities). A list of tool definitions (entries with parameters or a schema),
+a list of the call's own tools and examples ("for example", "e.g.") are not catalogues.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import replace
 from functools import lru_cache
 
 from spanjudge.recognition.catalogue_layouts import by_layout
+from spanjudge.recognition.evidence import describes_loader
 from spanjudge.trajectory.steps import (
     LOADER_DESCRIPTION,
     TRACE_LAYOUT,
@@ -60,11 +63,14 @@ _FILE_SUFFIX = re.compile(r"\s*\((?:file|path|location):\s*[^)]*\)\s*$", re.I)
 
 @lru_cache(maxsize=512)  # system prompts and tool descriptions repeat on every model call
 def parse_catalogue(
-    text: str | None, source: CatalogueSource = TRACE_LAYOUT
+    text: str | None, source: CatalogueSource = TRACE_LAYOUT, *, announced: bool = False
 ) -> tuple[CatalogueEntry, ...]:
     """Skills offered in a prompt or tool description, in any of the shapes above; ``source``
-    says where the text was (a prompt's layout, or a loader tool's description)."""
-    if not text or ("skill" not in text.lower() and "capabilit" not in text.lower()):
+    says where the text was (a prompt's layout, or a loader tool's description). ``announced``:
+    where the text is says it offers skills, so a list in it needs no word that does."""
+    if not text:
+        return ()
+    if not announced and "skill" not in text.lower() and "capabilit" not in text.lower():
         return ()
     entries: dict[str, CatalogueEntry] = {}
     for block in _AVAILABLE_SKILLS.findall(text):
@@ -77,9 +83,21 @@ def parse_catalogue(
         for name, description in _listed(text, heading.end()):
             entries.setdefault(name, CatalogueEntry(name=name, description=description or None))
     if not entries:
-        for name, description in by_layout(text):
+        for name, description in by_layout(text, announced=announced):
             entries.setdefault(name, CatalogueEntry(name=name, description=description))
     return tuple(replace(e, source=source) for e in entries.values())
+
+
+def offered_beside_a_loader(
+    system: str | None, descriptions: Mapping[str, str]
+) -> tuple[CatalogueEntry, ...]:
+    """A list of named entries in a model call's system text, where no word announces skills
+    but the same call was offered a tool whose description says it loads them ("Fetch the
+    playbook for a topic"): the list is what that loader offers. Entries named like the
+    offered tools are a list of tools, not of skills."""
+    if not system or not any(describes_loader(d) for d in descriptions.values()):
+        return ()
+    return tuple(e for e in parse_catalogue(system, announced=True) if e.name not in descriptions)
 
 
 def _listed(text: str, start: int) -> list[tuple[str, str]]:

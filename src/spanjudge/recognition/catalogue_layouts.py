@@ -55,13 +55,16 @@ _YAML_NAME = re.compile(r"^([ \t]*)(?:-[ \t]+)?name:[ \t]*(.+?)[ \t]*$")
 _YAML_DESCRIPTION = re.compile(r"^[ \t]*(?:description|desc|summary):[ \t]*(.+?)[ \t]*$")
 
 
-def by_layout(text: str, known: Collection[str] = ()) -> list[tuple[str, str]]:
+def by_layout(
+    text: str, known: Collection[str] = (), *, announced: bool = False
+) -> list[tuple[str, str]]:
     """Entries of every run in ``text`` that is a catalogue, in order, each name once; a run
-    naming one of the ``known`` skills needs nothing else to say it lists skills."""
+    naming one of the ``known`` skills needs nothing else to say it lists skills, nor does any
+    run of a text ``announced`` as offering skills by where it is."""
     out: dict[str, str] = {}
     for reader in (_xml_elements, _xml_attributes, _json_arrays, _tables, _yaml, _headings, _lines):
         for start, end, entries in reader(text):
-            if _is_catalogue(text, start, end, entries, known):
+            if _is_catalogue(text, start, end, entries, known, announced=announced):
                 for name, description in entries:
                     out.setdefault(name, description)
         if out:
@@ -70,7 +73,13 @@ def by_layout(text: str, known: Collection[str] = ()) -> list[tuple[str, str]]:
 
 
 def _is_catalogue(
-    text: str, start: int, end: int, entries: list[tuple[str, str]], known: Collection[str] = ()
+    text: str,
+    start: int,
+    end: int,
+    entries: list[tuple[str, str]],
+    known: Collection[str] = (),
+    *,
+    announced: bool = False,
 ) -> bool:
     names = {name for name, _ in entries}
     if len(names) < 2:
@@ -80,7 +89,9 @@ def _is_catalogue(
     head = text[start:end].split("\n", 1)[0]  # a table's header, an element's tag
     if _EXAMPLE.search(lead):
         return False
-    return bool(_ANNOUNCE.search(lead) or _ANNOUNCE.search(head) or not names.isdisjoint(known))
+    return bool(
+        announced or _ANNOUNCE.search(lead) or _ANNOUNCE.search(head) or not names.isdisjoint(known)
+    )
 
 
 def _name(raw: str) -> str | None:

@@ -30,15 +30,22 @@ from spanjudge.recognition.answers import assistant_text, message_text
 from spanjudge.recognition.base import (
     as_text,
     first_attr,
+    instructions_opening,
     int_attr,
+    marked_failed,
     parse_json,
     span_error,
     span_fields,
+    tool_failure,
 )
-from spanjudge.recognition.catalogue import parse_catalogue, tool_catalogue
+from spanjudge.recognition.catalogue import (
+    offered_beside_a_loader,
+    parse_catalogue,
+    tool_catalogue,
+)
 from spanjudge.recognition.evidence import ToolFacts, bodies_in, tool_step
 from spanjudge.recognition.indexed_messages import MARKERS as INDEXED_MARKERS
-from spanjudge.recognition.indexed_messages import indexed_messages
+from spanjudge.recognition.indexed_messages import block_parts, indexed_messages
 from spanjudge.spans.record import AttrValue, SpanRecord
 from spanjudge.trajectory.steps import CatalogueEntry, Step, ToolRequest, ToolResult
 
@@ -141,8 +148,17 @@ def _message_list(decoded: Any) -> tuple[dict[str, Any], ...]:
     if isinstance(decoded, dict):
         decoded = [decoded]
     if isinstance(decoded, (list, tuple)):
-        return tuple(m for m in decoded if isinstance(m, dict))
+        return tuple(_with_parts(m) for m in decoded if isinstance(m, dict))
     return ()
+
+
+def _with_parts(message: dict[str, Any]) -> dict[str, Any]:
+    """A message written with a provider's content blocks that call tools or answer them
+    (`tool_use`, `tool_result`), given the GenAI parts they stand for."""
+    if "parts" in message:
+        return message
+    blocks = block_parts(message.get("content"))
+    return message if blocks is None else {**message, "parts": blocks}
 
 
 def block_text(block: Any) -> str | None:
@@ -204,6 +220,28 @@ def last_user_text(span: SpanRecord) -> str | None:
             text = content_text(event.attributes.get("content"))
             if text:
                 return text
+    return None
+
+
+def new_request(span: SpanRecord) -> str | None:
+    """The user request a model call's input ends with: the text of its last message when that
+    is a user message holding no tool result. None when the input ends with tool results (the
+    request before goes on) or records no messages."""
+    inputs = messages(span, sc.GEN_AI_INPUT_MESSAGES)
+    if inputs:
+        last = inputs[-1]
+        if last.get("role") != "user" or parts(last, "tool_call_response"):
+            return None
+        return content_text(parts(last, "text")) or None
+    for event in reversed(span.events):
+        if event.name == sc.EV_GEN_AI_CHOICE:  # this call's output
+            continue
+        if event.name != sc.EV_GEN_AI_USER_MESSAGE:
+            return None
+        content = event.attributes.get("content")
+        if any(isinstance(b, dict) and "toolResult" in b for b in _blocks(content)):
+            return None
+        return content_text(content) or None
     return None
 
 
@@ -379,15 +417,20 @@ def tool_results(span: SpanRecord) -> tuple[ToolResult, ...]:
         for message in messages(span, key):
             for part in parts(message, "tool_call_response"):
                 response = part.get("response", part.get("result"))
-                _add_result(found, part.get("id"), result_text(response))
+                failed = marked_failed(part) or marked_failed(message)
+                _add_result(found, part.get("id"), result_text(response), failed)
             if message.get("role") == "tool" and not _parts(message):
-                _add_result(found, message.get("tool_call_id"), content_text(message))
+                failed = marked_failed(message) or any(
+                    marked_failed(b) for b in _blocks(message.get("content"))
+                )
+                _add_result(found, message.get("tool_call_id"), content_text(message), failed)
     for event in span.events:
-        if event.name == sc.EV_GEN_AI_TOOL_MESSAGE:
+        if event.name == sc.EV_GEN_AI_TOOL_MESSAGE and event.attributes.get("id") is not None:
             content = event.attributes.get("content")
             decoded = read_json(content) if isinstance(content, str) else content
             _add_result(found, event.attributes.get("id"), result_text(decoded))
-        elif event.name == sc.EV_GEN_AI_USER_MESSAGE:
+        elif event.name in (sc.EV_GEN_AI_USER_MESSAGE, sc.EV_GEN_AI_TOOL_MESSAGE):
+            # Bedrock `toolResult` blocks, in a user message or a tool message with no `id`
             for block in _blocks(event.attributes.get("content")):
                 held = block.get("toolResult") if isinstance(block, dict) else None
                 if isinstance(held, dict):
@@ -403,9 +446,11 @@ def _blocks(content: Any) -> tuple[Any, ...]:
     return tuple(decoded) if isinstance(decoded, (list, tuple)) else ()
 
 
-def _add_result(found: dict[str, ToolResult], call_id: Any, text: str | None) -> None:
+def _add_result(
+    found: dict[str, ToolResult], call_id: Any, text: str | None, failed: bool = False
+) -> None:
     if isinstance(call_id, str) and call_id and call_id not in found:
-        found[call_id] = ToolResult(call_id=call_id, text=text)
+        found[call_id] = ToolResult(call_id=call_id, text=text, failed=failed)
 
 
 def system_text(span: SpanRecord) -> str | None:
@@ -433,10 +478,17 @@ def system_text(span: SpanRecord) -> str | None:
     return joined or vertex_agent.system_text(span)
 
 
-def catalogue(span: SpanRecord) -> tuple[CatalogueEntry, ...]:
-    offered = parse_catalogue(system_text(span))
+def catalogue(span: SpanRecord, system: str | None = None) -> tuple[CatalogueEntry, ...]:
+    """The skills offered in the span's system text (``system``, when already read) and in
+    its tool definitions; a list in the system text that no word announces, when the tools
+    offered beside it include a loader."""
+    if system is None:
+        system = system_text(span)
+    offered = parse_catalogue(system)
     definitions = span.attributes.get(sc.GEN_AI_TOOL_DEFINITIONS)
     described = tool_catalogue(definitions) if isinstance(definitions, str) else ()
+    if not offered and not described and definitions is not None:
+        offered = offered_beside_a_loader(system, tool_descriptions(span))
     return offered + tuple(e for e in described if e not in offered) if described else offered
 
 
@@ -594,6 +646,7 @@ class GenAIRecogniser:
             elif isinstance(reasons, str):
                 reason = reasons
         model = first_attr(span, sc.GEN_AI_RESPONSE_MODEL, sc.GEN_AI_REQUEST_MODEL)
+        system = system_text(span)
         return Step(
             kind="model_call",
             name=span.name,
@@ -607,12 +660,14 @@ class GenAIRecogniser:
             finish_reason=reason,
             text=text,
             agent_name=span.str_attr(sc.GEN_AI_AGENT_NAME),
-            catalogue=catalogue(span),
+            catalogue=catalogue(span, system),
             tool_schemas=tool_schemas(span),
             tool_requests=requests,
             tool_results=tool_results(span),
             tool_descriptions=tool_descriptions(span),
             bodies_seen=bodies_in(input_texts(span)),
+            request=new_request(span),
+            instructions=instructions_opening(system),
             error=span_error(span),
             **self._base(span),
         )
@@ -632,7 +687,7 @@ class GenAIRecogniser:
             result=result,
             result_text=result_text(result) if has_result else None,
             has_result=has_result,
-            failure=span_error(span),
+            failure=tool_failure(span),
             tool_status=span.str_attr(sc.GEN_AI_TOOL_STATUS) or None,
             error_type=error_type,
             declared_skill=declared or None,

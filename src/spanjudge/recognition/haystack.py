@@ -22,7 +22,14 @@ from dataclasses import replace
 from typing import Any
 
 from spanjudge import semconv as sc
-from spanjudge.recognition.base import ClaimEvidence, as_text, parse_json, span_error, span_fields
+from spanjudge.recognition.base import (
+    ClaimEvidence,
+    as_text,
+    parse_json,
+    span_error,
+    span_fields,
+    tool_failure,
+)
 from spanjudge.recognition.catalogue import parse_catalogue
 from spanjudge.recognition.evidence import ToolFacts, tool_step
 from spanjudge.spans.record import SpanRecord
@@ -123,7 +130,7 @@ class HaystackRecogniser:
     def _tool(self, span: SpanRecord) -> Step:
         raw = span.attributes.get(sc.HAYSTACK_TOOL_OUTPUT)
         result = parse_json(raw)
-        failure = span_error(span)
+        failure = tool_failure(span)
         if span.attributes.get(sc.HAYSTACK_TOOL_ERROR) is True:
             detail = result.get("error") if isinstance(result, dict) else None
             failure = failure or as_text(detail) or "haystack.tool.error is true"

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from spanjudge import semconv as sc
+from spanjudge.recognition.base import parse_json
 from spanjudge.spans.record import SpanRecord
 
 _MAX_MESSAGES = 1000  # a bound on the index walk, far above any real conversation
@@ -42,8 +43,11 @@ def _message(span: SpanRecord, prefix: str) -> dict[str, Any] | None:
         return None
     parts: list[dict[str, Any]] = []
     call_id = attrs.get(f"{prefix}.tool_call_id")
+    blocks = block_parts(parse_json(content)) if isinstance(content, str) else None
     if role == "tool" or call_id is not None:
         parts.append({"type": "tool_call_response", "id": call_id, "response": content})
+    elif blocks is not None:  # a provider's content blocks, written as JSON
+        parts.extend(blocks)
     elif isinstance(content, str) and content:
         parts.append({"type": "text", "content": content})
     parts.extend(calls)
@@ -52,6 +56,55 @@ def _message(span: SpanRecord, prefix: str) -> dict[str, Any] | None:
     if reason is not None:
         message["finish_reason"] = reason
     return message
+
+
+def block_parts(content: Any) -> list[dict[str, Any]] | None:
+    """A message content of typed blocks that call tools or answer them, as GenAI parts:
+    `tool_use` (`id`, `name`, `input`) as a `tool_call`, `tool_result` (`tool_use_id`,
+    `content`, `is_error`) as a `tool_call_response` keeping `is_error`, `text` as text.
+    None when the content holds no such block (it is read as it is)."""
+    if not isinstance(content, list) or not any(
+        isinstance(b, dict) and b.get("type") in _TOOL_BLOCKS for b in content
+    ):
+        return None
+    parts: list[dict[str, Any]] = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "tool_use":
+            parts.append(
+                {
+                    "type": "tool_call",
+                    "id": block.get("id"),
+                    "name": block.get("name"),
+                    "arguments": block.get("input"),
+                }
+            )
+        elif kind == "tool_result":
+            part = {
+                "type": "tool_call_response",
+                "id": block.get("tool_use_id"),
+                "response": _block_text(block.get("content")),
+            }
+            if block.get("is_error") is True:
+                part["is_error"] = True
+            parts.append(part)
+        elif kind == "text" and isinstance(block.get("text"), str):
+            parts.append({"type": "text", "content": block["text"]})
+    return parts
+
+
+_TOOL_BLOCKS = frozenset({"tool_use", "tool_result"})
+
+
+def _block_text(content: Any) -> Any:
+    """A tool result's content: its text blocks joined, else as it is."""
+    if isinstance(content, list) and all(
+        isinstance(b, dict) and isinstance(b.get("text"), str) for b in content
+    ):
+        return "\n".join(b["text"] for b in content)
+    return content
 
 
 def indexed_messages(span: SpanRecord, key: str) -> list[dict[str, Any]]:

@@ -31,12 +31,18 @@ from spanjudge.recognition.answers import aborted_after, assistant_text, may_ans
 from spanjudge.recognition.base import (
     ClaimEvidence,
     as_text,
+    instructions_opening,
     int_attr,
     parse_json,
     span_error,
     span_fields,
+    tool_failure,
 )
-from spanjudge.recognition.catalogue import parse_catalogue, tool_catalogue
+from spanjudge.recognition.catalogue import (
+    offered_beside_a_loader,
+    parse_catalogue,
+    tool_catalogue,
+)
 from spanjudge.recognition.evidence import ToolFacts, bodies_in, tool_step
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import CatalogueEntry, Step, ToolRequest, ToolResult
@@ -131,6 +137,11 @@ class OpenInferenceRecogniser:
                     catalogue.setdefault(entry.name, entry)
         for entry in tool_catalogue(_tool_definitions(span)):
             catalogue.setdefault(entry.name, entry)
+        descriptions = tool_descriptions(span)
+        if not catalogue and descriptions:
+            system = "\n".join(m.text or "" for m in inputs if m.role in ("system", "developer"))
+            for entry in offered_beside_a_loader(system, descriptions):
+                catalogue.setdefault(entry.name, entry)
         return Step(
             **self._base(span, "model_call", model if isinstance(model, str) else span.name),
             model=model if isinstance(model, str) else None,
@@ -140,7 +151,7 @@ class OpenInferenceRecogniser:
             text="\n".join(texts) if texts else None,
             catalogue=tuple(catalogue.values()),
             tool_schemas=tool_schemas(span),
-            tool_descriptions=tool_descriptions(span),
+            tool_descriptions=descriptions,
             tool_requests=tuple(r for m in outputs for r in m.tool_calls),
             tool_results=tuple(
                 ToolResult(call_id=m.tool_call_id, text=m.text)
@@ -148,6 +159,10 @@ class OpenInferenceRecogniser:
                 if m.role == "tool" and m.tool_call_id
             ),
             bodies_seen=bodies_in(m.text for m in inputs if m.role not in ("system", "developer")),
+            request=_new_request(inputs),
+            instructions=instructions_opening(
+                "\n".join(m.text or "" for m in inputs if m.role in ("system", "developer"))
+            ),
             error=span_error(span),
         )
 
@@ -167,7 +182,7 @@ class OpenInferenceRecogniser:
             result=payload if message is None else message.get("content"),
             result_text=result,
             has_result=output is not None,
-            failure=span_error(span),
+            failure=tool_failure(span),
             tool_status=tool_status if isinstance(tool_status, str) else None,
             error_type=span.str_attr(semconv.ERROR_TYPE) if span.status != "error" else None,
             call_id=str(call_id) if call_id else None,
@@ -269,6 +284,14 @@ def message_of(item: Any) -> tuple[str, str | None] | None:
     if isinstance(item, (list, tuple)) and len(item) == 2 and isinstance(item[0], str):
         return item[0].lower(), content_text(item[1])
     return None
+
+
+def _new_request(inputs: list[Message]) -> str | None:
+    """The user request a model call's input ends with (None: it ends with a tool result)."""
+    last = inputs[-1] if inputs else None
+    if last is None or last.role not in USER_ROLES or last.tool_call_id or not last.text:
+        return None
+    return last.text.strip() or None
 
 
 def user_request(span: SpanRecord) -> str | None:

@@ -10,7 +10,9 @@
   sent back with its call id: an error, a refusal or nothing makes it a failed attempt (rejected
   before execution, aborted), so the corrected call after it counts as a retry; any other
   result is a call that ran untraced (in a session traced at the model client only, every
-  call);
+  call); there, a call the session's last model call asked for with no result sent back is a
+  call without a result (the run ended), and a call whose result goes to a model call of
+  another agent (another agent name or instructions) is a handoff, not a tool call;
 - a prompt that lists two or more named entries, one of them a skill the session shows elsewhere
   (the skills directory, a SKILL.md front matter, a load) and no catalogue offers, offers that
   list: the entries' names, not a word like "skills", say what they are;
@@ -22,7 +24,9 @@
 - one activation is counted once: a lazy load followed by the read of its SKILL.md is one
   load with the body from the read;
 - a load whose trace did not record the body takes it from the configured skills directory;
-- an answer that runs the request's texts together is what the last model call said.
+- an answer that runs the request's texts together is what the last model call said;
+- a session with no turn step (model calls and tools only) begins a turn at its first model
+  call and at each call whose input ends with a new user request.
 """
 
 from __future__ import annotations
@@ -56,10 +60,12 @@ _TOOL_KINDS = ("tool_call", "skill_load")
 _NAME_KEY = re.compile(r"skill|name|capabilit|^id$", re.I)
 # A schema's description of the argument that names what a loader loads.
 _LOADS = re.compile(r"\b(?:skill|capability)\b[^.]{0,40}\bto (?:load|activate)\b", re.I)
-# A result the agent sent back that reports a failure: in its first words, or in its first
-# line ("Skill store unavailable while loading 'x', try again.").
+# A result the agent sent back that reports a failure: in its first words ("Error: ...", "An
+# error occurred while running the tool."), or in its first line ("Skill store unavailable
+# while loading 'x', try again.").
 _FAILED_TEXT = re.compile(
     r"\s*(?:error|exception|traceback|failed|failure|invalid|validation error)\b"
+    r"|\s*an? (?:\w+ )?(?:error|exception) (?:occurred|was raised|happened)\b"
     r"|[^\n]{0,200}\b(?:unavailable|could not|cannot|can't|unable to|timed out|denied"
     r"|no \w+(?: \w+)? found)\b",
     re.I,
@@ -89,7 +95,64 @@ def reconcile(
     out = each_document(_one_activation(out))
     out = _catalogue_by_names(out, spans_by_id, library)  # loads found from their bodies
     out = not_concatenated(out)
+    out = _turns_from_model_calls(out)
     return [_with_body_source(s, library) for s in out]
+
+
+def _turns_from_model_calls(steps: list[Step]) -> list[Step]:
+    """A session no span above its model calls divides into turns (traced at the model client
+    only): the first model call, and each one whose input ends with a new user request, begins
+    a turn; the calls after it, sent tool results, go on with it. A request an earlier call
+    gave a tool to carry (an agent run as a tool) is that tool's work, not a new turn."""
+    if any(s.kind == "agent_turn" for s in steps):
+        return steps
+    calls = sorted(
+        (s for s in steps if s.kind == "model_call"),
+        key=lambda s: (s.start_unix_nano, s.end_unix_nano),
+    )
+    turns: list[Step] = []
+    given: list[str] = []  # what earlier calls asked tools to take
+    for call in calls:
+        request = call.request
+        opens = (
+            request is not None
+            and (not turns or request != turns[-1].text)
+            and not any(request in text for text in given)
+        )
+        if not turns or opens:
+            turns.append(
+                Step(
+                    kind="agent_turn",
+                    name=call.name,
+                    span_id=call.span_id,
+                    trace_id=call.trace_id,
+                    start_unix_nano=call.start_unix_nano,
+                    end_unix_nano=call.end_unix_nano,
+                    seq=call.seq - 1,
+                    preset=call.preset,
+                    text=request,
+                    agent_name=call.agent_name,
+                    catalogue=call.catalogue,
+                )
+            )
+        elif call.end_unix_nano > turns[-1].end_unix_nano:
+            turns[-1] = replace(turns[-1], end_unix_nano=call.end_unix_nano)
+        for asked in call.tool_requests:
+            given.extend(_strings_within(asked.arguments))
+    return steps + turns
+
+
+def _strings_within(value: object, depth: int = 0) -> list[str]:
+    """Every string in a call's arguments (nested ones too, a bounded walk)."""
+    if isinstance(value, str):
+        return [value]
+    if depth > _MAX_DEPTH:
+        return []
+    if isinstance(value, Mapping):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return [s for item in value for s in _strings_within(item, depth + 1)]
+    return []
 
 
 # A prompt's texts nested in a span attribute (a JSON list of messages and their parts): bounded.
@@ -317,10 +380,13 @@ def _unexecuted_requests(
     """Tool calls the model asked for that never ran: matched to executions by call id, or,
     where the instrumentation records no ids on tool spans, by tool name and time (the first
     execution of that tool after the request)."""
-    calls = [s for s in steps if s.kind in _TOOL_KINDS]
+    # a load read from a model call's own prompt (a skill pinned into it) executed nothing
+    models = {s.span_id for s in steps if s.kind == "model_call"}
+    calls = [s for s in steps if s.kind in _TOOL_KINDS and s.span_id not in models]
     executed = {s.tool_call_id for s in calls if s.tool_call_id}
     sent_back = {r.call_id: r for s in steps for r in s.tool_results}
     unmatched = _requests_without_execution(steps, calls, sent_back) if not executed else None
+    aborted: set[tuple[str, int]] = set()
     if not calls:  # no tool traced: each call the agent answered shows in the messages
         unmatched = {
             (s.span_id, at)
@@ -329,7 +395,10 @@ def _unexecuted_requests(
             for at, r in enumerate(s.tool_requests)
             if r.call_id in sent_back
         }
+        aborted = _requests_left_open(steps, sent_back)
+        unmatched |= aborted
         executed = set()
+    received = _received_by(steps)
     requested = {r.call_id for s in steps if s.kind == "model_call" for r in s.tool_requests}
     # executions whose recorded id matches no request (ADK writes "<not specified>" for some):
     # matched to requests by tool name instead
@@ -371,15 +440,26 @@ def _unexecuted_requests(
                 agent_name=step.agent_name,
             )
             answer = sent_back.get(request.call_id) if request.call_id else None
+            if answer is not None and _hands_off(step, received.get(answer.call_id)):
+                continue  # another agent took the conversation over: a handoff, no tool call
             body = None
             if answer is not None:  # what the agent sent back decides how the call went
-                attempt = _answered(attempt, answer.text)
+                attempt = _answered(attempt, answer)
                 body = body_of(parse_json(answer.text), answer.text) if answer.text else None
+            elif (step.span_id, at) in aborted:  # the run ended before any result came back
+                attempt = replace(attempt, status="unset", error=None)
             skill = skill_of_call(request.name, request.arguments)
-            if skill is not None and skill not in names and answer is None:
+            if (
+                skill is not None
+                and skill not in names
+                and answer is None
+                and not isinstance(request.arguments, Mapping)
+            ):
                 # arguments the framework could not parse may still name the skill meant
                 text = as_text(request.arguments) or ""
                 skill = next((n for n in sorted(names, key=len, reverse=True) if n in text), skill)
+            if skill is None and attempt.error is None:
+                skill = front_matter_name(body)  # a SKILL.md came back: whatever it was asked
             if skill is None:
                 # a loader nobody named, refused by argument validation before it ran
                 skill, _ = _named_skill(request.name, request.arguments, names, ordinary)
@@ -387,6 +467,49 @@ def _unexecuted_requests(
                 attempt if skill is None else as_skill_load(attempt, skill, body, has_result=True)
             )
     return steps + added if added else steps
+
+
+def _requests_left_open(
+    steps: list[Step], sent_back: Mapping[str, ToolResult]
+) -> set[tuple[str, int]]:
+    """(model span, request index) of the tool calls the session's last model call asked for
+    with no result ever sent back: the run ended (aborted, a turn limit) after asking. Whether
+    they ran the trace does not show; they are calls without a result, neither failed nor
+    answered."""
+    models = [s for s in steps if s.kind == "model_call"]
+    if not models:
+        return set()
+    last = max(models, key=lambda s: (s.end_unix_nano, s.start_unix_nano))
+    return {
+        (last.span_id, at)
+        for at, r in enumerate(last.tool_requests)
+        if r.call_id and r.call_id not in sent_back
+    }
+
+
+def _received_by(steps: list[Step]) -> dict[str, Step]:
+    """Call id -> the first model call given that call's result."""
+    found: dict[str, Step] = {}
+    for step in sorted(steps, key=lambda s: s.start_unix_nano):
+        if step.kind == "model_call":
+            for result in step.tool_results:
+                found.setdefault(result.call_id, step)
+    return found
+
+
+def _hands_off(asker: Step, receiver: Step | None) -> bool:
+    """The model call given a call's result is another agent's than the one that asked for
+    it (another agent name, or system instructions that open differently): the call handed
+    the conversation over. An agent run as a tool answers the agent that asked, so its
+    result goes back to the same instructions."""
+    if receiver is None:
+        return False
+    if asker.agent_name and receiver.agent_name:
+        return asker.agent_name != receiver.agent_name
+    mine, theirs = asker.instructions, receiver.instructions
+    if not mine or not theirs:
+        return False
+    return not (theirs.startswith(mine[:64]) or mine.startswith(theirs[:64]))
 
 
 def _unwrapped(text: str) -> str:
@@ -402,12 +525,16 @@ def _unwrapped(text: str) -> str:
     return text
 
 
-def _answered(attempt: Step, text: str | None) -> Step:
+def _answered(attempt: Step, answer: ToolResult) -> Step:
     """A requested call no tool span shows, with the result the agent sent back to the model:
-    failed when that says so (an error payload or text, a refusal, nothing), else a call that
-    ran untraced, with that result."""
+    failed when that says so, else a call that ran untraced, with that result. Structure
+    decides first (the message marks the result failed, an error payload, nothing at all);
+    the wording of the text (a refusal, an opening "Error") only where structure is silent."""
+    text = answer.text
     result = _unwrapped(text) if text is not None else ""
     error = payload_error(parse_json(result), result)
+    if error is None and answer.failed:
+        error = (result.strip().splitlines() or ["the result sent back is marked as an error"])[0]
     if error is None and (_FAILED_TEXT.match(result) or is_refusal(result[:500])):
         error = result.strip().splitlines()[0]
     if error is None and not result.strip():

@@ -27,11 +27,19 @@ from collections.abc import Sequence
 from typing import Any
 
 from spanjudge.recognition.answers import assistant_text
-from spanjudge.recognition.base import as_text, parse_json, span_error, span_fields
+from spanjudge.recognition.base import (
+    as_text,
+    instructions_opening,
+    marked_failed,
+    parse_json,
+    span_error,
+    span_fields,
+    tool_failure,
+)
 from spanjudge.recognition.catalogue import parse_catalogue
 from spanjudge.recognition.evidence import ToolFacts, tool_step
 from spanjudge.spans.record import SpanRecord
-from spanjudge.trajectory.steps import Step, ToolRequest
+from spanjudge.trajectory.steps import Step, ToolRequest, ToolResult
 
 PRESET = "shape"
 # `<prefix><sep>name` where the prefix's last word says tool or function: `x.toolCall.name`,
@@ -72,28 +80,45 @@ class ShapeRecogniser:
         tool = _tool_keys(span)
         if tool is not None:
             return [self._tool(span, *tool)]
-        if span.parent_span_id is None:
-            return self._turn(span)
+        if span.parent_span_id is None and (turn := self._turn(span)):
+            return turn
         return self._model_call(span)
 
     def finalise(self, steps: list[Step], spans: Sequence[SpanRecord]) -> list[Step]:
-        """A model call read by shape with no turn or model call above it is the turn: its
-        root is a span of something else (a web server's request span, a job's span)."""
-        shaped = {id(s) for s in steps if s.preset == PRESET and s.kind == "model_call"}
+        """Turns and model calls by where a span read by shape sits among what was read.
+
+        With nothing read above it, a span with calls read below it is the turn (a model call
+        by its own attributes, under a span of something else: a web server's request span, a
+        job's span). With nothing read above or below it, a span that counted tokens or asked
+        for tools is a model call, even as a root (a session traced at the model client
+        only): session assembly divides such calls into turns by their requests."""
+        shaped = [s for s in steps if s.preset == PRESET and s.kind in ("agent_turn", "model_call")]
         if not shaped:
             return steps
         by_id = {s.span_id: s for s in spans}
         read = {s.span_id for s in steps if s.kind in ("agent_turn", "model_call")}
-        out: list[Step] = []
-        for step in steps:
+        below = _with_steps_below(steps, by_id)
+        changed: dict[str, list[Step]] = {}
+        for step in shaped:
             span = by_id.get(step.span_id)
-            if id(step) in shaped and span is not None and not _read_above(span, by_id, read):
-                turn = self._turn(span)
+            if span is None or step.span_id in changed or _read_above(span, by_id, read):
+                continue
+            if step.span_id in below:
+                turn = self._turn(span) if step.kind == "model_call" else None
                 if turn:
-                    out.extend(turn)
-                    continue
-            out.append(step)
-        return out
+                    changed[step.span_id] = turn
+            elif step.kind == "agent_turn":
+                call = self._model_call(span)
+                if call and (call[0].tool_requests or call[0].input_tokens is not None):
+                    changed[step.span_id] = call
+            elif step.input_tokens is None and not step.tool_requests:
+                turn = self._turn(span)  # no count, no tools: a turn by its prompt and answer
+                if turn:
+                    changed[step.span_id] = turn
+        if not changed:
+            return steps
+        out = [s for s in steps if s.span_id not in changed or s.preset != PRESET]
+        return out + [s for found in changed.values() for s in found]
 
     def _model_call(self, span: SpanRecord) -> list[Step] | None:
         """A span below the turn with prompt- and response-shaped attributes: one model call,
@@ -103,15 +128,18 @@ class ShapeRecogniser:
         asked = _asked(span)
         if prompt is None or (response is None and not asked):
             return None
-        _, system = _request(span.attributes[prompt])
+        request, system = _request(span.attributes[prompt])
         return [
             Step(
                 kind="model_call",
                 name=span.name,
                 text=assistant_text(span.attributes[response]) if response else None,
+                request=request if _ends_with_user(span.attributes[prompt]) else None,
+                instructions=instructions_opening(system),
                 input_tokens=_tokens(span, _INPUT_TOKENS),
                 output_tokens=_tokens(span, _OUTPUT_TOKENS),
                 tool_requests=asked,
+                tool_results=_sent_back(span.attributes[prompt]),
                 catalogue=parse_catalogue(system),
                 error=span_error(span),
                 **span_fields(span, PRESET),
@@ -135,7 +163,7 @@ class ShapeRecogniser:
             result=payload,
             result_text=as_text(payload) if raw is not None else None,
             has_result=raw is not None,
-            failure=span_error(span),
+            failure=tool_failure(span),
             call_id=call_id,
         )
         return tool_step(facts, span_fields(span, PRESET))
@@ -163,6 +191,20 @@ class ShapeRecogniser:
         if answer:
             steps.append(Step(kind="final_answer", name=span.name, text=answer, seq=1, **base))
         return steps
+
+
+def _with_steps_below(steps: list[Step], by_id: dict[str, SpanRecord]) -> set[str]:
+    """The spans with a step read below them (bounded walks: cycles)."""
+    found: set[str] = set()
+    for step in steps:
+        parent = step.parent_span_id
+        for _ in range(256):
+            if parent is None or parent in found:
+                break
+            found.add(parent)
+            above = by_id.get(parent)
+            parent = above.parent_span_id if above is not None else None
+    return found
 
 
 def _read_above(span: SpanRecord, by_id: dict[str, SpanRecord], read: set[str]) -> bool:
@@ -268,6 +310,61 @@ def _request(prompt: Any) -> tuple[str | None, str | None]:
         elif role in _SYSTEM_ROLES and text:
             system.append(text)
     return request, "\n".join(system) or None
+
+
+_ID_KEYS = ("tool_call_id", "toolCallId", "tool_use_id", "toolUseId", "id")
+_RESULT_KEYS = ("output", "result", "response", "content")
+
+
+def _sent_back(prompt: Any) -> tuple[ToolResult, ...]:
+    """The tool results a prompt's messages send back to the model, by call id: a `tool`
+    message with its call's id, or a part whose type says result or response (`tool-result`,
+    `tool_result`, `tool_call_response`) with one. A result its message or part marks failed
+    says so."""
+    decoded = parse_json(prompt)
+    if isinstance(decoded, dict):
+        decoded = decoded.get("messages")
+    if not isinstance(decoded, list):
+        return ()
+    found: dict[str, ToolResult] = {}
+    for message in decoded:
+        if not isinstance(message, dict):
+            continue
+        content = message.get("content", message.get("parts"))
+        held = [p for p in content if isinstance(p, dict)] if isinstance(content, list) else []
+        results = [
+            p for p in held if any(w in str(p.get("type") or "") for w in ("result", "response"))
+        ]
+        if not results and str(message.get("role") or "").lower() == "tool":
+            results = [message]
+        for part in results:
+            call_id = next((part[k] for k in _ID_KEYS if isinstance(part.get(k), str)), None)
+            if not call_id or call_id in found:
+                continue
+            value = next((part[k] for k in _RESULT_KEYS if k in part), None)
+            if isinstance(value, dict) and "value" in value:  # `{"type": "text", "value": ...}`
+                value = value["value"]
+            failed = marked_failed(part) or (part is not message and marked_failed(message))
+            found[call_id] = ToolResult(call_id=call_id, text=as_text(value), failed=failed)
+    return tuple(found.values())
+
+
+def _ends_with_user(prompt: Any) -> bool:
+    """The prompt is plain text, or its message list ends with a user message (not a tool
+    result sent back)."""
+    decoded = parse_json(prompt)
+    if isinstance(decoded, dict) and "role" not in decoded:
+        decoded = decoded.get("messages", decoded.get("prompt"))
+    if isinstance(decoded, str):
+        return bool(decoded.strip())
+    if isinstance(decoded, dict):
+        decoded = [decoded]
+    if not isinstance(decoded, list) or not decoded or not isinstance(decoded[-1], dict):
+        return False
+    last = decoded[-1]
+    return str(last.get("role") or "").lower() in _USER_ROLES and not any(
+        "tool" in str(k).lower() or "tool" in str(last.get("type") or "").lower() for k in last
+    )
 
 
 def _tokens(span: SpanRecord, pattern: re.Pattern[str]) -> int | None:

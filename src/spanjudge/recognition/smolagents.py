@@ -25,7 +25,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from spanjudge import semconv
-from spanjudge.recognition.base import ClaimEvidence, as_text, parse_json, span_error, span_fields
+from spanjudge.recognition.base import (
+    ClaimEvidence,
+    as_text,
+    parse_json,
+    span_error,
+    span_fields,
+    tool_failure,
+)
 from spanjudge.recognition.evidence import ToolFacts, tool_step
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import Step
@@ -85,7 +92,7 @@ class SmolagentsRecogniser:
             result=parse_json(output),
             result_text=as_text(output),
             has_result=output is not None,
-            failure=span_error(span),
+            failure=tool_failure(span),
         )
         return [tool_step(facts, span_fields(span, PRESET))]
 

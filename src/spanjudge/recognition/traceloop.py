@@ -17,7 +17,14 @@ from typing import Any
 
 from spanjudge import semconv as sc
 from spanjudge.recognition.answers import assistant_text
-from spanjudge.recognition.base import ClaimEvidence, as_text, parse_json, span_error, span_fields
+from spanjudge.recognition.base import (
+    ClaimEvidence,
+    as_text,
+    parse_json,
+    span_error,
+    span_fields,
+    tool_failure,
+)
 from spanjudge.recognition.evidence import ToolFacts, tool_step
 from spanjudge.recognition.genai import last_user_text
 from spanjudge.spans.record import SpanRecord
@@ -74,7 +81,7 @@ class TraceloopRecogniser:
             result=result,
             result_text=as_text(result) if raw is not None else None,
             has_result=raw is not None,
-            failure=span_error(span),
+            failure=tool_failure(span),
             error_type=span.str_attr(sc.ERROR_TYPE),
         )
         return tool_step(facts, span_fields(span, self.name))

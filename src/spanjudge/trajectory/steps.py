@@ -47,6 +47,9 @@ class ToolResult:
 
     call_id: str
     text: str | None = None
+    # the message or part holding the result marks it failed (`is_error`, an error status or
+    # type): structure that decides before any wording of the text
+    failed: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -99,6 +102,12 @@ class Step:
     agent_name: str | None = None
     # agent_turn: its input holds only tool results or approvals (the previous turn goes on)
     continuation: bool = False
+    # model_call: the user request its input ends with (None when its new input is only tool
+    # results): where no span above the model calls says so, this is where a turn begins
+    request: str | None = None
+    # model_call: the opening of its system instructions, which say which agent is speaking
+    # where no span names it (a handoff gives the conversation to other instructions)
+    instructions: str | None = None
     # offered skills and tool schemas seen on this span (system prompts, tool definitions)
     catalogue: tuple[CatalogueEntry, ...] = ()
     tool_schemas: Mapping[str, Any] = field(default_factory=dict)
