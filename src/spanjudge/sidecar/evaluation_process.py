@@ -3,9 +3,10 @@
 The parent (`sidecar.shards`) routes each span to the process that owns its session and sends
 it here with the spool id of its request. This process runs the same `Worker` loop as the
 single-process sidecar (store, engine, ticks, shutdown modes), but its "sinks" and "spool" are
-the pipe back to the parent: results go back to be emitted, and completions (with the mark of
-the last request this process had taken when the session closed) go back to be confirmed in
-the one spool once the parent's sinks accepted them. Nothing here writes the spool: the worker's
+the pipe back to the parent: what the parent's metrics sink and summary line record of the
+results goes back tallied (`emit.metrics.MetricsTally`), and completions (with the mark of the
+last request this process had taken when the session closed) go back to be confirmed in the
+one spool once the parent's sinks accepted them. Nothing here writes the spool: the worker's
 revision ledger reads the revisions recorded there and confirms through the pipe.
 """
 
@@ -20,7 +21,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, cast
 
@@ -28,7 +29,7 @@ from opentelemetry import metrics
 from opentelemetry.sdk.resources import Resource
 
 from spanjudge.config import Config
-from spanjudge.emit.metrics import SelfTelemetry
+from spanjudge.emit.metrics import MetricsTally, SelfTelemetry
 from spanjudge.emit.otel import OtelVerdictSink
 from spanjudge.engine import Engine
 from spanjudge.sessions.revisions import Completion
@@ -39,7 +40,7 @@ from spanjudge.sidecar.export_health import export_health
 from spanjudge.sidecar.relay_metrics import RelayMeterProvider
 from spanjudge.sidecar.signals import STOP_SIGNALS
 from spanjudge.sidecar.spool import Stored, remember_revisions
-from spanjudge.sidecar.summary_log import open_in
+from spanjudge.sidecar.summary_log import Judged, log_judged, open_in
 from spanjudge.sidecar.worker import Worker
 from spanjudge.spans.record import SpanRecord
 from spanjudge.values import SessionResult
@@ -153,32 +154,29 @@ def replay_telemetry(
         telemetry.evaluation_duration(seconds)
 
 
-class _ForwardSink:
-    """Results for the parent's metrics sink, sent when the worker flushes (after the export)."""
+class _TallySink:
+    """What serve's own sinks (its metrics and its summary line) record of the results here,
+    tallied per series and sent when the worker flushes (after the export), with the sessions
+    it covers: serve records a message in one step per series, not per session."""
 
     def __init__(self, channel: _Channel) -> None:
         self.channel = channel
-        self._results: list[SessionResult] = []
+        self._sessions: list[tuple[str, int]] = []
+        self._metrics = MetricsTally()
+        self._judged = Judged()
 
     def emit(self, result: SessionResult) -> None:
-        # What the parent's metrics sink reads: verdicts, expectation, agent, skills, stats.
-        # The steps and turns (most of a result's size) stay here.
-        slim = replace(
-            result.trajectory,
-            turns=(),
-            steps=(),
-            final_answer=None,
-            terminal_state=None,
-            tool_schemas={},
-            retry_span_ids=(),
-            backtrack_span_ids=(),
-        )
-        self._results.append(replace(result, trajectory=slim))
+        trajectory = result.trajectory
+        self._sessions.append((trajectory.session_id, trajectory.revision))
+        self._metrics.add(result)
+        self._judged.add(result)
+        log_judged(result)
 
     def flush(self, timeout_s: float) -> bool:
-        if self._results:
-            results, self._results = self._results, []
-            self.channel.send(("results", results))
+        if self._sessions:
+            message = ("results", self._sessions, self._metrics, self._judged)
+            self._sessions, self._metrics, self._judged = [], MetricsTally(), Judged()
+            self.channel.send(message)
         return True
 
     def shutdown(self) -> None:
@@ -347,8 +345,8 @@ def run(settings: ProcessSettings, conn: Connection, out: Connection, paused: An
     worker.meters = meters
     worker.export = export
     # Plugin sinks (`emit.sinks`) run here, each process with its own; the metrics sink is
-    # the parent's (one /metrics): results go back to it, without their steps and turns.
-    worker.pipeline.sinks = [*sinks, *worker.pipeline.sinks, _ForwardSink(channel)]
+    # the parent's (one /metrics): what it records of the results goes back, tallied.
+    worker.pipeline.sinks = [*sinks, *worker.pipeline.sinks, _TallySink(channel)]
     worker.start()
     channel.send(("ready", None))
     code = 0

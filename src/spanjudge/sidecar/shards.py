@@ -3,11 +3,12 @@
 `ShardedWorker` keeps the single worker's receiver side (budgets, the spool written before the
 ack, backpressure) and its confirmation step (flush every sink, then release the sessions from
 the spool), and hands evaluation to N spawned processes (`sidecar.evaluation_process`), each
-owning the sessions whose key hashes to it (`sidecar.routing`). A process sends back results,
-which are emitted here, and completions, which are confirmed here once the sinks accepted
-them. Each completion carries the spool id of the last request its process had taken when the
-session closed: a session's spool rows are all in requests routed to its owner, so that mark
-releases exactly what the owner consumed, whatever the other processes are doing.
+owning the sessions whose key hashes to it (`sidecar.routing`). A process sends back what
+this process's sinks (its metrics and its summary line) record of its results, tallied, which
+is recorded here, and completions, which are confirmed here once the sinks accepted them. Each
+completion carries the spool id of the last request its process had taken when the session
+closed: a session's spool rows are all in requests routed to its owner, so that mark releases
+exactly what the owner consumed, whatever the other processes are doing.
 
 A process that dies makes the sidecar not ready (`crashed`), and `serve` exits non-zero; what
 it had not confirmed is still spooled and replayed by the next start. A process that stops
@@ -34,6 +35,7 @@ from typing import Any
 
 from spanjudge.config import Config
 from spanjudge.emit.base import Sink
+from spanjudge.emit.metrics import MetricsSink, MetricsTally
 from spanjudge.engine import Engine
 from spanjudge.judges.registry import budget_share
 from spanjudge.pipeline import agent_spans
@@ -47,9 +49,9 @@ from spanjudge.sidecar.relay_metrics import Replayer
 from spanjudge.sidecar.routing import Router
 from spanjudge.sidecar.signals import STOP_SIGNALS
 from spanjudge.sidecar.spool import MemorySpool, Spool, group_of
+from spanjudge.sidecar.summary_log import Judged, SummaryLog
 from spanjudge.sidecar.worker import Worker
 from spanjudge.spans.record import SpanRecord
-from spanjudge.values import SessionResult
 
 log = logging.getLogger("spanjudge.sidecar")
 _CONTEXT = multiprocessing.get_context("spawn")  # never fork a process that runs threads
@@ -128,7 +130,11 @@ class ShardedWorker(Worker):
         **kwargs: Any,
     ) -> None:
         super().__init__(engine, sinks, spool, checks=checks, **kwargs)
-        # Only the sinks given (metrics) run here; plugin sinks run in the processes.
+        # Only the sinks given run here, on what the processes tallied of their results (the
+        # verdict export and plugin sinks run in the processes).
+        others = [s for s in sinks if not isinstance(s, (MetricsSink, SummaryLog))]
+        if others:
+            raise TypeError(f"serve.workers > 1 runs these sinks in no process: {others}")
         self.pipeline.sinks = list(sinks)
         policy = config.policy
         self._export = export
@@ -370,11 +376,10 @@ class ShardedWorker(Worker):
 
     def _handle(self, p: _Process, message: tuple[Any, ...]) -> None:
         kind = message[0]
-        if kind == "results":
-            for result in message[1]:
-                if not self._emit(result):
-                    trajectory = result.trajectory
-                    self._not_emitted.add((trajectory.session_id, trajectory.revision))
+        if kind == "results":  # sessions (key, revision), their metrics tally, summary counts
+            _, sessions, tally, judged = message
+            if not self._record(tally, judged):
+                self._not_emitted.update(sessions)
         elif kind == "done":
             # A session a sink here failed on stays spooled, as with one process (its
             # completion follows its result, from the same process).
@@ -416,15 +421,18 @@ class ShardedWorker(Worker):
         elif kind == "ready":  # a replacement built its engine
             p.ready = True
 
-    def _emit(self, result: SessionResult) -> bool:
-        emitted = True
+    def _record(self, tally: MetricsTally, judged: Judged) -> bool:
+        recorded = True
         for sink in self.pipeline.sinks:
             try:
-                sink.emit(result)
+                if isinstance(sink, MetricsSink):
+                    sink.replay(tally)
+                elif isinstance(sink, SummaryLog):
+                    sink.add(judged)
             except Exception:
-                emitted = False
+                recorded = False
                 self.guard.failed(f"emit:{type(sink).__name__}")
-        return emitted
+        return recorded
 
     def _gone(self, p: _Process) -> None:
         p.gone = True
