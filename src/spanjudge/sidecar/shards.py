@@ -42,16 +42,20 @@ from spanjudge.pipeline import agent_spans
 from spanjudge.sessions.store import ClosePolicy
 from spanjudge.sidecar import evaluation_process
 from spanjudge.sidecar.config import ExportConfig
-from spanjudge.sidecar.evaluation_process import HEARTBEAT_S, ProcessSettings, replay_telemetry
+from spanjudge.sidecar.evaluation_process import (
+    HEARTBEAT_S,
+    ProcessSettings,
+    payload,
+    replay_telemetry,
+)
 from spanjudge.sidecar.export_health import export_health
-from spanjudge.sidecar.intake import BadRequest, decode_body
+from spanjudge.sidecar.intake import FORMAT_PROTOBUF, BadRequest, Decoded, decode_heads
 from spanjudge.sidecar.relay_metrics import Replayer
-from spanjudge.sidecar.routing import Router
+from spanjudge.sidecar.routing import Routable, Router
 from spanjudge.sidecar.signals import STOP_SIGNALS
 from spanjudge.sidecar.spool import MemorySpool, Spool, group_of
 from spanjudge.sidecar.summary_log import Judged, SummaryLog
 from spanjudge.sidecar.worker import Worker
-from spanjudge.spans.record import SpanRecord
 
 log = logging.getLogger("spanjudge.sidecar")
 _CONTEXT = multiprocessing.get_context("spawn")  # never fork a process that runs threads
@@ -202,8 +206,17 @@ class ShardedWorker(Worker):
 
     # --- receiver side (submit lock held) ---
 
+    def decode(self, body: bytes, fmt: str) -> Decoded:
+        """A protobuf traces body's spans as `SpanHead`s: routed by what they carry, they
+        cross to their evaluation process serialized (`evaluation_process.payload`), decoded
+        only there. A JSON or logs body is decoded here: its records cross pickled (turning
+        JSON into protobuf here would cost about what decoding it does)."""
+        if fmt == FORMAT_PROTOBUF:
+            return decode_heads(body, self.limits, self.checks, self._key_attributes)
+        return super().decode(body, fmt)
+
     def _enqueue(
-        self, request_id: int, records: Sequence[SpanRecord], nbytes: int = 0, sizes: Any = None
+        self, request_id: int, records: Sequence[Routable], nbytes: int = 0, sizes: Any = None
     ) -> None:
         now = time.monotonic()
         total = len(records) or 1
@@ -217,7 +230,14 @@ class ShardedWorker(Worker):
             n = len(routed.records)
             share = nbytes * n // total  # the body's bytes in proportion to the spans routed
             target.feed.put(
-                (request_id, routed.records, routed.released, routed.resent, routed.sizes)
+                (
+                    request_id,
+                    payload(routed.records),
+                    routed.released,
+                    routed.resent,
+                    routed.sizes,
+                    n,
+                )
             )
             target.backlog.append((request_id, n, now, share))
             target.backlog_spans += n
@@ -520,7 +540,7 @@ class ShardedWorker(Worker):
         keys = self._key_attributes
         for stored in self.spool.replay():
             try:
-                decoded = decode_body(stored.body, stored.format, self.limits, self.checks)
+                decoded = self.decode(stored.body, stored.format)
             except BadRequest:  # it was accepted once with the same checks
                 continue
             records, _ = agent_spans(
@@ -534,7 +554,7 @@ class ShardedWorker(Worker):
                 continue
             n = len(records)
             share = len(stored.body) * n // len(decoded.records)
-            p.feed.put((stored.request_id, records, [], 0, None))
+            p.feed.put((stored.request_id, payload(records), [], 0, None, n))
             p.backlog.append((stored.request_id, n, now, share))
             p.backlog_spans += n
             p.backlog_bytes += share
