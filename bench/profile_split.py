@@ -40,7 +40,7 @@ STAGES = [
         r"^MetricsSink\.|/opentelemetry/sdk/metrics/|/opentelemetry/exporter/prometheus|"
         r"^replay_telemetry ",
     ),
-    ("results to the main process", r"^_TallySink\."),
+    ("results to the main process", r"^_ForwardSink\."),
 ]
 # a thread blocked in C (py-spy counts some of those as active): the running function's frame
 IDLE = re.compile(

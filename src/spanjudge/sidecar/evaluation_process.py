@@ -209,7 +209,7 @@ def replay_telemetry(
         telemetry.evaluation_duration(seconds)
 
 
-class _TallySink:
+class _ForwardSink:
     """What serve's own sinks (its metrics and its summary line) record of the results here,
     tallied per series and sent when the worker flushes (after the export), with the sessions
     it covers: serve records a message in one step per series, not per session."""
@@ -408,7 +408,7 @@ def run(settings: ProcessSettings, conn: Connection, out: Connection, paused: An
     worker.export = export
     # Plugin sinks (`emit.sinks`) run here, each process with its own; the metrics sink is
     # the parent's (one /metrics): what it records of the results goes back, tallied.
-    worker.pipeline.sinks = [*sinks, *worker.pipeline.sinks, _TallySink(channel)]
+    worker.pipeline.sinks = [*sinks, *worker.pipeline.sinks, _ForwardSink(channel)]
     worker.start()
     channel.send(("ready", None))
     code = 0

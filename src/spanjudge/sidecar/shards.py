@@ -204,8 +204,6 @@ class ShardedWorker(Worker):
     def pids(self) -> tuple[int, ...]:
         return tuple(p.process.pid for p in self._processes if p.process is not None)
 
-    # --- receiver side (submit lock held) ---
-
     def decode(self, body: bytes, fmt: str) -> Decoded:
         """A protobuf traces body's spans as `SpanHead`s: routed by what they carry, they
         cross to their evaluation process serialized (`evaluation_process.payload`), decoded
@@ -214,6 +212,8 @@ class ShardedWorker(Worker):
         if fmt == FORMAT_PROTOBUF:
             return decode_heads(body, self.limits, self.checks, self._key_attributes)
         return super().decode(body, fmt)
+
+    # --- receiver side (submit lock held) ---
 
     def _enqueue(
         self, request_id: int, records: Sequence[Routable], nbytes: int = 0, sizes: Any = None
