@@ -23,9 +23,12 @@ from pathlib import Path
 
 # (stage, pattern on "function file") in the order they are looked for along a stack
 STAGES = [
-    ("receive: decode OTLP into records", r"^decode_body |/spanjudge/spans/"),
+    ("receive: decode OTLP", r"^decode_body |^decode_heads |/spanjudge/spans/"),
     ("spool", r"/spanjudge/sidecar/spool\.py|^Spool\.|sqlite3"),
-    ("routing to evaluation processes", r"/spanjudge/sidecar/routing\.py|^Shards\._feed |^_feed "),
+    (
+        "routing to evaluation processes",
+        r"/spanjudge/sidecar/routing\.py|^Shards\._feed |^_feed |^payload ",
+    ),
     ("session store", r"/spanjudge/sessions/"),
     ("recognition", r"/spanjudge/recognition/"),
     ("assembly", r"/spanjudge/trajectory/"),

@@ -228,3 +228,61 @@ def test_the_sessions_each_evaluator_saw_and_left_out_are_counted_once_per_sessi
     assert 0 < left_out < len(results)
     assert counted == {None: len(results) - left_out, "not_sampled": left_out}
     assert verdicts > len(results)  # several verdicts for a judged session
+
+
+def _points(reader: InMemoryMetricReader) -> dict[Any, Any]:
+    """Every data point of every metric: counter values, histogram counts, sums and buckets."""
+    data = reader.get_metrics_data()
+    out: dict[Any, Any] = {}
+    for rm in data.resource_metrics if data else ():
+        for sm in rm.scope_metrics:
+            for metric in sm.metrics:
+                for p in metric.data.data_points:
+                    key = (metric.name, frozenset(dict(p.attributes).items()))
+                    if hasattr(p, "bucket_counts"):
+                        out[key] = (p.count, p.sum, tuple(p.bucket_counts), p.min, p.max)
+                    else:
+                        out[key] = p.value
+    return out
+
+
+def test_tallies_replayed_record_what_emitting_each_session_records() -> None:
+    # Sessions evaluated in another process come as tallies of several sessions at a time:
+    # the label caps admit the same names, count the same cut names, and every series ends
+    # with the same values as when each session is emitted on its own.
+    from spanjudge.emit.metrics import MetricsSink, MetricsTally
+
+    keep = CollectingSink()
+    tracer_provider = TracerProvider()
+    processor = SpanJudgeProcessor(tracer_provider=tracer_provider, sinks=[keep])
+    tracer_provider.add_span_processor(processor)
+    agent = ScriptedAgent(tracer_provider)
+    for scenario in SCENARIOS:
+        agent.run(scenario, end_session=True)
+    assert processor.force_flush(10_000)
+    processor.shutdown()
+    names = ["alpha", "x" * 200, "beta", "Alpha", "gamma", "y" * 300]  # over a cap of 3
+    results = [
+        replace(r, trajectory=replace(r.trajectory, agent_name=name))
+        for name in names
+        for r in keep.results
+    ]
+    one, replayed = InMemoryMetricReader(), InMemoryMetricReader()
+    emitting = MetricsSink(MeterProvider(metric_readers=[one]), max_label_values=3)
+    replaying = MetricsSink(
+        MeterProvider(metric_readers=[replayed]), max_label_values=3, batch_counters=True
+    )
+    for result in results:
+        emitting.emit(result)
+    for start in range(0, len(results), 4):
+        tally = MetricsTally()
+        for result in results[start : start + 4]:
+            tally.add(result)
+        replaying.replay(tally)
+    assert replaying.flush(1.0)
+    expected = _points(one)
+    agents = {dict(k[1]).get("gen_ai.agent.name") for k in expected} - {None}
+    assert "other" in agents and "gamma" not in agents and "Alpha" not in agents
+    cut = sum(v for k, v in expected.items() if k[0] == "spanjudge.label_values_cut")
+    assert cut == 2 * len(keep.results)  # each long name, once per session
+    assert _points(replayed) == expected

@@ -10,10 +10,13 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from google.protobuf import json_format
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SpanExportResult
 
@@ -44,16 +47,45 @@ def _keyless_first(spans: list[SpanRecord]) -> int:
     return early
 
 
-def _run(tmp: Path, workers: int, spans: list[SpanRecord]) -> _Receiver:
+def _grpc(endpoints: dict[str, Any], spans: list[SpanRecord]) -> None:
+    exporter = OTLPSpanExporter(endpoint=endpoints["grpc"], insecure=True)
+    for i in range(0, len(spans), 3):  # small requests: a trace spans many of them
+        assert exporter.export(to_sdk(spans[i : i + 3])) == SpanExportResult.SUCCESS
+    exporter.shutdown()
+
+
+def _every_transport(endpoints: dict[str, Any], spans: list[SpanRecord]) -> None:
+    """Requests of 3 spans by turns over OTLP/gRPC, OTLP/HTTP protobuf and OTLP/HTTP JSON:
+    a trace's key-less spans and its key arrive in different encodings."""
+    exporter = OTLPSpanExporter(endpoint=endpoints["grpc"], insecure=True)
+    for n, i in enumerate(range(0, len(spans), 3)):
+        request = encode_spans(to_sdk(spans[i : i + 3]))
+        if n % 3 == 0:
+            assert exporter.export(to_sdk(spans[i : i + 3])) == SpanExportResult.SUCCESS
+            continue
+        if n % 3 == 1:
+            body, content_type = request.SerializeToString(), "application/x-protobuf"
+        else:
+            body, content_type = json_format.MessageToJson(request).encode(), "application/json"
+        post = urllib.request.Request(
+            f"http://{endpoints['http']}/v1/traces",
+            data=body,
+            headers={"Content-Type": content_type},
+        )
+        with urllib.request.urlopen(post, timeout=30) as answer:
+            assert answer.status == 200
+    exporter.shutdown()
+
+
+def _run(
+    tmp: Path, workers: int, spans: list[SpanRecord], send: Callable[..., None] = _grpc
+) -> _Receiver:
     tmp.mkdir()
     verdicts = _Receiver()
     sidecar = SidecarProcess(tmp, _config(tmp, workers, on_shutdown="evaluate"), _env(verdicts))
     sidecar.start()
     try:
-        exporter = OTLPSpanExporter(endpoint=sidecar.endpoints["grpc"], insecure=True)
-        for i in range(0, len(spans), 3):  # small requests: a trace spans many of them
-            assert exporter.export(to_sdk(spans[i : i + 3])) == SpanExportResult.SUCCESS
-        exporter.shutdown()
+        send(sidecar.endpoints, spans)
         assert sidecar.terminate() == 0  # on_shutdown evaluate: every session is judged now
     finally:
         if sidecar.proc is not None and sidecar.proc.poll() is None:
@@ -79,6 +111,17 @@ def test_two_workers_give_the_verdicts_one_worker_gives(tmp_path: Path) -> None:
     # each session judged once, its verdicts delivered as log records too
     assert all(len(revs) == 1 for revs in two_server.received.sessions().values())
     assert two_server.received.log_ids() == two_server.received.span_ids()
+
+
+def test_two_workers_judge_alike_whatever_encoding_each_request_came_in(tmp_path: Path) -> None:
+    # Protobuf spans cross to their evaluation process as they arrived, JSON ones decoded: a
+    # trace's key-less spans held from one kind of request join the key from another.
+    spans = _as_exported()
+    one = _verdicts(_run(tmp_path / "one", 1, spans, _every_transport))
+    two_server = _run(tmp_path / "two", 2, spans, _every_transport)
+    assert len(one) > 100
+    assert _verdicts(two_server) == one
+    assert all(len(revs) == 1 for revs in two_server.received.sessions().values())
 
 
 def _send_sessions(endpoint: str, prefix: str, n: int) -> list[str]:

@@ -13,7 +13,7 @@ import pytest
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SpanExportResult
 
-from spanjudge.emit.metrics import MetricsSink
+from spanjudge.emit.metrics import MetricsSink, MetricsTally
 from spanjudge.spans.files import read_input
 from tests.judges.chat_server import chat_server, completion
 from tests.sidecar.conftest import MakeSidecar
@@ -31,10 +31,12 @@ STRANDS = FIXTURES / "strands" / "strands_default.jsonl"
 pytestmark = pytest.mark.slow
 
 
-def _send(port: int, *sessions: str) -> None:
+def _send(port: int, *sessions: tuple[str, str]) -> None:
+    """Send each (session id, agent name)."""
     exporter = OTLPSpanExporter(endpoint=f"127.0.0.1:{port}", insecure=True, timeout=20)
-    for session in sessions:
-        assert exporter.export(synthetic_session(session)) == SpanExportResult.SUCCESS
+    for session, agent in sessions:
+        spans = synthetic_session(session, agent=agent)
+        assert exporter.export(spans) == SpanExportResult.SUCCESS
     exporter.shutdown()
 
 
@@ -43,19 +45,36 @@ def _send(port: int, *sessions: str) -> None:
 def test_a_session_the_metrics_sink_failed_on_stays_spooled(
     make_sidecar: MakeSidecar, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, workers: int
 ) -> None:
-    original = MetricsSink.emit
-    broken = {"breaks"}
+    # The sink fails on the sessions of one agent. With one process it is given each session;
+    # with two it is given what a process tallied of the sessions it judged since its last flush.
+    broken = {"broken-agent"}
+    failed: list[str] = []
+    if workers == 1:
+        original = MetricsSink.emit
 
-    def emit(self: MetricsSink, result: Any) -> None:
-        if result.trajectory.session_id in broken:
-            raise RuntimeError("metrics sink bug")
-        original(self, result)
+        def emit(self: MetricsSink, result: Any) -> None:
+            if result.trajectory.agent_name in broken:
+                failed.append(result.trajectory.session_id)
+                raise RuntimeError("metrics sink bug")
+            original(self, result)
 
-    monkeypatch.setattr(MetricsSink, "emit", emit)
+        monkeypatch.setattr(MetricsSink, "emit", emit)
+    else:
+        replay = MetricsSink.replay
+
+        def replay_tally(self: MetricsSink, tally: MetricsTally) -> None:
+            if any(raw in broken for _, raw in tally.labels):
+                failed.append("a tally")
+                raise RuntimeError("metrics sink bug")
+            replay(self, tally)
+
+        monkeypatch.setattr(MetricsSink, "replay", replay_tally)
     spool = {"path": str(tmp_path / "kept.db")}
     sidecar = make_sidecar(workers=workers, spool=spool)
     assert sidecar.grpc is not None
-    _send(sidecar.grpc.port, "breaks", "fine")
+    _send(sidecar.grpc.port, ("breaks", "broken-agent"))
+    assert wait_for(lambda: bool(failed), 30)
+    _send(sidecar.grpc.port, ("fine", "bench-agent"))
     assert wait_for(lambda: sidecar.worker.evaluated_sessions >= 1, 30)
     assert wait_for(lambda: sidecar.spool.requests <= 1, 10)
     assert sidecar.worker.evaluated_sessions == 1  # "fine" only

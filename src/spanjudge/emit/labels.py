@@ -47,10 +47,12 @@ class LabelBudget:
         self._admitted: dict[str, str] = {}
         self.overflowed = 0
 
-    def __call__(self, value: str, spelling: str | None = None) -> str:
+    def __call__(self, value: str, spelling: str | None = None, calls: int = 1) -> str:
+        """``value``'s label; ``calls``: how many uses of it this stands for (each one a value
+        cut, or over the cap, is counted)."""
         if len(value) > MAX_LABEL_CHARS:
             if self.on_cut is not None:
-                self.on_cut(1)
+                self.on_cut(calls)
             value = cap_label(value)
             spelling = cap_label(spelling) if spelling is not None else None
         key = skill_key(value)
@@ -69,7 +71,7 @@ class LabelBudget:
                 OTHER,
                 "agents" if self.label == semconv.GEN_AI_AGENT_NAME else "skills",
             )
-        self.overflowed += 1
+        self.overflowed += calls
         return OTHER
 
     def release(self, live: set[str]) -> None:
@@ -92,23 +94,27 @@ class SkillLabels:
     ) -> None:
         self.budget = LabelBudget(semconv.GEN_AI_SKILL_NAME, configured, cap, on_cut)
 
-    def for_session(self, result: SessionResult) -> Callable[[str], str]:
-        # Matched case-insensitively, emitted in the spelling the configuration, expectation or
-        # catalogue uses (the same as on the span events and log records).
-        named: dict[str, str] = {}
-        for name in (*result.expectation.skills, *(e.name for e in result.trajectory.catalogue)):
-            named.setdefault(skill_key(name), name.strip())
+    def __call__(self, skill: str, spelling: str | None, calls: int = 1) -> str:
+        """The label of ``skill``, named by its session in ``spelling`` (None: the session did
+        not name it); ``calls`` as `LabelBudget`'s. Matched case-insensitively, emitted in the
+        spelling the configuration, expectation or catalogue uses (the same as on the span
+        events and log records)."""
+        key = skill_key(skill)
+        if not key:
+            return OTHER
         budget = self.budget
+        if key in budget.configured:
+            return budget.configured[key]
+        return budget(skill, spelling, calls) if spelling is not None else OTHER
 
-        def label(skill: str) -> str:
-            key = skill_key(skill)
-            if not key:
-                return OTHER
-            if key in budget.configured:
-                return budget.configured[key]
-            return budget(skill, named[key]) if key in named else OTHER
 
-        return label
+def session_skills(result: SessionResult) -> dict[str, str]:
+    """The skills a session names (its expectations, then its catalogue): `skill_key` -> the
+    spelling its labels use."""
+    named: dict[str, str] = {}
+    for name in (*result.expectation.skills, *(e.name for e in result.trajectory.catalogue)):
+        named.setdefault(skill_key(name), name.strip())
+    return named
 
 
 def label_budgets(

@@ -25,12 +25,20 @@ from opentelemetry.metrics import CallbackOptions, Observation
 
 from spanjudge import semconv
 from spanjudge._version import __version__
-from spanjudge.emit.labels import OTHER, LabelBudget, SkillLabels, label_budgets
+from spanjudge.emit.labels import OTHER, LabelBudget, SkillLabels, label_budgets, session_skills
 from spanjudge.emit.sdk_series import SdkSeries
 from spanjudge.reasons import NOT_SELECTED
 from spanjudge.values import SessionResult, skill_key
 
-__all__ = ["OTHER", "LabelBudget", "MetricsSink", "SelfTelemetry", "SkillLabels", "score_views"]
+__all__ = [
+    "OTHER",
+    "LabelBudget",
+    "MetricsSink",
+    "MetricsTally",
+    "SelfTelemetry",
+    "SkillLabels",
+    "score_views",
+]
 
 from typing import TYPE_CHECKING, Any
 
@@ -70,11 +78,145 @@ _OWN_SERIES = frozenset(
 )
 
 
+# A series as `MetricsTally` holds it: (attribute, value) pairs, where the agent's value is its
+# raw name (None: unknown) and a skill's is (name, the spelling its session names it in, or
+# None): the label budgets bound them where the series is recorded.
+RawAttributes = tuple[tuple[str, Any], ...]
+_AGENT = semconv.GEN_AI_AGENT_NAME
+_SKILL = semconv.GEN_AI_SKILL_NAME
+
+
+class MetricsTally:
+    """What `MetricsSink` records for some evaluated sessions, added up per series: counter
+    totals, histogram values, and how often each agent and skill name was used. Label values
+    are raw until `MetricsSink.replay` bounds them, so a tally built where sessions are
+    evaluated (an evaluation process of `serve.workers` > 1) is recorded in the serve process
+    as if each session had been emitted there, one step per series."""
+
+    __slots__ = ("agents", "counts", "labels", "values")
+
+    def __init__(self) -> None:
+        # (attribute, raw value) -> uses, in the order of first use (the budgets admit first come)
+        self.labels: dict[tuple[str, Any], int] = {}
+        # (metric name, raw attributes) -> total, or the values in the order recorded
+        self.counts: dict[tuple[str, RawAttributes], float] = {}
+        self.values: dict[tuple[str, RawAttributes], list[float]] = {}
+        # raw agent name -> [retries, backtracks] (`spanjudge.session.*` counters)
+        self.agents: dict[str | None, list[int]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.labels or self.counts or self.values or self.agents)
+
+    def _use(self, attribute: str, raw: Any) -> None:
+        self.labels[(attribute, raw)] = self.labels.get((attribute, raw), 0) + 1
+
+    def _count(self, name: str, attrs: RawAttributes, value: float = 1) -> None:
+        key = (name, attrs)
+        self.counts[key] = self.counts.get(key, 0) + value
+
+    def _value(self, name: str, attrs: RawAttributes, value: float) -> None:
+        key = (name, attrs)
+        values = self.values.get(key)
+        if values is None:
+            self.values[key] = [value]
+        else:
+            values.append(value)
+
+    def add(self, result: SessionResult) -> None:
+        """Count one evaluated session (ARCHITECTURE.md section 8 lists what is recorded)."""
+        trajectory = result.trajectory
+        agent = trajectory.agent_name or None  # None: `unknown`, which no budget counts
+        self._use(_AGENT, agent)
+        named: dict[str, str] | None = None
+
+        def skill(name: str) -> tuple[str, str | None]:
+            nonlocal named
+            if named is None:
+                named = session_skills(result)
+            raw = (name, named.get(skill_key(name)))
+            self._use(_SKILL, raw)
+            return raw
+
+        # evaluator -> why its sample or filter left the session out (None: it judged it)
+        left_out: dict[str, str | None] = {}
+        for verdict in result.verdicts:
+            if verdict.reason in NOT_SELECTED:
+                left_out[verdict.evaluator] = verdict.reason
+            else:
+                left_out.setdefault(verdict.evaluator, None)
+            attrs: list[tuple[str, Any]] = [
+                (semconv.GEN_AI_EVALUATION_NAME, verdict.evaluator),
+                (semconv.SJ_OUTCOME, verdict.outcome),
+                (_AGENT, agent),
+            ]
+            if verdict.target.skill:
+                attrs.append((_SKILL, skill(verdict.target.skill)))
+            if verdict.reason:
+                # bounded (reason codes): lets coverage leave out "nothing configured to judge"
+                attrs.append((semconv.SJ_REASON, verdict.reason))
+            self._count(semconv.M_VERDICTS, tuple(attrs))
+            if verdict.score is not None:
+                self._value(
+                    semconv.M_SCORE,
+                    ((semconv.GEN_AI_EVALUATION_NAME, verdict.evaluator), (_AGENT, agent)),
+                    verdict.score,
+                )
+        for evaluator, reason in left_out.items():
+            attrs = [(semconv.GEN_AI_EVALUATION_NAME, evaluator), (_AGENT, agent)]
+            if reason is not None:
+                attrs.append((semconv.SJ_REASON, reason))
+            self._count(semconv.M_EVALUATOR_SESSIONS, tuple(attrs))
+        for name in dict.fromkeys(skill_key(s) for s in result.expectation.skills):
+            self._count(semconv.M_SKILL_EXPECTED, ((_AGENT, agent), (_SKILL, skill(name))))
+        loaded = dict.fromkeys(
+            skill_key(load.skill) for load in trajectory.skill_loads if load.status == "loaded"
+        )
+        for name in loaded:
+            self._count(semconv.M_SKILL_OBSERVED, ((_AGENT, agent), (_SKILL, skill(name))))
+        stats = trajectory.stats
+        agent_attrs = ((_AGENT, agent),)
+        self._value(semconv.M_SESSION_TOOL_CALLS, agent_attrs, stats.tool_calls)
+        for token_type, count in (("input", stats.input_tokens), ("output", stats.output_tokens)):
+            if count is not None:
+                self._value(
+                    semconv.M_SESSION_TOKENS,
+                    ((_AGENT, agent), (semconv.GEN_AI_TOKEN_TYPE, token_type)),
+                    count,
+                )
+        self._value(semconv.M_SESSION_DURATION, agent_attrs, stats.duration_s)
+        sums = self.agents.get(agent)
+        if sums is None:
+            self.agents[agent] = [stats.retries, stats.backtracks]
+        else:
+            sums[0] += stats.retries
+            sums[1] += stats.backtracks
+        for verdict in result.verdicts:
+            # The trajectory vector online: every numeric measure an evaluator reports,
+            # whatever its outcome, so Grafana can show each component's distribution.
+            measured = (verdict.details or {}).get("measured")
+            if not isinstance(measured, dict):
+                continue
+            for name, value in measured.items():
+                if name in _OWN_SERIES:
+                    continue
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    self._value(
+                        semconv.SJ_TRAJECTORY_MEASURE,
+                        (
+                            (semconv.GEN_AI_EVALUATION_NAME, verdict.evaluator),
+                            (semconv.SJ_MEASURE_NAME, str(name)),
+                            (_AGENT, agent),
+                        ),
+                        value,
+                    )
+
+
 class MetricsSink:
     """Counts verdicts and records per-session trajectory statistics (ARCHITECTURE.md section 8).
 
     `spanjudge.sessions` is counted by `SelfTelemetry.session_closed`, once per closed session,
-    including sessions whose evaluation failed.
+    including sessions whose evaluation failed. Sessions evaluated elsewhere come as a
+    `MetricsTally` (`replay`), recorded exactly as `emit` of each of them would.
     """
 
     def __init__(
@@ -89,14 +231,15 @@ class MetricsSink:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         meter = _meter(meter_provider)
-        # With ``batch_counters`` counter increments are summed and histogram values collected
-        # per series, and handed to the SDK on `flush` (one step per series and flush instead of
-        # ~24 SDK calls per session): only for an owner that flushes after every batch it emits,
-        # as the sidecar's worker does.
+        # With ``batch_counters`` sessions are tallied, counter increments summed and histogram
+        # values collected per series, and handed to the SDK on `flush` (one step per series
+        # and flush instead of ~24 SDK calls per session): only for an owner that flushes after
+        # every batch it emits, as the sidecar's worker does.
         self._batched: dict[tuple[Any, tuple[tuple[str, str], ...]], float] | None = (
             {} if batch_counters else None
         )
         self._values: dict[tuple[Any, tuple[tuple[str, str], ...]], list[float]] = {}
+        self._pending = MetricsTally()
         # Series -> when last updated (for `series_ttl_s` and `spanjudge.label_series`). The
         # lock covers emit, flush and expiry: metric readers expire series from their own
         # thread, and a name must not be released while a series of it waits for the flush.
@@ -161,6 +304,17 @@ class MetricsSink:
         self.backtracks = meter.create_counter(
             semconv.M_SESSION_BACKTRACKS, unit="1", description="Calls that undid earlier effects"
         )
+        self._instruments: dict[str, Any] = {
+            semconv.M_VERDICTS: self.verdicts,
+            semconv.M_EVALUATOR_SESSIONS: self.evaluator_sessions,
+            semconv.M_SCORE: self.score,
+            semconv.M_SKILL_EXPECTED: self.skill_expected,
+            semconv.M_SKILL_OBSERVED: self.skill_observed,
+            semconv.M_SESSION_TOOL_CALLS: self.tool_calls,
+            semconv.M_SESSION_TOKENS: self.tokens,
+            semconv.SJ_TRAJECTORY_MEASURE: self.measure,
+            semconv.M_SESSION_DURATION: self.duration,
+        }
         meter.create_observable_gauge(
             semconv.M_LABEL_SERIES,
             callbacks=[self._observe_series],
@@ -170,90 +324,47 @@ class MetricsSink:
 
     def emit(self, result: SessionResult) -> None:
         with self._lock:
-            self._emit(result)
+            self._pending.add(result)
+            if self._batched is None:
+                self._record_tally(self._pending)
+                self._pending = MetricsTally()
 
-    def _emit(self, result: SessionResult) -> None:
-        trajectory = result.trajectory
-        agent = self._agents(trajectory.agent_name) if trajectory.agent_name else UNKNOWN_AGENT
-        skill_label = self._labels.for_session(result)
-        agent_attrs = {semconv.GEN_AI_AGENT_NAME: agent}
-        # evaluator -> why its sample or filter left the session out (None: it judged it)
-        left_out: dict[str, str | None] = {}
-        for verdict in result.verdicts:
-            if verdict.reason in NOT_SELECTED:
-                left_out[verdict.evaluator] = verdict.reason
+    def replay(self, tally: MetricsTally) -> None:
+        """Record the sessions ``tally`` counted, as `emit` of each would have."""
+        with self._lock:
+            self._record_tally(tally)
+
+    def _record_tally(self, tally: MetricsTally) -> None:
+        """Bound the tally's label values (each name once, in the order first used) and add
+        its series to the batch (or to the SDK when not batching)."""
+        labels: dict[tuple[str, Any], str] = {}
+        for (attribute, raw), calls in tally.labels.items():
+            if attribute == _AGENT:
+                labels[(attribute, raw)] = self._agents(raw, None, calls) if raw else UNKNOWN_AGENT
             else:
-                left_out.setdefault(verdict.evaluator, None)
-            attrs = {
-                semconv.GEN_AI_EVALUATION_NAME: verdict.evaluator,
-                semconv.SJ_OUTCOME: verdict.outcome,
-                semconv.GEN_AI_AGENT_NAME: agent,
+                labels[(attribute, raw)] = self._labels(raw[0], raw[1], calls)
+
+        def bounded(items: RawAttributes) -> dict[str, str]:
+            return {
+                name: labels[(name, value)] if name in (_AGENT, _SKILL) else value
+                for name, value in items
             }
-            if verdict.target.skill:
-                attrs[semconv.GEN_AI_SKILL_NAME] = skill_label(verdict.target.skill)
-            if verdict.reason:
-                # bounded (reason codes): lets coverage leave out "nothing configured to judge"
-                attrs[semconv.SJ_REASON] = verdict.reason
-            self._add(self.verdicts, 1, attrs)
-            if verdict.score is not None:
-                self._record(
-                    self.score,
-                    verdict.score,
-                    {semconv.GEN_AI_EVALUATION_NAME: verdict.evaluator, **agent_attrs},
-                )
-        for evaluator, reason in left_out.items():
-            attrs = {semconv.GEN_AI_EVALUATION_NAME: evaluator, **agent_attrs}
-            if reason is not None:
-                attrs[semconv.SJ_REASON] = reason
-            self._add(self.evaluator_sessions, 1, attrs)
-        for skill in dict.fromkeys(skill_key(s) for s in result.expectation.skills):
-            self._add(
-                self.skill_expected,
-                1,
-                {**agent_attrs, semconv.GEN_AI_SKILL_NAME: skill_label(skill)},
-            )
-        loaded = dict.fromkeys(
-            skill_key(load.skill) for load in trajectory.skill_loads if load.status == "loaded"
-        )
-        for skill in loaded:
-            self._add(
-                self.skill_observed,
-                1,
-                {**agent_attrs, semconv.GEN_AI_SKILL_NAME: skill_label(skill)},
-            )
-        stats = trajectory.stats
-        self._record(self.tool_calls, stats.tool_calls, agent_attrs)
-        for token_type, count in (("input", stats.input_tokens), ("output", stats.output_tokens)):
-            if count is not None:
-                self._record(
-                    self.tokens, count, {**agent_attrs, semconv.GEN_AI_TOKEN_TYPE: token_type}
-                )
-        self._record(self.duration, stats.duration_s, agent_attrs)
-        # Zero adds only create the series (so "absent" and "zero" differ once an agent was seen).
-        if stats.retries or agent not in self._seen_agents:
-            self._add(self.retries, stats.retries, agent_attrs)
-        if stats.backtracks or agent not in self._seen_agents:
-            self._add(self.backtracks, stats.backtracks, agent_attrs)
-        self._seen_agents.add(agent)
-        for verdict in result.verdicts:
-            # The trajectory vector online: every numeric measure an evaluator reports,
-            # whatever its outcome, so Grafana can show each component's distribution.
-            measured = (verdict.details or {}).get("measured")
-            if not isinstance(measured, dict):
-                continue
-            for name, value in measured.items():
-                if name in _OWN_SERIES:
-                    continue
-                if isinstance(value, (int, float)) and not isinstance(value, bool):
-                    self._record(
-                        self.measure,
-                        value,
-                        {
-                            semconv.GEN_AI_EVALUATION_NAME: verdict.evaluator,
-                            semconv.SJ_MEASURE_NAME: str(name),
-                            **agent_attrs,
-                        },
-                    )
+
+        instruments = self._instruments
+        for (name, items), total in tally.counts.items():
+            self._add(instruments[name], total, bounded(items))
+        for (name, items), values in tally.values.items():
+            self._record(instruments[name], values, bounded(items))
+        for raw, (retries, backtracks) in tally.agents.items():
+            agent = labels[(_AGENT, raw)]
+            attrs = {_AGENT: agent}
+            # Zero adds only create the series (so "absent" and "zero" differ once an agent
+            # was seen).
+            if retries or agent not in self._seen_agents:
+                self._add(self.retries, retries, attrs)
+            if backtracks or agent not in self._seen_agents:
+                self._add(self.backtracks, backtracks, attrs)
+            self._seen_agents.add(agent)
 
     def _add(self, counter: Any, value: float, attrs: dict[str, str]) -> None:
         key = (counter, tuple(attrs.items()))
@@ -263,22 +374,26 @@ class MetricsSink:
             return
         self._batched[key] = self._batched.get(key, 0) + value
 
-    def _record(self, histogram: Any, value: float, attrs: dict[str, str]) -> None:
+    def _record(self, histogram: Any, values: list[float], attrs: dict[str, str]) -> None:
         key = (histogram, tuple(attrs.items()))
         if self._batched is None:
-            histogram.record(value, attrs)
+            for value in values:
+                histogram.record(value, attrs)
             self._updated[key] = self._clock()
             return
-        values = self._values.get(key)
-        if values is None:
-            self._values[key] = [value]
+        recorded = self._values.get(key)
+        if recorded is None:
+            self._values[key] = list(values)
         else:
-            values.append(value)
+            recorded.extend(values)
 
     def flush(self, timeout_s: float) -> bool:
         # Metric readers collect on their own schedule (or on scrape); only batched counter
         # increments and histogram values wait here.
         with self._lock:
+            if self._pending:
+                self._record_tally(self._pending)
+                self._pending = MetricsTally()
             if not self._batched and not self._values:
                 return True
             batched, self._batched = self._batched or {}, {}

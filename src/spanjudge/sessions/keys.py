@@ -11,6 +11,7 @@ import hashlib
 from collections.abc import Callable, Sequence
 
 from spanjudge import semconv
+from spanjudge.spans.otlp_proto import SpanHead
 from spanjudge.spans.record import SpanRecord
 
 DEFAULT_KEY_ATTRIBUTES: tuple[str, ...] = (semconv.GEN_AI_CONVERSATION_ID, semconv.SESSION_ID)
@@ -32,7 +33,7 @@ def key_text(value: str) -> str:
 
 
 def session_key(
-    span: SpanRecord,
+    span: SpanRecord | SpanHead,
     extra_attributes: Sequence[str] = (),
     refused: Callable[[], None] = _ignore,
 ) -> tuple[str, str] | None:

@@ -1,11 +1,13 @@
 """One evaluation process of `serve.workers` > 1: the child side.
 
 The parent (`sidecar.shards`) routes each span to the process that owns its session and sends
-it here with the spool id of its request. This process runs the same `Worker` loop as the
+it here with the spool id of its request: a protobuf span as the bytes it arrived in, decoded
+here (`records_of`), any other span decoded. This process runs the same `Worker` loop as the
 single-process sidecar (store, engine, ticks, shutdown modes), but its "sinks" and "spool" are
-the pipe back to the parent: results go back to be emitted, and completions (with the mark of
-the last request this process had taken when the session closed) go back to be confirmed in
-the one spool once the parent's sinks accepted them. Nothing here writes the spool: the worker's
+the pipe back to the parent: what the parent's metrics sink and summary line record of the
+results goes back tallied (`emit.metrics.MetricsTally`), and completions (with the mark of the
+last request this process had taken when the session closed) go back to be confirmed in the
+one spool once the parent's sinks accepted them. Nothing here writes the spool: the worker's
 revision ledger reads the revisions recorded there and confirms through the pipe.
 """
 
@@ -20,7 +22,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, cast
 
@@ -28,7 +30,7 @@ from opentelemetry import metrics
 from opentelemetry.sdk.resources import Resource
 
 from spanjudge.config import Config
-from spanjudge.emit.metrics import SelfTelemetry
+from spanjudge.emit.metrics import MetricsTally, SelfTelemetry
 from spanjudge.emit.otel import OtelVerdictSink
 from spanjudge.engine import Engine
 from spanjudge.sessions.revisions import Completion
@@ -37,10 +39,13 @@ from spanjudge.sidecar.config import ExportConfig, InputConfig
 from spanjudge.sidecar.export import VerdictExport, build_verdict_export, report_unflushed
 from spanjudge.sidecar.export_health import export_health
 from spanjudge.sidecar.relay_metrics import RelayMeterProvider
+from spanjudge.sidecar.routing import Routable
 from spanjudge.sidecar.signals import STOP_SIGNALS
 from spanjudge.sidecar.spool import Stored, remember_revisions
-from spanjudge.sidecar.summary_log import open_in
+from spanjudge.sidecar.summary_log import Judged, log_judged, open_in
 from spanjudge.sidecar.worker import Worker
+from spanjudge.spans.limits import Limits
+from spanjudge.spans.otlp_proto import SpanHead, decode_request, parse_request, wire_request
 from spanjudge.spans.record import SpanRecord
 from spanjudge.values import SessionResult
 
@@ -129,6 +134,57 @@ class _Telemetry(SelfTelemetry):
         return counts, durations
 
 
+# One request's part as it crosses to an evaluation process, in the request's order: decoded
+# records, and runs of protobuf spans in wire form that share a resource and a scope
+# ((resource, scope, spans), as `spans.otlp_proto.WireSpan` holds them).
+Payload = list[SpanRecord | tuple[bytes, bytes, list[bytes]]]
+
+
+def payload(records: Sequence[Routable]) -> Payload:
+    """``records`` as they cross to an evaluation process: a `SpanHead` as its wire bytes."""
+    out: Payload = []
+    run: list[bytes] = []
+    resource = scope = b""
+    for record in records:
+        if isinstance(record, SpanHead):
+            span_resource, span_scope, span = record.wire
+            if run and span_resource == resource and span_scope == scope:
+                run.append(span)
+            else:
+                run = [span]
+                resource, scope = span_resource, span_scope
+                out.append((resource, scope, run))
+        else:
+            run = []
+            out.append(record)
+    return out
+
+
+def records_of(sent: Payload, limits: Limits) -> list[SpanRecord]:
+    """The records of a payload in order, its wire runs decoded as the serve process would
+    have decoded their request (`decode_request`)."""
+    records: list[SpanRecord] = []
+    runs: list[tuple[bytes, bytes, list[bytes]]] = []
+    for item in sent:
+        if isinstance(item, tuple):
+            runs.append(item)
+            continue
+        if runs:
+            records.extend(_decoded(runs, limits))
+            runs = []
+        records.append(item)
+    if runs:
+        records.extend(_decoded(runs, limits))
+    return records
+
+
+def _decoded(runs: list[tuple[bytes, bytes, list[bytes]]], limits: Limits) -> list[SpanRecord]:
+    records, problems = decode_request(parse_request(wire_request(runs)), limits)
+    if problems:  # the serve process checked them as `decode_request` does: a bug
+        log.error("spans the serve process accepted do not decode: %s", problems[:3])
+    return records
+
+
 def replay_telemetry(
     telemetry: SelfTelemetry, counts: dict[tuple[str, str], int], durations: list[float]
 ) -> None:
@@ -154,31 +210,28 @@ def replay_telemetry(
 
 
 class _ForwardSink:
-    """Results for the parent's metrics sink, sent when the worker flushes (after the export)."""
+    """What serve's own sinks (its metrics and its summary line) record of the results here,
+    tallied per series and sent when the worker flushes (after the export), with the sessions
+    it covers: serve records a message in one step per series, not per session."""
 
     def __init__(self, channel: _Channel) -> None:
         self.channel = channel
-        self._results: list[SessionResult] = []
+        self._sessions: list[tuple[str, int]] = []
+        self._metrics = MetricsTally()
+        self._judged = Judged()
 
     def emit(self, result: SessionResult) -> None:
-        # What the parent's metrics sink reads: verdicts, expectation, agent, skills, stats.
-        # The steps and turns (most of a result's size) stay here.
-        slim = replace(
-            result.trajectory,
-            turns=(),
-            steps=(),
-            final_answer=None,
-            terminal_state=None,
-            tool_schemas={},
-            retry_span_ids=(),
-            backtrack_span_ids=(),
-        )
-        self._results.append(replace(result, trajectory=slim))
+        trajectory = result.trajectory
+        self._sessions.append((trajectory.session_id, trajectory.revision))
+        self._metrics.add(result)
+        self._judged.add(result)
+        log_judged(result)
 
     def flush(self, timeout_s: float) -> bool:
-        if self._results:
-            results, self._results = self._results, []
-            self.channel.send(("results", results))
+        if self._sessions:
+            message = ("results", self._sessions, self._metrics, self._judged)
+            self._sessions, self._metrics, self._judged = [], MetricsTally(), Judged()
+            self.channel.send(message)
         return True
 
     def shutdown(self) -> None:
@@ -242,9 +295,15 @@ class _ProcessWorker(Worker):
     export: VerdictExport | None = None
 
     def _add(self, item: object) -> int:
-        request_id, records, released, resent, sizes = cast(
-            tuple[int, list[SpanRecord], list[str], int, Any], item
+        request_id, sent, released, resent, sizes, n = cast(
+            tuple[int, Payload, list[str], int, Any, int], item
         )
+        started = time.monotonic()
+        records = records_of(sent, self.limits)
+        self.lag.busy(time.monotonic() - started)
+        if len(records) != n:
+            with self._submit_lock:
+                self.pending_spans -= n - len(records)
         added = super()._add((request_id, records, sizes))
         if resent:  # counted when they first arrived, in the process that released them
             self.relay.spans_received(-resent)
@@ -252,12 +311,13 @@ class _ProcessWorker(Worker):
             self.pipeline.store.release_pending(trace_id)
         return added
 
-    def enqueue(self, item: tuple[int, list[SpanRecord], list[str], int, Any]) -> None:
-        """One routed request: id, spans, traces to release, spans resent, sizes (or None)."""
+    def enqueue(self, item: tuple[int, Payload, list[str], int, Any, int]) -> None:
+        """One routed request: id, spans (`Payload`), traces to release, spans resent, sizes
+        (or None), how many spans."""
         with self._submit_lock:
-            self.pending_spans += len(item[1])
+            self.pending_spans += item[5]
             self._queue.put(item)
-            self.lag.accepted(item[0], len(item[1]), time.monotonic())
+            self.lag.accepted(item[0], item[5], time.monotonic())
 
     def _tick(self) -> None:
         super()._tick()
@@ -347,7 +407,7 @@ def run(settings: ProcessSettings, conn: Connection, out: Connection, paused: An
     worker.meters = meters
     worker.export = export
     # Plugin sinks (`emit.sinks`) run here, each process with its own; the metrics sink is
-    # the parent's (one /metrics): results go back to it, without their steps and turns.
+    # the parent's (one /metrics): what it records of the results goes back, tallied.
     worker.pipeline.sinks = [*sinks, *worker.pipeline.sinks, _ForwardSink(channel)]
     worker.start()
     channel.send(("ready", None))

@@ -32,7 +32,6 @@ from spanjudge.sidecar.intake import (
     SIGNAL_TRACES,
     BadRequest,
     Decoded,
-    decode_body,
     is_logs_format,
     stored_format,
 )
@@ -170,7 +169,7 @@ class Handler:
             return Answer("unavailable", message=f"spanjudge is overloaded, retry later: {reason}")
         logs = is_logs_format(fmt)
         try:
-            decoded = decode_body(body, fmt, self.limits, self.checks)
+            decoded = self.worker.decode(body, fmt)
         except BadRequest as exc:
             return Answer("too_large" if exc.too_large else "invalid", message=exc.message)
         telemetry = self.worker.telemetry

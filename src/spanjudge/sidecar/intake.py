@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from spanjudge.sessions.keys import DEFAULT_KEY_ATTRIBUTES
 from spanjudge.sidecar.config import InputConfig
 from spanjudge.spans.jsonfast import decode_fast
 from spanjudge.spans.limits import Limits
@@ -26,7 +27,13 @@ from spanjudge.spans.logs import (
     parse_logs_request,
 )
 from spanjudge.spans.otlp_json import decode_json_document
-from spanjudge.spans.otlp_proto import SpanProblem, decode_request, parse_request
+from spanjudge.spans.otlp_proto import (
+    SpanHead,
+    SpanProblem,
+    decode_request,
+    parse_request,
+    read_heads,
+)
 from spanjudge.spans.record import SpanRecord
 
 FORMAT_PROTOBUF = "pb"
@@ -50,7 +57,8 @@ class BadRequest(Exception):
 class Decoded:
     """The spans accepted from one request and the problems of the ones rejected."""
 
-    records: list[SpanRecord]
+    # `SpanRecord`s; `SpanHead`s from `decode_heads`
+    records: list[Any]
     problems: list[SpanProblem]
     # each record's `estimate_size`, when the decoder worked them out (the JSON fast road)
     sizes: list[int] | None = None
@@ -158,6 +166,31 @@ def decode_body(data: bytes, fmt: str, limits: Limits, checks: InputConfig) -> D
     return check_records(records, problems, checks)
 
 
+def decode_heads(
+    data: bytes, limits: Limits, checks: InputConfig, key_attributes: Sequence[str]
+) -> Decoded:
+    """A protobuf traces body as `decode_body` would take it (the same spans accepted, the
+    same problems), each span a `SpanHead`: decoded only as far as routing needs."""
+    if len(data) > checks.max_request_bytes:
+        raise BadRequest(
+            f"request of {len(data)} bytes exceeds the limit of {checks.max_request_bytes}",
+            too_large=True,
+        )
+    try:
+        try:
+            request = parse_request(data)
+        except ValueError as exc:
+            raise BadRequest(str(exc)) from None
+        heads, problems = read_heads(request, limits, {*DEFAULT_KEY_ATTRIBUTES, *key_attributes})
+    except (BadRequest, MemoryError):
+        raise
+    except RecursionError:
+        raise BadRequest("request nests values too deeply") from None
+    except Exception as exc:  # as `decode_body`: a bug on odd input answers 400
+        raise BadRequest(f"malformed OTLP pb request: {type(exc).__name__}: {exc}") from None
+    return check_records(heads, problems, checks)
+
+
 def _json_document(data: bytes) -> Any:
     """A JSON request body, its strings checked (traces and logs alike)."""
     try:
@@ -198,7 +231,7 @@ def _decode_logs(data: bytes, fmt: str, limits: Limits, checks: InputConfig) -> 
 
 
 def check_records(
-    records: Sequence[SpanRecord],
+    records: Sequence[SpanRecord] | Sequence[SpanHead],
     problems: list[SpanProblem],
     checks: InputConfig,
     now_s: float | None = None,
@@ -210,7 +243,7 @@ def check_records(
     low = int(checks.min_start_unix_s * _NANOS)
     high = int((now + checks.max_future_skew_s) * _NANOS)
     longest = int(checks.max_span_duration_s * _NANOS)
-    kept: list[SpanRecord] = []
+    kept: list[Any] = []
     for record in records:
         start = record.start_unix_nano
         if low <= start <= high and record.end_unix_nano - start <= longest:
@@ -243,7 +276,7 @@ def check_records(
     return Decoded(kept, problems, sizes)
 
 
-def _cyclic(records: Sequence[SpanRecord]) -> set[tuple[str, str]]:
+def _cyclic(records: Sequence[SpanRecord | SpanHead]) -> set[tuple[str, str]]:
     parents = {(r.trace_id, r.span_id): r.parent_span_id for r in records}
     # A span on a cycle is the parent of a span of the request and has its own parent there:
     # only those can be (usually none are: a root and its children), so walk only those.

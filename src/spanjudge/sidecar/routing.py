@@ -26,7 +26,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from spanjudge.sessions.keys import session_key
+from spanjudge.spans.otlp_proto import SpanHead
 from spanjudge.spans.record import SpanRecord
+
+# A span as routed: decoded, or a protobuf span still in wire form (`spans.otlp_proto`).
+Routable = SpanRecord | SpanHead
 
 _MAX_TRACES = 200_000  # as the store: the oldest traces' keys are forgotten first
 
@@ -40,14 +44,14 @@ def owner(key: str, workers: int) -> int:
 class _Held:
     process: int
     since: float
-    spans: list[SpanRecord] = field(default_factory=list)
+    spans: list[Routable] = field(default_factory=list)
 
 
 @dataclass(slots=True)
 class Routed:
     """One process's part of a request: spans in order, and traces it must release."""
 
-    records: list[SpanRecord] = field(default_factory=list)
+    records: list[Routable] = field(default_factory=list)
     released: list[str] = field(default_factory=list)
     # spans among ``records`` sent a second time (already counted as received once)
     resent: int = 0
@@ -80,7 +84,7 @@ class Router:
         self.moved_spans = 0
 
     def route(
-        self, records: Sequence[SpanRecord], sizes: Sequence[int] | None = None
+        self, records: Sequence[Routable], sizes: Sequence[int] | None = None
     ) -> dict[int, Routed]:
         out: dict[int, Routed] = {}
 
@@ -92,7 +96,7 @@ class Router:
 
         known: Sequence[int] = () if sizes is None else sizes
 
-        def take(process: int, i: int, record: SpanRecord) -> Routed:
+        def take(process: int, i: int, record: Routable) -> Routed:
             target = part(process)
             target.records.append(record)
             if target.sizes is not None:  # a part with sizes: all of the request's are known
@@ -132,7 +136,7 @@ class Router:
                 self.moved_spans += len(waited.spans)
         return out
 
-    def owner_of(self, record: SpanRecord) -> int:
+    def owner_of(self, record: Routable) -> int:
         """The process that holds ``record`` now, without routing it (a replacement process
         is given what its predecessor held)."""
         found = session_key(record, self.key_attributes)

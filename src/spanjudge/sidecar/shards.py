@@ -3,11 +3,12 @@
 `ShardedWorker` keeps the single worker's receiver side (budgets, the spool written before the
 ack, backpressure) and its confirmation step (flush every sink, then release the sessions from
 the spool), and hands evaluation to N spawned processes (`sidecar.evaluation_process`), each
-owning the sessions whose key hashes to it (`sidecar.routing`). A process sends back results,
-which are emitted here, and completions, which are confirmed here once the sinks accepted
-them. Each completion carries the spool id of the last request its process had taken when the
-session closed: a session's spool rows are all in requests routed to its owner, so that mark
-releases exactly what the owner consumed, whatever the other processes are doing.
+owning the sessions whose key hashes to it (`sidecar.routing`). A process sends back what
+this process's sinks (its metrics and its summary line) record of its results, tallied, which
+is recorded here, and completions, which are confirmed here once the sinks accepted them. Each
+completion carries the spool id of the last request its process had taken when the session
+closed: a session's spool rows are all in requests routed to its owner, so that mark releases
+exactly what the owner consumed, whatever the other processes are doing.
 
 A process that dies makes the sidecar not ready (`crashed`), and `serve` exits non-zero; what
 it had not confirmed is still spooled and replayed by the next start. A process that stops
@@ -34,22 +35,27 @@ from typing import Any
 
 from spanjudge.config import Config
 from spanjudge.emit.base import Sink
+from spanjudge.emit.metrics import MetricsSink, MetricsTally
 from spanjudge.engine import Engine
 from spanjudge.judges.registry import budget_share
 from spanjudge.pipeline import agent_spans
 from spanjudge.sessions.store import ClosePolicy
 from spanjudge.sidecar import evaluation_process
 from spanjudge.sidecar.config import ExportConfig
-from spanjudge.sidecar.evaluation_process import HEARTBEAT_S, ProcessSettings, replay_telemetry
+from spanjudge.sidecar.evaluation_process import (
+    HEARTBEAT_S,
+    ProcessSettings,
+    payload,
+    replay_telemetry,
+)
 from spanjudge.sidecar.export_health import export_health
-from spanjudge.sidecar.intake import BadRequest, decode_body
+from spanjudge.sidecar.intake import FORMAT_PROTOBUF, BadRequest, Decoded, decode_heads
 from spanjudge.sidecar.relay_metrics import Replayer
-from spanjudge.sidecar.routing import Router
+from spanjudge.sidecar.routing import Routable, Router
 from spanjudge.sidecar.signals import STOP_SIGNALS
 from spanjudge.sidecar.spool import MemorySpool, Spool, group_of
+from spanjudge.sidecar.summary_log import Judged, SummaryLog
 from spanjudge.sidecar.worker import Worker
-from spanjudge.spans.record import SpanRecord
-from spanjudge.values import SessionResult
 
 log = logging.getLogger("spanjudge.sidecar")
 _CONTEXT = multiprocessing.get_context("spawn")  # never fork a process that runs threads
@@ -128,7 +134,11 @@ class ShardedWorker(Worker):
         **kwargs: Any,
     ) -> None:
         super().__init__(engine, sinks, spool, checks=checks, **kwargs)
-        # Only the sinks given (metrics) run here; plugin sinks run in the processes.
+        # Only the sinks given run here, on what the processes tallied of their results (the
+        # verdict export and plugin sinks run in the processes).
+        others = [s for s in sinks if not isinstance(s, (MetricsSink, SummaryLog))]
+        if others:
+            raise TypeError(f"serve.workers > 1 runs these sinks in no process: {others}")
         self.pipeline.sinks = list(sinks)
         policy = config.policy
         self._export = export
@@ -194,10 +204,19 @@ class ShardedWorker(Worker):
     def pids(self) -> tuple[int, ...]:
         return tuple(p.process.pid for p in self._processes if p.process is not None)
 
+    def decode(self, body: bytes, fmt: str) -> Decoded:
+        """A protobuf traces body's spans as `SpanHead`s: routed by what they carry, they
+        cross to their evaluation process serialized (`evaluation_process.payload`), decoded
+        only there. A JSON or logs body is decoded here: its records cross pickled (turning
+        JSON into protobuf here would cost about what decoding it does)."""
+        if fmt == FORMAT_PROTOBUF:
+            return decode_heads(body, self.limits, self.checks, self._key_attributes)
+        return super().decode(body, fmt)
+
     # --- receiver side (submit lock held) ---
 
     def _enqueue(
-        self, request_id: int, records: Sequence[SpanRecord], nbytes: int = 0, sizes: Any = None
+        self, request_id: int, records: Sequence[Routable], nbytes: int = 0, sizes: Any = None
     ) -> None:
         now = time.monotonic()
         total = len(records) or 1
@@ -211,7 +230,14 @@ class ShardedWorker(Worker):
             n = len(routed.records)
             share = nbytes * n // total  # the body's bytes in proportion to the spans routed
             target.feed.put(
-                (request_id, routed.records, routed.released, routed.resent, routed.sizes)
+                (
+                    request_id,
+                    payload(routed.records),
+                    routed.released,
+                    routed.resent,
+                    routed.sizes,
+                    n,
+                )
             )
             target.backlog.append((request_id, n, now, share))
             target.backlog_spans += n
@@ -370,11 +396,10 @@ class ShardedWorker(Worker):
 
     def _handle(self, p: _Process, message: tuple[Any, ...]) -> None:
         kind = message[0]
-        if kind == "results":
-            for result in message[1]:
-                if not self._emit(result):
-                    trajectory = result.trajectory
-                    self._not_emitted.add((trajectory.session_id, trajectory.revision))
+        if kind == "results":  # sessions (key, revision), their metrics tally, summary counts
+            _, sessions, tally, judged = message
+            if not self._record(tally, judged):
+                self._not_emitted.update(sessions)
         elif kind == "done":
             # A session a sink here failed on stays spooled, as with one process (its
             # completion follows its result, from the same process).
@@ -416,15 +441,18 @@ class ShardedWorker(Worker):
         elif kind == "ready":  # a replacement built its engine
             p.ready = True
 
-    def _emit(self, result: SessionResult) -> bool:
-        emitted = True
+    def _record(self, tally: MetricsTally, judged: Judged) -> bool:
+        recorded = True
         for sink in self.pipeline.sinks:
             try:
-                sink.emit(result)
+                if isinstance(sink, MetricsSink):
+                    sink.replay(tally)
+                elif isinstance(sink, SummaryLog):
+                    sink.add(judged)
             except Exception:
-                emitted = False
+                recorded = False
                 self.guard.failed(f"emit:{type(sink).__name__}")
-        return emitted
+        return recorded
 
     def _gone(self, p: _Process) -> None:
         p.gone = True
@@ -512,7 +540,7 @@ class ShardedWorker(Worker):
         keys = self._key_attributes
         for stored in self.spool.replay():
             try:
-                decoded = decode_body(stored.body, stored.format, self.limits, self.checks)
+                decoded = self.decode(stored.body, stored.format)
             except BadRequest:  # it was accepted once with the same checks
                 continue
             records, _ = agent_spans(
@@ -526,7 +554,7 @@ class ShardedWorker(Worker):
                 continue
             n = len(records)
             share = len(stored.body) * n // len(decoded.records)
-            p.feed.put((stored.request_id, records, [], 0, None))
+            p.feed.put((stored.request_id, payload(records), [], 0, None, n))
             p.backlog.append((stored.request_id, n, now, share))
             p.backlog_spans += n
             p.backlog_bytes += share

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from spanjudge.sessions.keys import session_key
 from spanjudge.sessions.revisions import Completion
+from spanjudge.spans.otlp_proto import SpanHead
 from spanjudge.spans.record import SpanRecord
 
 _SCHEMA = """
@@ -81,7 +82,7 @@ def _rollback(db: sqlite3.Connection) -> None:
             db.execute("ROLLBACK")
 
 
-def group_of(span: SpanRecord, key_attributes: Sequence[str] = ()) -> str:
+def group_of(span: SpanRecord | SpanHead, key_attributes: Sequence[str] = ()) -> str:
     """The spool group of a span: its session key, else its trace (keyless spans wait there)."""
     found = session_key(span, key_attributes)
     return "s:" + found[0] if found is not None else "t:" + span.trace_id

@@ -35,6 +35,30 @@ def open_in(store: SessionStore) -> tuple[int, float | None] | None:
     return count, None if oldest is None else store.clock() - oldest.first_seen
 
 
+class Judged:
+    """What the interval line counts of some judged sessions: how many, and their verdicts by
+    evaluator and outcome (an evaluation process of `serve.workers` > 1 counts its own and
+    sends them to serve's line)."""
+
+    __slots__ = ("counts", "sessions")
+
+    def __init__(self) -> None:
+        self.sessions = 0
+        self.counts: dict[str, dict[str, int]] = {}
+
+    def add(self, result: SessionResult) -> None:
+        self.sessions += 1
+        for verdict in result.verdicts:
+            counts = self.counts.setdefault(verdict.evaluator, dict.fromkeys(_OUTCOMES, 0))
+            counts[verdict.outcome] += 1
+
+
+def log_judged(result: SessionResult) -> None:
+    """The DEBUG line of one judged session (logged where it was judged)."""
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("%s", console_line(result).removeprefix("spanjudge: "))
+
+
 class SummaryLog:
     """Counts what was judged; `log_interval` logs it and starts the next interval.
 
@@ -51,8 +75,7 @@ class SummaryLog:
         self._export_state = export_state
         self.interval_s = interval_s
         self._lock = threading.Lock()
-        self._sessions = 0
-        self._counts: dict[str, dict[str, int]] = {}
+        self._judged = Judged()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -60,12 +83,18 @@ class SummaryLog:
 
     def emit(self, result: SessionResult) -> None:
         with self._lock:
-            self._sessions += 1
-            for verdict in result.verdicts:
-                counts = self._counts.setdefault(verdict.evaluator, dict.fromkeys(_OUTCOMES, 0))
-                counts[verdict.outcome] += 1
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug("%s", console_line(result).removeprefix("spanjudge: "))
+            self._judged.add(result)
+        log_judged(result)
+
+    def add(self, judged: Judged) -> None:
+        """Count sessions judged elsewhere (their DEBUG lines were logged there)."""
+        with self._lock:
+            mine = self._judged
+            mine.sessions += judged.sessions
+            for evaluator, counts in judged.counts.items():
+                into = mine.counts.setdefault(evaluator, dict.fromkeys(_OUTCOMES, 0))
+                for outcome, n in counts.items():
+                    into[outcome] += n
 
     def flush(self, timeout_s: float) -> bool:
         return True
@@ -89,15 +118,15 @@ class SummaryLog:
     def log_interval(self) -> None:
         """Log the interval's line and start counting the next."""
         with self._lock:
-            sessions, counts = self._sessions, self._counts
-            self._sessions, self._counts = 0, {}
+            judged, self._judged = self._judged, Judged()
+        sessions, counts = judged.sessions, judged.counts
         if sessions:
-            judged = f"judged {sessions} session{'s' if sessions != 1 else ''}"
+            said = f"judged {sessions} session{'s' if sessions != 1 else ''}"
             per = ", ".join(
                 f"{name} {c['pass']} pass {c['fail']} fail {c['not_evaluated']} n/e"
                 for name, c in counts.items()
             )
-            parts = [f"{judged} in the last {self.interval_s:g}s: {per}"]
+            parts = [f"{said} in the last {self.interval_s:g}s: {per}"]
         else:
             parts = [f"no session judged in the last {self.interval_s:g}s"]
         open_now = self._open_sessions()

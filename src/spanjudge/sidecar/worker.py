@@ -26,7 +26,7 @@ from spanjudge.pipeline import Pipeline, agent_spans
 from spanjudge.sessions.revisions import Completion, Revisions
 from spanjudge.sessions.store import ClosePolicy, SessionStore
 from spanjudge.sidecar.config import InputConfig
-from spanjudge.sidecar.intake import BadRequest, decode_body
+from spanjudge.sidecar.intake import BadRequest, Decoded, decode_body
 from spanjudge.sidecar.lag import LagMeter
 from spanjudge.sidecar.spool import MemorySpool, Spool, StorageError, group_of
 from spanjudge.spans.limits import Limits
@@ -138,6 +138,10 @@ class Worker:
             self._storage_ok()
             self._enqueue(request_id, records, len(body), sizes)
 
+    def decode(self, body: bytes, fmt: str) -> Decoded:
+        """One request body's spans in the form this worker takes them (`intake.decode_body`)."""
+        return decode_body(body, fmt, self.limits, self.checks)
+
     def refusal(self, body_bytes: int) -> str | None:
         """Why a request of ``body_bytes`` would be refused now, or None: asked before the body
         is decoded, so a client resending under backpressure costs no decoding."""
@@ -230,7 +234,7 @@ class Worker:
         count = 0
         for stored in self.spool.replay():
             try:
-                decoded = decode_body(stored.body, stored.format, self.limits, self.checks)
+                decoded = self.decode(stored.body, stored.format)
             except BadRequest:  # it was accepted once with the same checks; cannot happen
                 log.error("spooled request %d no longer decodes; kept", stored.request_id)
                 continue

@@ -1,8 +1,14 @@
-"""OTLP protobuf (`ExportTraceServiceRequest`) to `SpanRecord`, without SDK span objects."""
+"""OTLP protobuf (`ExportTraceServiceRequest`) to `SpanRecord`, without SDK span objects.
+
+`read_heads` reads only what routing needs of each span (`SpanHead`: ids, times, name, the
+session-key attributes, resource and scope) and keeps the span itself serialized; `wire_request`
+puts such spans back into a request, which `decode_request` decodes as it would the original:
+`serve.workers` > 1 routes protobuf requests to its evaluation processes that way.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -100,14 +106,9 @@ _N_STATUS = len(STATUS_CODES)
 _new = object.__new__
 
 
-def span_from_proto(
-    span: Span,
-    resource: dict[str, AttrValue],
-    scope_name: str | None,
-    scope_version: str | None,
-    limits: Limits = DEFAULT_LIMITS,
-) -> SpanRecord:
-    """Decode one span; raises `IdError`/`ValueError` with the field name on bad input."""
+def _checked(span: Span) -> tuple[str, str, str | None, int, int]:
+    """The span's trace id, span id, parent and start and end times, every field the decoders
+    keep checked (kind, status and links too); raises `IdError`/`ValueError` naming the field."""
     raw = span.trace_id
     if len(raw) != 16 or raw == _ZERO_TRACE:
         id_from_bytes(raw, 16, "traceId")  # raises with the reason
@@ -127,13 +128,26 @@ def span_from_proto(
     end = span.end_time_unix_nano
     if end < start:
         raise ValueError(f"endTimeUnixNano: {end} is before startTimeUnixNano {start}")
-    kind = span.kind
-    if not 0 <= kind < _N_KINDS:
-        raise ValueError(f"kind: unknown span kind {kind}")
+    if not 0 <= span.kind < _N_KINDS:
+        raise ValueError(f"kind: unknown span kind {span.kind}")
+    if not 0 <= span.status.code < _N_STATUS:
+        raise ValueError(f"status.code: unknown status code {span.status.code}")
+    for link in span.links:
+        id_from_bytes(link.trace_id, 16, "links.traceId")
+        id_from_bytes(link.span_id, 8, "links.spanId")
+    return trace_id, span_id, parent, start, end
+
+
+def span_from_proto(
+    span: Span,
+    resource: dict[str, AttrValue],
+    scope_name: str | None,
+    scope_version: str | None,
+    limits: Limits = DEFAULT_LIMITS,
+) -> SpanRecord:
+    """Decode one span; raises `IdError`/`ValueError` with the field name on bad input."""
+    trace_id, span_id, parent, start, end = _checked(span)
     status = span.status
-    code = status.code
-    if not 0 <= code < _N_STATUS:
-        raise ValueError(f"status.code: unknown status code {code}")
     attributes, cuts = _attrs(span.attributes, limits)
     events: tuple[SpanEvent, ...] = ()
     span_events = span.events
@@ -149,12 +163,9 @@ def span_from_proto(
         cuts += max(0, len(span_events) - limits.max_events_per_span)
     span_links = span.links
     links: tuple[SpanLink, ...] = ()
-    if span_links:
+    if span_links:  # checked above
         links = tuple(
-            SpanLink(
-                trace_id=id_from_bytes(link.trace_id, 16, "links.traceId"),
-                span_id=id_from_bytes(link.span_id, 8, "links.spanId"),
-            )
+            SpanLink(trace_id=link.trace_id.hex(), span_id=link.span_id.hex())
             for link in span_links
         )
     record = _new(SpanRecordDraft)
@@ -164,8 +175,8 @@ def span_from_proto(
     record.name = span.name
     record.start_unix_nano = start
     record.end_unix_nano = end
-    record.kind = SPAN_KINDS[kind]
-    record.status = STATUS_CODES[code]
+    record.kind = SPAN_KINDS[span.kind]
+    record.status = STATUS_CODES[status.code]
     record.status_message = status.message or None
     record.attributes = attributes
     record.events = events
@@ -213,3 +224,96 @@ def parse_request(data: bytes) -> ExportTraceServiceRequest:
     except Exception as exc:  # protobuf raises DecodeError, a private-ish subclass
         raise ValueError(f"not a valid OTLP ExportTraceServiceRequest protobuf: {exc}") from None
     return request
+
+
+# One span in wire form: its request's `ResourceSpans` without the scopes, its `ScopeSpans`
+# without the spans, and the `Span`, each serialized (the first two shared by their spans).
+WireSpan = tuple[bytes, bytes, bytes]
+
+
+@dataclass(slots=True, kw_only=True)
+class SpanHead:
+    """What routing reads of one protobuf span, the rest left serialized in ``wire``: its ids,
+    name and times (what the intake checks), its session-key attributes only, its resource's
+    attributes and its scope's name, each as `span_from_proto` would decode them. Read only;
+    not frozen because one is built per span on the serve process's own core, where a frozen
+    dataclass's `__init__` (a `object.__setattr__` per field) would cost several times more."""
+
+    trace_id: str
+    span_id: str
+    parent_span_id: str | None
+    name: str
+    start_unix_nano: int
+    end_unix_nano: int
+    attributes: dict[str, AttrValue]
+    resource: dict[str, AttrValue]
+    scope_name: str | None
+    wire: WireSpan
+
+
+def read_heads(
+    request: ExportTraceServiceRequest, limits: Limits, key_attributes: Collection[str]
+) -> tuple[list[SpanHead], list[SpanProblem]]:
+    """Each span's `SpanHead` (``key_attributes``: the attributes to decode); a span that
+    `decode_request` would reject is reported with the same path and message instead."""
+    from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans
+
+    heads: list[SpanHead] = []
+    problems: list[SpanProblem] = []
+    max_attrs = limits.max_attrs_per_span
+    for ri, rs in enumerate(request.resource_spans):
+        resource, _ = _attrs(rs.resource.attributes, limits)
+        resource_wire = ResourceSpans(
+            resource=rs.resource, schema_url=rs.schema_url
+        ).SerializeToString()
+        for si, ss in enumerate(rs.scope_spans):
+            scope_name = ss.scope.name or None
+            scope_wire = ScopeSpans(scope=ss.scope, schema_url=ss.schema_url).SerializeToString()
+            for pi, span in enumerate(ss.spans):
+                try:
+                    trace_id, span_id, parent, start, end = _checked(span)
+                except (IdError, ValueError) as exc:
+                    path = f"resourceSpans[{ri}].scopeSpans[{si}].spans[{pi}]"
+                    problems.append(SpanProblem(path, str(exc)))
+                    continue
+                kvs = span.attributes
+                if len(kvs) > max_attrs:  # which ones the count cap keeps: decode them all
+                    every, _ = _attrs(kvs, limits)
+                    attributes = {k: v for k, v in every.items() if k in key_attributes}
+                else:
+                    attributes, _ = _attrs([kv for kv in kvs if kv.key in key_attributes], limits)
+                heads.append(
+                    SpanHead(
+                        trace_id=trace_id,
+                        span_id=span_id,
+                        parent_span_id=parent,
+                        name=span.name,
+                        start_unix_nano=start,
+                        end_unix_nano=end,
+                        attributes=attributes,
+                        resource=resource,
+                        scope_name=scope_name,
+                        wire=(resource_wire, scope_wire, span.SerializeToString()),
+                    )
+                )
+    return heads, problems
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """A length-delimited protobuf field: its key, its length as a varint, the bytes."""
+    size = len(payload)
+    key = bytearray((number << 3 | 2,))
+    while size > 0x7F:
+        key.append(size & 0x7F | 0x80)
+        size >>= 7
+    key.append(size)
+    return bytes(key) + payload
+
+
+def wire_request(runs: Iterable[tuple[bytes, bytes, Sequence[bytes]]]) -> bytes:
+    """A serialized `ExportTraceServiceRequest` of runs of spans that share a resource and a
+    scope, each (resource, scope, spans) as a `WireSpan` holds them, in order."""
+    return b"".join(
+        _field(1, resource + _field(2, scope + b"".join([_field(2, span) for span in spans])))
+        for resource, scope, spans in runs
+    )

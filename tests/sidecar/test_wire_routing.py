@@ -1,0 +1,151 @@
+"""With `serve.workers` > 1 a protobuf request is routed from what `decode_heads` reads of it,
+and each evaluation process decodes its part from the bytes it is sent: the spans accepted,
+the problems answered, every span's session key and spool group, each part's records, all as
+decoding the whole request in the serve process gives them."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
+
+from spanjudge.pipeline import agent_spans
+from spanjudge.sessions.keys import session_key
+from spanjudge.sidecar.config import InputConfig
+from spanjudge.sidecar.evaluation_process import payload, records_of
+from spanjudge.sidecar.intake import FORMAT_PROTOBUF, decode_body, decode_heads
+from spanjudge.sidecar.routing import Router
+from spanjudge.sidecar.spool import group_of
+from spanjudge.spans.files import read_input
+from spanjudge.spans.limits import TRUNCATION_MARK, Limits
+from tests.sidecar.helpers import FIXTURES, to_sdk
+
+CHECKS = InputConfig()
+KEYS = ("app.thread",)
+START = 1_750_000_000_000_000_000
+
+
+def _fixture_requests() -> list[bytes]:
+    """Every fixture's spans as OTLP protobuf requests of 7 spans, as an SDK exports them."""
+    bodies = []
+    for path in sorted(FIXTURES.rglob("*.jsonl")):
+        spans = [s for chunk in read_input(str(path)) for s in chunk.spans]
+        for i in range(0, len(spans), 7):
+            bodies.append(encode_spans(to_sdk(spans[i : i + 7])).SerializeToString())
+    return bodies
+
+
+def _value(**value: object) -> AnyValue:
+    return AnyValue(**value)  # type: ignore[arg-type]
+
+
+def _span(number: int, *attrs: tuple[str, AnyValue], **fields: object) -> Span:
+    base: dict[str, object] = {
+        "trace_id": bytes(range(1, 17)),
+        "span_id": number.to_bytes(8, "big"),
+        "name": "invoke_agent",
+        "start_time_unix_nano": START,
+        "end_time_unix_nano": START + 1000,
+        "attributes": [KeyValue(key=k, value=v) for k, v in attrs],
+    }
+    base.update(fields)
+    return Span(**base)  # type: ignore[arg-type]
+
+
+def _odd_request() -> bytes:
+    """Session keys of every kind of value, cut, duplicated, past the attribute cap, refused;
+    spans the decoder rejects; two resources and scopes, one of them spanjudge's own."""
+    many = [(f"a{i}", _value(int_value=i)) for i in range(6)]
+    spans = [
+        _span(1, ("session.id", _value(string_value="s" * 40))),  # cut at 16 characters
+        _span(2, ("session.id", _value(int_value=7))),
+        _span(3, ("session.id", _value(bytes_value=b"\x01\x02"))),
+        _span(4, ("session.id", _value(bool_value=True)), ("app.thread", _value(int_value=3))),
+        _span(5, ("session.id", _value(array_value=ArrayValue(values=[_value(int_value=1)])))),
+        _span(6, ("session.id", _value(string_value="a")), ("session.id", _value(int_value=2))),
+        _span(7, *many, ("session.id", _value(string_value="past the cap"))),
+        _span(8, ("gen_ai.conversation.id", _value(string_value="")), ("app.thread", _value())),
+        _span(9, trace_id=bytes(16)),
+        _span(10, span_id=b"\x01"),
+        _span(11, end_time_unix_nano=START - 1),
+        _span(12, kind=9),
+        _span(13, start_time_unix_nano=10, end_time_unix_nano=20),  # implausible start
+        _span(14, parent_span_id=(15).to_bytes(8, "big")),
+        _span(15, parent_span_id=(14).to_bytes(8, "big")),  # a cycle with 14
+        _span(16, links=[Span.Link(trace_id=b"\x01", span_id=b"\x02" * 8)]),
+        _span(17),  # no key: its trace's
+    ]
+    own = ScopeSpans(scope={"name": "spanjudge"}, spans=[_span(18)])
+    resources = [
+        ResourceSpans(
+            resource={"attributes": [KeyValue(key="session.id", value=_value(string_value="r"))]},
+            scope_spans=[ScopeSpans(scope={"name": "lib", "version": "1"}, spans=spans[:9]), own],
+        ),
+        ResourceSpans(
+            resource={"attributes": [KeyValue(key="service.name", value=_value(string_value="x"))]},
+            scope_spans=[ScopeSpans(spans=spans[9:])],
+            schema_url="https://example.com/schema",
+        ),
+    ]
+    return ExportTraceServiceRequest(resource_spans=resources).SerializeToString()
+
+
+@pytest.mark.parametrize(
+    ("bodies", "limits"),
+    [
+        (_fixture_requests(), Limits()),
+        ([_odd_request()], Limits(max_attr_chars=16, max_attrs_per_span=5)),
+    ],
+    ids=["fixtures", "odd"],
+)
+def test_heads_route_and_decode_as_the_whole_request(bodies: list[bytes], limits: Limits) -> None:
+    compared = 0
+    for body in bodies:
+        whole = decode_body(body, FORMAT_PROTOBUF, limits, CHECKS)
+        heads = decode_heads(body, limits, CHECKS, KEYS)
+        assert [str(p) for p in heads.problems] == [str(p) for p in whole.problems]
+        assert [(h.trace_id, h.span_id) for h in heads.records] == [
+            (r.trace_id, r.span_id) for r in whole.records
+        ]
+        for head, record in zip(heads.records, whole.records, strict=True):
+            assert session_key(head, KEYS) == session_key(record, KEYS)
+            assert group_of(head, KEYS) == group_of(record, KEYS)
+        kept_heads, _ = agent_spans(heads.records)
+        kept, _ = agent_spans(whole.records)
+        assert records_of(payload(kept_heads), limits) == list(kept)
+        # routed over three processes: each part decodes to the records routed there
+        by_records = Router(3, KEYS, hold_s=60).route(kept)
+        by_heads = Router(3, KEYS, hold_s=60).route(kept_heads)
+        assert by_heads.keys() == by_records.keys()
+        for process, part in by_records.items():
+            assert records_of(payload(by_heads[process].records), limits) == part.records
+        compared += len(whole.records)
+    assert compared > 100 if len(bodies) > 1 else compared == 10
+
+
+def test_the_odd_request_has_keys_of_every_kind_and_rejected_spans() -> None:
+    # What the comparison above covers: keys found in the span or its resource, cut, refused
+    # for their type, past the attribute cap; the rejected spans answered with their field.
+    limits = Limits(max_attr_chars=16, max_attrs_per_span=5)
+    decoded = decode_heads(_odd_request(), limits, CHECKS, KEYS)
+    cut = "s" * 16 + TRUNCATION_MARK.format(digest=hashlib.sha256(b"s" * 40).hexdigest()[:16])
+    assert [session_key(h, KEYS) for h in decoded.records] == [
+        (cut, "session.id"),
+        ("7", "session.id"),
+        ("0102", "session.id"),  # bytes: their hex
+        ("r", "session.id"),  # a bool is no key: the resource's
+        ("r", "session.id"),  # nor an array
+        ("2", "session.id"),  # the last of two
+        ("r", "session.id"),  # past the attribute cap: the resource's
+        ("r", "session.id"),
+        ("r", "session.id"),  # spanjudge's own span (left out before routing)
+        None,  # the other resource's: no key in the span or its resource
+    ]
+    problems = " ".join(str(p) for p in decoded.problems)
+    for field in ("traceId", "spanId", "endTimeUnixNano", "kind", "startTimeUnixNano"):
+        assert field in problems
+    assert "cyclic parents" in problems and "links.traceId" in problems
