@@ -31,6 +31,16 @@ os.environ[RAISE_ENV] = "1"
 REQUIRED = {t.strip() for t in os.environ.get("SPANJUDGE_REQUIRE", "").split(",") if t.strip()}
 
 
+@pytest.fixture(autouse=True)
+def _no_terminal_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test, and every process a test starts, sees standard output as a file or a pipe
+    (the table's width is `PIPE_WIDTH`): no `COLUMNS`/`LINES` from the shell that runs the
+    suite, nor the 80x24 a pytest-xdist worker finds in its environment. A test about the
+    width sets `COLUMNS` itself."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
+
+
 @pytest.fixture
 def contained_errors() -> Iterator[None]:
     """For a test that makes an evaluator, recogniser, sink or engine fail on purpose: the
