@@ -31,6 +31,34 @@ os.environ[RAISE_ENV] = "1"
 REQUIRED = {t.strip() for t in os.environ.get("SPANJUDGE_REQUIRE", "").split(",") if t.strip()}
 
 
+# The test files that take longest, started first: with a worker per core (pytest-xdist, a file's
+# tests in one worker, files handed out in this order) one of them started late would run alone
+# at the end of the suite.
+LONGEST_FIRST = (
+    "tests/sidecar/test_flood.py",
+    "tests/judges/test_real_llm.py",
+    "tests/test_install.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        path = item.nodeid.split("::")[0]
+        return LONGEST_FIRST.index(path) if path in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: every other test keeps its place
+
+
+@pytest.fixture(autouse=True)
+def _no_terminal_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test, and every process a test starts, sees standard output as a file or a pipe
+    (the table's width is `PIPE_WIDTH`): no `COLUMNS`/`LINES` from the shell that runs the
+    suite, nor the 80x24 a pytest-xdist worker finds in its environment. A test about the
+    width sets `COLUMNS` itself."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
+
+
 @pytest.fixture
 def contained_errors() -> Iterator[None]:
     """For a test that makes an evaluator, recogniser, sink or engine fail on purpose: the

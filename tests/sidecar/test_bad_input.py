@@ -56,6 +56,9 @@ def test_partial_success_over_http_and_grpc(make_sidecar: MakeSidecar) -> None:
         (b'{"resourceSpans": [42]}', "application/json", ""),
         (request(span(b"\x02" * 3)), "application/x-protobuf", "every span was rejected"),
     ],
+    # named, not by their bytes: the last body holds the time it was built (pytest-xdist's
+    # workers each collect the tests and must agree on their names)
+    ids=["protobuf-garbage", "json-garbage", "json-deep", "json-wrong-type", "no-valid-span"],
 )
 def test_malformed_bodies_get_400_with_a_message(
     make_sidecar: MakeSidecar, body: bytes, content_type: str, needle: str

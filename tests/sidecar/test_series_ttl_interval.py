@@ -65,6 +65,9 @@ def test_a_series_ttl_of_the_interval_or_zero_starts(tmp_path: Path) -> None:
                 "metrics_endpoint": None,
                 "workers": 1,
                 "spool": {"path": str(tmp / "spool.db")},
+                # the stop is not under test: no waiting out the default deadline for a
+                # metrics flush that cannot reach port 9
+                "shutdown_timeout_s": 2,
                 "export": {
                     "endpoint": "http://127.0.0.1:9",
                     "insecure": True,

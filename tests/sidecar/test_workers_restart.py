@@ -56,12 +56,18 @@ def _judged(tmp: Path, before: int, after: int, spans: list[SpanRecord]) -> _Rec
     return verdicts
 
 
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Any, ...]]:
+    """The verdicts of one process before and after the restart, which every other number of
+    processes must give (the same for each: computed once)."""
+    return _verdicts(_judged(tmp_path_factory.mktemp("restart") / "same", 1, 1, _as_exported()))
+
+
 @pytest.mark.parametrize(("before", "after"), [(2, 3), (2, 1), (1, 2)])
 def test_a_spool_written_with_n_workers_replays_with_another_n(
-    tmp_path: Path, before: int, after: int
+    tmp_path: Path, before: int, after: int, reference: dict[str, tuple[Any, ...]]
 ) -> None:
     spans = _as_exported()
-    reference = _verdicts(_judged(tmp_path / "same", 1, 1, spans))
     assert len(reference) > 100
     changed = _judged(tmp_path / "changed", before, after, spans)
     # the same sessions with the same verdicts and ids: none split, none judged twice

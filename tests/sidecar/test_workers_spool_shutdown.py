@@ -53,11 +53,18 @@ def _run(tmp: Path, before: int, after: int, reference_sessions: set[str]) -> _R
     return verdicts
 
 
+@pytest.fixture(scope="module")
+def one_process(tmp_path_factory: pytest.TempPathFactory) -> _Receiver:
+    """What one process, stopped with `on_shutdown: evaluate`, exports (the same reference for
+    every number of processes: run once)."""
+    return _run(tmp_path_factory.mktemp("spool-shutdown") / "reference", 1, 1, set())
+
+
 @pytest.mark.parametrize(("before", "after"), [(2, 1), (2, 3)])
 def test_sigterm_in_spool_mode_then_restart_with_another_n_judges_each_session_once(
-    tmp_path: Path, before: int, after: int
+    tmp_path: Path, before: int, after: int, one_process: _Receiver
 ) -> None:
-    first = _run(tmp_path / "reference", 1, 1, set())
+    first = one_process
     reference = _verdicts(first)
     assert len(reference) > 100
     changed = _run(tmp_path / "changed", before, after, set(first.received.sessions()))
