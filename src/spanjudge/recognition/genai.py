@@ -223,6 +223,32 @@ def last_user_text(span: SpanRecord) -> str | None:
     return None
 
 
+def _plain_user_text(content: Any) -> str | None:
+    """The text of a user message written with content and no parts (a string, or text
+    blocks); None when a block in it carries a tool's result."""
+    blocks = _blocks(content) if not isinstance(content, str) else ()
+    if any(isinstance(b, dict) and _holds_tool(b) for b in blocks):
+        return None
+    text = content_text(content)
+    return text.strip() or None if text else None
+
+
+def _holds_tool(block: dict[str, Any]) -> bool:
+    return "tool" in str(block.get("type") or "").lower() or any("tool" in k.lower() for k in block)
+
+
+def _works_on(span: SpanRecord) -> str | None:
+    """The last user request among a model call's input messages (`Step.works_on`)."""
+    for message in reversed(messages(span, sc.GEN_AI_INPUT_MESSAGES)):
+        if message.get("role") != "user":
+            continue
+        if parts(message, "text"):
+            return content_text(parts(message, "text"))
+        if not _parts(message) and (text := _plain_user_text(message.get("content"))):
+            return text
+    return last_user_text(span)
+
+
 def new_request(span: SpanRecord) -> str | None:
     """The user request a model call's input ends with: the text of its last message when that
     is a user message holding no tool result. None when the input ends with tool results (the
@@ -232,7 +258,9 @@ def new_request(span: SpanRecord) -> str | None:
         last = inputs[-1]
         if last.get("role") != "user" or parts(last, "tool_call_response"):
             return None
-        return content_text(parts(last, "text")) or None
+        if _parts(last):
+            return content_text(parts(last, "text")) or None
+        return _plain_user_text(last.get("content"))
     for event in reversed(span.events):
         if event.name == sc.EV_GEN_AI_CHOICE:  # this call's output
             continue
@@ -667,6 +695,7 @@ class GenAIRecogniser:
             tool_descriptions=tool_descriptions(span),
             bodies_seen=bodies_in(input_texts(span)),
             request=new_request(span),
+            works_on=_works_on(span),
             instructions=instructions_opening(system),
             error=span_error(span),
             **self._base(span),

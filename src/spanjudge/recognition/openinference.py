@@ -160,6 +160,10 @@ class OpenInferenceRecogniser:
             ),
             bodies_seen=bodies_in(m.text for m in inputs if m.role not in ("system", "developer")),
             request=_new_request(inputs),
+            works_on=next(
+                (m.text.strip() for m in reversed(inputs) if m.role in USER_ROLES and m.text),
+                None,
+            ),
             instructions=instructions_opening(
                 "\n".join(m.text or "" for m in inputs if m.role in ("system", "developer"))
             ),

@@ -135,6 +135,7 @@ class ShapeRecogniser:
                 name=span.name,
                 text=assistant_text(span.attributes[response]) if response else None,
                 request=request if _ends_with_user(span.attributes[prompt]) else None,
+                works_on=request,
                 instructions=instructions_opening(system),
                 input_tokens=_tokens(span, _INPUT_TOKENS),
                 output_tokens=_tokens(span, _OUTPUT_TOKENS),

@@ -1,0 +1,97 @@
+"""Ordinary traces that look like the shapes the rules for sessions traced at the model client,
+for failures read from structure and for catalogues beside a loader look for, and whose
+verdict inputs must not move: turns, tool calls, errors, the catalogue."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from spanjudge.engine import Engine
+from spanjudge.sessions.store import ClosedSession
+from spanjudge.spans.record import SpanRecord
+from spanjudge.trajectory.model import Trajectory
+
+S = 1_000_000_000
+T0 = 1_700_000_000 * S
+
+
+def _chat(
+    n: int,
+    at: int,
+    inputs: list[Any],
+    outputs: list[Any],
+    *,
+    system: str | None = None,
+    tools: list[Any] | None = None,
+    parent: str | None = None,
+) -> SpanRecord:
+    """A model call as the GenAI conventions record it."""
+    attrs: dict[str, Any] = {
+        "gen_ai.operation.name": "chat",
+        "session.id": "s",
+        "gen_ai.input.messages": json.dumps(inputs),
+        "gen_ai.output.messages": json.dumps(outputs),
+    }
+    if system:
+        attrs["gen_ai.system_instructions"] = json.dumps([{"type": "text", "content": system}])
+    if tools:
+        attrs["gen_ai.tool.definitions"] = json.dumps(tools)
+    return SpanRecord(
+        trace_id=f"{1:032x}",
+        span_id=f"{n:016x}",
+        parent_span_id=parent,
+        name="chat m",
+        start_unix_nano=T0 + at * S,
+        end_unix_nano=T0 + at * S + S // 2,
+        attributes=attrs,
+    )
+
+
+def _user(text: str) -> dict[str, Any]:
+    return {"role": "user", "parts": [{"type": "text", "content": text}]}
+
+
+def _asks(call_id: str, name: str, args: dict[str, Any]) -> list[Any]:
+    part = {"type": "tool_call", "id": call_id, "name": name, "arguments": args}
+    return [{"role": "assistant", "parts": [part], "finish_reason": "tool_call"}]
+
+
+def _says(text: str) -> list[Any]:
+    part = {"type": "text", "content": text}
+    return [{"role": "assistant", "parts": [part], "finish_reason": "stop"}]
+
+
+def _result(call_id: str, text: str) -> dict[str, Any]:
+    part = {"type": "tool_call_response", "id": call_id, "response": text}
+    return {"role": "tool", "parts": [part]}
+
+
+def _trajectory(spans: list[SpanRecord]) -> Trajectory:
+    closed = ClosedSession(
+        key="s", key_source="session.id", revision=1, reason="end_of_input", spans=tuple(spans)
+    )
+    return Engine().trajectory(closed)
+
+
+def test_a_short_follow_up_found_inside_an_earlier_tool_argument_opens_a_turn() -> None:
+    """ "yes" is part of the argument "yesterday" of a call answered long before: the user's
+    follow-up, not the task of an agent run as a tool."""
+    ask = "What was the weather in Paris?"
+    args = {"city": "Paris", "day": "yesterday"}
+    spans = [
+        _chat(1, 0, [_user(ask)], _asks("c1", "get_weather", args)),
+        _chat(2, 1, [_user(ask), _result("c1", "Sunny")], _says("Sunny. Tomorrow too?")),
+        _chat(3, 10, [_user("yes")], _says("Tomorrow: rain.")),
+    ]
+    assert [t.request for t in _trajectory(spans).turns] == [ask, "yes"]
+
+
+def test_the_same_request_twice_is_two_turns() -> None:
+    """The user typed "continue" again after the model's answer: a second turn."""
+    first = [_user("continue")]
+    spans = [
+        _chat(1, 0, first, _says("Chapter 1")),
+        _chat(2, 10, [*first, _says("Chapter 1")[0], _user("continue")], _says("Chapter 2")),
+    ]
+    assert len(_trajectory(spans).turns) == 2
