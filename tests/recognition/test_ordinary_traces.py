@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from spanjudge.engine import Engine
 from spanjudge.sessions.store import ClosedSession
 from spanjudge.spans.record import SpanRecord
@@ -95,3 +97,33 @@ def test_the_same_request_twice_is_two_turns() -> None:
         _chat(2, 10, [*first, _says("Chapter 1")[0], _user("continue")], _says("Chapter 2")),
     ]
     assert len(_trajectory(spans).turns) == 2
+
+
+_PLAN_TOOL = [{"type": "function", "name": "update_plan", "description": "Rewrite the plan"}]
+
+
+@pytest.mark.parametrize("tools", [None, _PLAN_TOOL], ids=["no tools recorded", "same tools"])
+def test_state_atop_the_same_agents_instructions_is_no_handoff(tools: list[Any] | None) -> None:
+    """The agent's instructions open with its plan, which the tool it calls rewrites: the
+    same agent goes on; its call counts."""
+    before = "Current plan: collect the quarterly sales figures first.\nYou are a finance assistant."
+    after = "Current plan: write the summary of the figures found.\nYou are a finance assistant."
+    spans = [
+        _chat(
+            1,
+            0,
+            [_user("Summarise Q3")],
+            _asks("c1", "update_plan", {"plan": "write it"}),
+            system=before,
+            tools=tools,
+        ),
+        _chat(
+            2,
+            1,
+            [_user("Summarise Q3"), _result("c1", "plan updated")],
+            _says("Up 4%."),
+            system=after,
+            tools=tools,
+        ),
+    ]
+    assert _trajectory(spans).stats.tool_calls == 1

@@ -536,17 +536,25 @@ def _received_by(steps: list[Step]) -> dict[str, Step]:
 
 def _hands_off(asker: Step, receiver: Step | None) -> bool:
     """The model call given a call's result is another agent's than the one that asked for
-    it (another agent name, or system instructions that open differently): the call handed
-    the conversation over. An agent run as a tool answers the agent that asked, so its
-    result goes back to the same instructions."""
+    it: the call handed the conversation over. Another agent name says so; where no names
+    are recorded, only instructions that open differently together with another set of
+    offered tools (both calls recording their tools): an agent's own state written into its
+    instructions (a plan its tools rewrite) changes the instructions, not the tools. An agent
+    run as a tool answers the agent that asked, so its result goes back to that agent."""
     if receiver is None:
         return False
     if asker.agent_name and receiver.agent_name:
         return asker.agent_name != receiver.agent_name
     mine, theirs = asker.instructions, receiver.instructions
-    if not mine or not theirs:
+    if not mine or not theirs or theirs.startswith(mine[:64]) or mine.startswith(theirs[:64]):
         return False
-    return not (theirs.startswith(mine[:64]) or mine.startswith(theirs[:64]))
+    tools, their_tools = _offered(asker), _offered(receiver)
+    return bool(tools) and bool(their_tools) and tools != their_tools
+
+
+def _offered(call: Step) -> frozenset[str]:
+    """The names of the tools a model call was offered (its tool definitions)."""
+    return frozenset(call.tool_schemas) | frozenset(call.tool_descriptions)
 
 
 def _unwrapped(text: str) -> str:
