@@ -106,8 +106,9 @@ _PLAN_TOOL = [{"type": "function", "name": "update_plan", "description": "Rewrit
 def test_state_atop_the_same_agents_instructions_is_no_handoff(tools: list[Any] | None) -> None:
     """The agent's instructions open with its plan, which the tool it calls rewrites: the
     same agent goes on; its call counts."""
-    before = "Current plan: collect the quarterly sales figures first.\nYou are a finance assistant."
-    after = "Current plan: write the summary of the figures found.\nYou are a finance assistant."
+    role = "You are a finance assistant."
+    before = f"Current plan: collect the quarterly sales figures first.\n{role}"
+    after = f"Current plan: write the summary of the figures found.\n{role}"
     spans = [
         _chat(
             1,
