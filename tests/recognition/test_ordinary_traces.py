@@ -128,3 +128,38 @@ def test_state_atop_the_same_agents_instructions_is_no_handoff(tools: list[Any] 
         ),
     ]
     assert _trajectory(spans).stats.tool_calls == 1
+
+
+def _untraced_result(content: Any) -> Trajectory:
+    """A session traced at the model client: the call's result is what the agent sent back
+    in a chat completions tool message."""
+    ask = "Which CI jobs failed?"
+    spans = [
+        _chat(1, 0, [_user(ask)], _asks("c1", "list_jobs", {"day": "today"})),
+        _chat(
+            2,
+            1,
+            [_user(ask), {"role": "tool", "tool_call_id": "c1", "content": content}],
+            _says("build and lint."),
+        ),
+    ]
+    return _trajectory(spans)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        [{"job": "build", "status": "failed"}, {"job": "lint", "status": "failed"}],
+        [{"type": "error_rate", "value": 0.01}],
+    ],
+    ids=["jobs that failed", "an error rate"],
+)
+def test_records_in_a_result_that_say_failed_or_error_are_data(payload: Any) -> None:
+    found = _untraced_result(json.dumps(payload))
+    assert (found.stats.tool_calls, found.stats.errors) == (1, 0)
+
+
+def test_a_content_part_marked_as_an_error_is_a_failed_call() -> None:
+    """The part of the tool message that holds the result marks it failed: the call failed."""
+    found = _untraced_result([{"type": "text", "text": "disk full", "is_error": True}])
+    assert (found.stats.tool_calls, found.stats.errors) == (1, 1)

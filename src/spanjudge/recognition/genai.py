@@ -449,7 +449,7 @@ def tool_results(span: SpanRecord) -> tuple[ToolResult, ...]:
                 _add_result(found, part.get("id"), result_text(response), failed)
             if message.get("role") == "tool" and not _parts(message):
                 failed = marked_failed(message) or any(
-                    marked_failed(b) for b in _blocks(message.get("content"))
+                    marked_failed(b) for b in _content_parts(message.get("content"))
                 )
                 _add_result(found, message.get("tool_call_id"), content_text(message), failed)
     for event in span.events:
@@ -467,6 +467,26 @@ def tool_results(span: SpanRecord) -> tuple[ToolResult, ...]:
                         text = as_text({"status": "error", "error": text})
                     _add_result(found, held.get("toolUseId"), text)
     return tuple(found.values())
+
+
+# What a content part holds its text or result under: a dict with none is a record of the
+# result's payload, not a part of the message.
+_PART_HOLDS = ("text", "content", "output", "result", "response")
+
+
+def _content_parts(content: Any) -> list[dict[str, Any]]:
+    """The typed parts a message's content is made of (`[{"type": "text", "text": ...}]`),
+    where the content is a list of them; a content written as text (a JSON result among
+    them) is the result's payload, and the records inside it are data."""
+    if not isinstance(content, (list, tuple)):
+        return []
+    return [
+        b
+        for b in content
+        if isinstance(b, dict)
+        and isinstance(b.get("type"), str)
+        and any(k in b for k in _PART_HOLDS)
+    ]
 
 
 def _blocks(content: Any) -> tuple[Any, ...]:
