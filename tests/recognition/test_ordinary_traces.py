@@ -11,7 +11,7 @@ import pytest
 
 from spanjudge.engine import Engine
 from spanjudge.sessions.store import ClosedSession
-from spanjudge.spans.record import SpanRecord
+from spanjudge.spans.record import SpanEvent, SpanRecord
 from spanjudge.trajectory.model import Trajectory
 
 S = 1_000_000_000
@@ -163,3 +163,80 @@ def test_a_content_part_marked_as_an_error_is_a_failed_call() -> None:
     """The part of the tool message that holds the result marks it failed: the call failed."""
     found = _untraced_result([{"type": "text", "text": "disk full", "is_error": True}])
     assert (found.stats.tool_calls, found.stats.errors) == (1, 1)
+
+
+ROOT = f"{100:016x}"
+
+
+def _tool_span(result: Any, events: tuple[SpanEvent, ...] = ()) -> SpanRecord:
+    attrs = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "check_link",
+        "gen_ai.tool.call.id": "c1",
+        "session.id": "s",
+        "gen_ai.tool.call.arguments": json.dumps({"url": "https://example.com/old"}),
+        "gen_ai.tool.call.result": json.dumps(result),
+    }
+    return SpanRecord(
+        trace_id=f"{1:032x}",
+        span_id=f"{2:016x}",
+        parent_span_id=ROOT,
+        name="execute_tool check_link",
+        start_unix_nano=T0 + S,
+        end_unix_nano=T0 + S + S // 4,
+        events=events,
+        attributes=attrs,
+    )
+
+
+def _with_tool(tool: SpanRecord) -> Trajectory:
+    """An agent span, the model call asking for the tool, the tool span, the answer."""
+    agent = SpanRecord(
+        trace_id=f"{1:032x}",
+        span_id=ROOT,
+        parent_span_id=None,
+        name="invoke_agent a",
+        start_unix_nano=T0,
+        end_unix_nano=T0 + 10 * S,
+        attributes={
+            "gen_ai.operation.name": "invoke_agent",
+            "session.id": "s",
+            "gen_ai.agent.name": "a",
+        },
+    )
+    ask = "Is https://example.com/old still up?"
+    asks = _asks("c1", "check_link", {"url": "https://example.com/old"})
+    return _trajectory(
+        [
+            agent,
+            _chat(1, 0, [_user(ask)], asks, parent=ROOT),
+            tool,
+            _chat(3, 2, [_user(ask), _result("c1", "x")], _says("No: 404."), parent=ROOT),
+        ]
+    )
+
+
+def test_an_http_status_reported_as_data_is_no_failed_call() -> None:
+    """A link checker that ran fine reports the status the link answered."""
+    found = _with_tool(_tool_span({"url": "https://example.com/old", "status": 404}))
+    assert (found.stats.tool_calls, found.stats.errors) == (1, 0)
+
+
+def test_an_http_error_envelope_is_a_failed_call() -> None:
+    found = _with_tool(_tool_span({"status": 404, "error": "Not Found"}))
+    assert (found.stats.tool_calls, found.stats.errors) == (1, 1)
+
+
+def test_a_handled_exception_on_a_tool_span_with_no_status_is_no_failure() -> None:
+    """The SDK sets the error status itself when an exception escapes a span; one recorded
+    under a status left unset was caught by the tool (a retry that then succeeded)."""
+    handled = SpanEvent(
+        name="exception",
+        time_unix_nano=T0 + S,
+        attributes={
+            "exception.type": "TimeoutError",
+            "exception.message": "first attempt timed out; retried",
+        },
+    )
+    found = _with_tool(_tool_span({"reachable": False}, (handled,)))
+    assert (found.stats.tool_calls, found.stats.errors) == (1, 0)

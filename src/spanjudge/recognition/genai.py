@@ -36,7 +36,6 @@ from spanjudge.recognition.base import (
     parse_json,
     span_error,
     span_fields,
-    tool_failure,
 )
 from spanjudge.recognition.catalogue import (
     offered_beside_a_loader,
@@ -736,7 +735,7 @@ class GenAIRecogniser:
             result=result,
             result_text=result_text(result) if has_result else None,
             has_result=has_result,
-            failure=tool_failure(span),
+            failure=span_error(span),
             tool_status=span.str_attr(sc.GEN_AI_TOOL_STATUS) or None,
             error_type=error_type,
             declared_skill=declared or None,

@@ -36,7 +36,6 @@ from spanjudge.recognition.base import (
     parse_json,
     span_error,
     span_fields,
-    tool_failure,
 )
 from spanjudge.recognition.catalogue import (
     offered_beside_a_loader,
@@ -186,7 +185,7 @@ class OpenInferenceRecogniser:
             result=payload if message is None else message.get("content"),
             result_text=result,
             has_result=output is not None,
-            failure=tool_failure(span),
+            failure=span_error(span),
             tool_status=tool_status if isinstance(tool_status, str) else None,
             error_type=span.str_attr(semconv.ERROR_TYPE) if span.status != "error" else None,
             call_id=str(call_id) if call_id else None,

@@ -34,7 +34,6 @@ from spanjudge.recognition.base import (
     parse_json,
     span_error,
     span_fields,
-    tool_failure,
 )
 from spanjudge.recognition.catalogue import parse_catalogue
 from spanjudge.recognition.evidence import ToolFacts, tool_step
@@ -164,7 +163,7 @@ class ShapeRecogniser:
             result=payload,
             result_text=as_text(payload) if raw is not None else None,
             has_result=raw is not None,
-            failure=tool_failure(span),
+            failure=span_error(span),
             call_id=call_id,
         )
         return tool_step(facts, span_fields(span, PRESET))
