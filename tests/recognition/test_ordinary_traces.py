@@ -240,3 +240,59 @@ def test_a_handled_exception_on_a_tool_span_with_no_status_is_no_failure() -> No
     )
     found = _with_tool(_tool_span({"reachable": False}, (handled,)))
     assert (found.stats.tool_calls, found.stats.errors) == (1, 0)
+
+
+_LOADER = {
+    "type": "function",
+    "name": "load_skill",
+    "description": "Load a skill by name",
+    "parameters": {"type": "object", "properties": {"name": {"type": "string"}}},
+}
+
+
+def _catalogue(system: str, tools: list[Any]) -> list[str]:
+    span = _chat(1, 0, [_user("Fix the bug")], _says("Done."), system=system, tools=tools)
+    return [e.name for e in _trajectory([span]).catalogue]
+
+
+def _tool(name: str, description: str) -> dict[str, Any]:
+    return {"type": "function", "name": name, "description": description}
+
+
+def test_a_tool_list_with_namespaced_tool_names_is_no_catalogue() -> None:
+    system = (
+        "You are a coding assistant.\n\n## Tools\n\n"
+        "- read_file: Read a file.\n- write_file: Write a file.\n"
+    )
+    tools = [_LOADER, *(_tool(f"mcp__fs__{n}", "A file tool") for n in ("read_file", "write_file"))]
+    assert _catalogue(system, tools) == []
+
+
+def test_a_list_of_agents_offered_as_tools_beside_a_loader_is_no_catalogue() -> None:
+    system = (
+        "You lead a team.\nDelegate to one of them:\n"
+        "- researcher: finds sources\n- writer: drafts the text\n"
+    )
+    tools = [_LOADER, _tool("researcher", "Ask the researcher"), _tool("writer", "Ask the writer")]
+    assert _catalogue(system, tools) == []
+
+
+def test_a_list_beside_a_tool_that_gets_device_capabilities_is_no_catalogue() -> None:
+    system = (
+        "You are support.\nAnswer in one of these tones:\n"
+        "- formal: for business\n- casual: for consumers\n"
+    )
+    device = _tool("device_info", "Get the device's capabilities for a serial number")
+    assert _catalogue(system, [device]) == []
+
+
+def test_a_list_beside_a_loader_of_playbooks_is_the_catalogue() -> None:
+    system = (
+        "You are the operations assistant.\nWhat you can do:\n"
+        "- csv-report: Summarise a CSV file\n- incident-triage: Triage an incident\n"
+    )
+    loader = _tool("fetch_playbook", "Fetch the team playbook for a kind of task.")
+    assert _catalogue(system, [loader, _tool("read_csv", "Read a CSV file")]) == [
+        "csv-report",
+        "incident-triage",
+    ]
