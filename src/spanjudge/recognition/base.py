@@ -129,14 +129,17 @@ def may_match(text: str, words: tuple[str, ...]) -> bool:
     return any(word in lowered for word in words)
 
 
-# An HTTP-like status in a result payload: 4xx and 5xx say the call failed.
+# An HTTP-like status in a result payload, in an error envelope: 4xx and 5xx beside an error
+# detail say the call failed. A status with no such detail (a link checker's
+# `{"url": ..., "status": 404}`) is data the tool reports.
 _HTTP_STATUS_KEYS = ("status", "status_code", "statusCode", "http_status", "httpStatus")
-_HTTP_DETAIL_KEYS = ("error", "detail", "message", "reason", "body")
+_HTTP_DETAIL_KEYS = ("error", "detail", "message")
+_ENVELOPE_SIZE = 3
 
 
 def error_in_payload(payload: Any) -> str | None:
-    """An error inside a result payload (`{"status": "error", ...}`, `is_error`, an HTTP-like
-    status of 400 or more) while the span is OK."""
+    """An error inside a result payload (`{"status": "error", ...}`, `is_error`, an error
+    envelope with an HTTP-like status of 400 or more) while the span is OK."""
     if isinstance(payload, str):
         decoded = parse_json(payload)
         if decoded is payload:
@@ -152,26 +155,25 @@ def error_in_payload(payload: Any) -> str | None:
         code = next((payload[k] for k in _HTTP_STATUS_KEYS if k in payload), None)
         if isinstance(code, str) and code.isdigit():
             code = int(code)
-        if isinstance(code, int) and not isinstance(code, bool) and 400 <= code <= 599:
-            detail = next((payload[k] for k in _HTTP_DETAIL_KEYS if payload.get(k)), None)
-            return f"HTTP {code}: {as_text(detail)}" if detail is not None else f"HTTP {code}"
-        if "error" in payload and payload.get("error") and len(payload) <= 3:
+        detail = next((payload[k] for k in _HTTP_DETAIL_KEYS if payload.get(k)), None)
+        if (
+            isinstance(code, int)
+            and not isinstance(code, bool)
+            and 400 <= code <= 599
+            and detail is not None
+            and len(payload) <= _ENVELOPE_SIZE
+        ):
+            return f"HTTP {code}: {as_text(detail)}"
+        if "error" in payload and payload.get("error") and len(payload) <= _ENVELOPE_SIZE:
             return as_text(payload["error"])
     return None
 
 
-def tool_failure(span: SpanRecord) -> str | None:
-    """Why a tool span failed: `span_error`, or the exception a span whose status was left
-    unset recorded (an instrumentation that records the tool's exception and sets no status).
-    An explicit OK status is not overruled."""
-    if span.status == "unset":
-        return _exception_of(span)
-    return span_error(span)
-
-
 def span_error(span: SpanRecord) -> str | None:
     """Why a span with error status failed: its exception event, else its status message
-    (first line: LangChain puts a whole traceback there), else `error.type`."""
+    (first line: LangChain puts a whole traceback there), else `error.type`. An exception
+    event under a status left unset is no failure: the SDK sets the error status itself when
+    an exception escapes a span, so one recorded without it was handled."""
     if span.status != "error":
         return None
     found = _exception_of(span)

@@ -17,8 +17,9 @@ description, in one layout (XML elements or attributes, markdown headings, lists
 array, YAML, plain `name - description` / `name: description` lines), announced as skills by a
 heading, lead-in line, tag or key within the few lines before it or by its own header, or by
 a loader offered to the same model call (a tool whose description says it loads skills,
-playbooks or capabilities). A list of tool definitions (entries with parameters or a schema),
-a list of the call's own tools and examples ("for example", "e.g.") are not catalogues.
+playbooks, procedures or capabilities). A list of tool definitions (entries with parameters or
+a schema), a list of the call's own tools (by the one tool-name comparison: namespaced names
+too) and examples ("for example", "e.g.") are not catalogues.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from spanjudge.trajectory.steps import (
     CatalogueEntry,
     CatalogueSource,
 )
+from spanjudge.trajectory.toolnames import same_tool
 
 _AVAILABLE_SKILLS = re.compile(r"<available_skills>(.*?)</available_skills>", re.DOTALL)
 _SKILL_BLOCK = re.compile(
@@ -93,11 +95,17 @@ def offered_beside_a_loader(
 ) -> tuple[CatalogueEntry, ...]:
     """A list of named entries in a model call's system text, where no word announces skills
     but the same call was offered a tool whose description says it loads them ("Fetch the
-    playbook for a topic"): the list is what that loader offers. Entries named like the
-    offered tools are a list of tools, not of skills."""
+    playbook for a topic"): the list is what that loader offers. Entries that name one of the
+    offered tools (namespaced or not: `mcp__fs__read_file` is `read_file`) list tools or the
+    agents offered as tools, not skills; fewer than two left is no catalogue."""
     if not system or not any(describes_loader(d) for d in descriptions.values()):
         return ()
-    return tuple(e for e in parse_catalogue(system, announced=True) if e.name not in descriptions)
+    found = [
+        e
+        for e in parse_catalogue(system, announced=True)
+        if not any(same_tool(tool, e.name) for tool in descriptions)
+    ]
+    return tuple(found) if len(found) >= 2 else ()
 
 
 def _listed(text: str, start: int) -> list[tuple[str, str]]:

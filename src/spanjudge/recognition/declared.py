@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spanjudge.errors import did_you_mean
-from spanjudge.recognition.base import as_text, parse_json, span_error, span_fields, tool_failure
+from spanjudge.recognition.base import as_text, parse_json, span_error, span_fields
 from spanjudge.recognition.catalogue import parse_catalogue
 from spanjudge.recognition.evidence import ToolFacts, tool_step
 from spanjudge.spans.record import SpanRecord
@@ -233,7 +233,7 @@ class DeclaredRecogniser:
     def _tool(self, span: SpanRecord, spec: Role) -> Step:
         results = spec.all(span, "result")
         result = parse_json(results[0]) if results else None
-        failure = tool_failure(span)
+        failure = span_error(span)
         flags = spec.all(span, "error")
         if failure is None and any(f not in (False, "false", "False", 0, "", None) for f in flags):
             detail = result.get("error") if isinstance(result, Mapping) else None

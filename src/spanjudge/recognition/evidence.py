@@ -113,9 +113,14 @@ _BODY_KEYS = ("instructions", "body", "content", "text", "output", "stdout")
 _SCALAR = re.compile(r"true|false|-?\d+(\.\d+)?")
 # A description saying the tool loads a skill: a loading verb, then within a few words a skill,
 # playbook or capability.
+# A loader's description: it loads, fetches or reads a skill's or playbook's instructions or
+# procedure ("Load a skill's instructions by name", "Fetch the playbook for a topic"), or loads
+# or activates a capability ("Load a listed capability"). Getting a thing's capabilities ("Get
+# the device's capabilities") is reading data, not loading instructions.
 _LOADER_DESCRIPTION = re.compile(
-    r"\b(?:load|activate|fetch|retrieve|open|get)s?\b(?:\W+\w+){0,3}?\W+"
-    r"(?:skill|playbook|capabilit(?:y|ies))",
+    r"\b(?:load|activate|fetch|retrieve|open|get|read)s?\b(?:\W+\w+){0,3}?\W+"
+    r"(?:skill|playbook|procedure)"
+    r"|\b(?:load|activate)s?\b(?:\W+\w+){0,3}?\W+capabilit(?:y|ies)",
     re.I,
 )
 # A numbered or bulleted step of a skill's instructions.

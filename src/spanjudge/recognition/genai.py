@@ -36,7 +36,6 @@ from spanjudge.recognition.base import (
     parse_json,
     span_error,
     span_fields,
-    tool_failure,
 )
 from spanjudge.recognition.catalogue import (
     offered_beside_a_loader,
@@ -223,6 +222,32 @@ def last_user_text(span: SpanRecord) -> str | None:
     return None
 
 
+def _plain_user_text(content: Any) -> str | None:
+    """The text of a user message written with content and no parts (a string, or text
+    blocks); None when a block in it carries a tool's result."""
+    blocks = _blocks(content) if not isinstance(content, str) else ()
+    if any(isinstance(b, dict) and _holds_tool(b) for b in blocks):
+        return None
+    text = content_text(content)
+    return text.strip() or None if text else None
+
+
+def _holds_tool(block: dict[str, Any]) -> bool:
+    return "tool" in str(block.get("type") or "").lower() or any("tool" in k.lower() for k in block)
+
+
+def _works_on(span: SpanRecord) -> str | None:
+    """The last user request among a model call's input messages (`Step.works_on`)."""
+    for message in reversed(messages(span, sc.GEN_AI_INPUT_MESSAGES)):
+        if message.get("role") != "user":
+            continue
+        if parts(message, "text"):
+            return content_text(parts(message, "text"))
+        if not _parts(message) and (text := _plain_user_text(message.get("content"))):
+            return text
+    return last_user_text(span)
+
+
 def new_request(span: SpanRecord) -> str | None:
     """The user request a model call's input ends with: the text of its last message when that
     is a user message holding no tool result. None when the input ends with tool results (the
@@ -232,7 +257,9 @@ def new_request(span: SpanRecord) -> str | None:
         last = inputs[-1]
         if last.get("role") != "user" or parts(last, "tool_call_response"):
             return None
-        return content_text(parts(last, "text")) or None
+        if _parts(last):
+            return content_text(parts(last, "text")) or None
+        return _plain_user_text(last.get("content"))
     for event in reversed(span.events):
         if event.name == sc.EV_GEN_AI_CHOICE:  # this call's output
             continue
@@ -421,7 +448,7 @@ def tool_results(span: SpanRecord) -> tuple[ToolResult, ...]:
                 _add_result(found, part.get("id"), result_text(response), failed)
             if message.get("role") == "tool" and not _parts(message):
                 failed = marked_failed(message) or any(
-                    marked_failed(b) for b in _blocks(message.get("content"))
+                    marked_failed(b) for b in _content_parts(message.get("content"))
                 )
                 _add_result(found, message.get("tool_call_id"), content_text(message), failed)
     for event in span.events:
@@ -439,6 +466,26 @@ def tool_results(span: SpanRecord) -> tuple[ToolResult, ...]:
                         text = as_text({"status": "error", "error": text})
                     _add_result(found, held.get("toolUseId"), text)
     return tuple(found.values())
+
+
+# What a content part holds its text or result under: a dict with none is a record of the
+# result's payload, not a part of the message.
+_PART_HOLDS = ("text", "content", "output", "result", "response")
+
+
+def _content_parts(content: Any) -> list[dict[str, Any]]:
+    """The typed parts a message's content is made of (`[{"type": "text", "text": ...}]`),
+    where the content is a list of them; a content written as text (a JSON result among
+    them) is the result's payload, and the records inside it are data."""
+    if not isinstance(content, (list, tuple)):
+        return []
+    return [
+        b
+        for b in content
+        if isinstance(b, dict)
+        and isinstance(b.get("type"), str)
+        and any(k in b for k in _PART_HOLDS)
+    ]
 
 
 def _blocks(content: Any) -> tuple[Any, ...]:
@@ -667,6 +714,7 @@ class GenAIRecogniser:
             tool_descriptions=tool_descriptions(span),
             bodies_seen=bodies_in(input_texts(span)),
             request=new_request(span),
+            works_on=_works_on(span),
             instructions=instructions_opening(system),
             error=span_error(span),
             **self._base(span),
@@ -687,7 +735,7 @@ class GenAIRecogniser:
             result=result,
             result_text=result_text(result) if has_result else None,
             has_result=has_result,
-            failure=tool_failure(span),
+            failure=span_error(span),
             tool_status=span.str_attr(sc.GEN_AI_TOOL_STATUS) or None,
             error_type=error_type,
             declared_skill=declared or None,

@@ -28,7 +28,6 @@ from spanjudge.recognition.base import (
     parse_json,
     span_error,
     span_fields,
-    tool_failure,
 )
 from spanjudge.recognition.catalogue import parse_catalogue
 from spanjudge.recognition.evidence import ToolFacts, tool_step
@@ -130,7 +129,7 @@ class HaystackRecogniser:
     def _tool(self, span: SpanRecord) -> Step:
         raw = span.attributes.get(sc.HAYSTACK_TOOL_OUTPUT)
         result = parse_json(raw)
-        failure = tool_failure(span)
+        failure = span_error(span)
         if span.attributes.get(sc.HAYSTACK_TOOL_ERROR) is True:
             detail = result.get("error") if isinstance(result, dict) else None
             failure = failure or as_text(detail) or "haystack.tool.error is true"

@@ -36,7 +36,6 @@ from spanjudge.recognition.base import (
     parse_json,
     span_error,
     span_fields,
-    tool_failure,
 )
 from spanjudge.recognition.catalogue import (
     offered_beside_a_loader,
@@ -160,6 +159,10 @@ class OpenInferenceRecogniser:
             ),
             bodies_seen=bodies_in(m.text for m in inputs if m.role not in ("system", "developer")),
             request=_new_request(inputs),
+            works_on=next(
+                (m.text.strip() for m in reversed(inputs) if m.role in USER_ROLES and m.text),
+                None,
+            ),
             instructions=instructions_opening(
                 "\n".join(m.text or "" for m in inputs if m.role in ("system", "developer"))
             ),
@@ -182,7 +185,7 @@ class OpenInferenceRecogniser:
             result=payload if message is None else message.get("content"),
             result_text=result,
             has_result=output is not None,
-            failure=tool_failure(span),
+            failure=span_error(span),
             tool_status=tool_status if isinstance(tool_status, str) else None,
             error_type=span.str_attr(semconv.ERROR_TYPE) if span.status != "error" else None,
             call_id=str(call_id) if call_id else None,

@@ -102,8 +102,13 @@ def reconcile(
 def _turns_from_model_calls(steps: list[Step]) -> list[Step]:
     """A session no span above its model calls divides into turns (traced at the model client
     only): the first model call, and each one whose input ends with a new user request, begins
-    a turn; the calls after it, sent tool results, go on with it. A request an earlier call
-    gave a tool to carry (an agent run as a tool) is that tool's work, not a new turn."""
+    a turn; the calls after it, sent tool results, go on with it.
+
+    A request is new when it differs from the turn's, or when it repeats it after the turn was
+    answered (the user typed the same words again). It is no turn when it is the work of a
+    call still waiting for its result: it equals what such a call was given (an agent run as
+    a tool), or a later call goes on with the conversation of an earlier turn (the agent that
+    delegated resumes: what came between was its sub-agent's work)."""
     if any(s.kind == "agent_turn" for s in steps):
         return steps
     calls = sorted(
@@ -111,13 +116,16 @@ def _turns_from_model_calls(steps: list[Step]) -> list[Step]:
         key=lambda s: (s.start_unix_nano, s.end_unix_nano),
     )
     turns: list[Step] = []
-    given: list[str] = []  # what earlier calls asked tools to take
+    answered = False  # the last turn's model gave an answer asking for no tool
+    waiting: dict[str, frozenset[str]] = {}  # call id -> what a call still waiting was given
     for call in calls:
+        for result in call.tool_results:
+            waiting.pop(result.call_id, None)
         request = call.request
         opens = (
             request is not None
-            and (not turns or request != turns[-1].text)
-            and not any(request in text for text in given)
+            and (not turns or request != turns[-1].text or answered)
+            and not any(_words(request) in given for given in waiting.values())
         )
         if not turns or opens:
             turns.append(
@@ -135,11 +143,40 @@ def _turns_from_model_calls(steps: list[Step]) -> list[Step]:
                     catalogue=call.catalogue,
                 )
             )
-        elif call.end_unix_nano > turns[-1].end_unix_nano:
+        elif request is None and call.works_on is not None and len(turns) > 1:
+            _resumed_turn(turns, call.works_on)
+        if call.end_unix_nano > turns[-1].end_unix_nano:
             turns[-1] = replace(turns[-1], end_unix_nano=call.end_unix_nano)
+        answered = call.error is None and not call.tool_requests and bool(call.text)
         for asked in call.tool_requests:
-            given.extend(_strings_within(asked.arguments))
+            if asked.call_id:
+                waiting[asked.call_id] = frozenset(
+                    _words(text) for text in _strings_within(asked.arguments)
+                )
     return steps + turns
+
+
+def _words(text: str) -> str:
+    """A text as compared with another: its words, whatever the white space between them."""
+    return " ".join(text.split())
+
+
+# How far back a conversation that resumes is looked for among the turns: delegation nests
+# a few levels, not hundreds.
+_RESUMED_WITHIN = 8
+
+
+def _resumed_turn(turns: list[Step], works_on: str) -> None:
+    """A call that goes on with the conversation of an earlier turn than the last (its input's
+    last user request is that turn's): the turns opened since were its sub-agents' work and
+    are merged back into it."""
+    if turns[-1].text == works_on:
+        return
+    for at in range(len(turns) - 2, max(-1, len(turns) - 2 - _RESUMED_WITHIN), -1):
+        if turns[at].text == works_on:
+            end = max(t.end_unix_nano for t in turns[at:])
+            turns[at:] = [replace(turns[at], end_unix_nano=end)]
+            return
 
 
 def _strings_within(value: object, depth: int = 0) -> list[str]:
@@ -499,17 +536,25 @@ def _received_by(steps: list[Step]) -> dict[str, Step]:
 
 def _hands_off(asker: Step, receiver: Step | None) -> bool:
     """The model call given a call's result is another agent's than the one that asked for
-    it (another agent name, or system instructions that open differently): the call handed
-    the conversation over. An agent run as a tool answers the agent that asked, so its
-    result goes back to the same instructions."""
+    it: the call handed the conversation over. Another agent name says so; where no names
+    are recorded, only instructions that open differently together with another set of
+    offered tools (both calls recording their tools): an agent's own state written into its
+    instructions (a plan its tools rewrite) changes the instructions, not the tools. An agent
+    run as a tool answers the agent that asked, so its result goes back to that agent."""
     if receiver is None:
         return False
     if asker.agent_name and receiver.agent_name:
         return asker.agent_name != receiver.agent_name
     mine, theirs = asker.instructions, receiver.instructions
-    if not mine or not theirs:
+    if not mine or not theirs or theirs.startswith(mine[:64]) or mine.startswith(theirs[:64]):
         return False
-    return not (theirs.startswith(mine[:64]) or mine.startswith(theirs[:64]))
+    tools, their_tools = _offered(asker), _offered(receiver)
+    return bool(tools) and bool(their_tools) and tools != their_tools
+
+
+def _offered(call: Step) -> frozenset[str]:
+    """The names of the tools a model call was offered (its tool definitions)."""
+    return frozenset(call.tool_schemas) | frozenset(call.tool_descriptions)
 
 
 def _unwrapped(text: str) -> str:

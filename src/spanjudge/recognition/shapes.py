@@ -34,7 +34,6 @@ from spanjudge.recognition.base import (
     parse_json,
     span_error,
     span_fields,
-    tool_failure,
 )
 from spanjudge.recognition.catalogue import parse_catalogue
 from spanjudge.recognition.evidence import ToolFacts, tool_step
@@ -135,6 +134,7 @@ class ShapeRecogniser:
                 name=span.name,
                 text=assistant_text(span.attributes[response]) if response else None,
                 request=request if _ends_with_user(span.attributes[prompt]) else None,
+                works_on=request,
                 instructions=instructions_opening(system),
                 input_tokens=_tokens(span, _INPUT_TOKENS),
                 output_tokens=_tokens(span, _OUTPUT_TOKENS),
@@ -163,7 +163,7 @@ class ShapeRecogniser:
             result=payload,
             result_text=as_text(payload) if raw is not None else None,
             has_result=raw is not None,
-            failure=tool_failure(span),
+            failure=span_error(span),
             call_id=call_id,
         )
         return tool_step(facts, span_fields(span, PRESET))

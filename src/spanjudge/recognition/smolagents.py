@@ -31,7 +31,6 @@ from spanjudge.recognition.base import (
     parse_json,
     span_error,
     span_fields,
-    tool_failure,
 )
 from spanjudge.recognition.evidence import ToolFacts, tool_step
 from spanjudge.spans.record import SpanRecord
@@ -92,7 +91,7 @@ class SmolagentsRecogniser:
             result=parse_json(output),
             result_text=as_text(output),
             has_result=output is not None,
-            failure=tool_failure(span),
+            failure=span_error(span),
         )
         return [tool_step(facts, span_fields(span, PRESET))]
 

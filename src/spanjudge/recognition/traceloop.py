@@ -23,7 +23,6 @@ from spanjudge.recognition.base import (
     parse_json,
     span_error,
     span_fields,
-    tool_failure,
 )
 from spanjudge.recognition.evidence import ToolFacts, tool_step
 from spanjudge.recognition.genai import last_user_text
@@ -81,7 +80,7 @@ class TraceloopRecogniser:
             result=result,
             result_text=as_text(result) if raw is not None else None,
             has_result=raw is not None,
-            failure=tool_failure(span),
+            failure=span_error(span),
             error_type=span.str_attr(sc.ERROR_TYPE),
         )
         return tool_step(facts, span_fields(span, self.name))

@@ -105,6 +105,9 @@ class Step:
     # model_call: the user request its input ends with (None when its new input is only tool
     # results): where no span above the model calls says so, this is where a turn begins
     request: str | None = None
+    # model_call: the last user request in its input, whatever message the input ends with:
+    # the request whose conversation the call goes on with (its `request` when it ends so)
+    works_on: str | None = None
     # model_call: the opening of its system instructions, which say which agent is speaking
     # where no span names it (a handoff gives the conversation to other instructions)
     instructions: str | None = None
