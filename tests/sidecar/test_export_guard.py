@@ -13,10 +13,13 @@ from typing import Any
 
 import pytest
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace.export import SpanExportResult
 
-from spanjudge.guard import Guard, contained
-from spanjudge.sidecar.export import ConfirmingSpanProcessor
+from spanjudge.guard import contained
+from spanjudge.sidecar.config import ExportConfig
+from spanjudge.sidecar.export import build_verdict_export
 from spanjudge.sidecar.server import Sidecar
 from tests.sidecar.conftest import MakeSidecar
 from tests.sidecar.helpers import VerdictServer, synthetic_session, wait_for
@@ -34,19 +37,19 @@ def _start(make_sidecar: MakeSidecar, verdicts: VerdictServer) -> Sidecar:
 
 
 def _failing(sidecar: Sidecar, error: Callable[[], Exception], times: int) -> list[int]:
-    """The sidecar's span exporter raises ``error()`` on its next ``times`` calls."""
-    assert sidecar.export.span_processor is not None
-    exporter = sidecar.export.span_processor._exporter.exporter
-    real = exporter.export
+    """The sidecar's evaluation span sender raises ``error()`` on its next ``times`` calls."""
+    assert sidecar.export.spans is not None
+    sender = sidecar.export.spans.sender
+    real = sender.send
     calls = [0]
 
-    def export(batch: Any) -> Any:
+    def send(request: Any, timeout_s: float) -> Any:
         calls[0] += 1
         if calls[0] <= times:
             raise error()
-        return real(batch)
+        return real(request, timeout_s)
 
-    exporter.export = export
+    sender.send = send  # type: ignore[method-assign]
     return calls
 
 
@@ -117,21 +120,24 @@ def test_an_endpoint_failure_is_no_internal_error(
 
 
 def test_a_call_cut_by_the_shutdown_abort_is_no_bug() -> None:
-    """At the shutdown deadline the worker aborts the exporters; a call in flight then fails
+    """At the shutdown deadline the worker aborts the export; a call in flight then fails
     (gRPC: ValueError "Cannot invoke RPC on closed channel!"). That is the abort, not a bug:
     not raised even under the test suite, not counted, and the verdicts stay unconfirmed."""
-    guard = Guard(logging.getLogger("spanjudge.sidecar"), "sidecar")
+    bugs: list[str] = []
+    export = build_verdict_export(
+        ExportConfig(enabled=True, endpoint="http://127.0.0.1:9", insecure=True),
+        Resource.create({}),
+        bugs.append,
+    )
+    assert export.spans is not None
+    spans = export.spans
 
-    class Aborted:
-        def export(self, batch: Any) -> Any:
-            processor.abort()  # the deadline passes while this call is on the wire
-            raise ValueError("Cannot invoke RPC on closed channel!")
+    def aborted(request: Any, timeout_s: float) -> Any:
+        export.abort()  # the deadline passes while this call is on the wire
+        raise ValueError("Cannot invoke RPC on closed channel!")
 
-        def shutdown(self) -> None:
-            pass
-
-    processor = ConfirmingSpanProcessor(Aborted(), guard)
-    processor.on_end(synthetic_session("aborted")[0])
-    assert processor.force_flush() is False
-    assert guard.errors == 0
-    assert processor.backlog == 1  # kept: the spool still holds its session
+    spans.sender.send = aborted  # type: ignore[method-assign]
+    spans.add([Span(name="spanjudge.evaluate")])
+    assert spans.flush() is False
+    assert bugs == []
+    assert spans.backlog == 1  # kept: the spool still holds its session
