@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import http.server
+import ssl
 import threading
 import zlib
 from collections.abc import Callable
@@ -58,6 +59,8 @@ class _Service(
     def Export(self, request: Any, context: Any) -> Any:
         receiver = self.receiver
         receiver.arrived.keep(request, dict(context.invocation_metadata()))
+        if receiver.holding:
+            receiver.released.wait(30)
         with receiver.arrived.lock:
             failure = receiver.failures.pop(0) if receiver.failures else None
         if failure is not None:
@@ -78,6 +81,9 @@ class GrpcOtlpReceiver:
         # (status code, trailing metadata) answered to the next calls, one each
         self.failures: list[tuple[grpc.StatusCode, tuple[tuple[str, Any], ...]]] = []
         self.trace_response: trace_service_pb2.ExportTraceServiceResponse | None = None
+        # while holding, calls are taken and not answered until `released` is set
+        self.holding = False
+        self.released = threading.Event()
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         service = _Service(self)
         trace_service_pb2_grpc.add_TraceServiceServicer_to_server(service, self.server)
@@ -89,14 +95,15 @@ class GrpcOtlpReceiver:
         self.server.start()
 
     def stop(self) -> None:
+        self.released.set()
         self.server.stop(0).wait()
 
 
 class HttpOtlpReceiver:
-    """OTLP/HTTP with protobuf bodies on 127.0.0.1; ``statuses`` are answered to the next
-    calls (with ``retry_after`` as their `Retry-After`), then 200."""
+    """OTLP/HTTP with protobuf bodies on 127.0.0.1 (over ``tls`` if given); ``statuses`` are
+    answered to the next calls (with ``retry_after`` as their `Retry-After`), then 200."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self.arrived = Arrived()
         self.statuses: list[int] = []
         self.retry_after: str | None = None
@@ -130,6 +137,8 @@ class HttpOtlpReceiver:
                 return None
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        if tls is not None:
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()

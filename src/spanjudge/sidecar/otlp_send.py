@@ -354,10 +354,10 @@ class HttpSender(Sender):
     def __init__(self, where: Destination) -> None:
         super().__init__(where)
         self._session = requests.Session()
-        self._session.verify = where.certificate_file or True
+        # Given with each request: a session's own `verify` gives way to REQUESTS_CA_BUNDLE.
+        self._verify: str | bool = where.certificate_file or True
         cert, key = where.client_certificate_file, where.client_key_file
-        if cert:
-            self._session.cert = (cert, key) if key else cert
+        self._cert: str | tuple[str, str] | None = (cert, key) if cert and key else cert
         self._headers = dict(where.headers)
         if where.compression != "none":
             self._headers["content-encoding"] = where.compression
@@ -403,6 +403,8 @@ class HttpSender(Sender):
             headers=self._headers,
             timeout=timeout_s,
             allow_redirects=False,
+            verify=self._verify,
+            cert=self._cert,
         )
 
     def _parsed(self, content: bytes) -> Message:
