@@ -65,15 +65,17 @@ def evaluation_span_attributes(trajectory: Trajectory) -> dict[str, AttributeVal
     return attrs
 
 
+def session_record_attributes(trajectory: Trajectory) -> dict[str, AttributeValue]:
+    """What a verdict's log record carries after its event's attributes (`log_record_attributes`):
+    the session id and revision, which the span event has from its span."""
+    return {semconv.SESSION_ID: trajectory.session_id, semconv.SJ_REVISION: trajectory.revision}
+
+
 def log_record_attributes(
     event_attributes: Mapping[str, AttributeValue], trajectory: Trajectory
 ) -> dict[str, AttributeValue]:
-    """A verdict's log record attributes: its event's, then the session id and revision."""
-    return {
-        **event_attributes,
-        semconv.SESSION_ID: trajectory.session_id,
-        semconv.SJ_REVISION: trajectory.revision,
-    }
+    """A verdict's log record attributes: its event's, then the session's."""
+    return {**event_attributes, **session_record_attributes(trajectory)}
 
 
 def failed(verdict: Verdict) -> bool:

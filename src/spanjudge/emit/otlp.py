@@ -49,7 +49,7 @@ from spanjudge.emit.otel import (
     evaluation_span_attributes,
     evaluation_times,
     failed,
-    log_record_attributes,
+    session_record_attributes,
     span_ids,
     verdict_attributes,
     warn_event_limit,
@@ -139,15 +139,20 @@ class OtlpVerdictEncoder:
         dropped_links = _over(len(links), self.max_links)
         events: list[Span.Event] = []
         records: list[LogRecord] = []
+        # A log record's attributes are its event's, then these (`log_record_attributes`):
+        # each built once, then copied into both messages.
+        session_attributes = key_values(session_record_attributes(trajectory))
         # A session's verdicts are about a few spans (most about its last turn).
         evaluated_ids: dict[tuple[str, str] | None, tuple[bytes, bytes] | None] = {}
         for verdict in result.verdicts:
-            attrs = verdict_attributes(verdict, trajectory.session_id, trajectory.revision)
+            attributes = key_values(
+                verdict_attributes(verdict, trajectory.session_id, trajectory.revision)
+            )
             events.append(
                 Span.Event(
                     name=semconv.EV_EVALUATION_RESULT,
                     time_unix_nano=end_ns,
-                    attributes=key_values(attrs),
+                    attributes=attributes,
                 )
             )
             evaluated = placement.evaluated_span(verdict)
@@ -170,7 +175,7 @@ class OtlpVerdictEncoder:
                     body=AnyValue(),
                     severity_number=_WARN if warn else _INFO,  # type: ignore[arg-type]
                     severity_text="WARN" if warn else "INFO",
-                    attributes=key_values(log_record_attributes(attrs, trajectory)),
+                    attributes=attributes + session_attributes,
                     event_name=semconv.EV_EVALUATION_RESULT,
                 )
             )
