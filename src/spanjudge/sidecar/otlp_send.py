@@ -207,13 +207,13 @@ class Sender:
         """Send ``request``, retrying transient failures until ``timeout_s`` is spent."""
         body = self._prepare(request)
         deadline = time.monotonic() + timeout_s
-        sent = Sent(False, "aborted")
+        sent = Sent(False, "no time left for the call")  # until an attempt says more
         for attempt in range(MAX_ATTEMPTS):
             if self.aborted:
                 return Sent(False, "aborted")
             left_s = deadline - time.monotonic()
             if left_s <= 0:
-                return Sent(False, sent.detail or "timed out")
+                return sent
             outcome = self._attempt(body, left_s, attempt)
             sent = outcome.sent
             if sent.ok or not outcome.retryable or self.aborted:
