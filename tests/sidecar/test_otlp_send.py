@@ -17,8 +17,6 @@ import pytest
 from google.protobuf.duration_pb2 import Duration
 from google.rpc.error_details_pb2 import RetryInfo
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
-from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
-from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from opentelemetry.sdk.resources import Resource
 
 from spanjudge.sidecar.config import ExportConfig
@@ -52,8 +50,10 @@ def _export(**config: object) -> VerdictExport:
 
 def _one_session(export: VerdictExport, name: str = "verdict") -> None:
     assert export.spans is not None and export.logs is not None
-    export.spans.add([Span(name=name)])
-    export.logs.add([LogRecord(event_name="gen_ai.evaluation.result")])
+    with export.spans.adding() as spans:
+        spans.add(name=name)
+    with export.logs.adding() as records:
+        records.add(event_name="gen_ai.evaluation.result")
 
 
 def _flush(export: VerdictExport) -> bool:
@@ -102,7 +102,8 @@ def test_grpc_retries_end_with_the_calls_time() -> None:
     export = _export(endpoint=f"http://127.0.0.1:{receiver.port}", timeout_s=1.5)
     try:
         assert export.spans is not None
-        export.spans.add([Span(name="verdict")])
+        with export.spans.adding() as spans:
+            spans.add(name="verdict")
         started = time.monotonic()
         assert not export.spans.flush()
         assert time.monotonic() - started < 2.5
@@ -276,7 +277,8 @@ def test_an_abort_cuts_a_grpc_call_in_flight() -> None:
     abort = threading.Timer(0.5, export.abort)
     try:
         assert export.spans is not None
-        export.spans.add([Span(name="verdict")])
+        with export.spans.adding() as spans:
+            spans.add(name="verdict")
         abort.start()
         started = time.monotonic()
         assert not export.spans.flush()

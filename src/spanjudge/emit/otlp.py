@@ -2,8 +2,9 @@
 
 What `emit.otel.OtelVerdictSink` emits through the SDK (ARCHITECTURE.md section 8), without SDK
 spans, events or log records: each evaluated session becomes one `Span` message with one event
-per verdict and one `LogRecord` message per verdict, and a batch of them becomes one
-`ExportTraceServiceRequest` or `ExportLogsServiceRequest`. The placement, the attributes, the
+per verdict, added to an `ExportTraceServiceRequest`, and one `LogRecord` message per verdict,
+added to an `ExportLogsServiceRequest`. Messages are built where they will be sent: copying a
+protobuf message into another costs about as much as building it. The placement, the attributes, the
 timestamps and the severity come from `emit.otel`, so both paths make every decision in one
 place; `tests/emit/test_otel_contract.py` checks that the two send the same OTLP.
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from typing import Any
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -30,15 +31,8 @@ from opentelemetry.proto.common.v1.common_pb2 import (
     KeyValue,
     KeyValueList,
 )
-from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeLogs
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
-from opentelemetry.proto.trace.v1.trace_pb2 import (
-    ResourceSpans,
-    ScopeSpans,
-    Span,
-    SpanFlags,
-    Status,
-)
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, SpanFlags, Status
 from opentelemetry.sdk.trace import SpanLimits
 from opentelemetry.util.types import AttributeValue
 
@@ -90,17 +84,10 @@ def key_values(attributes: Mapping[str, object]) -> list[KeyValue]:
     return [KeyValue(key=key, value=any_value(value)) for key, value in attributes.items()]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class EncodedSession:
-    """One evaluated session's OTLP: its evaluation span and a log record per verdict."""
-
-    span: Span
-    log_records: list[LogRecord]
-
-
 class OtlpVerdictEncoder:
     """Encodes evaluated sessions as OTLP messages under one resource and the `spanjudge`
-    instrumentation scope, and batches of them as export requests."""
+    instrumentation scope, straight into the export requests that will carry them: a request's
+    messages are built in place, never copied from one message into another."""
 
     def __init__(
         self,
@@ -116,9 +103,28 @@ class OtlpVerdictEncoder:
         self.max_links: int | None = limits.max_links
         self._warned_event_limit = False
 
-    def encode(self, result: SessionResult) -> EncodedSession:
-        """The session's evaluation span (a new random span id, in its last turn's trace) and
-        its log records."""
+    def trace_request(self) -> ExportTraceServiceRequest:
+        """An empty export request for evaluation spans; `spans` gives where they go."""
+        request = ExportTraceServiceRequest()
+        resource_spans = request.resource_spans.add(
+            resource=self._resource, schema_url=self._schema_url
+        )
+        resource_spans.scope_spans.add(scope=self._scope)
+        return request
+
+    def logs_request(self) -> ExportLogsServiceRequest:
+        """An empty export request for log records; `log_records` gives where they go."""
+        request = ExportLogsServiceRequest()
+        resource_logs = request.resource_logs.add(
+            resource=self._resource, schema_url=self._schema_url
+        )
+        resource_logs.scope_logs.add(scope=self._scope)
+        return request
+
+    def encode(self, result: SessionResult, spans: Any, log_records: Any) -> None:
+        """Add the session's evaluation span (a new random span id, in its last turn's trace) to
+        ``spans`` and its log records to ``log_records``: the repeated fields of a request from
+        `trace_request` and one from `logs_request` (`spans`, `log_records`)."""
         trajectory = result.trajectory
         placement = Placement(trajectory)
         start_ns, end_ns = evaluation_times(result)
@@ -127,34 +133,42 @@ class OtlpVerdictEncoder:
             trace_id, parent_span_id = random.getrandbits(128) or 1, b""
         else:
             trace_id, parent_span_id = parent[0], parent[1].to_bytes(8, "big")
-        links = [
-            Span.Link(
-                trace_id=ids[0].to_bytes(16, "big"),
-                span_id=ids[1].to_bytes(8, "big"),
-                flags=_LOCAL,
-            )
-            for ids in (span_ids(pair) for pair in placement.links)
-            if ids is not None
-        ]
+        links = [ids for ids in (span_ids(pair) for pair in placement.links) if ids is not None]
         dropped_links = _over(len(links), self.max_links)
-        events: list[Span.Event] = []
-        records: list[LogRecord] = []
+        verdicts = result.verdicts
+        dropped_events = _over(len(verdicts), self.max_events)
+        if dropped_events and not self._warned_event_limit:
+            self._warned_event_limit = True
+            warn_event_limit(len(verdicts), len(verdicts) - dropped_events)
+        span = spans.add(
+            trace_id=trace_id.to_bytes(16, "big"),
+            span_id=(random.getrandbits(64) or 1).to_bytes(8, "big"),
+            parent_span_id=parent_span_id,
+            name=semconv.SPAN_EVALUATE,
+            kind=Span.SpanKind.SPAN_KIND_INTERNAL,
+            start_time_unix_nano=start_ns,
+            end_time_unix_nano=end_ns,
+            attributes=key_values(evaluation_span_attributes(trajectory)),
+            dropped_events_count=dropped_events,
+            dropped_links_count=dropped_links,
+            status=Status(),
+            flags=_LOCAL,
+        )
         # A log record's attributes are its event's, then these (`log_record_attributes`):
         # each built once, then copied into both messages.
         session_attributes = key_values(session_record_attributes(trajectory))
         # A session's verdicts are about a few spans (most about its last turn).
         evaluated_ids: dict[tuple[str, str] | None, tuple[bytes, bytes] | None] = {}
-        for verdict in result.verdicts:
+        for index, verdict in enumerate(verdicts):
             attributes = key_values(
                 verdict_attributes(verdict, trajectory.session_id, trajectory.revision)
             )
-            events.append(
-                Span.Event(
+            if index >= dropped_events:  # the SDK keeps the latest events
+                span.events.add(
                     name=semconv.EV_EVALUATION_RESULT,
                     time_unix_nano=end_ns,
                     attributes=attributes,
                 )
-            )
             evaluated = placement.evaluated_span(verdict)
             if evaluated not in evaluated_ids:
                 numbers = span_ids(evaluated) if evaluated is not None else None
@@ -165,65 +179,34 @@ class OtlpVerdictEncoder:
                 )
             ids = evaluated_ids[evaluated]
             warn = failed(verdict)
-            records.append(
-                LogRecord(
-                    time_unix_nano=end_ns,
-                    observed_time_unix_nano=end_ns,
-                    trace_id=ids[0] if ids else b"",
-                    span_id=ids[1] if ids else b"",
-                    flags=_SAMPLED if ids else 0,
-                    body=AnyValue(),
-                    severity_number=_WARN if warn else _INFO,  # type: ignore[arg-type]
-                    severity_text="WARN" if warn else "INFO",
-                    attributes=attributes + session_attributes,
-                    event_name=semconv.EV_EVALUATION_RESULT,
-                )
+            log_records.add(
+                time_unix_nano=end_ns,
+                observed_time_unix_nano=end_ns,
+                trace_id=ids[0] if ids else b"",
+                span_id=ids[1] if ids else b"",
+                flags=_SAMPLED if ids else 0,
+                body=AnyValue(),
+                severity_number=_WARN if warn else _INFO,
+                severity_text="WARN" if warn else "INFO",
+                attributes=attributes + session_attributes,
+                event_name=semconv.EV_EVALUATION_RESULT,
             )
-        dropped_events = _over(len(events), self.max_events)
-        if dropped_events and not self._warned_event_limit:
-            self._warned_event_limit = True
-            warn_event_limit(len(events), len(events) - dropped_events)
-        span = Span(
-            trace_id=trace_id.to_bytes(16, "big"),
-            span_id=(random.getrandbits(64) or 1).to_bytes(8, "big"),
-            parent_span_id=parent_span_id,
-            name=semconv.SPAN_EVALUATE,
-            kind=Span.SpanKind.SPAN_KIND_INTERNAL,
-            start_time_unix_nano=start_ns,
-            end_time_unix_nano=end_ns,
-            attributes=key_values(evaluation_span_attributes(trajectory)),
-            events=events[dropped_events:],  # the SDK keeps the latest
-            dropped_events_count=dropped_events,
-            links=links[dropped_links:],
-            dropped_links_count=dropped_links,
-            status=Status(),
-            flags=_LOCAL,
-        )
-        return EncodedSession(span=span, log_records=records)
+        for link_trace_id, link_span_id in links[dropped_links:]:  # the latest, as the SDK
+            span.links.add(
+                trace_id=link_trace_id.to_bytes(16, "big"),
+                span_id=link_span_id.to_bytes(8, "big"),
+                flags=_LOCAL,
+            )
 
-    def trace_request(self, spans: Sequence[Span]) -> ExportTraceServiceRequest:
-        """One export request carrying ``spans``."""
-        return ExportTraceServiceRequest(
-            resource_spans=[
-                ResourceSpans(
-                    resource=self._resource,
-                    scope_spans=[ScopeSpans(scope=self._scope, spans=spans)],
-                    schema_url=self._schema_url,
-                )
-            ]
-        )
 
-    def logs_request(self, records: Sequence[LogRecord]) -> ExportLogsServiceRequest:
-        """One export request carrying ``records``."""
-        return ExportLogsServiceRequest(
-            resource_logs=[
-                ResourceLogs(
-                    resource=self._resource,
-                    scope_logs=[ScopeLogs(scope=self._scope, log_records=records)],
-                    schema_url=self._schema_url,
-                )
-            ]
-        )
+def spans(request: ExportTraceServiceRequest) -> Any:
+    """Where a `trace_request`'s spans go (its one resource's one scope's)."""
+    return request.resource_spans[0].scope_spans[0].spans
+
+
+def log_records(request: ExportLogsServiceRequest) -> Any:
+    """Where a `logs_request`'s log records go (its one resource's one scope's)."""
+    return request.resource_logs[0].scope_logs[0].log_records
 
 
 def _over(count: int, limit: int | None) -> int:

@@ -11,19 +11,21 @@ within that time.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from google.protobuf.message import Message
 from opentelemetry.sdk.resources import Resource
 
+from spanjudge.emit import otlp
 from spanjudge.emit.otlp import OtlpVerdictEncoder
 from spanjudge.guard import Guard
 from spanjudge.sidecar.config import ExportConfig, env_endpoint
@@ -32,7 +34,9 @@ from spanjudge.sidecar.otlp_send import Sender, Sent, destination, sender_for
 from spanjudge.values import SessionResult
 
 log = logging.getLogger("spanjudge.sidecar")
-_BATCH = 512  # items per export request, as the SDK's batch processors send them
+# Items per export request, as the SDK's batch processors send them (a request may take one
+# session's items past it: a session's span and its log records are never split).
+_BATCH = 512
 
 
 def endpoint_failure(exc: BaseException) -> bool:
@@ -47,16 +51,24 @@ def endpoint_failure(exc: BaseException) -> bool:
     return isinstance(exc, grpc.RpcError)
 
 
+@dataclass(slots=True)
+class _Batch:
+    """One export request being filled or waiting to be sent, and where its items go."""
+
+    request: Message
+    items: Any  # the request's repeated field of spans or log records
+
+
 class ConfirmingExport:
-    """One signal's encoded items (evaluation spans, or log records), sent on `flush`; failures
-    stay for the next attempt.
+    """One signal's encoded items (evaluation spans, or log records), in export requests of
+    about `_BATCH` items each, sent on `flush`; a request that failed stays for the next attempt.
 
-    Never dropped, however long the list gets: the spool releases a session once its flush
-    succeeded, so a dropped item would be a verdict lost for good. The list is kept short by
-    the worker instead, which stops evaluating (and receivers refuse new requests, retryable)
-    while `VerdictExport.full` holds; one tick can still overshoot by the sessions it closes.
+    Never dropped, however many wait: the spool releases a session once its flush succeeded,
+    so a dropped item would be a verdict lost for good. The backlog is kept short by the worker
+    instead, which stops evaluating (and receivers refuse new requests, retryable) while
+    `VerdictExport.full` holds; one tick can still overshoot by the sessions it closes.
 
-    A send that raises keeps its batch queued either way: an endpoint failure (see
+    A send that raises keeps its request queued either way: an endpoint failure (see
     `endpoint_failure`) is retried, and said once per outage by ``health`` (as a refused call
     is); anything else is a bug, handed to ``guard`` (logged once, counted, re-raised under
     the test suite). After `abort` nothing more is sent: a flush then says whether nothing
@@ -66,7 +78,8 @@ class ConfirmingExport:
     def __init__(
         self,
         signal: str,
-        request: Callable[[Sequence[Any]], Message],
+        new_request: Callable[[], Message],
+        items_of: Callable[[Any], Any],
         sender: Sender,
         timeout: ExportTimeout,
         guard: Guard,
@@ -74,44 +87,55 @@ class ConfirmingExport:
     ) -> None:
         self.signal = signal
         self.sender = sender
-        self._request = request
+        self._new_request = new_request
+        self._items_of = items_of
         self._timeout = timeout
         self._guard = guard
         self._health = health
-        self._items: list[Any] = []
+        self._batches: list[_Batch] = []
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
 
-    def add(self, items: Sequence[Any]) -> None:
+    @contextlib.contextmanager
+    def adding(self) -> Iterator[Any]:
+        """``with queue.adding() as items: items.add(...)``: the repeated field of the request
+        new items go into (a new request once the last one holds `_BATCH`); a flush meanwhile
+        waits, so a session's items go out together."""
         with self._lock:
-            self._items.extend(items)
+            batch = self._batches[-1] if self._batches else None
+            if batch is None or len(batch.items) >= _BATCH:
+                request = self._new_request()
+                batch = _Batch(request, self._items_of(request))
+                self._batches.append(batch)
+            yield batch.items
 
     @property
     def backlog(self) -> int:
-        return len(self._items)
+        """Items waiting to be sent."""
+        with self._lock:
+            return sum(len(batch.items) for batch in self._batches)
 
     def flush(self) -> bool:
         with self._flush_lock:
             if self.sender.aborted:  # nothing more can be confirmed
-                return not self._items
+                return self.backlog == 0
             with self._lock:
-                items, self._items = self._items, []
+                batches, self._batches = self._batches, []
             sent = 0
             try:
-                while sent < len(items):
-                    batch = items[sent : sent + _BATCH]
-                    if not self._send(batch):
+                while sent < len(batches):
+                    if not self._send(batches[sent].request):
                         break
-                    sent += len(batch)
+                    sent += 1
             finally:
-                if sent < len(items):  # kept, even when a bug is re-raised under the tests
+                if sent < len(batches):  # kept, even when a bug is re-raised under the tests
                     with self._lock:
-                        self._items = items[sent:] + self._items
-            return sent == len(items)
+                        self._batches = batches[sent:] + self._batches
+            return sent == len(batches)
 
-    def _send(self, batch: Sequence[Any]) -> bool:
+    def _send(self, request: Message) -> bool:
         try:
-            result = self._timed(self._request(batch))
+            result = self._timed(request)
         except Exception as exc:
             if self.sender.aborted:  # shut down under a call in flight
                 return False
@@ -241,9 +265,8 @@ class OtlpVerdictSink:
     def emit(self, result: SessionResult) -> None:
         if self._closed:
             return
-        encoded = self._encoder.encode(result)
-        self._spans.add((encoded.span,))
-        self._logs.add(encoded.log_records)
+        with self._spans.adding() as spans, self._logs.adding() as log_records:
+            self._encoder.encode(result, spans, log_records)
 
     def flush(self, timeout_s: float) -> bool:
         """Both signals are flushed, whatever the first one's outcome (each call has its own
@@ -368,6 +391,7 @@ def build_verdict_export(
     spans = ConfirmingExport(
         "traces",
         encoder.trace_request,
+        otlp.spans,
         sender_for(destination(config, "traces")),
         timeout,
         guard,
@@ -376,6 +400,7 @@ def build_verdict_export(
     logs = ConfirmingExport(
         "logs",
         encoder.logs_request,
+        otlp.log_records,
         sender_for(destination(config, "logs")),
         timeout,
         guard,
