@@ -3,8 +3,9 @@ span and log records were accepted by the configured endpoint.
 
 `serve` encodes each evaluated session straight into OTLP protobuf (`emit.otlp`) and sends the
 requests itself (`sidecar.otlp_send`), without SDK spans or exporters. Encoded spans and log
-records wait in a bounded list per signal (`ConfirmingExport`); a flush sends them in batches and
-says True only when every batch was accepted; a failed batch stays queued for the next flush.
+records wait, per signal, in the export requests they were built in (`ConfirmingExport`); a flush
+sends those and says True only when every one was accepted; a failed one stays queued for the
+next flush.
 Each call gets the time `ExportTimeout` gives it, and the sender retries transient failures
 within that time.
 """
@@ -252,8 +253,8 @@ def endpoint_address(config: ExportConfig) -> tuple[str, int] | None:
 
 
 class OtlpVerdictSink:
-    """`serve`'s verdict sink: each evaluated session encoded (`emit.otlp`) and queued on the
-    export's two signals; `flush` sends them and says whether all were accepted."""
+    """`serve`'s verdict sink: each evaluated session encoded (`emit.otlp`) into the export's
+    requests of both signals; `flush` sends them and says whether all were accepted."""
 
     def __init__(self, export: VerdictExport) -> None:
         assert export.spans is not None and export.logs is not None
