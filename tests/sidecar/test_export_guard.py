@@ -5,6 +5,7 @@ about once, not counted, never raised even under the test suite, and the verdict
 
 from __future__ import annotations
 
+import glob
 import logging
 import re
 import urllib.request
@@ -16,12 +17,18 @@ from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace.export import SpanExportResult
 
+from spanjudge import CollectingSink
+from spanjudge.config import parse_config
+from spanjudge.emit import otlp
+from spanjudge.engine import Engine
 from spanjudge.guard import contained
+from spanjudge.offline import run_offline
 from spanjudge.sidecar.config import ExportConfig
 from spanjudge.sidecar.export import build_verdict_export
 from spanjudge.sidecar.server import Sidecar
 from tests.sidecar.conftest import MakeSidecar
-from tests.sidecar.helpers import VerdictServer, synthetic_session, wait_for
+from tests.sidecar.helpers import ROOT, VerdictServer, synthetic_session, wait_for
+from tests.support.otlp_receivers import GrpcOtlpReceiver
 
 pytestmark = pytest.mark.slow
 SESSIONS = ("exp-a", "exp-b")
@@ -141,3 +148,53 @@ def test_a_call_cut_by_the_shutdown_abort_is_no_bug() -> None:
     assert spans.flush() is False
     assert bugs == []
     assert spans.backlog == 1  # kept: the spool still holds its session
+
+
+def test_a_session_whose_encoding_fails_sends_none_of_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug while a session's verdicts are encoded (handed to the pipeline's guard) leaves
+    nothing of that session in the export: no span without its events, no stray records."""
+    out = CollectingSink()
+    folder = ROOT / "fixtures" / "strands"
+    config = parse_config({"expectations_files": [str(folder / "expectations.yaml")]})
+    run_offline(sorted(glob.glob(str(folder / "*.jsonl"))), Engine(config), out, skip_invalid=True)
+    broken, whole = out.results[0], out.results[1]
+    assert len(broken.verdicts) > 2
+    receiver = GrpcOtlpReceiver()
+    export = build_verdict_export(
+        ExportConfig(enabled=True, endpoint=f"http://127.0.0.1:{receiver.port}", insecure=True),
+        Resource.create({}),
+    )
+    real = otlp.verdict_attributes
+    calls = [0]
+
+    def failing_third(*args: Any) -> Any:
+        calls[0] += 1
+        if calls[0] == 3:
+            raise TypeError("encoder bug")
+        return real(*args)
+
+    try:
+        sink = export.sink()
+        monkeypatch.setattr(otlp, "verdict_attributes", failing_third)
+        with pytest.raises(TypeError):
+            sink.emit(broken)
+        monkeypatch.undo()
+        assert export.backlog == 0
+        sink.emit(whole)
+        assert sink.flush(10.0)
+        sessions = {
+            kv.value.string_value
+            for request in receiver.arrived.traces
+            for span in request.resource_spans[0].scope_spans[0].spans
+            for kv in span.attributes
+            if kv.key == "session.id"
+        }
+        assert sessions == {whole.trajectory.session_id}
+        records = [
+            record for request in receiver.arrived.logs
+            for record in request.resource_logs[0].scope_logs[0].log_records
+        ]  # fmt: skip
+        assert len(records) == len(whole.verdicts)
+    finally:
+        export.shutdown()
+        receiver.stop()

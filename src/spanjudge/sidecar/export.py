@@ -267,7 +267,13 @@ class OtlpVerdictSink:
         if self._closed:
             return
         with self._spans.adding() as spans, self._logs.adding() as log_records:
-            self._encoder.encode(result, spans, log_records)
+            had_spans, had_records = len(spans), len(log_records)
+            try:
+                self._encoder.encode(result, spans, log_records)
+            except BaseException:  # (a bug, for the pipeline's guard) none of it is sent
+                del spans[had_spans:]
+                del log_records[had_records:]
+                raise
 
     def flush(self, timeout_s: float) -> bool:
         """Both signals are flushed, whatever the first one's outcome (each call has its own
