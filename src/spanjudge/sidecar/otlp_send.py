@@ -329,12 +329,14 @@ class GrpcSender(Sender):
             if key == "google.rpc.retryinfo-bin":
                 info = RetryInfo.FromString(value)
                 wait_s = info.retry_delay.seconds + info.retry_delay.nanos / 1e9
-        if code == grpc.StatusCode.UNAVAILABLE and attempt == 0 and not self.aborted:
+        if code == grpc.StatusCode.UNAVAILABLE and attempt == 0:
             # A new channel: the old one may hold a connection the endpoint has dropped.
-            with self._lock:
-                old = self._channel
-                self._channel, self._export = self._connect()
-            old.close()
+            with self._lock:  # (an abort closes whichever channel is current after it)
+                old = None if self.aborted else self._channel
+                if old is not None:
+                    self._channel, self._export = self._connect()
+            if old is not None:
+                old.close()
         return _Attempt(
             Sent(False, _short(f"{code.name}: {details}")),
             retryable=code in _RETRYABLE_CODES,
