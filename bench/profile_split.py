@@ -35,6 +35,8 @@ STAGES = [
     ("evaluation", r"^Engine\.begin |^Engine\._run |/spanjudge/evaluators/"),
     ("emit: span and log records (SDK)", r"^OtelVerdictSink\.emit "),
     ("export: OTLP encode and send", r"^OtelVerdictSink\.flush "),
+    ("emit: encode OTLP span and log records", r"^OtlpVerdictSink\.emit "),
+    ("export: OTLP requests sent", r"^OtlpVerdictSink\.flush "),
     (
         "metrics",
         r"^MetricsSink\.|/opentelemetry/sdk/metrics/|/opentelemetry/exporter/prometheus|"

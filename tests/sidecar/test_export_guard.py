@@ -5,6 +5,7 @@ about once, not counted, never raised even under the test suite, and the verdict
 
 from __future__ import annotations
 
+import glob
 import logging
 import re
 import urllib.request
@@ -13,13 +14,21 @@ from typing import Any
 
 import pytest
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace.export import SpanExportResult
 
-from spanjudge.guard import Guard, contained
-from spanjudge.sidecar.export import ConfirmingSpanProcessor
+from spanjudge import CollectingSink
+from spanjudge.config import parse_config
+from spanjudge.emit import otlp
+from spanjudge.engine import Engine
+from spanjudge.guard import contained
+from spanjudge.offline import run_offline
+from spanjudge.sidecar.config import ExportConfig
+from spanjudge.sidecar.export import build_verdict_export
 from spanjudge.sidecar.server import Sidecar
 from tests.sidecar.conftest import MakeSidecar
-from tests.sidecar.helpers import VerdictServer, synthetic_session, wait_for
+from tests.sidecar.helpers import ROOT, VerdictServer, synthetic_session, wait_for
+from tests.support.otlp_receivers import GrpcOtlpReceiver
 
 pytestmark = pytest.mark.slow
 SESSIONS = ("exp-a", "exp-b")
@@ -34,19 +43,19 @@ def _start(make_sidecar: MakeSidecar, verdicts: VerdictServer) -> Sidecar:
 
 
 def _failing(sidecar: Sidecar, error: Callable[[], Exception], times: int) -> list[int]:
-    """The sidecar's span exporter raises ``error()`` on its next ``times`` calls."""
-    assert sidecar.export.span_processor is not None
-    exporter = sidecar.export.span_processor._exporter.exporter
-    real = exporter.export
+    """The sidecar's evaluation span sender raises ``error()`` on its next ``times`` calls."""
+    assert sidecar.export.spans is not None
+    sender = sidecar.export.spans.sender
+    real = sender.send
     calls = [0]
 
-    def export(batch: Any) -> Any:
+    def send(request: Any, timeout_s: float) -> Any:
         calls[0] += 1
         if calls[0] <= times:
             raise error()
-        return real(batch)
+        return real(request, timeout_s)
 
-    exporter.export = export
+    sender.send = send  # type: ignore[method-assign]
     return calls
 
 
@@ -117,21 +126,75 @@ def test_an_endpoint_failure_is_no_internal_error(
 
 
 def test_a_call_cut_by_the_shutdown_abort_is_no_bug() -> None:
-    """At the shutdown deadline the worker aborts the exporters; a call in flight then fails
+    """At the shutdown deadline the worker aborts the export; a call in flight then fails
     (gRPC: ValueError "Cannot invoke RPC on closed channel!"). That is the abort, not a bug:
     not raised even under the test suite, not counted, and the verdicts stay unconfirmed."""
-    guard = Guard(logging.getLogger("spanjudge.sidecar"), "sidecar")
+    bugs: list[str] = []
+    export = build_verdict_export(
+        ExportConfig(enabled=True, endpoint="http://127.0.0.1:9", insecure=True),
+        Resource.create({}),
+        bugs.append,
+    )
+    assert export.spans is not None
+    spans = export.spans
 
-    class Aborted:
-        def export(self, batch: Any) -> Any:
-            processor.abort()  # the deadline passes while this call is on the wire
-            raise ValueError("Cannot invoke RPC on closed channel!")
+    def aborted(request: Any, timeout_s: float) -> Any:
+        export.abort()  # the deadline passes while this call is on the wire
+        raise ValueError("Cannot invoke RPC on closed channel!")
 
-        def shutdown(self) -> None:
-            pass
+    spans.sender.send = aborted  # type: ignore[method-assign]
+    with spans.adding() as items:
+        items.add(name="spanjudge.evaluate")
+    assert spans.flush() is False
+    assert bugs == []
+    assert spans.backlog == 1  # kept: the spool still holds its session
 
-    processor = ConfirmingSpanProcessor(Aborted(), guard)
-    processor.on_end(synthetic_session("aborted")[0])
-    assert processor.force_flush() is False
-    assert guard.errors == 0
-    assert processor.backlog == 1  # kept: the spool still holds its session
+
+def test_a_session_whose_encoding_fails_sends_none_of_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug while a session's verdicts are encoded (handed to the pipeline's guard) leaves
+    nothing of that session in the export: no span without its events, no stray records."""
+    out = CollectingSink()
+    folder = ROOT / "fixtures" / "strands"
+    config = parse_config({"expectations_files": [str(folder / "expectations.yaml")]})
+    run_offline(sorted(glob.glob(str(folder / "*.jsonl"))), Engine(config), out, skip_invalid=True)
+    broken, whole = out.results[0], out.results[1]
+    assert len(broken.verdicts) > 2
+    receiver = GrpcOtlpReceiver()
+    export = build_verdict_export(
+        ExportConfig(enabled=True, endpoint=f"http://127.0.0.1:{receiver.port}", insecure=True),
+        Resource.create({}),
+    )
+    real = otlp.verdict_attributes
+    calls = [0]
+
+    def failing_third(*args: Any) -> Any:
+        calls[0] += 1
+        if calls[0] == 3:
+            raise TypeError("encoder bug")
+        return real(*args)
+
+    try:
+        sink = export.sink()
+        monkeypatch.setattr(otlp, "verdict_attributes", failing_third)
+        with pytest.raises(TypeError):
+            sink.emit(broken)
+        monkeypatch.undo()
+        assert export.backlog == 0
+        sink.emit(whole)
+        assert sink.flush(10.0)
+        sessions = {
+            kv.value.string_value
+            for request in receiver.arrived.traces
+            for span in request.resource_spans[0].scope_spans[0].spans
+            for kv in span.attributes
+            if kv.key == "session.id"
+        }
+        assert sessions == {whole.trajectory.session_id}
+        records = [
+            record for request in receiver.arrived.logs
+            for record in request.resource_logs[0].scope_logs[0].log_records
+        ]  # fmt: skip
+        assert len(records) == len(whole.verdicts)
+    finally:
+        export.shutdown()
+        receiver.stop()

@@ -53,6 +53,64 @@ def verdict_attributes(
     return attrs
 
 
+def evaluation_span_attributes(trajectory: Trajectory) -> dict[str, AttributeValue]:
+    """The attributes of a session's `spanjudge.evaluate` span (section 8)."""
+    attrs: dict[str, AttributeValue] = {
+        semconv.SESSION_ID: trajectory.session_id,
+        semconv.SJ_REVISION: trajectory.revision,
+        semconv.SJ_SESSION_COMPLETE: trajectory.complete,
+    }
+    if trajectory.agent_name:
+        attrs[semconv.GEN_AI_AGENT_NAME] = trajectory.agent_name
+    return attrs
+
+
+def session_record_attributes(trajectory: Trajectory) -> dict[str, AttributeValue]:
+    """What a verdict's log record carries after its event's attributes (`log_record_attributes`):
+    the session id and revision, which the span event has from its span."""
+    return {semconv.SESSION_ID: trajectory.session_id, semconv.SJ_REVISION: trajectory.revision}
+
+
+def log_record_attributes(
+    event_attributes: Mapping[str, AttributeValue], trajectory: Trajectory
+) -> dict[str, AttributeValue]:
+    """A verdict's log record attributes: its event's, then the session's."""
+    return {**event_attributes, **session_record_attributes(trajectory)}
+
+
+def failed(verdict: Verdict) -> bool:
+    """Whether a verdict's log record is a warning (severity WARN) rather than INFO."""
+    return verdict.outcome == "fail"
+
+
+def evaluation_times(result: SessionResult) -> tuple[int, int]:
+    """The evaluation span's start and end (Unix ns): it ends now, having lasted the evaluation;
+    its events and log records carry the end."""
+    end_ns = time.time_ns()
+    return end_ns - int(max(0.0, result.evaluation_duration_s) * 1e9), end_ns
+
+
+def warn_event_limit(verdicts: int, limit: int) -> None:
+    """Say (once per sink: the caller keeps the flag) that a span keeps only ``limit`` events."""
+    log.warning(
+        "spanjudge: %d verdicts on one evaluation span; the SDK keeps at most %d span "
+        "events by default (OTEL_SPAN_EVENT_COUNT_LIMIT); the log records carry them all",
+        verdicts,
+        limit,
+    )
+
+
+def span_ids(ids: tuple[str, str]) -> tuple[int, int] | None:
+    """A (trace id, span id) pair of hex strings as integers; None unless both are valid ids."""
+    try:
+        trace_id, span_id = int(ids[0], 16), int(ids[1], 16)
+    except ValueError:
+        return None
+    if not 0 < trace_id < 1 << 128 or not 0 < span_id < 1 << 64:
+        return None
+    return trace_id, span_id
+
+
 def _context_of(ids: tuple[str, str] | None) -> Context | None:
     if ids is None:
         return None
@@ -61,21 +119,18 @@ def _context_of(ids: tuple[str, str] | None) -> Context | None:
 
 
 def _span_context(ids: tuple[str, str]) -> SpanContext | None:
-    try:
-        trace_id, span_id = int(ids[0], 16), int(ids[1], 16)
-    except ValueError:
-        return None
-    if not trace_id or not span_id:
+    numbers = span_ids(ids)
+    if numbers is None:
         return None
     return SpanContext(
-        trace_id=trace_id,
-        span_id=span_id,
+        trace_id=numbers[0],
+        span_id=numbers[1],
         is_remote=False,
         trace_flags=TraceFlags(TraceFlags.SAMPLED),
     )
 
 
-class _Placement:
+class Placement:
     """Where a session's evaluation goes: the parent span, the linked turns, evaluated spans."""
 
     def __init__(self, trajectory: Trajectory) -> None:
@@ -137,24 +192,16 @@ class OtelVerdictSink:
         if self._closed:
             return
         trajectory = result.trajectory
-        placement = _Placement(trajectory)
+        placement = Placement(trajectory)
         links = [
             Link(ctx) for ctx in (_span_context(ids) for ids in placement.links) if ctx is not None
         ]
-        span_attrs: dict[str, AttributeValue] = {
-            semconv.SESSION_ID: trajectory.session_id,
-            semconv.SJ_REVISION: trajectory.revision,
-            semconv.SJ_SESSION_COMPLETE: trajectory.complete,
-        }
-        if trajectory.agent_name:
-            span_attrs[semconv.GEN_AI_AGENT_NAME] = trajectory.agent_name
-        end_ns = time.time_ns()
-        start_ns = end_ns - int(max(0.0, result.evaluation_duration_s) * 1e9)
+        start_ns, end_ns = evaluation_times(result)
         span = self._get_tracer().start_span(
             semconv.SPAN_EVALUATE,
             context=_context_of(placement.parent) or Context(),
             links=links,
-            attributes=span_attrs,
+            attributes=evaluation_span_attributes(trajectory),
             start_time=start_ns,
         )
         if not span.is_recording() and not self._warned_no_provider:
@@ -177,12 +224,7 @@ class OtelVerdictSink:
             )
         if len(result.verdicts) > _SPAN_EVENT_LIMIT and not self._warned_event_limit:
             self._warned_event_limit = True
-            log.warning(
-                "spanjudge: %d verdicts on one evaluation span; the SDK keeps at most %d span "
-                "events by default (OTEL_SPAN_EVENT_COUNT_LIMIT); the log records carry them all",
-                len(result.verdicts),
-                _SPAN_EVENT_LIMIT,
-            )
+            warn_event_limit(len(result.verdicts), _SPAN_EVENT_LIMIT)
         logger = self._get_logger()
         # A session's verdicts are about a few spans (most about its last turn): one context
         # for each of those, not one per verdict.
@@ -190,11 +232,6 @@ class OtelVerdictSink:
         for verdict in result.verdicts:
             attrs = verdict_attributes(verdict, trajectory.session_id, trajectory.revision)
             span.add_event(semconv.EV_EVALUATION_RESULT, attrs, timestamp=end_ns)
-            log_attrs = {
-                **attrs,
-                semconv.SESSION_ID: trajectory.session_id,
-                semconv.SJ_REVISION: trajectory.revision,
-            }
             evaluated = placement.evaluated_span(verdict)
             context = contexts.get(evaluated)
             if context is None:
@@ -203,12 +240,10 @@ class OtelVerdictSink:
                 timestamp=end_ns,
                 observed_timestamp=end_ns,
                 context=context,
-                severity_number=(
-                    SeverityNumber.WARN if verdict.outcome == "fail" else SeverityNumber.INFO
-                ),
-                severity_text="WARN" if verdict.outcome == "fail" else "INFO",
+                severity_number=SeverityNumber.WARN if failed(verdict) else SeverityNumber.INFO,
+                severity_text="WARN" if failed(verdict) else "INFO",
                 event_name=semconv.EV_EVALUATION_RESULT,
-                attributes=log_attrs,
+                attributes=log_record_attributes(attrs, trajectory),
             )
         span.end(end_time=end_ns)
 

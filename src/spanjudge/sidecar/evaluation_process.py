@@ -31,7 +31,6 @@ from opentelemetry.sdk.resources import Resource
 
 from spanjudge.config import Config
 from spanjudge.emit.metrics import MetricsTally, SelfTelemetry
-from spanjudge.emit.otel import OtelVerdictSink
 from spanjudge.engine import Engine
 from spanjudge.sessions.revisions import Completion
 from spanjudge.sidecar.asking_store import Asker, AskingStore
@@ -376,12 +375,12 @@ def run(settings: ProcessSettings, conn: Connection, out: Connection, paused: An
     export: VerdictExport | None = None
     sinks: list[Any] = []
     if settings.export.enabled:
-        # Evaluation spans and log records are built and exported here (that costs as much
-        # as evaluating); the parent releases a session once this flush and its own succeeded.
+        # Evaluation spans and log records are encoded and exported here; the parent
+        # releases a session once this flush and its own succeeded.
         export = build_verdict_export(
             settings.export, Resource.create(settings.resource), relay.internal_error
         )
-        sinks.append(OtelVerdictSink(export.tracer_provider, export.logger_provider))
+        sinks.append(export.sink())
         # failing / working again: said once, by serve, for every process
         health = export_health(settings.export)
         health.relay = lambda signal, ok, why: channel.send(("health", signal, ok, why))

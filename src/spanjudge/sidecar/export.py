@@ -1,42 +1,47 @@
 """Verdict export over OTLP with confirmation: the spool forgets a session only once its evaluation
 span and log records were accepted by the configured endpoint.
 
-The SDK's batch processors report success from `force_flush` even when the export failed, so
-the sidecar uses a small processor of its own: spans (and log records) wait in a bounded list;
-`force_flush` exports them in batches and returns True only when every batch was accepted; a
-failed batch stays queued for the next flush. The OTLP exporters retry transient failures
-themselves within their timeout.
+`serve` encodes each evaluated session straight into OTLP protobuf (`emit.otlp`) and sends the
+requests itself (`sidecar.otlp_send`), without SDK spans or exporters. Encoded spans and log
+records wait, per signal, in the export requests they were built in (`ConfirmingExport`); a flush
+sends those and says True only when every one was accepted; a failed one stays queued for the
+next flush.
+Each call gets the time `ExportTimeout` gives it, and the sender retries transient failures
+within that time.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, detach, set_value
-from opentelemetry.sdk._logs import LoggerProvider, LogRecordProcessor
-from opentelemetry.sdk._logs.export import LogRecordExportResult
+from google.protobuf.message import Message
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import SpanExportResult
 
+from spanjudge.emit import otlp
+from spanjudge.emit.otlp import OtlpVerdictEncoder
 from spanjudge.guard import Guard
 from spanjudge.sidecar.config import ExportConfig, env_endpoint
 from spanjudge.sidecar.export_health import ExportHealth, export_health, exporting
+from spanjudge.sidecar.otlp_send import Sender, Sent, destination, sender_for
+from spanjudge.values import SessionResult
 
 log = logging.getLogger("spanjudge.sidecar")
+# Items per export request, as the SDK's batch processors send them (a request may take one
+# session's items past it: a session's span and its log records are never split).
 _BATCH = 512
 
 
 def endpoint_failure(exc: BaseException) -> bool:
-    """Whether an exception from an OTLP exporter is the endpoint's (network, TLS, timeout, an
+    """Whether an exception from an export call is the endpoint's (network, TLS, timeout, an
     RPC status): retried and backpressured, not a bug. Anything else is an internal error."""
     if isinstance(exc, (OSError, TimeoutError)):  # requests' errors are OSErrors too
         return True
@@ -47,76 +52,120 @@ def endpoint_failure(exc: BaseException) -> bool:
     return isinstance(exc, grpc.RpcError)
 
 
-class _Confirming:
-    """The items exported on `flush`; failures stay for the next attempt.
+@dataclass(slots=True)
+class _Batch:
+    """One export request being filled or waiting to be sent, and where its items go."""
 
-    Never dropped, however long the list gets: the spool releases a session once its flush
-    succeeded, so a dropped item would be a verdict lost for good. The list is kept short by
-    the worker instead, which stops evaluating (and receivers refuse new requests, retryable)
-    while `VerdictExport.full` holds; one tick can still overshoot by the sessions it closes.
+    request: Message
+    items: Any  # the request's repeated field of spans or log records
 
-    An exporter that raises keeps its batch queued either way: an endpoint failure (see
-    `endpoint_failure`) is retried, and said once per outage by ``health`` (as a failed call
+
+class ConfirmingExport:
+    """One signal's encoded items (evaluation spans, or log records), in export requests of
+    about `_BATCH` items each, sent on `flush`; a request that failed stays for the next attempt.
+
+    Never dropped, however many wait: the spool releases a session once its flush succeeded,
+    so a dropped item would be a verdict lost for good. The backlog is kept short by the worker
+    instead, which stops evaluating (and receivers refuse new requests, retryable) while
+    `VerdictExport.full` holds; one tick can still overshoot by the sessions it closes.
+
+    A send that raises keeps its request queued either way: an endpoint failure (see
+    `endpoint_failure`) is retried, and said once per outage by ``health`` (as a refused call
     is); anything else is a bug, handed to ``guard`` (logged once, counted, re-raised under
-    the test suite).
+    the test suite). After `abort` nothing more is sent: a flush then says whether nothing
+    is left.
     """
 
     def __init__(
         self,
-        export: Callable[[Sequence[Any]], bool],
+        signal: str,
+        new_request: Callable[[], Message],
+        items_of: Callable[[Any], Any],
+        sender: Sender,
+        timeout: ExportTimeout,
         guard: Guard,
-        aborted: Callable[[], bool] = lambda: False,
-        health: tuple[ExportHealth, str] | None = None,
+        health: ExportHealth,
     ) -> None:
-        self._export = export
+        self.signal = signal
+        self.sender = sender
+        self._new_request = new_request
+        self._items_of = items_of
+        self._timeout = timeout
         self._guard = guard
-        self._aborted = aborted
-        self._health, self._signal = health or (export_health(ExportConfig()), "verdicts")
-        self._items: list[Any] = []
+        self._health = health
+        self._batches: list[_Batch] = []
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
 
-    def add(self, item: Any) -> None:
+    @contextlib.contextmanager
+    def adding(self) -> Iterator[Any]:
+        """``with queue.adding() as items: items.add(...)``: the repeated field of the request
+        new items go into (a new request once the last one holds `_BATCH`); a flush meanwhile
+        waits, so a session's items go out together."""
         with self._lock:
-            self._items.append(item)
+            batch = self._batches[-1] if self._batches else None
+            if batch is None or len(batch.items) >= _BATCH:
+                request = self._new_request()
+                batch = _Batch(request, self._items_of(request))
+                self._batches.append(batch)
+            yield batch.items
 
     @property
     def backlog(self) -> int:
-        return len(self._items)
+        """Items waiting to be sent."""
+        with self._lock:
+            return sum(len(batch.items) for batch in self._batches)
 
     def flush(self) -> bool:
         with self._flush_lock:
+            if self.sender.aborted:  # nothing more can be confirmed
+                return self.backlog == 0
             with self._lock:
-                items, self._items = self._items, []
+                batches, self._batches = self._batches, []
             sent = 0
-            token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
             try:
-                while sent < len(items):
-                    batch = items[sent : sent + _BATCH]
-                    if not self._export_one(batch):
+                while sent < len(batches):
+                    if not self._send(batches[sent].request):
                         break
-                    sent += len(batch)
+                    sent += 1
             finally:
-                detach(token)
-                if sent < len(items):  # kept, even when a bug is re-raised under the tests
+                if sent < len(batches):  # kept, even when a bug is re-raised under the tests
                     with self._lock:
-                        self._items = items[sent:] + self._items
-            return sent == len(items)
+                        self._batches = batches[sent:] + self._batches
+            return sent == len(batches)
 
-    def _export_one(self, batch: Sequence[Any]) -> bool:
+    def _send(self, request: Message) -> bool:
         try:
-            with exporting(self._health):
-                ok = self._export(batch)
+            result = self._timed(request)
         except Exception as exc:
-            if self._aborted():  # shut down under a call in flight (gRPC: "closed channel")
+            if self.sender.aborted:  # shut down under a call in flight
                 return False
             if not endpoint_failure(exc):
                 self._guard.failed("verdict export")
                 return False
-            self._health.result(self._signal, False, exc)
+            self._health.result(self.signal, False, exc)
             return False
-        self._health.result(self._signal, ok)
-        return ok
+        if not result.ok and self.sender.aborted:
+            return False  # the abort's doing, not the endpoint's
+        self._health.result(self.signal, result.ok, why=result.detail or None)
+        return result.ok
+
+    def _timed(self, request: Message) -> Sent:
+        """One call, given the time `ExportTimeout` says; what it took moves that time."""
+        budget_s = self._timeout.seconds
+        started = time.monotonic()
+        ok = False
+        try:
+            result = self.sender.send(request, budget_s)
+            ok = result.ok
+            return result
+        finally:
+            if not self.sender.aborted:  # a call cut by the abort says nothing of the endpoint
+                self._timeout.took(time.monotonic() - started, ok, budget_s)
+
+    def abort(self) -> None:
+        """Stop sending now: retries end and a call in flight is cancelled."""
+        self.sender.abort()
 
 
 # An export call's time budget grows to at most this many times the configured one.
@@ -203,164 +252,74 @@ def endpoint_address(config: ExportConfig) -> tuple[str, int] | None:
     return parts.hostname, port or (443 if parts.scheme == "https" else 80)
 
 
-class AdaptiveExporter:
-    """An OTLP exporter given the time `ExportTimeout` says: the exporters take their timeout
-    when built, so one is built anew when the time moves."""
+class OtlpVerdictSink:
+    """`serve`'s verdict sink: each evaluated session encoded (`emit.otlp`) into the export's
+    requests of both signals; `flush` sends them and says whether all were accepted."""
 
-    def __init__(self, build: Callable[[float], Any], timeout: ExportTimeout, success: Any):
-        self._build = build
-        self._timeout = timeout
-        self._success = success
-        self._lock = threading.Lock()
-        self._budget_s = timeout.seconds
-        self._exporter = build(self._budget_s)
-        self._shut = False
+    def __init__(self, export: VerdictExport) -> None:
+        assert export.spans is not None and export.logs is not None
+        self._encoder = export.encoder
+        self._spans = export.spans
+        self._logs = export.logs
+        self._closed = False
 
-    def export(self, batch: Sequence[Any]) -> Any:
-        with self._lock:
-            if not self._shut and self._timeout.seconds != self._budget_s:
-                old = self._exporter
-                self._budget_s = self._timeout.seconds
-                self._exporter = self._build(self._budget_s)
-                old.shutdown()
-            exporter, budget_s = self._exporter, self._budget_s
-        started = time.monotonic()
-        ok = False
-        try:
-            result = exporter.export(batch)
-            ok = result == self._success
-            return result
-        finally:
-            if not self._shut:  # a call cut by the abort at shutdown says nothing of the endpoint
-                self._timeout.took(time.monotonic() - started, ok, budget_s)
+    def emit(self, result: SessionResult) -> None:
+        if self._closed:
+            return
+        with self._spans.adding() as spans, self._logs.adding() as log_records:
+            had_spans, had_records = len(spans), len(log_records)
+            try:
+                self._encoder.encode(result, spans, log_records)
+            except BaseException:  # (a bug, for the pipeline's guard) none of it is sent
+                del spans[had_spans:]
+                del log_records[had_records:]
+                raise
+
+    def flush(self, timeout_s: float) -> bool:
+        """Both signals are flushed, whatever the first one's outcome (each call has its own
+        time, `ExportTimeout`)."""
+        spans_ok = self._spans.flush()
+        return self._logs.flush() and spans_ok
 
     def shutdown(self) -> None:
-        with self._lock:
-            self._shut = True
-            exporter = self._exporter
-        exporter.shutdown()
-
-
-class _Once:
-    """An exporter shut down at most once: by an abort at the shutdown deadline (which stops its
-    retries and cancels a call in flight) or by the provider's own shutdown, whichever is first."""
-
-    def __init__(self, exporter: Any) -> None:
-        self.exporter = exporter
-        self._lock = threading.Lock()
-        self.done = False
-
-    def shutdown(self) -> None:
-        with self._lock:
-            if self.done:
-                return
-            self.done = True
-        self.exporter.shutdown()
-
-
-class _Confirmed:
-    """Flush, abort and backlog shared by the confirming span and log-record processors."""
-
-    _exporter: _Once
-    _queue: _Confirming
-
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        if self._exporter.done:  # aborted: nothing more can be confirmed
-            return self._queue.backlog == 0
-        return self._queue.flush()
-
-    def shutdown(self) -> None:
-        self._exporter.shutdown()
-
-    def abort(self) -> None:
-        """Stop exporting now: retries end and a call in flight is cancelled."""
-        self._exporter.shutdown()
-
-    @property
-    def backlog(self) -> int:
-        return self._queue.backlog
-
-
-class ConfirmingSpanProcessor(_Confirmed, SpanProcessor):
-    """Queues ended spans; `force_flush` exports them and says whether all were accepted."""
-
-    def __init__(
-        self, exporter: Any, guard: Guard | None = None, health: ExportHealth | None = None
-    ) -> None:
-        self._exporter = once = _Once(exporter)
-        self._queue = _Confirming(
-            lambda batch: exporter.export(batch) == SpanExportResult.SUCCESS,
-            guard or Guard(log, "sidecar"),
-            lambda: once.done,
-            (health, "traces") if health is not None else None,
-        )
-
-    def on_start(self, span: Any, parent_context: Any = None) -> None:
-        return None
-
-    def on_end(self, span: ReadableSpan) -> None:
-        self._queue.add(span)
-
-
-class ConfirmingLogProcessor(_Confirmed, LogRecordProcessor):
-    """The log-record counterpart of `ConfirmingSpanProcessor`."""
-
-    def __init__(
-        self, exporter: Any, guard: Guard | None = None, health: ExportHealth | None = None
-    ) -> None:
-        from opentelemetry.sdk._logs import ReadableLogRecord
-
-        self._exporter = once = _Once(exporter)
-        self._readable = ReadableLogRecord
-        self._queue = _Confirming(
-            lambda batch: exporter.export(batch) == LogRecordExportResult.SUCCESS,
-            guard or Guard(log, "sidecar"),
-            lambda: once.done,
-            (health, "logs") if health is not None else None,
-        )
-
-    def on_emit(self, log_record: Any) -> None:
-        resource = log_record.resource if log_record.resource is not None else Resource.create({})
-        self._queue.add(
-            self._readable(
-                log_record=log_record.log_record,
-                resource=resource,
-                instrumentation_scope=log_record.instrumentation_scope,
-                limits=log_record.limits,
-            )
-        )
+        """Stop emitting; the export itself is shut down by its owner."""
+        self._closed = True
 
 
 @dataclass(slots=True)
 class VerdictExport:
-    """The providers the OTLP verdict sink writes to, and their confirming processors."""
+    """The OTLP verdict export of one process: its encoder and, when export is on, one
+    confirming queue per signal."""
 
-    tracer_provider: TracerProvider
-    logger_provider: LoggerProvider
-    span_processor: ConfirmingSpanProcessor | None
-    log_processor: ConfirmingLogProcessor | None
+    encoder: OtlpVerdictEncoder
+    spans: ConfirmingExport | None
+    logs: ConfirmingExport | None
     max_backlog: int
 
     @property
     def backlog(self) -> int:
         return max(
-            self.span_processor.backlog if self.span_processor else 0,
-            self.log_processor.backlog if self.log_processor else 0,
+            self.spans.backlog if self.spans else 0,
+            self.logs.backlog if self.logs else 0,
         )
 
     @property
     def full(self) -> bool:
         return self.backlog >= self.max_backlog
 
+    def sink(self) -> OtlpVerdictSink:
+        """The sink that emits into this export (export must be on)."""
+        return OtlpVerdictSink(self)
+
     def abort(self) -> None:
         """Give up on the endpoint (at the shutdown deadline); queued items stay unexported."""
-        for processor in (self.span_processor, self.log_processor):
-            if processor is not None:
-                processor.abort()
+        for queue in (self.spans, self.logs):
+            if queue is not None:
+                queue.abort()
 
     def shutdown(self) -> None:
-        self.tracer_provider.shutdown()
-        self.logger_provider.shutdown()
+        """Close the connections (what is queued stays unexported)."""
+        self.abort()
 
 
 def _http_url(endpoint: str | None, signal: str) -> str | None:
@@ -423,22 +382,11 @@ def exporter_kwargs(
 def build_verdict_export(
     config: ExportConfig, resource: Resource, on_error: Callable[[str], None] | None = None
 ) -> VerdictExport:
-    """Providers with confirming OTLP processors, or bare providers when export is off;
-    ``on_error(where)`` counts an exporter bug (``spanjudge.internal_errors``)."""
-    tracer_provider = TracerProvider(resource=resource)
-    logger_provider = LoggerProvider(resource=resource)
+    """The encoder and, when export is on, a confirming queue per signal sending to the
+    endpoint; ``on_error(where)`` counts a bug in sending (``spanjudge.internal_errors``)."""
+    encoder = OtlpVerdictEncoder(resource.attributes, resource.schema_url)
     if not config.enabled:
-        return VerdictExport(tracer_provider, logger_provider, None, None, config.max_queue_spans)
-    if config.protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-    else:
-        from opentelemetry.exporter.otlp.proto.http._log_exporter import (  # type: ignore[assignment]
-            OTLPLogExporter,
-        )
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import (  # type: ignore[assignment]
-            OTLPSpanExporter,
-        )
+        return VerdictExport(encoder, None, None, config.max_queue_spans)
     guard = Guard(log, "sidecar", on_error=on_error)
     health = export_health(config)
     # one endpoint: what its span calls show, its log calls get too
@@ -447,27 +395,25 @@ def build_verdict_export(
     timeout = ExportTimeout(
         configured_s, lambda: takes_connections(address, min(configured_s, _PROBE_S))
     )
-    spans = ConfirmingSpanProcessor(
-        AdaptiveExporter(
-            lambda seconds: OTLPSpanExporter(**exporter_kwargs(config, "traces", seconds)),
-            timeout,
-            SpanExportResult.SUCCESS,
-        ),
+    spans = ConfirmingExport(
+        "traces",
+        encoder.trace_request,
+        otlp.spans,
+        sender_for(destination(config, "traces")),
+        timeout,
         guard,
         health,
     )
-    logs = ConfirmingLogProcessor(
-        AdaptiveExporter(
-            lambda seconds: OTLPLogExporter(**exporter_kwargs(config, "logs", seconds)),
-            timeout,
-            LogRecordExportResult.SUCCESS,
-        ),
+    logs = ConfirmingExport(
+        "logs",
+        encoder.logs_request,
+        otlp.log_records,
+        sender_for(destination(config, "logs")),
+        timeout,
         guard,
         health,
     )
-    tracer_provider.add_span_processor(spans)
-    logger_provider.add_log_record_processor(logs)
-    return VerdictExport(tracer_provider, logger_provider, spans, logs, config.max_queue_spans)
+    return VerdictExport(encoder, spans, logs, config.max_queue_spans)
 
 
 class MetricExportState:
@@ -535,14 +481,14 @@ def report_unflushed(
         )
     else:
         fate = f"the verdicts of {sessions} session(s) are lost (the spool is off)"
-    for what, processor in (
-        ("evaluation span(s)", export.span_processor),
-        ("verdict log record(s)", export.log_processor),
+    for what, queue in (
+        ("evaluation span(s)", export.spans),
+        ("verdict log record(s)", export.logs),
     ):
-        if processor is not None and processor.backlog:
+        if queue is not None and queue.backlog:
             log.warning(
                 "shutdown: could not export %d %s to %s before the deadline; %s",
-                processor.backlog,
+                queue.backlog,
                 what,
                 target,
                 fate,

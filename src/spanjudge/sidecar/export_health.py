@@ -10,8 +10,8 @@ __all__ = ["ExportHealth", "export_health", "exporting"]
 
 
 def export_health(config: ExportConfig) -> ExportHealth:
-    """The health of export to ``config``'s endpoint in this process (shared by its span, log
-    and metric exporters); the exporters' own retry lines during its export calls (made
-    ``with exporting(health)``) give way to it."""
+    """The health of export to ``config``'s endpoint in this process (shared by its verdict
+    senders and its metric exporter); the metric exporter's own retry lines during its export
+    calls (made ``with exporting(health)``) give way to it."""
     endpoint = config.endpoint or env_endpoint() or "the OTLP exporters' default endpoint"
     return health_for(f"OTLP {config.protocol or 'grpc'} {endpoint}", config.max_queue_spans)

@@ -21,7 +21,6 @@ from opentelemetry.sdk.resources import Resource
 from spanjudge.config import Config
 from spanjudge.emit.base import Sink
 from spanjudge.emit.metrics import MetricsSink, SelfTelemetry, score_views
-from spanjudge.emit.otel import OtelVerdictSink
 from spanjudge.engine import Engine
 from spanjudge.errors import ConfigError
 from spanjudge.sidecar.config import ServeConfig
@@ -206,11 +205,9 @@ class Sidecar:
         # An engine handed in (tests, embedding) cannot be sent to other processes.
         self.workers = 1 if engine is not None else serve.workers
         if serve.export.enabled and self.workers == 1:
-            # Building evaluation spans and log records costs as much as evaluating; only
-            # worth it when they go somewhere. (Evaluation processes export their own.)
-            sinks.insert(
-                0, OtelVerdictSink(self.export.tracer_provider, self.export.logger_provider)
-            )
+            # Encoding evaluation spans and log records is only worth it when they go
+            # somewhere. (Evaluation processes export their own.)
+            sinks.insert(0, self.export.sink())
         self.summary = SummaryLog(self._open_sessions, self._export_state)
         sinks.append(self.summary)
         settings: dict[str, Any] = {

@@ -1,0 +1,293 @@
+"""`serve`'s verdict export against real OTLP receivers, gRPC and HTTP/protobuf: a flush is
+confirmed only when the endpoint accepted everything; transient failures are retried within the
+call's time (the server's own wait honoured), others are not; headers, TLS (server and client
+certificates), gzip and the `OTEL_EXPORTER_OTLP_*` fallbacks reach the wire as the OpenTelemetry
+exporters send them; a partial success is accepted and said; an abort cuts a call in flight."""
+
+from __future__ import annotations
+
+import logging
+import ssl
+import threading
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+from google.protobuf.duration_pb2 import Duration
+from google.rpc.error_details_pb2 import RetryInfo
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+from opentelemetry.sdk.resources import Resource
+
+from spanjudge.sidecar.config import ExportConfig
+from spanjudge.sidecar.export import VerdictExport, build_verdict_export
+from tests.sidecar.helpers import make_certs
+from tests.support.otlp_receivers import GrpcOtlpReceiver, HttpOtlpReceiver
+
+pytestmark = pytest.mark.slow
+ENV = (
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_HEADERS",
+    "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+    "OTEL_EXPORTER_OTLP_COMPRESSION",
+    "OTEL_EXPORTER_OTLP_INSECURE",
+    "OTEL_EXPORTER_OTLP_CERTIFICATE",
+    "OTEL_EXPORTER_OTLP_TIMEOUT",
+)
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
+def _export(**config: object) -> VerdictExport:
+    return build_verdict_export(ExportConfig(enabled=True, **config), Resource.create({}))  # type: ignore[arg-type]
+
+
+def _one_session(export: VerdictExport, name: str = "verdict") -> None:
+    assert export.spans is not None and export.logs is not None
+    with export.spans.adding() as spans:
+        spans.add(name=name)
+    with export.logs.adding() as records:
+        records.add(event_name="gen_ai.evaluation.result")
+
+
+def _flush(export: VerdictExport) -> bool:
+    assert export.spans is not None and export.logs is not None
+    spans_ok = export.spans.flush()
+    return export.logs.flush() and spans_ok
+
+
+@pytest.mark.parametrize("code", [grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED])
+def test_grpc_transient_failures_are_retried_within_the_call(code: grpc.StatusCode) -> None:
+    receiver = GrpcOtlpReceiver()
+    wait = RetryInfo(retry_delay=Duration(nanos=100_000_000)).SerializeToString()
+    receiver.failures = [(code, (("google.rpc.retryinfo-bin", wait),))] * 2
+    export = _export(endpoint=f"http://127.0.0.1:{receiver.port}", timeout_s=10)
+    try:
+        _one_session(export)
+        started = time.monotonic()
+        assert _flush(export)
+        assert time.monotonic() - started < 2  # the server's 0.1 s, not the 1 s, 2 s backoff
+        assert len(receiver.arrived.traces) == 3 and len(receiver.arrived.logs) == 1
+        assert export.backlog == 0
+    finally:
+        export.shutdown()
+        receiver.stop()
+
+
+def test_grpc_a_permanent_failure_is_not_retried_and_stays_queued() -> None:
+    receiver = GrpcOtlpReceiver()
+    receiver.failures = [(grpc.StatusCode.INVALID_ARGUMENT, ())]
+    export = _export(endpoint=f"http://127.0.0.1:{receiver.port}", timeout_s=10)
+    try:
+        _one_session(export)
+        assert not _flush(export)
+        assert receiver.arrived.attempts == 2  # the spans once, the log records once
+        assert export.spans is not None and export.spans.backlog == 1
+        assert _flush(export)  # the next flush sends what waited
+        assert export.backlog == 0
+    finally:
+        export.shutdown()
+        receiver.stop()
+
+
+def test_grpc_retries_end_with_the_calls_time() -> None:
+    receiver = GrpcOtlpReceiver()
+    receiver.failures = [(grpc.StatusCode.UNAVAILABLE, ())] * 20
+    export = _export(endpoint=f"http://127.0.0.1:{receiver.port}", timeout_s=1.5)
+    try:
+        assert export.spans is not None
+        with export.spans.adding() as spans:
+            spans.add(name="verdict")
+        started = time.monotonic()
+        assert not export.spans.flush()
+        assert time.monotonic() - started < 2.5
+        assert 2 <= receiver.arrived.attempts <= 3  # at once, after about 1 s, not after 2 s
+    finally:
+        export.shutdown()
+        receiver.stop()
+
+
+def test_http_retries_429_and_5xx_as_the_server_asks_and_not_4xx() -> None:
+    receiver = HttpOtlpReceiver()
+    receiver.statuses = [503, 429]
+    receiver.retry_after = "0"
+    export = _export(
+        endpoint=f"http://127.0.0.1:{receiver.port}", protocol="http/protobuf", timeout_s=10
+    )
+    try:
+        _one_session(export)
+        started = time.monotonic()
+        assert _flush(export)
+        assert time.monotonic() - started < 1.5  # Retry-After 0, not the 1 s, 2 s backoff
+        assert len(receiver.arrived.traces) == 3 and len(receiver.arrived.logs) == 1
+        receiver.statuses = [400]
+        _one_session(export, "second")
+        assert not _flush(export)
+        assert len(receiver.arrived.traces) == 4  # not retried
+        assert export.spans is not None and export.spans.backlog == 1
+    finally:
+        export.shutdown()
+        receiver.stop()
+
+
+def test_configured_headers_reach_both_transports() -> None:
+    grpc_receiver, http_receiver = GrpcOtlpReceiver(), HttpOtlpReceiver()
+    exports = [
+        _export(endpoint=f"http://127.0.0.1:{grpc_receiver.port}", headers={"x-tenant": "acme"}),
+        _export(
+            endpoint=f"http://127.0.0.1:{http_receiver.port}",
+            protocol="http/protobuf",
+            headers={"X-Tenant": "acme"},
+        ),
+    ]
+    try:
+        for export in exports:
+            _one_session(export)
+            assert _flush(export)
+        for arrived in (grpc_receiver.arrived, http_receiver.arrived):
+            assert len(arrived.headers) == 2
+            assert all(h.get("x-tenant") == "acme" for h in arrived.headers), arrived.headers
+        assert all(
+            h["content-type"] == "application/x-protobuf" for h in http_receiver.arrived.headers
+        )
+    finally:
+        for export in exports:
+            export.shutdown()
+        grpc_receiver.stop()
+        http_receiver.stop()
+
+
+def test_http_environment_fallbacks_endpoint_headers_and_gzip(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    traces, logs = HttpOtlpReceiver(), HttpOtlpReceiver()
+    # the signal's endpoint is used as it is; the general one gets the signal's path
+    monkeypatch.setenv(
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", f"http://127.0.0.1:{traces.port}/v1/traces"
+    )
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{logs.port}/")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "x-signal=traces")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-signal=any,authorization=Bearer%20t0k")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")
+    export = _export(protocol="http/protobuf")
+    try:
+        _one_session(export)
+        assert _flush(export)
+        assert len(traces.arrived.traces) == 1 and len(logs.arrived.logs) == 1
+        (trace_headers,), (log_headers,) = traces.arrived.headers, logs.arrived.headers
+        assert trace_headers["x-signal"] == "traces" and "authorization" not in trace_headers
+        assert log_headers["x-signal"] == "any"
+        assert log_headers["authorization"] == "Bearer t0k"
+        assert trace_headers["content-encoding"] == log_headers["content-encoding"] == "gzip"
+    finally:
+        export.shutdown()
+        traces.stop()
+        logs.stop()
+
+
+def test_grpc_environment_fallbacks_endpoint_insecure_headers_and_gzip(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    receiver = GrpcOtlpReceiver()
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"127.0.0.1:{receiver.port}")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_INSECURE", "true")  # no scheme: TLS unless said
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-tenant=acme")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")
+    export = _export()
+    try:
+        _one_session(export)
+        assert _flush(export)
+        assert [h.get("x-tenant") for h in receiver.arrived.headers] == ["acme", "acme"]
+    finally:
+        export.shutdown()
+        receiver.stop()
+
+
+@pytest.mark.parametrize("protocol", ["grpc", "http/protobuf"])
+def test_tls_with_a_ca_and_a_client_certificate(protocol: str, tmp_path: Path) -> None:
+    certs = make_certs(tmp_path)
+    if protocol == "grpc":
+        receiver: GrpcOtlpReceiver | HttpOtlpReceiver = GrpcOtlpReceiver(
+            grpc.ssl_server_credentials(
+                [(certs.server_key.read_bytes(), certs.server_cert.read_bytes())],
+                root_certificates=certs.ca.read_bytes(),
+                require_client_auth=True,
+            )
+        )
+    else:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(certs.ca))
+        context.load_cert_chain(certs.server_cert, certs.server_key)
+        context.verify_mode = ssl.CERT_REQUIRED
+        receiver = HttpOtlpReceiver(tls=context)
+    tls = {
+        "endpoint": f"https://127.0.0.1:{receiver.port}",
+        "protocol": protocol,
+        "timeout_s": 3,
+        "certificate_file": str(certs.ca),
+    }
+    trusted = _export(
+        **tls,
+        client_key_file=str(certs.client_key),
+        client_certificate_file=str(certs.client_cert),
+    )
+    anonymous = _export(**tls)  # the server asks for a client certificate: refused
+    try:
+        _one_session(trusted)
+        assert _flush(trusted)
+        _one_session(anonymous)
+        assert not _flush(anonymous)
+        assert len(receiver.arrived.traces) == 1
+    finally:
+        trusted.shutdown()
+        anonymous.shutdown()
+        receiver.stop()
+
+
+def test_a_partial_success_is_accepted_and_said(caplog: pytest.LogCaptureFixture) -> None:
+    receiver = GrpcOtlpReceiver()
+    receiver.trace_response = trace_service_pb2.ExportTraceServiceResponse(
+        partial_success=trace_service_pb2.ExportTracePartialSuccess(
+            rejected_spans=1, error_message="span too old"
+        )
+    )
+    export = _export(endpoint=f"http://127.0.0.1:{receiver.port}")
+    try:
+        with caplog.at_level(logging.WARNING, logger="spanjudge.sidecar"):
+            for _ in range(2):
+                _one_session(export)
+                assert _flush(export)  # a retry cannot help: not sent again
+        said = [r for r in caplog.records if "rejected 1" in r.getMessage()]
+        assert len(said) == 1 and "span too old" in said[0].getMessage()  # said once
+        assert len(receiver.arrived.traces) == 2
+    finally:
+        export.shutdown()
+        receiver.stop()
+
+
+def test_an_abort_cuts_a_grpc_call_in_flight() -> None:
+    receiver = GrpcOtlpReceiver()
+    receiver.holding = True  # the endpoint takes the call and does not answer
+    export = _export(endpoint=f"http://127.0.0.1:{receiver.port}", timeout_s=30)
+    abort = threading.Timer(0.5, export.abort)
+    try:
+        assert export.spans is not None
+        with export.spans.adding() as spans:
+            spans.add(name="verdict")
+        abort.start()
+        started = time.monotonic()
+        assert not export.spans.flush()
+        assert time.monotonic() - started < 3
+        assert receiver.arrived.attempts == 1
+        assert export.spans.backlog == 1  # unconfirmed: its session stays in the spool
+        assert not export.spans.flush()  # aborted: nothing more is sent
+        assert receiver.arrived.attempts == 1
+    finally:
+        abort.cancel()
+        export.shutdown()
+        receiver.stop()
