@@ -6,7 +6,11 @@ exporters send them; a partial success is accepted and said; an abort cuts a cal
 
 from __future__ import annotations
 
+import dataclasses
+import glob
+import http.server
 import logging
+import socket
 import ssl
 import threading
 import time
@@ -19,23 +23,33 @@ from google.rpc.error_details_pb2 import RetryInfo
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.sdk.resources import Resource
 
-from spanjudge.sidecar.config import ExportConfig
+from spanjudge import CollectingSink
+from spanjudge.config import parse_config
+from spanjudge.engine import Engine
+from spanjudge.offline import run_offline
+from spanjudge.sidecar.config import ExportConfig, parse_serve
 from spanjudge.sidecar.export import VerdictExport, build_verdict_export
+from spanjudge.values import SessionResult
 from tests.sidecar.helpers import make_certs
 from tests.support.otlp_receivers import GrpcOtlpReceiver, HttpOtlpReceiver
 
 pytestmark = pytest.mark.slow
-ENV = (
-    "OTEL_EXPORTER_OTLP_ENDPOINT",
-    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-    "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT",
-    "OTEL_EXPORTER_OTLP_HEADERS",
-    "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
-    "OTEL_EXPORTER_OTLP_COMPRESSION",
-    "OTEL_EXPORTER_OTLP_INSECURE",
-    "OTEL_EXPORTER_OTLP_CERTIFICATE",
-    "OTEL_EXPORTER_OTLP_TIMEOUT",
+ENV = tuple(
+    f"OTEL_EXPORTER_OTLP_{signal}{name}"
+    for signal in ("", "TRACES_", "LOGS_")
+    for name in (
+        "ENDPOINT",
+        "HEADERS",
+        "COMPRESSION",
+        "INSECURE",
+        "CERTIFICATE",
+        "CLIENT_KEY",
+        "CLIENT_CERTIFICATE",
+        "TIMEOUT",
+        "PROTOCOL",
+    )
 )
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
@@ -291,3 +305,279 @@ def test_an_abort_cuts_a_grpc_call_in_flight() -> None:
         abort.cancel()
         export.shutdown()
         receiver.stop()
+
+
+@pytest.fixture(scope="module")
+def results() -> list[SessionResult]:
+    out = CollectingSink()
+    folder = ROOT / "fixtures" / "strands"
+    config = parse_config({"expectations_files": [str(folder / "expectations.yaml")]})
+    run_offline(sorted(glob.glob(str(folder / "*.jsonl"))), Engine(config), out, skip_invalid=True)
+    assert len(out.results) >= 2
+    return out.results
+
+
+def _with_verdicts(result: SessionResult, count: int, explanation: str) -> SessionResult:
+    verdicts = tuple(
+        dataclasses.replace(result.verdicts[i % len(result.verdicts)], explanation=explanation)
+        for i in range(count)
+    )
+    return dataclasses.replace(result, verdicts=verdicts)
+
+
+def test_a_session_with_many_verdicts_reaches_a_grpc_endpoint_with_the_default_limit(
+    results: list[SessionResult],
+) -> None:
+    """3000 verdicts with 1.5 kB rationales are about 6 MB of log records: more than the 4 MiB
+    a gRPC server (the Collector's receiver too) takes in one message by default. They arrive,
+    in several requests, and the session after them too."""
+    first, second = results[:2]
+    receiver = GrpcOtlpReceiver()
+    export = _export(endpoint=f"http://127.0.0.1:{receiver.port}", insecure=True, timeout_s=5)
+    try:
+        sink = export.sink()
+        sink.emit(_with_verdicts(first, 3000, "x" * 1500))
+        sink.emit(second)
+        assert sink.flush(5.0)
+        assert export.backlog == 0
+        records = [r for request in receiver.arrived.logs for r in _records(request)]
+        assert len(records) == 3000 + len(second.verdicts)
+        assert len(receiver.arrived.logs) >= 2
+        assert all(request.ByteSize() < 4 * 1024 * 1024 for request in receiver.arrived.logs)
+    finally:
+        export.shutdown()
+        receiver.stop()
+
+
+def test_many_large_evaluation_spans_reach_a_grpc_endpoint_with_the_default_limit(
+    results: list[SessionResult],
+) -> None:
+    """40 sessions of 128 verdicts with 1.5 kB rationales: each evaluation span (an event per
+    verdict) is about 200 kB, 40 of them about 8 MB, under the 512 spans of a request."""
+    receiver = GrpcOtlpReceiver()
+    export = _export(endpoint=f"http://127.0.0.1:{receiver.port}", insecure=True, timeout_s=5)
+    try:
+        sink = export.sink()
+        big = _with_verdicts(results[0], 128, "y" * 1500)
+        for _ in range(40):
+            sink.emit(big)
+        assert sink.flush(5.0)
+        spans = [s for request in receiver.arrived.traces for s in _spans(request)]
+        assert len(spans) == 40 and all(len(span.events) == 128 for span in spans)
+    finally:
+        export.shutdown()
+        receiver.stop()
+
+
+def test_an_item_too_large_for_the_endpoint_is_dropped_named_and_blocks_nothing(
+    results: list[SessionResult], caplog: pytest.LogCaptureFixture
+) -> None:
+    """One verdict with a 5 MB rationale makes a span and a log record each over the
+    endpoint's 4 MiB: each goes alone, is refused as too large, and is dropped with an error
+    naming the session, instead of being retried for ever ahead of everything else."""
+    huge = _with_verdicts(results[0], 1, "z" * 5_000_000)
+    after = results[1]
+    receiver = GrpcOtlpReceiver()
+    export = _export(endpoint=f"http://127.0.0.1:{receiver.port}", insecure=True, timeout_s=5)
+    try:
+        sink = export.sink()
+        with caplog.at_level(logging.WARNING, logger="spanjudge.sidecar"):
+            sink.emit(huge)
+            sink.emit(after)
+            assert sink.flush(5.0)
+        assert export.backlog == 0
+        assert export.spans is not None and export.logs is not None
+        assert export.spans.dropped == export.logs.dropped == 1
+        errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+        assert len(errors) == 2
+        assert all(huge.trajectory.session_id in e and "too large" in e for e in errors)
+        arrived = [r for request in receiver.arrived.logs for r in _records(request)]
+        assert len(arrived) == len(after.verdicts)  # the next session got through
+    finally:
+        export.shutdown()
+        receiver.stop()
+
+
+def _records(request: object) -> list[object]:
+    return [r for rl in request.resource_logs for sl in rl.scope_logs for r in sl.log_records]  # type: ignore[attr-defined]
+
+
+def _spans(request: object) -> list[object]:
+    return [s for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans]  # type: ignore[attr-defined]
+
+
+def test_a_configured_header_with_capitals_reaches_a_grpc_endpoint() -> None:
+    """gRPC refuses metadata keys with capitals ("Invalid metadata"); HTTP takes any case."""
+    receiver = GrpcOtlpReceiver()
+    export = _export(
+        endpoint=f"http://127.0.0.1:{receiver.port}", headers={"X-Tenant": "acme"}, timeout_s=2
+    )
+    try:
+        _one_session(export)
+        assert _flush(export)
+        assert [h.get("x-tenant") for h in receiver.arrived.headers] == ["acme", "acme"]
+    finally:
+        export.shutdown()
+        receiver.stop()
+
+
+def test_an_http_redirect_is_not_a_confirmation(caplog: pytest.LogCaptureFixture) -> None:
+    """A 3xx is not followed (nor is the body sent again): the items stay queued, and the
+    health line says where the endpoint points."""
+
+    class Redirect(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(308)
+            self.send_header("Location", "https://elsewhere.invalid/v1/traces")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    export = _export(
+        endpoint=f"http://127.0.0.1:{server.server_address[1]}",
+        protocol="http/protobuf",
+        timeout_s=2,
+    )
+    try:
+        assert export.spans is not None
+        with caplog.at_level(logging.WARNING, logger="spanjudge"):
+            with export.spans.adding() as spans:
+                spans.add(name="verdict")
+            assert not export.spans.flush()
+        assert export.spans.backlog == 1
+        said = " ".join(r.getMessage() for r in caplog.records)
+        assert "redirected to https://elsewhere.invalid/v1/traces" in said
+    finally:
+        export.shutdown()
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_abort_cuts_an_http_call_in_flight() -> None:
+    listener = socket.socket()  # takes the connection and never answers
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    held: list[tuple[socket.socket, object]] = []
+    threading.Thread(target=lambda: held.append(listener.accept()), daemon=True).start()
+    export = _export(
+        endpoint=f"http://127.0.0.1:{listener.getsockname()[1]}",
+        protocol="http/protobuf",
+        timeout_s=8,
+    )
+    abort = threading.Timer(0.5, export.abort)
+    try:
+        assert export.spans is not None
+        with export.spans.adding() as spans:
+            spans.add(name="verdict")
+        abort.start()
+        started = time.monotonic()
+        assert not export.spans.flush()
+        assert time.monotonic() - started < 3
+        assert export.spans.backlog == 1  # unconfirmed: its session stays in the spool
+    finally:
+        abort.cancel()
+        export.shutdown()
+        for connection, _ in held:
+            connection.close()
+        listener.close()
+
+
+def test_an_empty_request_is_not_sent() -> None:
+    receiver = GrpcOtlpReceiver()
+    export = _export(endpoint=f"http://127.0.0.1:{receiver.port}", timeout_s=2)
+    try:
+        assert export.spans is not None
+        with export.spans.adding():
+            pass  # a session whose encoding added nothing (or was rolled back)
+        assert export.spans.flush()
+        assert receiver.arrived.attempts == 0
+    finally:
+        export.shutdown()
+        receiver.stop()
+
+
+@pytest.mark.parametrize("protocol", ["grpc", "http/protobuf"])
+def test_a_permanent_refusal_says_retrying_will_not_help(
+    protocol: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    if protocol == "grpc":
+        receiver: GrpcOtlpReceiver | HttpOtlpReceiver = GrpcOtlpReceiver()
+        receiver.failures = [(grpc.StatusCode.INVALID_ARGUMENT, ())]
+    else:
+        receiver = HttpOtlpReceiver()
+        receiver.statuses = [400]
+    export = _export(endpoint=f"http://127.0.0.1:{receiver.port}", protocol=protocol, timeout_s=2)
+    try:
+        assert export.spans is not None
+        with caplog.at_level(logging.WARNING, logger="spanjudge"):
+            with export.spans.adding() as spans:
+                spans.add(name="verdict")
+            assert not export.spans.flush()
+        assert export.spans.backlog == 1  # still queued
+        said = [r.getMessage() for r in caplog.records if "failing" in r.getMessage()]
+        assert len(said) == 1 and "retrying will not help" in said[0], said
+    finally:
+        export.shutdown()
+        receiver.stop()
+
+
+def test_export_calls_are_made_with_instrumentation_suppressed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Under `opentelemetry-instrument`, the requests instrumentation skips a call made while
+    instrumentation is suppressed; otherwise each export POST would make a span of its own."""
+    from opentelemetry.instrumentation.utils import is_instrumentation_enabled
+    from requests.adapters import HTTPAdapter
+
+    seen: list[bool] = []
+    send = HTTPAdapter.send
+
+    def watched(self: HTTPAdapter, *args: object, **kwargs: object) -> object:
+        seen.append(not is_instrumentation_enabled())  # what the instrumentations ask
+        return send(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(HTTPAdapter, "send", watched)
+    receiver = HttpOtlpReceiver()
+    export = _export(endpoint=f"http://127.0.0.1:{receiver.port}", protocol="http/protobuf")
+    try:
+        _one_session(export)
+        assert _flush(export)
+        assert seen == [True, True]
+    finally:
+        export.shutdown()
+        receiver.stop()
+
+
+@pytest.mark.parametrize(
+    "variable", ["OTEL_EXPORTER_OTLP_COMPRESSION", "OTEL_EXPORTER_OTLP_LOGS_COMPRESSION"]
+)
+def test_deflate_over_grpc_is_refused_at_start(
+    variable: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(variable, "deflate")
+    problems: list[str] = []
+    parse_serve({"export": {"endpoint": "http://collector:4317"}}, "serve", problems)
+    assert len(problems) == 1 and problems[0].startswith(f"env {variable}: deflate"), problems
+    problems.clear()  # HTTP takes it
+    parse_serve(
+        {"export": {"endpoint": "http://collector:4318", "protocol": "http/protobuf"}},
+        "serve",
+        problems,
+    )
+    assert problems == []
+
+
+def test_a_missing_certificate_from_the_environment_is_named_at_start(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", str(tmp_path / "missing-ca.pem"))
+    problems: list[str] = []
+    parse_serve({"export": {"endpoint": "https://collector:4317"}}, "serve", problems)
+    assert problems == [
+        f"env OTEL_EXPORTER_OTLP_CERTIFICATE: no such file {str(tmp_path / 'missing-ca.pem')!r}"
+    ]

@@ -253,6 +253,33 @@ def env_endpoint() -> str | None:
 _SQLITE_HEADER = b"SQLite format 3\x00"
 
 
+def _env_export_problems(export: ExportConfig, protocol: str) -> list[str]:
+    """What the `OTEL_EXPORTER_OTLP_*` variables verdict export reads would break, named: a
+    compression gRPC endpoints do not take, a TLS file that is not there."""
+    problems = []
+    for signal in ("TRACES", "LOGS"):
+        for name in (f"OTEL_EXPORTER_OTLP_{signal}_COMPRESSION", "OTEL_EXPORTER_OTLP_COMPRESSION"):
+            value = os.environ.get(name)
+            if value:
+                if protocol == "grpc" and value.strip().lower() == "deflate":
+                    problems.append(
+                        f"env {name}: deflate is not supported over gRPC (the Collector answers"
+                        " UNIMPLEMENTED, and the OpenTelemetry gRPC exporters take only gzip or"
+                        " none); use gzip or none, or export.protocol: http/protobuf"
+                    )
+                break  # the signal's variable, when set, is the one read
+        if export.certificate_file or export.client_key_file or export.client_certificate_file:
+            continue  # the configured TLS files are used, not the variables
+        for what in ("CERTIFICATE", "CLIENT_KEY", "CLIENT_CERTIFICATE"):
+            for name in (f"OTEL_EXPORTER_OTLP_{signal}_{what}", f"OTEL_EXPORTER_OTLP_{what}"):
+                file = os.environ.get(name)
+                if file:
+                    if not os.path.isfile(file):
+                        problems.append(f"env {name}: no such file {file!r}")
+                    break
+    return sorted(set(problems))
+
+
 def spool_path_problem(file: str) -> str | None:
     """Why the spool cannot be opened at ``file``, found without opening it; None if it may.
 
@@ -373,6 +400,8 @@ def parse_serve(raw: Any, path: str, problems: list[str], base: Path | None = No
     enabled = export.enabled
     if enabled is None:
         enabled = bool(export.endpoint or env_endpoint())
+    if enabled:
+        problems.extend(_env_export_problems(export, protocol))
     return replace(config, export=replace(export, protocol=protocol, enabled=enabled))
 
 

@@ -35,9 +35,14 @@ from spanjudge.sidecar.otlp_send import Sender, Sent, destination, sender_for
 from spanjudge.values import SessionResult
 
 log = logging.getLogger("spanjudge.sidecar")
-# Items per export request, as the SDK's batch processors send them (a request may take one
-# session's items past it: a session's span and its log records are never split).
+# Items per export request, as the SDK's batch processors send them.
 _BATCH = 512
+# Serialized bytes per export request: gRPC servers refuse a message over their receive limit,
+# 4 MiB by default in gRPC and in the Collector's OTLP receiver (`max_recv_msg_size_mib`), as
+# RESOURCE_EXHAUSTED, for good. 3.5 MiB leaves room for what the estimate leaves out (each
+# item's tag and length, the envelopes' lengths growing).
+MAX_REQUEST_BYTES = 3_670_016
+_ITEM_OVERHEAD = 8  # an item's field tag and length prefix in its request, at most
 
 
 def endpoint_failure(exc: BaseException) -> bool:
@@ -58,16 +63,26 @@ class _Batch:
 
     request: Message
     items: Any  # the request's repeated field of spans or log records
+    size: int  # the request's serialized size, about (`_ITEM_OVERHEAD` per item)
+    # set when the request holds one item alone over `MAX_REQUEST_BYTES`: whose it is
+    oversized: str | None = None
 
 
 class ConfirmingExport:
-    """One signal's encoded items (evaluation spans, or log records), in export requests of
-    about `_BATCH` items each, sent on `flush`; a request that failed stays for the next attempt.
+    """One signal's encoded items (evaluation spans, or log records), in export requests of at
+    most `_BATCH` items and `MAX_REQUEST_BYTES` serialized each, sent on `flush`; a request that
+    failed stays for the next attempt. A session's log records are split across requests when
+    they do not fit in one (its session is released from the spool only once a flush sent every
+    request, so all of them). One item alone over the byte bound goes in a request of its own;
+    if the endpoint refuses it as too large (gRPC `RESOURCE_EXHAUSTED` "larger than max", HTTP
+    413), no retry can help and it would hold every session queued after it for ever: it is
+    logged as an error naming its session and dropped, counted in `dropped`.
 
-    Never dropped, however many wait: the spool releases a session once its flush succeeded,
-    so a dropped item would be a verdict lost for good. The backlog is kept short by the worker
-    instead, which stops evaluating (and receivers refuse new requests, retryable) while
-    `VerdictExport.full` holds; one tick can still overshoot by the sessions it closes.
+    Nothing else is ever dropped, however many wait: the spool releases a session once its
+    flush succeeded, so a dropped item would be a verdict lost for good. The backlog is kept
+    short by the worker instead, which stops evaluating (and receivers refuse new requests,
+    retryable) while `VerdictExport.full` holds; one tick can still overshoot by the sessions it
+    closes.
 
     A send that raises keeps its request queued either way: an endpoint failure (see
     `endpoint_failure`) is retried, and said once per outage by ``health`` (as a refused call
@@ -88,6 +103,7 @@ class ConfirmingExport:
     ) -> None:
         self.signal = signal
         self.sender = sender
+        self.dropped = 0  # items refused as too large, dropped
         self._new_request = new_request
         self._items_of = items_of
         self._timeout = timeout
@@ -97,18 +113,60 @@ class ConfirmingExport:
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
 
+    def _new_batch(self) -> _Batch:
+        request = self._new_request()
+        batch = _Batch(request=request, items=self._items_of(request), size=request.ByteSize())
+        self._batches.append(batch)
+        return batch
+
     @contextlib.contextmanager
-    def adding(self) -> Iterator[Any]:
-        """``with queue.adding() as items: items.add(...)``: the repeated field of the request
-        new items go into (a new request once the last one holds `_BATCH`); a flush meanwhile
-        waits, so a session's items go out together."""
+    def adding(self, session: str = "") -> Iterator[Any]:
+        """``with queue.adding(session_id) as items: items.add(...)``: the repeated field of the
+        request new items go into; a flush meanwhile waits. Afterwards the new items are moved
+        into further requests where they take their request past `_BATCH` items or
+        `MAX_REQUEST_BYTES`."""
         with self._lock:
             batch = self._batches[-1] if self._batches else None
-            if batch is None or len(batch.items) >= _BATCH:
-                request = self._new_request()
-                batch = _Batch(request, self._items_of(request))
-                self._batches.append(batch)
+            if (
+                batch is None
+                or batch.oversized is not None
+                or len(batch.items) >= _BATCH
+                or batch.size >= MAX_REQUEST_BYTES
+            ):
+                batch = self._new_batch()
+            had = len(batch.items)
             yield batch.items
+            sizes = [item.ByteSize() + _ITEM_OVERHEAD for item in batch.items[had:]]
+            if len(batch.items) <= _BATCH and batch.size + sum(sizes) <= MAX_REQUEST_BYTES:
+                batch.size += sum(sizes)
+                return
+            self._spread(batch, had, sizes, session)
+
+    def _spread(self, batch: _Batch, had: int, sizes: list[int], session: str) -> None:
+        """Move ``batch``'s items from ``had`` on into as many requests as keep each within the
+        bounds (copied through their encoding: rare, only for sessions this large)."""
+        moved = [item.SerializeToString() for item in batch.items[had:]]
+        del batch.items[had:]
+        for data, size in zip(moved, sizes, strict=True):
+            if len(batch.items) and (
+                len(batch.items) >= _BATCH
+                or batch.size + size > MAX_REQUEST_BYTES
+                or batch.oversized is not None
+            ):
+                batch = self._new_batch()
+            batch.items.add().MergeFromString(data)
+            batch.size += size
+            if batch.size > MAX_REQUEST_BYTES:  # one item alone over the bound
+                batch.oversized = session or "a session"
+                log.warning(
+                    "verdict export (%s): session %s has an item of %d bytes, over the %d a"
+                    " request is kept under; it is sent alone, and an endpoint with a smaller"
+                    " receive limit refuses it",
+                    self.signal,
+                    batch.oversized,
+                    size,
+                    MAX_REQUEST_BYTES,
+                )
 
     @property
     def backlog(self) -> int:
@@ -125,7 +183,8 @@ class ConfirmingExport:
             sent = 0
             try:
                 while sent < len(batches):
-                    if not self._send(batches[sent].request):
+                    batch = batches[sent]
+                    if len(batch.items) and not self._send(batch):
                         break
                     sent += 1
             finally:
@@ -134,9 +193,10 @@ class ConfirmingExport:
                         self._batches = batches[sent:] + self._batches
             return sent == len(batches)
 
-    def _send(self, request: Message) -> bool:
+    def _send(self, batch: _Batch) -> bool:
+        """Whether ``batch`` is done with: accepted, or dropped as too large for the endpoint."""
         try:
-            result = self._timed(request)
+            result = self._timed(batch.request)
         except Exception as exc:
             if self.sender.aborted:  # shut down under a call in flight
                 return False
@@ -147,7 +207,27 @@ class ConfirmingExport:
             return False
         if not result.ok and self.sender.aborted:
             return False  # the abort's doing, not the endpoint's
-        self._health.result(self.signal, result.ok, why=result.detail or None)
+        if not result.ok and result.too_large and batch.oversized is not None:
+            self.dropped += len(batch.items)
+            log.error(
+                "verdict export (%s): the endpoint refuses an item of session %s as too large"
+                " (%d bytes; %s); no retry can help, so it is dropped and that session's"
+                " verdicts are incomplete at the endpoint (%d item(s) dropped so far); raise"
+                " the endpoint's receive limit to keep such items",
+                self.signal,
+                batch.oversized,
+                batch.size,
+                result.detail,
+                self.dropped,
+            )
+            return True
+        why = result.detail or None
+        if not result.ok and (result.permanent or result.too_large):
+            why = (
+                f"{result.detail}; the endpoint refuses the request itself: retrying will not"
+                " help, the endpoint or the configuration must be fixed"
+            )
+        self._health.result(self.signal, result.ok, why=why)
         return result.ok
 
     def _timed(self, request: Message) -> Sent:
@@ -266,7 +346,8 @@ class OtlpVerdictSink:
     def emit(self, result: SessionResult) -> None:
         if self._closed:
             return
-        with self._spans.adding() as spans, self._logs.adding() as log_records:
+        session = result.trajectory.session_id
+        with self._spans.adding(session) as spans, self._logs.adding(session) as log_records:
             had_spans, had_records = len(spans), len(log_records)
             try:
                 self._encoder.encode(result, spans, log_records)

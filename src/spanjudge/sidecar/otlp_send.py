@@ -9,16 +9,23 @@ each within 20% either way; a server's `RetryInfo` or `Retry-After` instead) whi
 time lasts, up to six attempts: gRPC `CANCELLED`, `DEADLINE_EXCEEDED`, `RESOURCE_EXHAUSTED`,
 `ABORTED`, `OUT_OF_RANGE`, `UNAVAILABLE`, `DATA_LOSS`; HTTP 429, 502, 503, 504 and connection
 errors. A partial success (the endpoint rejected some items) is accepted, as the OTLP
-specification asks (a retry cannot help), and logged. `abort` ends a sender: its retries stop
-and a gRPC call in flight is cancelled.
+specification asks (a retry cannot help), and logged. Only HTTP 2xx is accepted: a redirect is
+not followed (the body would not be sent again) and is a failure saying where it points. A
+refusal no retry can help (gRPC `INVALID_ARGUMENT` and the like, HTTP 4xx other than 429) is
+marked `permanent`; a message over the endpoint's size limit `too_large`. gRPC metadata keys are
+sent in lower case, as gRPC requires. `abort` ends a sender: its retries stop, a gRPC call in
+flight is cancelled and an HTTP one is no longer waited for. The calls are made with
+instrumentation suppressed, as the OTLP exporters make theirs.
 
 Not supported: the exporters' credential-provider entry points
 (`OTEL_PYTHON_EXPORTER_OTLP_*_CREDENTIAL_PROVIDER`). An unknown compression in the environment is
-a warning (compression off), where the gRPC exporter raised.
+a warning (compression off), where the gRPC exporter raised; `deflate` over gRPC is refused (the
+gRPC exporters take only gzip, and the Collector answers such calls `UNIMPLEMENTED`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import gzip
 import logging
@@ -28,7 +35,7 @@ import threading
 import time
 import urllib.parse
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -37,6 +44,8 @@ import grpc
 import requests
 from google.protobuf.message import DecodeError, Message
 from google.rpc.error_details_pb2 import RetryInfo
+from opentelemetry import context
+from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 from opentelemetry.util.re import parse_env_headers
@@ -60,6 +69,17 @@ _RETRYABLE_CODES = frozenset(
     }
 )
 _RETRYABLE_STATUS = frozenset({429, 502, 503, 504})
+# A request the endpoint refuses as such: sending it again gets the same answer.
+_PERMANENT_CODES = frozenset(
+    {
+        grpc.StatusCode.INVALID_ARGUMENT,
+        grpc.StatusCode.NOT_FOUND,
+        grpc.StatusCode.PERMISSION_DENIED,
+        grpc.StatusCode.UNAUTHENTICATED,
+        grpc.StatusCode.UNIMPLEMENTED,
+        grpc.StatusCode.FAILED_PRECONDITION,
+    }
+)
 _CONNECTION_ERRORS = (requests.ConnectionError, requests.Timeout)  # SSL and proxy errors too
 _USER_AGENT = f"spanjudge/{__version__}"
 _COMPRESSIONS = ("none", "gzip", "deflate")
@@ -76,7 +96,7 @@ class Destination:
     target: str  # gRPC: host:port; HTTP: the signal's URL
     insecure: bool  # gRPC: plaintext (HTTP: the URL's scheme says)
     headers: tuple[tuple[str, str], ...]
-    compression: str  # "none", "gzip" or "deflate"
+    compression: str  # "none", "gzip" or (HTTP only) "deflate"
     certificate_file: str | None
     client_key_file: str | None
     client_certificate_file: str | None
@@ -131,14 +151,22 @@ def destination(config: ExportConfig, signal: str) -> Destination:
         if insecure is None:
             flag = _env(signal, "INSECURE")
             insecure = flag.strip().lower() == "true" if flag else parts.scheme == "http"
-        headers = dict(config.headers) or env_headers
+        # gRPC metadata keys are lower case (grpcio refuses others: "Invalid metadata")
+        headers = {name.lower(): value for name, value in config.headers.items()} or {
+            name.lower(): value for name, value in env_headers.items()
+        }
+        compression = _compression(signal)
+        if compression == "deflate":  # `serve`'s configuration check refuses it at start
+            raise ValueError(
+                "OTEL_EXPORTER_OTLP_COMPRESSION: deflate is not supported over gRPC (use gzip)"
+            )
         return Destination(
             protocol=protocol,
             signal=signal,
             target=parts.netloc or endpoint,
             insecure=insecure,
             headers=tuple(headers.items()),
-            compression=_compression(signal),
+            compression=compression,
             certificate_file=ca,
             client_key_file=key,
             client_certificate_file=cert,
@@ -175,6 +203,8 @@ class Sent:
 
     ok: bool
     detail: str = ""
+    permanent: bool = False  # refused for good (a bad request): a retry cannot help
+    too_large: bool = False  # refused as over the endpoint's message size limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +221,25 @@ def _short(text: str) -> str:
     return text if len(text) <= _DETAIL_CHARS else text[: _DETAIL_CHARS - 1] + "…"
 
 
+_ABORT_POLL_S = 0.05  # how often a wait for an HTTP call in flight looks for an abort
+
+
+class _Aborted(Exception):
+    """The sender was aborted while a call was in flight."""
+
+
+@contextlib.contextmanager
+def _suppressed() -> Iterator[None]:
+    """No telemetry of the export's own calls: under `opentelemetry-instrument`, the
+    instrumentations of grpc, requests and urllib3 create no spans for them (the key the OTLP
+    exporters attach for the same reason)."""
+    token = context.attach(context.set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
+    try:
+        yield
+    finally:
+        context.detach(token)
+
+
 class Sender:
     """Export requests of one signal to one destination; subclasses make the attempts."""
 
@@ -205,6 +254,10 @@ class Sender:
 
     def send(self, request: Message, timeout_s: float) -> Sent:
         """Send ``request``, retrying transient failures until ``timeout_s`` is spent."""
+        with _suppressed():
+            return self._send(request, timeout_s)
+
+    def _send(self, request: Message, timeout_s: float) -> Sent:
         body = self._prepare(request)
         deadline = time.monotonic() + timeout_s
         sent = Sent(False, "no time left for the call")  # until an attempt says more
@@ -291,10 +344,11 @@ class GrpcSender(Sender):
         self._channel, self._export = self._connect()
 
     def _connect(self) -> tuple[grpc.Channel, Callable[..., Any]]:
-        compression = {
-            "gzip": grpc.Compression.Gzip,
-            "deflate": grpc.Compression.Deflate,
-        }.get(self.where.compression, grpc.Compression.NoCompression)
+        compression = (
+            grpc.Compression.Gzip
+            if self.where.compression == "gzip"
+            else grpc.Compression.NoCompression
+        )
         options = [("grpc.primary_user_agent", _USER_AGENT)]
         if self._credentials is None:
             channel = grpc.insecure_channel(
@@ -337,9 +391,16 @@ class GrpcSender(Sender):
                     self._channel, self._export = self._connect()
             if old is not None:
                 old.close()
+        retryable = code in _RETRYABLE_CODES
+        too_large = code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in details
         return _Attempt(
-            Sent(False, _short(f"{code.name}: {details}")),
-            retryable=code in _RETRYABLE_CODES,
+            Sent(
+                False,
+                _short(f"{code.name}: {details}"),
+                permanent=code in _PERMANENT_CODES,
+                too_large=too_large,
+            ),
+            retryable=retryable and not too_large,
             wait_s=wait_s,
         )
 
@@ -381,33 +442,72 @@ class HttpSender(Sender):
         started = time.monotonic()
         try:
             response = self._post(body, timeout_s)
+        except _Aborted:
+            return _Attempt(Sent(False, "aborted"))
         except _CONNECTION_ERRORS as error:
             left_s = timeout_s - (time.monotonic() - started)
             if left_s <= 0 or self.aborted:
                 return _Attempt(Sent(False, _short(str(error))), retryable=True)
             try:  # once more at once: often a pooled connection the endpoint had closed
                 response = self._post(body, left_s)
+            except _Aborted:
+                return _Attempt(Sent(False, "aborted"))
             except _CONNECTION_ERRORS as again:
                 return _Attempt(Sent(False, _short(str(again))), retryable=True)
         except requests.RequestException as error:
             return _Attempt(Sent(False, _short(str(error))))
-        if 200 <= response.status_code < 400:
+        status = response.status_code
+        if 200 <= status < 300:
             return _Attempt(self._accepted(self._parsed(response.content)))
-        detail = _short(f"HTTP {response.status_code} {response.reason}: {response.text}")
-        retryable = response.status_code in _RETRYABLE_STATUS
+        if 300 <= status < 400:  # not followed (a POST's body is not sent again): not accepted
+            where = response.headers.get("location") or "nowhere said"
+            detail = _short(
+                f"HTTP {status} {response.reason}: the endpoint redirected to {where}; set the"
+                " endpoint to the final URL"
+            )
+            return _Attempt(Sent(False, detail, permanent=True))
+        detail = _short(f"HTTP {status} {response.reason}: {response.text}")
+        retryable = status in _RETRYABLE_STATUS
         wait_s = _retry_after(response.headers.get("retry-after")) if retryable else None
-        return _Attempt(Sent(False, detail), retryable=retryable, wait_s=wait_s)
+        sent = Sent(
+            False, detail, permanent=400 <= status < 500 and not retryable, too_large=status == 413
+        )
+        return _Attempt(sent, retryable=retryable, wait_s=wait_s)
 
     def _post(self, body: bytes, timeout_s: float) -> requests.Response:
-        return self._session.post(
-            self.where.target,
-            data=body,
-            headers=self._headers,
-            timeout=timeout_s,
-            allow_redirects=False,
-            verify=self._verify,
-            cert=self._cert,
-        )
+        """One POST, made in a thread of its own so that `abort` can stop waiting for it:
+        requests has no way to cancel a call in flight, and closing its session does not end
+        one. At the abort the call is left to end within its own timeout, unwaited, and the
+        attempt says "aborted": its items stay queued, their sessions spooled."""
+        outcome: list[requests.Response | BaseException] = []
+        done = threading.Event()
+
+        def call() -> None:
+            try:
+                with _suppressed():
+                    outcome.append(
+                        self._session.post(
+                            self.where.target,
+                            data=body,
+                            headers=self._headers,
+                            timeout=timeout_s,
+                            allow_redirects=False,
+                            verify=self._verify,
+                            cert=self._cert,
+                        )
+                    )
+            except BaseException as error:  # handed to the waiting thread
+                outcome.append(error)
+            finally:
+                done.set()
+
+        threading.Thread(target=call, name="spanjudge-otlp-http", daemon=True).start()
+        while not done.wait(_ABORT_POLL_S):
+            if self.aborted:
+                raise _Aborted
+        if isinstance(outcome[0], BaseException):
+            raise outcome[0]
+        return outcome[0]
 
     def _parsed(self, content: bytes) -> Message:
         response = self._response_type()
