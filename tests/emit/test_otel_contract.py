@@ -38,7 +38,10 @@ from spanjudge.values import SessionResult, Verdict
 from tests.support.otlp_receivers import GrpcOtlpReceiver, HttpOtlpReceiver
 
 ROOT = Path(__file__).resolve().parents[2]
-RESOURCE = Resource.create({"service.name": "verdicts-test", "deployment.environment": "ci"})
+RESOURCE = Resource.create(
+    {"service.name": "verdicts-test", "deployment.environment": "ci"},
+    schema_url="https://opentelemetry.io/schemas/1.26.0",  # carried by both paths, not dropped
+)
 PATHS = ("sdk", "serve grpc", "serve http/protobuf")
 
 
@@ -257,6 +260,7 @@ def test_serve_sends_the_otlp_the_sdk_path_sends(
 ) -> None:
     sdk, serve = _sdk_sent(results), _serve_sent(results, protocol)
     (sdk_spans,) = sdk.traces[0].resource_spans
+    assert sdk_spans.schema_url == RESOURCE.schema_url
     for request in serve.traces:
         (resource_spans,) = request.resource_spans
         assert resource_spans.resource == sdk_spans.resource

@@ -1,8 +1,9 @@
 """`serve`'s verdict export against real OTLP receivers, gRPC and HTTP/protobuf: a flush is
 confirmed only when the endpoint accepted everything; transient failures are retried within the
 call's time (the server's own wait honoured), others are not; headers, TLS (server and client
-certificates), gzip and the `OTEL_EXPORTER_OTLP_*` fallbacks reach the wire as the OpenTelemetry
-exporters send them; a partial success is accepted and said; an abort cuts a call in flight."""
+certificates), HTTP gzip and the `OTEL_EXPORTER_OTLP_*` fallbacks reach the wire as the
+OpenTelemetry exporters send them; a partial success is accepted and said; an abort cuts a call
+in flight; requests stay under a gRPC server's default size limit."""
 
 from __future__ import annotations
 
@@ -205,13 +206,15 @@ def test_http_environment_fallbacks_endpoint_headers_and_gzip(
         logs.stop()
 
 
-def test_grpc_environment_fallbacks_endpoint_insecure_headers_and_gzip(
+def test_grpc_environment_fallbacks_endpoint_insecure_and_headers(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     receiver = GrpcOtlpReceiver()
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"127.0.0.1:{receiver.port}")
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_INSECURE", "true")  # no scheme: TLS unless said
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-tenant=acme")
+    # accepted with gzip on; whether the wire was compressed this receiver cannot see (grpcio
+    # keeps `grpc-encoding` from the handler's metadata)
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")
     export = _export()
     try:
