@@ -584,3 +584,30 @@ def test_a_missing_certificate_from_the_environment_is_named_at_start(
     assert problems == [
         f"env OTEL_EXPORTER_OTLP_CERTIFICATE: no such file {str(tmp_path / 'missing-ca.pem')!r}"
     ]
+
+
+def test_a_session_split_across_requests_is_confirmed_only_once_all_arrived(
+    results: list[SessionResult],
+) -> None:
+    """The worker releases a session from the spool only when the flush says True: with its
+    log records in several requests, a refusal of the second keeps the flush unconfirmed."""
+    receiver = HttpOtlpReceiver()
+    receiver.statuses = [200, 200, 400]  # the span, the first records, then a refusal
+    export = _export(
+        endpoint=f"http://127.0.0.1:{receiver.port}", protocol="http/protobuf", timeout_s=5
+    )
+    try:
+        sink = export.sink()
+        sink.emit(_with_verdicts(results[0], 3000, "x" * 1500))
+        assert not sink.flush(5.0)
+        assert export.logs is not None and 0 < export.logs.backlog < 3000
+        assert sink.flush(5.0)  # what waited goes next time
+        records = [
+            r
+            for request in receiver.arrived.logs[:1] + receiver.arrived.logs[2:]
+            for r in _records(request)
+        ]
+        assert len(records) == 3000
+    finally:
+        export.shutdown()
+        receiver.stop()

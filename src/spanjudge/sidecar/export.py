@@ -160,8 +160,8 @@ class ConfirmingExport:
                 batch.oversized = session or "a session"
                 log.warning(
                     "verdict export (%s): session %s has an item of %d bytes, over the %d a"
-                    " request is kept under; it is sent alone, and an endpoint with a smaller"
-                    " receive limit refuses it",
+                    " request is kept under; it is sent alone (an endpoint that takes less,"
+                    " as a gRPC server by default takes 4 MiB, refuses it: it is then dropped)",
                     self.signal,
                     batch.oversized,
                     size,
