@@ -10,7 +10,6 @@ happened (the fixture set's scenarios.json).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +17,15 @@ import pytest
 
 from tests.metamorphic.log_records import content_to_log_records
 from tests.metamorphic.transforms import content_to_chat_events
-from tests.support.rewritten import drop_spans, report_of, session_requests, spans
+from tests.support.rewritten import (
+    drop_spans,
+    file_requests,
+    file_truth,
+    report_of,
+    session_requests,
+    spans,
+)
 
-FIXTURES = Path(__file__).parents[2] / "fixtures"
 # Fixture files whose tool calls and loads the model's messages show in full (their tool spans
 # add no failure that the results sent back do not say)
 FILES = (
@@ -63,16 +68,6 @@ def _without_tool_spans(requests: list[dict[str, Any]]) -> None:
             span["parentSpanId"] = parent
 
 
-def _requests(framework: str, name: str) -> list[dict[str, Any]]:
-    text = (FIXTURES / framework / name).read_text()
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
-
-
-def _truth(framework: str, name: str) -> dict[str, dict[str, Any]]:
-    scenarios = json.loads((FIXTURES / framework / "scenarios.json").read_text())
-    return {s["session_id"]: s for s in scenarios["sessions"] if s["file"] == name}
-
-
 def _what_happened(session: dict[str, Any]) -> tuple[Any, ...]:
     return (
         session["tool_calls"],
@@ -100,7 +95,7 @@ FORMS = ("as recorded", "chat completion events", "chat completion log records")
 def test_tool_calls_no_span_records_are_read_from_the_messages(
     framework: str, name: str, form: str, tmp_path: Path
 ) -> None:
-    requests = _requests(framework, name)
+    requests = file_requests(framework, name)
     assert any(_is_tool(s) for r in requests for s in spans(r))
     _without_tool_spans(requests)
     assert not any(_is_tool(s) for r in requests for s in spans(r))
@@ -109,7 +104,7 @@ def test_tool_calls_no_span_records_are_read_from_the_messages(
             content_to_chat_events(request)
     if form == "chat completion log records":
         requests += [found for r in requests if (found := content_to_log_records(r)) is not None]
-    truth = _truth(framework, name)
+    truth = file_truth(framework, name)
     report = report_of(requests, tmp_path, f"{framework}/expectations.yaml")
     seen = {s["session_id"]: _seen(s) for s in report["sessions"] if s["session_id"] in truth}
     assert seen == {sid: _what_happened(s) for sid, s in truth.items()}
@@ -121,7 +116,7 @@ def test_parallel_calls_in_one_output_message_each(tmp_path: Path) -> None:
     requests = session_requests("openai_agents/openai_agents_eager_openllmetry.jsonl", session_id)
     _without_tool_spans(requests)
     (session,) = report_of(requests, tmp_path)["sessions"]
-    truth = _truth("openai_agents", "openai_agents_eager_openllmetry.jsonl")[session_id]
+    truth = file_truth("openai_agents", "openai_agents_eager_openllmetry.jsonl")[session_id]
     assert session["stats"]["tool_calls"] == truth["tool_calls"] == 2
 
 
@@ -132,7 +127,7 @@ def test_a_load_no_span_records_is_decided_by_the_result_sent_back(tmp_path: Pat
     requests = session_requests("strands/strands_latest.jsonl", session_id)
     drop_spans(requests, lambda s: s["name"] == "execute_tool skills")
     (session,) = report_of(requests, tmp_path, "strands/expectations.yaml")["sessions"]
-    truth = _truth("strands", "strands_latest.jsonl")[session_id]
+    truth = file_truth("strands", "strands_latest.jsonl")[session_id]
     assert [(x["skill"], x["status"]) for x in session["skill_loads"]] == [
         (x["skill"], x["status"]) for x in truth["skill_loads"]
     ]
@@ -143,7 +138,7 @@ def test_a_rejected_load_reports_the_error_sent_back(tmp_path: Path) -> None:
     """Argument validation rejected the load before any tool ran: the failed load says what
     the agent told the model."""
     session_id = "maf-load-rejected-then-retried"
-    report = report_of(_requests("agent_framework", "agent_framework.jsonl"), tmp_path)
+    report = report_of(file_requests("agent_framework", "agent_framework.jsonl"), tmp_path)
     (session,) = [s for s in report["sessions"] if s["session_id"] == session_id]
     failed = [x for x in session["skill_loads"] if x["status"] == "failed"]
     assert [(x["skill"], x["error"]) for x in failed] == [

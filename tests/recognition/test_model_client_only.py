@@ -17,9 +17,8 @@ import pytest
 
 from tests.metamorphic.log_records import content_to_log_records
 from tests.metamorphic.transforms import content_to_chat_events, map_strings
-from tests.support.rewritten import drop_spans, report_of, spans
+from tests.support.rewritten import drop_spans, file_requests, file_truth, report_of, spans
 
-FIXTURES = Path(__file__).parents[2] / "fixtures"
 # Fixture files whose model calls' messages show every call and its outcome
 FILES = (
     ("genai_manual", "genai_manual.jsonl"),
@@ -86,16 +85,6 @@ def model_calls_only(requests: list[dict[str, Any]]) -> None:
                 span.setdefault("attributes", []).append({"key": "session.id", "value": value})
 
 
-def _requests(framework: str, name: str) -> list[dict[str, Any]]:
-    text = (FIXTURES / framework / name).read_text()
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
-
-
-def _truth(framework: str, name: str) -> dict[str, dict[str, Any]]:
-    scenarios = json.loads((FIXTURES / framework / "scenarios.json").read_text())
-    return {s["session_id"]: s for s in scenarios["sessions"] if s["file"] == name}
-
-
 # How the model calls' messages are written: as recorded; as the per-message events of the
 # chat completions instrumentations; and those events sent as OTLP log records (their
 # content-capture mode that keeps content off the spans).
@@ -107,7 +96,7 @@ FORMS = ("as recorded", "chat completion events", "chat completion log records")
 def test_a_session_of_model_calls_only_has_its_turns_calls_and_answer(
     framework: str, name: str, form: str, tmp_path: Path
 ) -> None:
-    requests = _requests(framework, name)
+    requests = file_requests(framework, name)
     model_calls_only(requests)
     assert all(_is_model_call(s) for r in requests for s in spans(r))
     if form != "as recorded":
@@ -115,7 +104,7 @@ def test_a_session_of_model_calls_only_has_its_turns_calls_and_answer(
             content_to_chat_events(request)
     if form == "chat completion log records":
         requests += [found for r in requests if (found := content_to_log_records(r)) is not None]
-    truth = _truth(framework, name)
+    truth = file_truth(framework, name)
     report = report_of(requests, tmp_path, f"{framework}/expectations.yaml")
     seen = {
         s["session_id"]: (
@@ -146,17 +135,17 @@ def test_a_session_of_model_calls_only_has_its_turns(
     """Each run's model calls begin a turn at the user's request; a managed agent's run, given
     a task its manager wrapped in a longer prompt, is no turn of its own (the manager's next
     call goes on with the user's request)."""
-    requests = _requests(framework, name)
+    requests = file_requests(framework, name)
     model_calls_only(requests)
     report = report_of(requests, tmp_path, f"{framework}/expectations.yaml")
     seen = {s["session_id"]: s["stats"]["turns"] for s in report["sessions"]}
-    truth = {sid: s["turns"] for sid, s in _truth(framework, name).items()}
+    truth = {sid: s["turns"] for sid, s in file_truth(framework, name).items()}
     assert seen == truth
     assert max(truth.values()) > 1
 
 
 def _session(framework: str, name: str, session_id: str, tmp_path: Path) -> dict[str, Any]:
-    requests = _requests(framework, name)
+    requests = file_requests(framework, name)
     model_calls_only(requests)
     report = report_of(requests, tmp_path, f"{framework}/expectations.yaml")
     (session,) = [s for s in report["sessions"] if s["session_id"] == session_id]
@@ -171,7 +160,7 @@ def test_a_call_the_run_ended_after_is_a_call_without_a_result(
     came back. The call is counted, neither failed nor answered (before: no call at all)."""
     name = f"openai_agents_lazy_{instrumentation}.jsonl"
     session_id = f"oa-lazy-{instrumentation}-aborted-run"
-    truth = _truth("openai_agents", name)[session_id]
+    truth = file_truth("openai_agents", name)[session_id]
     session = _session("openai_agents", name, session_id, tmp_path)
     calls = [s for s in session["steps"] if s["kind"] == "tool_call"]
     assert [c["name"] for c in calls] == [c["tool"] for c in truth["calls"]] == ["get_weather"]
@@ -187,7 +176,7 @@ def test_a_call_whose_result_goes_to_another_agent_is_a_handoff(
     another agent took over, and the transfer is no tool call (before: two tool calls)."""
     name = f"custom_loader_{instrumentation}.jsonl"
     session_id = f"oa-custom-{instrumentation}-handoff"
-    truth = _truth("openai_agents_custom_loader", name)[session_id]
+    truth = file_truth("openai_agents_custom_loader", name)[session_id]
     session = _session("openai_agents_custom_loader", name, session_id, tmp_path)
     calls = [s["name"] for s in session["steps"] if s["kind"] == "tool_call"]
     assert calls == [c["tool"] for c in truth["calls"]] == ["get_weather"]
@@ -200,7 +189,7 @@ def test_an_agent_run_as_a_tool_is_still_a_tool_call(instrumentation: str, tmp_p
     the agent that asked: both calls count, and the sub-agent's request opens no turn."""
     name = f"custom_loader_{instrumentation}.jsonl"
     session_id = f"oa-custom-{instrumentation}-agents-as-tools"
-    truth = _truth("openai_agents_custom_loader", name)[session_id]
+    truth = file_truth("openai_agents_custom_loader", name)[session_id]
     session = _session("openai_agents_custom_loader", name, session_id, tmp_path)
     calls = [s["name"] for s in session["steps"] if s["kind"] == "tool_call"]
     assert calls == [c["tool"] for c in truth["calls"]]
@@ -216,7 +205,7 @@ def test_a_skill_md_sent_back_is_a_load_whatever_the_call_asked(
     that skill, not a tool call beside a skill pinned into the prompt."""
     name = f"custom_loader_{instrumentation}.jsonl"
     session_id = f"oa-custom-{instrumentation}-playbook-followed"
-    truth = _truth("openai_agents_custom_loader", name)[session_id]
+    truth = file_truth("openai_agents_custom_loader", name)[session_id]
     session = _session("openai_agents_custom_loader", name, session_id, tmp_path)
     loads = [(x["skill"], x["tool_name"], x["status"]) for x in session["skill_loads"]]
     assert loads == [("csv-report", "fetch_playbook", "loaded")]
@@ -272,8 +261,8 @@ def test_a_result_marked_failed_is_a_failed_call_whatever_its_text(
     failure). Where the part holding it marks it failed, the call failed, and the corrected
     call after it is a retry (before: an ordinary result, no error, no retry)."""
     session_id = "pydantic-ai-tool-error-retry"
-    truth = _truth("pydantic_ai", "pydantic_ai.jsonl")[session_id]
-    requests = _requests("pydantic_ai", "pydantic_ai.jsonl")
+    truth = file_truth("pydantic_ai", "pydantic_ai.jsonl")[session_id]
+    requests = file_requests("pydantic_ai", "pydantic_ai.jsonl")
     model_calls_only(requests)
     failed = [c for c in truth["calls"] if not c["ok"]]
     assert _mark_results(requests, _failed_call_ids(requests, failed), mark) > 0
@@ -294,8 +283,8 @@ def test_a_clock_atop_the_instructions_is_still_the_same_agent(tmp_path: Path) -
     speaks on, and every call it made counts (no handoff read from the changing clock)."""
     name = "custom_loader_openllmetry.jsonl"
     session_id = "oa-custom-openllmetry-playbook-followed"
-    truth = _truth("openai_agents_custom_loader", name)[session_id]
-    requests = _requests("openai_agents_custom_loader", name)
+    truth = file_truth("openai_agents_custom_loader", name)[session_id]
+    requests = file_requests("openai_agents_custom_loader", name)
     model_calls_only(requests)
     stamped = 0
     for request in requests:
@@ -363,8 +352,8 @@ def test_tool_calls_in_content_blocks_are_read(tmp_path: Path) -> None:
     """The openllmetry fixture's model calls, their tool calls and results written as
     `tool_use` / `tool_result` content blocks: the same calls, loads and errors (before: no
     result was matched to its call, so no call counted but the last ones asked)."""
-    truth = _truth("openllmetry", "openllmetry.jsonl")
-    requests = _requests("openllmetry", "openllmetry.jsonl")
+    truth = file_truth("openllmetry", "openllmetry.jsonl")
+    requests = file_requests("openllmetry", "openllmetry.jsonl")
     model_calls_only(requests)
     for request in requests:
         for span in spans(request):
@@ -391,8 +380,8 @@ def test_a_multi_line_request_given_to_an_agent_as_a_tool_opens_no_turn(tmp_path
     word: the sub-agent's first model call still continues the user's turn."""
     name = "custom_loader_openllmetry.jsonl"
     session_id = "oa-custom-openllmetry-agents-as-tools"
-    truth = _truth("openai_agents_custom_loader", name)[session_id]
-    requests = _requests("openai_agents_custom_loader", name)
+    truth = file_truth("openai_agents_custom_loader", name)[session_id]
+    requests = file_requests("openai_agents_custom_loader", name)
     model_calls_only(requests)
     given = 'Current weather in "Paris"\nAnswer in one line.'
     replaced: list[str] = []

@@ -20,6 +20,18 @@ FIXTURES = Path(__file__).parents[2] / "fixtures"
 Span = dict[str, Any]
 
 
+def file_requests(framework: str, name: str) -> list[dict[str, Any]]:
+    """Every export request of fixture file ``framework/name``."""
+    text = (FIXTURES / framework / name).read_text()
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def file_truth(framework: str, name: str) -> dict[str, dict[str, Any]]:
+    """The scenario records (`scenarios.json`) of fixture file ``framework/name``, by session."""
+    scenarios = json.loads((FIXTURES / framework / "scenarios.json").read_text())
+    return {s["session_id"]: s for s in scenarios["sessions"] if s["file"] == name}
+
+
 def session_requests(name: str, session_id: str) -> list[dict[str, Any]]:
     """The export requests of fixture file ``name`` (relative to fixtures/) holding only the
     spans of ``session_id`` (by their `session.id` or `gen_ai.conversation.id` attribute)."""
