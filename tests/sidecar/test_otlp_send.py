@@ -291,23 +291,32 @@ def test_an_abort_cuts_a_grpc_call_in_flight() -> None:
     receiver = GrpcOtlpReceiver()
     receiver.holding = True  # the endpoint takes the call and does not answer
     export = _export(endpoint=f"http://127.0.0.1:{receiver.port}", timeout_s=30)
-    abort = threading.Timer(0.5, export.abort)
     try:
-        assert export.spans is not None
-        with export.spans.adding() as spans:
-            spans.add(name="verdict")
-        abort.start()
-        started = time.monotonic()
-        assert not export.spans.flush()
-        assert time.monotonic() - started < 3
+        _abort_mid_call(export)
         assert receiver.arrived.attempts == 1
-        assert export.spans.backlog == 1  # unconfirmed: its session stays in the spool
+        assert export.spans is not None
         assert not export.spans.flush()  # aborted: nothing more is sent
         assert receiver.arrived.attempts == 1
     finally:
-        abort.cancel()
         export.shutdown()
         receiver.stop()
+
+
+def _abort_mid_call(export: VerdictExport) -> None:
+    """Queue one span and abort half a second into its flush, the endpoint holding the call:
+    the flush ends within 3 s, unconfirmed, and the span stays queued (its session spooled)."""
+    assert export.spans is not None
+    with export.spans.adding() as spans:
+        spans.add(name="verdict")
+    abort = threading.Timer(0.5, export.abort)
+    abort.start()
+    try:
+        started = time.monotonic()
+        assert not export.spans.flush()
+        assert time.monotonic() - started < 3
+        assert export.spans.backlog == 1
+    finally:
+        abort.cancel()
 
 
 @pytest.fixture(scope="module")
@@ -472,18 +481,9 @@ def test_an_abort_cuts_an_http_call_in_flight() -> None:
         protocol="http/protobuf",
         timeout_s=8,
     )
-    abort = threading.Timer(0.5, export.abort)
     try:
-        assert export.spans is not None
-        with export.spans.adding() as spans:
-            spans.add(name="verdict")
-        abort.start()
-        started = time.monotonic()
-        assert not export.spans.flush()
-        assert time.monotonic() - started < 3
-        assert export.spans.backlog == 1  # unconfirmed: its session stays in the spool
+        _abort_mid_call(export)
     finally:
-        abort.cancel()
         export.shutdown()
         for connection, _ in held:
             connection.close()
