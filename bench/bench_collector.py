@@ -44,7 +44,13 @@ from typing import Any
 
 import yaml
 from bench_sidecar import build_requests, drive
-from bench_sidecar_load import _start_serve, _stop_serve, cpu_seconds, verdict_server
+from bench_sidecar_load import (
+    _start_serve,
+    _stop_serve,
+    cpu_seconds,
+    serve_settings,
+    verdict_server,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "collector-config" / "sidecar.yaml"
@@ -157,17 +163,7 @@ def serve_round(binary: str, directory: str, name: str, workers: int,
     span by process (the main process first) and the Collector's."""
     total = args.sessions * args.spans_per_session
     server, verdict_port, received = verdict_server()
-    settings = {
-        "sessions": {"end_grace_s": 0.0, "idle_timeout_s": 600},
-        "serve": {
-            "grpc_endpoint": "127.0.0.1:0",
-            "http_endpoint": None,
-            "metrics_endpoint": None,
-            "workers": workers,
-            "spool": {"path": os.path.join(directory, f"{name}.db")},
-            "export": {"endpoint": f"http://127.0.0.1:{verdict_port}", "insecure": True},
-        },
-    }
+    settings = serve_settings(workers, Path(directory) / f"{name}.db", verdict_port)
     proc, endpoints, log = _start_serve(settings, directory, name)
     profiler = None
     try:

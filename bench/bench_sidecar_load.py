@@ -209,6 +209,22 @@ def _start_serve(
     return proc, json.loads(ready.read_text()), log
 
 
+def serve_settings(workers: int, spool: Path, verdict_port: int) -> dict[str, Any]:
+    """serve as the benches run it: gRPC only on a free port, sessions ended by their end
+    marker (no idle close within a run), the spool on, verdicts to ``verdict_port``."""
+    return {
+        "sessions": {"end_grace_s": 0.0, "idle_timeout_s": 600},
+        "serve": {
+            "grpc_endpoint": "127.0.0.1:0",
+            "http_endpoint": None,
+            "metrics_endpoint": None,
+            "workers": workers,
+            "spool": {"path": str(spool)},
+            "export": {"endpoint": f"http://127.0.0.1:{verdict_port}", "insecure": True},
+        },
+    }
+
+
 def _stop_serve(proc: subprocess.Popen[bytes], log: IO[bytes], timeout_s: float) -> None:
     proc.terminate()
     proc.wait(timeout_s)
@@ -220,22 +236,9 @@ def sustained(
 ) -> dict[str, Any]:
     server, port, received = verdict_server()
     directory = tempfile.mkdtemp(dir=directory)  # a fresh spool and ready file for each load
-    settings = {
-        "sessions": {"end_grace_s": 0.0, "idle_timeout_s": 600},
-        "serve": {
-            "grpc_endpoint": "127.0.0.1:0",
-            "http_endpoint": None,
-            "metrics_endpoint": None,
-            "workers": workers,
-            **(
-                {"max_pending_age_s": args.max_pending_age_s}
-                if args.max_pending_age_s is not None
-                else {}
-            ),
-            "spool": {"path": str(Path(directory) / f"load-{workers}.db")},
-            "export": {"endpoint": f"http://127.0.0.1:{port}", "insecure": True},
-        },
-    }
+    settings = serve_settings(workers, Path(directory) / f"load-{workers}.db", port)
+    if args.max_pending_age_s is not None:
+        settings["serve"]["max_pending_age_s"] = args.max_pending_age_s
     proc, endpoints, log = _start_serve(settings, directory, f"load-{workers}", src)
     try:
         target = endpoints["grpc"]
