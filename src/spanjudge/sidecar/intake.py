@@ -8,11 +8,12 @@ says so (`logs-pb`, `logs-json`: what the spool keeps beside the body).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import time
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,14 +130,10 @@ def is_logs_format(fmt: str) -> bool:
 def decode_body(data: bytes, fmt: str, limits: Limits, checks: InputConfig) -> Decoded:
     """Decode an OTLP body in ``fmt`` (`pb` or `json`, a traces request; `logs-pb` or
     `logs-json`, a logs request); per-span problems are kept, not raised."""
-    if len(data) > checks.max_request_bytes:
-        raise BadRequest(
-            f"request of {len(data)} bytes exceeds the limit of {checks.max_request_bytes}",
-            too_large=True,
-        )
+    _check_size(data, checks)
     if is_logs_format(fmt):
         return _decode_logs(data, fmt[len(_LOGS_PREFIX) :], limits, checks)
-    try:
+    with _as_bad_request(fmt):
         if fmt == FORMAT_PROTOBUF:
             try:
                 request = parse_request(data)
@@ -157,12 +154,6 @@ def decode_body(data: bytes, fmt: str, limits: Limits, checks: InputConfig) -> D
                 # ignored, so `{}` is a valid empty request; OTLP answers it with success.
                 return Decoded([], [])
             records, problems = decode_json_document(doc, limits)
-    except (BadRequest, MemoryError):  # out of memory may pass: answered retryable upstream
-        raise
-    except RecursionError:
-        raise BadRequest("request nests values too deeply") from None
-    except Exception as exc:  # a decoder bug on odd input must answer 400, not kill a thread
-        raise BadRequest(f"malformed OTLP {fmt} request: {type(exc).__name__}: {exc}") from None
     return check_records(records, problems, checks)
 
 
@@ -171,24 +162,37 @@ def decode_heads(
 ) -> Decoded:
     """A protobuf traces body as `decode_body` would take it (the same spans accepted, the
     same problems), each span a `SpanHead`: decoded only as far as routing needs."""
-    if len(data) > checks.max_request_bytes:
-        raise BadRequest(
-            f"request of {len(data)} bytes exceeds the limit of {checks.max_request_bytes}",
-            too_large=True,
-        )
-    try:
+    _check_size(data, checks)
+    with _as_bad_request(FORMAT_PROTOBUF):
         try:
             request = parse_request(data)
         except ValueError as exc:
             raise BadRequest(str(exc)) from None
         heads, problems = read_heads(request, limits, {*DEFAULT_KEY_ATTRIBUTES, *key_attributes})
+    return check_records(heads, problems, checks)
+
+
+def _check_size(data: bytes, checks: InputConfig) -> None:
+    if len(data) > checks.max_request_bytes:
+        raise BadRequest(
+            f"request of {len(data)} bytes exceeds the limit of {checks.max_request_bytes}",
+            too_large=True,
+        )
+
+
+@contextlib.contextmanager
+def _as_bad_request(what: str) -> Iterator[None]:
+    """Decoding a ``what`` request: whatever fails is the 400 it answers. A decoder bug on odd
+    input must answer 400, not kill a thread; out of memory passes (answered retryable
+    upstream)."""
+    try:
+        yield
     except (BadRequest, MemoryError):
         raise
     except RecursionError:
         raise BadRequest("request nests values too deeply") from None
-    except Exception as exc:  # as `decode_body`: a bug on odd input answers 400
-        raise BadRequest(f"malformed OTLP pb request: {type(exc).__name__}: {exc}") from None
-    return check_records(heads, problems, checks)
+    except Exception as exc:
+        raise BadRequest(f"malformed OTLP {what} request: {type(exc).__name__}: {exc}") from None
 
 
 def _json_document(data: bytes) -> Any:
@@ -204,7 +208,7 @@ def _json_document(data: bytes) -> Any:
 
 
 def _decode_logs(data: bytes, fmt: str, limits: Limits, checks: InputConfig) -> Decoded:
-    try:
+    with _as_bad_request(f"logs {fmt}"):
         if fmt == FORMAT_PROTOBUF:
             try:
                 request = parse_logs_request(data)
@@ -218,14 +222,6 @@ def _decode_logs(data: bytes, fmt: str, limits: Limits, checks: InputConfig) -> 
             if doc.get("resourceLogs", doc.get("resource_logs")) is None:
                 return Decoded([], [])  # proto3 JSON: `{}` is a valid empty request
             decoded = decode_logs_json(doc, limits)
-    except (BadRequest, MemoryError):
-        raise
-    except RecursionError:
-        raise BadRequest("request nests values too deeply") from None
-    except Exception as exc:  # a decoder bug on odd input must answer 400, not kill a thread
-        raise BadRequest(
-            f"malformed OTLP logs {fmt} request: {type(exc).__name__}: {exc}"
-        ) from None
     checked = check_records(decoded.carriers, decoded.problems, checks)
     return Decoded(checked.records, checked.problems, unread=decoded.unread)
 
