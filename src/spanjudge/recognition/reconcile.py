@@ -84,7 +84,8 @@ def reconcile(
     out = _merge_nested(out, spans_by_id, "tool")
     out = _resumed_calls(out)
     out = _requested_arguments(out)
-    out = _catalogue_by_names(out, spans_by_id, library)
+    looked_for = _known_skills(out, library)
+    out = _catalogue_by_names(out, spans_by_id, looked_for)
     names = {e.name for s in out for e in s.catalogue} | set(library.skills)
     ordinary = _ordinary_uses(out, names)
     out = _unexecuted_requests(out, names, ordinary)
@@ -93,7 +94,9 @@ def reconcile(
     out = _loads_by_definition(out)
     out = _bodies_from_messages(out)
     out = each_document(_one_activation(out))
-    out = _catalogue_by_names(out, spans_by_id, library)  # loads found from their bodies
+    # Skills known only from the loads found since: a prompt naming one of the others was
+    # found above, and rescanning for them would find nothing more.
+    out = _catalogue_by_names(out, spans_by_id, _known_skills(out, library) - looked_for)
     out = not_concatenated(out)
     out = _turns_from_model_calls(out)
     return [_with_body_source(s, library) for s in out]
@@ -198,11 +201,9 @@ _PROMPTED = ("model_call", "agent_turn", "final_answer")  # spans that may hold 
 _MAX_DEPTH = 6
 
 
-def _catalogue_by_names(
-    steps: list[Step], spans_by_id: Mapping[str, SpanRecord], library: SkillLibrary
-) -> list[Step]:
-    """A list of named entries in a model call's or turn's prompt that names a skill the
-    session shows elsewhere, and no catalogue offers yet, is offered to that step too."""
+def _known_skills(steps: list[Step], library: SkillLibrary) -> set[str]:
+    """The skills the session shows outside any catalogue: the skills directory's, loads',
+    and the names of SKILL.md front matter in bodies and results."""
     known = set(library.skills)
     for step in steps:
         if step.kind == "skill_load" and step.skill:
@@ -210,7 +211,15 @@ def _catalogue_by_names(
         for text in (step.skill_body, step.result, *(body for _, body in step.bodies_seen)):
             if (name := front_matter_name(text)) is not None:
                 known.add(name)
-    known -= {entry.name for step in steps for entry in step.catalogue}
+    return known
+
+
+def _catalogue_by_names(
+    steps: list[Step], spans_by_id: Mapping[str, SpanRecord], skills: set[str]
+) -> list[Step]:
+    """A list of named entries in a model call's or turn's prompt that names one of the
+    ``skills`` (`_known_skills`) no catalogue offers yet is offered to that step too."""
+    known = skills - {entry.name for step in steps for entry in step.catalogue}
     if not known:
         return steps
     out = []
