@@ -20,6 +20,7 @@ from spanjudge.config import Config
 from spanjudge.demo.agent import SCENARIOS, ScriptedAgent
 from spanjudge.emit.metrics import score_views
 from spanjudge.processor import SpanJudgeProcessor
+from spanjudge.values import SessionResult
 
 AGENT = {"gen_ai.agent.name": "ops-assistant"}
 
@@ -156,9 +157,8 @@ def _verdict_points(reader: InMemoryMetricReader) -> dict[Any, Any]:
     }
 
 
-def test_batched_counters_match_unbatched_once_flushed() -> None:
-    from spanjudge.emit.metrics import MetricsSink
-
+def _scripted_results() -> list[SessionResult]:
+    """The results of the scripted agent's scenarios, each session ended, through the processor."""
     keep = CollectingSink()
     tracer_provider = TracerProvider()
     processor = SpanJudgeProcessor(tracer_provider=tracer_provider, sinks=[keep])
@@ -168,17 +168,24 @@ def test_batched_counters_match_unbatched_once_flushed() -> None:
         agent.run(scenario, end_session=True)
     assert processor.force_flush(10_000)
     processor.shutdown()
+    return keep.results
+
+
+def test_batched_counters_match_unbatched_once_flushed() -> None:
+    from spanjudge.emit.metrics import MetricsSink
+
+    results = _scripted_results()
     readers = {batch: InMemoryMetricReader() for batch in (False, True)}
     sinks = {
         batch: MetricsSink(MeterProvider(metric_readers=[reader]), batch_counters=batch)
         for batch, reader in readers.items()
     }
     for _ in range(3):  # the same series again and again: batching sums them
-        for result in keep.results:
+        for result in results:
             for sink in sinks.values():
                 sink.emit(result)
     plain = _verdict_points(readers[False])
-    assert sum(plain.values()) == 3 * sum(len(r.verdicts) for r in keep.results)
+    assert sum(plain.values()) == 3 * sum(len(r.verdicts) for r in results)
     assert _verdict_points(readers[True]) == {}  # held until the owner flushes
     assert sinks[True].flush(1.0)
     assert _verdict_points(readers[True]) == plain
@@ -252,31 +259,23 @@ def test_tallies_replayed_record_what_emitting_each_session_records() -> None:
     # with the same values as when each session is emitted on its own.
     from spanjudge.emit.metrics import MetricsSink, MetricsTally
 
-    keep = CollectingSink()
-    tracer_provider = TracerProvider()
-    processor = SpanJudgeProcessor(tracer_provider=tracer_provider, sinks=[keep])
-    tracer_provider.add_span_processor(processor)
-    agent = ScriptedAgent(tracer_provider)
-    for scenario in SCENARIOS:
-        agent.run(scenario, end_session=True)
-    assert processor.force_flush(10_000)
-    processor.shutdown()
+    results = _scripted_results()
     names = ["alpha", "x" * 200, "beta", "Alpha", "gamma", "y" * 300]  # over a cap of 3
-    results = [
+    renamed = [
         replace(r, trajectory=replace(r.trajectory, agent_name=name))
         for name in names
-        for r in keep.results
+        for r in results
     ]
     one, replayed = InMemoryMetricReader(), InMemoryMetricReader()
     emitting = MetricsSink(MeterProvider(metric_readers=[one]), max_label_values=3)
     replaying = MetricsSink(
         MeterProvider(metric_readers=[replayed]), max_label_values=3, batch_counters=True
     )
-    for result in results:
+    for result in renamed:
         emitting.emit(result)
-    for start in range(0, len(results), 4):
+    for start in range(0, len(renamed), 4):
         tally = MetricsTally()
-        for result in results[start : start + 4]:
+        for result in renamed[start : start + 4]:
             tally.add(result)
         replaying.replay(tally)
     assert replaying.flush(1.0)
@@ -284,5 +283,5 @@ def test_tallies_replayed_record_what_emitting_each_session_records() -> None:
     agents = {dict(k[1]).get("gen_ai.agent.name") for k in expected} - {None}
     assert "other" in agents and "gamma" not in agents and "Alpha" not in agents
     cut = sum(v for k, v in expected.items() if k[0] == "spanjudge.label_values_cut")
-    assert cut == 2 * len(keep.results)  # each long name, once per session
+    assert cut == 2 * len(results)  # each long name, once per session
     assert _points(replayed) == expected
