@@ -103,18 +103,23 @@ def _eval(capsys: pytest.CaptureFixture[str], tmp: Path, *files: Path) -> dict[s
     return report
 
 
+def _content_on_spans_report(capsys: pytest.CaptureFixture[str], tmp: Path) -> dict[str, Any]:
+    """The report of the agent's run with its content on its spans: what every other way of
+    recording the same run must be judged as."""
+    spans, _ = _recorded("span_only")
+    on_spans = tmp / "on_spans.jsonl"
+    on_spans.write_text(request_to_json_line(sdk_spans_to_request(spans)) + "\n")
+    return _eval(capsys, tmp, on_spans)
+
+
 def test_eval_judges_content_in_log_records_as_content_on_spans(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    spans, _ = _recorded("span_only")
-    on_spans = tmp_path / "on_spans.jsonl"
-    on_spans.write_text(request_to_json_line(sdk_spans_to_request(spans)) + "\n")
+    expected = _content_on_spans_report(capsys, tmp_path)
     spans, logs = _recorded("event_only")
     traces, records = tmp_path / "traces.jsonl", tmp_path / "logs.jsonl"
     traces.write_text(request_to_json_line(sdk_spans_to_request(spans)) + "\n")
     records.write_text(request_to_json_line(encode_logs(logs)) + "\n")  # type: ignore[arg-type]
-
-    expected = _eval(capsys, tmp_path, on_spans)
     assert expected["sessions"][0]["final_answer"]
     separate = _eval(capsys, tmp_path, traces, records)
     assert _report_verdicts(separate) == _report_verdicts(expected)
@@ -137,10 +142,7 @@ def _length_prefixed(*messages: bytes) -> bytes:
 def test_eval_reads_log_records_from_protobuf_files(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    spans, _ = _recorded("span_only")
-    on_spans = tmp_path / "on_spans.jsonl"
-    on_spans.write_text(request_to_json_line(sdk_spans_to_request(spans)) + "\n")
-    expected = _report_verdicts(_eval(capsys, tmp_path, on_spans))
+    expected = _report_verdicts(_content_on_spans_report(capsys, tmp_path))
     spans, logs = _recorded("event_only")
     trace_request = encode_spans(spans).SerializeToString()
     logs_request = encode_logs(logs).SerializeToString()  # type: ignore[arg-type]
@@ -177,10 +179,7 @@ def _as_framework_events(line: str, event_name: str | None) -> str:
 def test_a_framework_event_whose_body_is_genai_shaped_is_read(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    spans, _ = _recorded("span_only")
-    on_spans = tmp_path / "on_spans.jsonl"
-    on_spans.write_text(request_to_json_line(sdk_spans_to_request(spans)) + "\n")
-    expected = _report_verdicts(_eval(capsys, tmp_path, on_spans))
+    expected = _report_verdicts(_content_on_spans_report(capsys, tmp_path))
     spans, logs = _recorded("event_only")
     traces = request_to_json_line(sdk_spans_to_request(spans))
     line = request_to_json_line(encode_logs(logs))  # type: ignore[arg-type]
