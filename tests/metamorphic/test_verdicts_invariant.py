@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import json
 import random
+from collections.abc import Callable
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
@@ -192,6 +193,19 @@ def test_attribute_and_span_order_shuffled(name: str) -> None:
     _assert_unchanged("attributes and spans shuffled", name, requests)
 
 
+def _each_request(
+    name: str, rewrite: Callable[[dict[str, Any]], object], nothing: str
+) -> list[dict[str, Any]]:
+    """The requests of fixture file ``name``, each rewritten in place by ``rewrite``; the test
+    is skipped with ``nothing`` when the rewrite changed none of them."""
+    requests = _requests(name)
+    for request in requests:
+        rewrite(request)
+    if requests == _requests(name):
+        pytest.skip(nothing)
+    return requests
+
+
 SESSION_ID_MOVES = {
     "on the resource": session_id_on_resource,
     "on every span (baggage)": session_id_on_every_span,
@@ -209,21 +223,15 @@ def test_session_id_moved(move: str, name: str) -> None:
 
 @pytest.mark.parametrize("name", FILES)
 def test_message_content_moved_to_span_events(name: str) -> None:
-    requests = _requests(name)
-    for request in requests:
-        content_to_events(request)
-    if requests == _requests(name):
-        pytest.skip(f"{name} records no message content in span attributes")
+    requests = _each_request(
+        name, content_to_events, f"{name} records no message content in span attributes"
+    )
     _assert_unchanged("message content moved to span events", name, requests)
 
 
 @pytest.mark.parametrize("name", FILES)
 def test_answers_split_into_parts(name: str) -> None:
-    requests = _requests(name)
-    for request in requests:
-        split_answers(request)
-    if requests == _requests(name):
-        pytest.skip(f"{name} records no answer as message parts")
+    requests = _each_request(name, split_answers, f"{name} records no answer as message parts")
     _assert_unchanged("answers split into multi-part messages", name, requests)
 
 
@@ -257,31 +265,27 @@ def test_content_moved_to_a_frameworks_own_log_events(name: str) -> None:
 def test_content_as_chat_completion_events(name: str) -> None:
     # As the OpenAI instrumentations record a model call in the older per-message events: the
     # chat completions shape, tool requests as `tool_calls` of the assistant message and choice.
-    requests = _requests(name)
-    for request in requests:
-        content_to_chat_events(request)
-    if requests == _requests(name):
-        pytest.skip(f"{name} records no model call's messages in GenAI form")
+    requests = _each_request(
+        name, content_to_chat_events, f"{name} records no model call's messages in GenAI form"
+    )
     _assert_unchanged("content as chat completion events", name, requests)
 
 
 @pytest.mark.parametrize("name", FILES)
 def test_content_as_chat_completion_log_records(name: str) -> None:
     # The same events as the OpenAI instrumentations emit them through the Logs API.
-    requests = _requests(name)
-    for request in requests:
-        content_to_chat_events(request)
-    if requests == _requests(name):
-        pytest.skip(f"{name} records no model call's messages in GenAI form")
+    requests = _each_request(
+        name, content_to_chat_events, f"{name} records no model call's messages in GenAI form"
+    )
     logs = [found for r in requests if (found := content_to_log_records(r)) is not None]
     _assert_unchanged("content as chat completion log records", name, [*requests, *logs])
 
 
 @pytest.mark.parametrize("name", FILES)
 def test_tool_descriptions_only_in_the_models_definitions(name: str) -> None:
-    requests = _requests(name)
-    for request in requests:
-        descriptions_only_in_definitions(request)
-    if requests == _requests(name):
-        pytest.skip(f"{name} records no tool description the model's definitions also hold")
+    requests = _each_request(
+        name,
+        descriptions_only_in_definitions,
+        f"{name} records no tool description the model's definitions also hold",
+    )
     _assert_unchanged("tool descriptions only in the model's definitions", name, requests)
