@@ -17,7 +17,9 @@ Reported, all measured in this run on this machine:
 - sessions/s of Strands Evals' best route on the same file (`strands_evals_route.py`: json.loads,
   ReadableSpan per span, its Strands mapper and the deterministic `SkillInvoked` check), run with
   ``--strands-evals PYTHON`` (default: the venv `scripts/setup-strands-evals` makes, when it
-  exists), and spanjudge's per-session speed against it.
+  exists), and spanjudge's per-session speed against it. Both are timed after their one-time
+  start-up: the Strands route imports everything before its timer, and spanjudge's run follows
+  a warm-up run over the file's first lines (`bench_startup.py` measures start-up).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ STRANDS_EVALS_PYTHON = Path(
 SOURCES = [ROOT / "fixtures" / "strands" / "strands_default.jsonl"]
 _ID = re.compile(r'"(traceId|spanId|parentSpanId)":"([0-9a-f]{8})')
 _TIME = re.compile(r'"(startTimeUnixNano|endTimeUnixNano|timeUnixNano)":"(\d+)"')
+_WARM_UP_LINES = 20  # the warm-up run's lines: a few sessions of the fixtures
 _SESSION = re.compile(r'("key":"session\.id","value":\{"stringValue":")([^"]+)"')
 
 
@@ -96,10 +99,21 @@ def read_only(path: str) -> dict[str, float]:
 
 
 def spanjudge_run(path: str) -> dict[str, float]:
+    """`eval` of ``path`` with the report to /dev/null, timed after a warm-up run over the
+    file's first lines: the rate is per session, so what a process does once (importing the
+    modules it uses at first need, compiling their sources when no bytecode is cached) is left
+    out, as the Strands route imports everything before its timer. `bench_startup.py` measures
+    start-up."""
     from spanjudge.emit.report import JsonReportWriter
     from spanjudge.engine import Engine
     from spanjudge.offline import run_offline
 
+    with open(path, encoding="utf-8") as handle:
+        head = [line for _, line in zip(range(_WARM_UP_LINES), handle, strict=False)]
+    with tempfile.TemporaryDirectory() as tmp, open(os.devnull, "w") as sink:
+        warm = Path(tmp, "warm-up.jsonl")
+        warm.write_text("".join(head), encoding="utf-8")
+        run_offline([str(warm)], Engine(), JsonReportWriter(sink))
     started, cpu = time.perf_counter(), time.process_time()
     with open("/dev/null", "w") as sink:
         summary, stats = run_offline([path], Engine(), JsonReportWriter(sink))
