@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from google.protobuf.message import Message
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.common.v1.common_pb2 import (
     AnyValue,
     ArrayValue,
@@ -19,10 +20,16 @@ from opentelemetry.proto.common.v1.common_pb2 import (
 )
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import SpanLimits, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from spanjudge import CollectingSink
 from spanjudge.config import parse_config
 from spanjudge.emit import otlp, wire
+from spanjudge.emit.otel import OtelVerdictSink
 from spanjudge.emit.otlp import OtlpVerdictEncoder
 from spanjudge.engine import Engine
 from spanjudge.offline import run_offline
@@ -173,3 +180,41 @@ def test_spans_and_log_records_are_written_as_protobuf_writes_them(
                 "gen_ai.evaluation.explanation"
             ]
             assert explanation == AnyValue(string_value=verdict.explanation)
+
+
+def _timeless(span: Span) -> bytes:
+    """A span without its own span id and timestamps (they differ from one emission to the
+    next)."""
+    copy = Span()
+    copy.CopyFrom(span)
+    copy.span_id = b""
+    copy.start_time_unix_nano = copy.end_time_unix_nano = 0
+    for event in copy.events:
+        event.time_unix_nano = 0
+    return copy.SerializeToString()
+
+
+def test_event_and_link_limits_keep_the_latest_as_the_sdk_does(
+    results: list[SessionResult],
+) -> None:
+    """With event and link count limits below a session's verdicts and turns, the evaluation
+    span is the one the SDK path sends under the same limits: the latest events and links, and
+    the counts of those dropped."""
+    limits = SpanLimits(max_events=2, max_links=1)
+    many = [r for r in results if len(r.verdicts) > 2 and len(r.trajectory.turns) > 2]
+    assert many
+    span_out = InMemorySpanExporter()
+    tracer_provider = TracerProvider(resource=Resource.create({}), span_limits=limits)
+    tracer_provider.add_span_processor(SimpleSpanProcessor(span_out))
+    sink = OtelVerdictSink(tracer_provider, LoggerProvider(resource=Resource.create({})))
+    encoder = OtlpVerdictEncoder({}, limits=limits)
+    for result in many:
+        sink.emit(result)
+    sdk_spans = encode_spans(span_out.get_finished_spans()).resource_spans[0].scope_spans[0].spans
+    for result, reference in zip(many, sdk_spans, strict=True):
+        encoded = encoder.encode(result).span
+        assert encoded == _canonical(Span, encoded)
+        mine = Span.FromString(encoded)
+        assert len(mine.events) == 2 and mine.dropped_events_count == len(result.verdicts) - 2
+        assert len(mine.links) == 1 and mine.dropped_links_count > 0
+        assert _timeless(mine) == _timeless(reference)
