@@ -21,15 +21,26 @@ import grpc
 import pytest
 from google.protobuf.duration_pb2 import Duration
 from google.rpc.error_details_pb2 import RetryInfo
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope, KeyValue
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeLogs
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource as ResourcePb
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 from opentelemetry.sdk.resources import Resource
 
-from spanjudge import CollectingSink
+from spanjudge import CollectingSink, __version__
 from spanjudge.config import parse_config
 from spanjudge.engine import Engine
 from spanjudge.offline import run_offline
 from spanjudge.sidecar.config import ExportConfig, parse_serve
-from spanjudge.sidecar.export import VerdictExport, build_verdict_export
+from spanjudge.sidecar.export import (
+    MAX_REQUEST_BYTES,
+    ConfirmingExport,
+    VerdictExport,
+    build_verdict_export,
+)
+from spanjudge.sidecar.otlp_send import Sent
 from spanjudge.values import SessionResult
 from tests.sidecar.helpers import make_certs
 from tests.support.otlp_receivers import GrpcOtlpReceiver, HttpOtlpReceiver
@@ -65,10 +76,8 @@ def _export(**config: object) -> VerdictExport:
 
 def _one_session(export: VerdictExport, name: str = "verdict") -> None:
     assert export.spans is not None and export.logs is not None
-    with export.spans.adding() as spans:
-        spans.add(name=name)
-    with export.logs.adding() as records:
-        records.add(event_name="gen_ai.evaluation.result")
+    export.spans.add([Span(name=name).SerializeToString()])
+    export.logs.add([LogRecord(event_name="gen_ai.evaluation.result").SerializeToString()])
 
 
 def _flush(export: VerdictExport) -> bool:
@@ -117,8 +126,7 @@ def test_grpc_retries_end_with_the_calls_time() -> None:
     export = _export(endpoint=f"http://127.0.0.1:{receiver.port}", timeout_s=1.5)
     try:
         assert export.spans is not None
-        with export.spans.adding() as spans:
-            spans.add(name="verdict")
+        export.spans.add([Span(name="verdict").SerializeToString()])
         started = time.monotonic()
         assert not export.spans.flush()
         assert time.monotonic() - started < 2.5
@@ -306,8 +314,7 @@ def _abort_mid_call(export: VerdictExport) -> None:
     """Queue one span and abort half a second into its flush, the endpoint holding the call:
     the flush ends within 3 s, unconfirmed, and the span stays queued (its session spooled)."""
     assert export.spans is not None
-    with export.spans.adding() as spans:
-        spans.add(name="verdict")
+    export.spans.add([Span(name="verdict").SerializeToString()])
     abort = threading.Timer(0.5, export.abort)
     abort.start()
     try:
@@ -458,8 +465,7 @@ def test_an_http_redirect_is_not_a_confirmation(caplog: pytest.LogCaptureFixture
     try:
         assert export.spans is not None
         with caplog.at_level(logging.WARNING, logger="spanjudge"):
-            with export.spans.adding() as spans:
-                spans.add(name="verdict")
+            export.spans.add([Span(name="verdict").SerializeToString()])
             assert not export.spans.flush()
         assert export.spans.backlog == 1
         said = " ".join(r.getMessage() for r in caplog.records)
@@ -495,8 +501,7 @@ def test_an_empty_request_is_not_sent() -> None:
     export = _export(endpoint=f"http://127.0.0.1:{receiver.port}", timeout_s=2)
     try:
         assert export.spans is not None
-        with export.spans.adding():
-            pass  # a session whose encoding added nothing (or was rolled back)
+        export.spans.add([])  # a session whose encoding added nothing
         assert export.spans.flush()
         assert receiver.arrived.attempts == 0
     finally:
@@ -518,8 +523,7 @@ def test_a_permanent_refusal_says_retrying_will_not_help(
     try:
         assert export.spans is not None
         with caplog.at_level(logging.WARNING, logger="spanjudge"):
-            with export.spans.adding() as spans:
-                spans.add(name="verdict")
+            export.spans.add([Span(name="verdict").SerializeToString()])
             assert not export.spans.flush()
         assert export.spans.backlog == 1  # still queued
         said = [r.getMessage() for r in caplog.records if "failing" in r.getMessage()]
@@ -611,3 +615,84 @@ def test_a_session_split_across_requests_is_confirmed_only_once_all_arrived(
     finally:
         export.shutdown()
         receiver.stop()
+
+
+def test_requests_split_at_the_size_bound_are_what_protobuf_writes(
+    results: list[SessionResult],
+) -> None:
+    """A session's log records over the byte bound go in several requests: each is, byte for
+    byte, what protobuf writes for its resource, scope and items (the envelopes' lengths
+    right), under the bound, and the items arrive in order, as they were encoded. The span's
+    request too."""
+    receiver = GrpcOtlpReceiver()
+    resource = Resource.create(
+        {"service.name": "split-test"}, schema_url="https://opentelemetry.io/schemas/1.26.0"
+    )
+    export = build_verdict_export(
+        ExportConfig(
+            enabled=True, endpoint=f"http://127.0.0.1:{receiver.port}", insecure=True, timeout_s=5
+        ),
+        resource,
+    )
+    assert export.spans is not None and export.logs is not None
+    sent = {"traces": _kept(export.spans), "logs": _kept(export.logs)}
+    resource_pb = ResourcePb(
+        attributes=[
+            KeyValue(key=key, value=AnyValue(string_value=str(value)))
+            for key, value in resource.attributes.items()
+        ]
+    )
+    scope = InstrumentationScope(name="spanjudge", version=__version__)
+    try:
+        encoded = export.encoder.encode(_with_verdicts(results[0], 3000, "x" * 1500))
+        export.spans.add([encoded.span], "split")
+        export.logs.add(encoded.log_records, "split")
+        assert export.spans.flush() and export.logs.flush()
+        assert len(sent["logs"]) >= 2 and len(sent["traces"]) == 1
+        records = []
+        for raw, arrived in zip(sent["logs"], receiver.arrived.logs, strict=True):
+            items = list(arrived.resource_logs[0].scope_logs[0].log_records)
+            expected = ExportLogsServiceRequest(
+                resource_logs=[
+                    ResourceLogs(
+                        resource=resource_pb,
+                        scope_logs=[ScopeLogs(scope=scope, log_records=items)],
+                        schema_url=resource.schema_url,
+                    )
+                ]
+            )
+            assert raw == expected.SerializeToString()
+            assert len(raw) <= MAX_REQUEST_BYTES
+            records += [record.SerializeToString() for record in items]
+        assert records == encoded.log_records
+        (trace_raw,), (trace_arrived,) = sent["traces"], receiver.arrived.traces
+        (span,) = trace_arrived.resource_spans[0].scope_spans[0].spans
+        assert span.SerializeToString() == encoded.span
+        assert (
+            trace_raw
+            == trace_service_pb2.ExportTraceServiceRequest(
+                resource_spans=[
+                    ResourceSpans(
+                        resource=resource_pb,
+                        scope_spans=[ScopeSpans(scope=scope, spans=[span])],
+                        schema_url=resource.schema_url,
+                    )
+                ]
+            ).SerializeToString()
+        )
+    finally:
+        export.shutdown()
+        receiver.stop()
+
+
+def _kept(queue: ConfirmingExport) -> list[bytes]:
+    """The requests ``queue`` sends from now on, as they are sent."""
+    kept: list[bytes] = []
+    send = queue.sender.send
+
+    def keeping(request: bytes, timeout_s: float) -> Sent:
+        kept.append(request)
+        return send(request, timeout_s)
+
+    queue.sender.send = keeping  # type: ignore[method-assign]
+    return kept

@@ -1,12 +1,14 @@
 """Verdicts encoded straight into OTLP protobuf, one session at a time: `spanjudge serve`'s path.
 
 What `emit.otel.OtelVerdictSink` emits through the SDK (ARCHITECTURE.md section 8), without SDK
-spans, events or log records: each evaluated session becomes one `Span` message with one event
-per verdict, added to an `ExportTraceServiceRequest`, and one `LogRecord` message per verdict,
-added to an `ExportLogsServiceRequest`. Messages are built where they will be sent: copying a
-protobuf message into another costs about as much as building it. The placement, the attributes, the
-timestamps and the severity come from `emit.otel`, so both paths make every decision in one
-place; `tests/emit/test_otel_contract.py` checks that the two send the same OTLP.
+spans, events or log records: each evaluated session becomes one `Span` with one event per
+verdict and one `LogRecord` per verdict, encoded as protobuf bytes (`emit.wire`) that the
+export queues hold until `OtlpVerdictEncoder.request` puts them in an export request. Each
+verdict's attributes are encoded once and the same bytes go into its span event and its log
+record; what is the same for every session (keys, names, the resource, the scope) is encoded
+once. The placement, the attributes, the timestamps and the severity come from `emit.otel`, so
+both paths make every decision in one place; `tests/emit/test_otel_contract.py` checks that the
+two send the same OTLP.
 
 Limits: the SDK's span event and link count limits (128 each, or the `OTEL_SPAN_EVENT_COUNT_LIMIT`
 and `OTEL_SPAN_LINK_COUNT_LIMIT` it reads) keep the latest events and links, as the SDK does.
@@ -18,12 +20,11 @@ session until its verdicts are confirmed.
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
 
-from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import (
     AnyValue,
     ArrayValue,
@@ -32,12 +33,13 @@ from opentelemetry.proto.common.v1.common_pb2 import (
     KeyValueList,
 )
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
-from opentelemetry.proto.trace.v1.trace_pb2 import Span, SpanFlags, Status
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, SpanFlags
 from opentelemetry.sdk.trace import SpanLimits
 from opentelemetry.util.types import AttributeValue
 
 from spanjudge import semconv
 from spanjudge._version import __version__
+from spanjudge.emit import wire
 from spanjudge.emit.otel import (
     Placement,
     evaluation_span_attributes,
@@ -54,6 +56,88 @@ from spanjudge.values import SessionResult
 _LOCAL = SpanFlags.SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK
 _SAMPLED = 1  # a log record's trace flags when it carries a span's ids
 _WARN, _INFO = 13, 9  # SeverityNumber.WARN, SeverityNumber.INFO
+
+# The tags of the fields written here (opentelemetry/proto/{common,trace,logs}/v1/*.proto).
+# The export requests of both signals have the same layout, field for field:
+# Export{Trace,Logs}ServiceRequest{1: Resource{Spans,Logs}{1: resource, 2: Scope{Spans,Logs}{
+# 1: scope, 2: the spans or log records}, 3: schema_url}}.
+_LEN, _VARINT, _I64, _I32 = wire.LEN, wire.VARINT, wire.I64, wire.I32
+_RESOURCE_ITEMS = wire.tag(1, _LEN)  # Export*ServiceRequest.resource_{spans,logs}
+_RESOURCE = wire.tag(1, _LEN)  # Resource*.resource
+_SCOPE_ITEMS = wire.tag(2, _LEN)  # Resource*.scope_{spans,logs}
+_SCHEMA_URL = wire.tag(3, _LEN)  # Resource*.schema_url
+_SCOPE = wire.tag(1, _LEN)  # Scope*.scope
+_ITEM = wire.tag(2, _LEN)  # ScopeSpans.spans, ScopeLogs.log_records
+_KEY, _VALUE = wire.tag(1, _LEN), wire.tag(2, _LEN)  # KeyValue
+# AnyValue
+_STRING = wire.tag(1, _LEN)
+_BOOL = wire.tag(2, _VARINT)
+_INT = wire.tag(3, _VARINT)
+_DOUBLE = wire.tag(4, _I64)
+_BYTES = wire.tag(7, _LEN)
+# Span
+_SPAN_TRACE_ID = wire.tag(1, _LEN)
+_SPAN_SPAN_ID = wire.tag(2, _LEN)
+_SPAN_PARENT_SPAN_ID = wire.tag(4, _LEN)
+_SPAN_NAME = wire.tag(5, _LEN)
+_SPAN_KIND = wire.tag(6, _VARINT)
+_SPAN_START = wire.tag(7, _I64)
+_SPAN_END = wire.tag(8, _I64)
+_SPAN_ATTRIBUTES = wire.tag(9, _LEN)
+_SPAN_EVENTS = wire.tag(11, _LEN)
+_SPAN_DROPPED_EVENTS = wire.tag(12, _VARINT)
+_SPAN_LINKS = wire.tag(13, _LEN)
+_SPAN_DROPPED_LINKS = wire.tag(14, _VARINT)
+_SPAN_STATUS = wire.tag(15, _LEN)
+_SPAN_FLAGS = wire.tag(16, _I32)
+# Span.Event
+_EVENT_TIME = wire.tag(1, _I64)
+_EVENT_NAME = wire.tag(2, _LEN)
+_EVENT_ATTRIBUTES = wire.tag(3, _LEN)
+# Span.Link
+_LINK_TRACE_ID = wire.tag(1, _LEN)
+_LINK_SPAN_ID = wire.tag(2, _LEN)
+_LINK_FLAGS = wire.tag(6, _I32)
+# LogRecord
+_RECORD_TIME = wire.tag(1, _I64)
+_RECORD_SEVERITY_NUMBER = wire.tag(2, _VARINT)
+_RECORD_SEVERITY_TEXT = wire.tag(3, _LEN)
+_RECORD_BODY = wire.tag(5, _LEN)
+_RECORD_ATTRIBUTES = wire.tag(6, _LEN)
+_RECORD_FLAGS = wire.tag(8, _I32)
+_RECORD_TRACE_ID = wire.tag(9, _LEN)
+_RECORD_SPAN_ID = wire.tag(10, _LEN)
+_RECORD_OBSERVED_TIME = wire.tag(11, _I64)
+_RECORD_EVENT_NAME = wire.tag(12, _LEN)
+
+# What every evaluation span and log record has the same.
+_SPAN_NAME_AND_KIND = wire.string(_SPAN_NAME, semconv.SPAN_EVALUATE) + wire.uint(
+    _SPAN_KIND, Span.SpanKind.SPAN_KIND_INTERNAL
+)
+_SPAN_STATUS_UNSET = wire.message(_SPAN_STATUS, b"")  # an empty `Status`, set
+_SPAN_FLAGS_LOCAL = wire.fixed32(_SPAN_FLAGS, _LOCAL)
+_EVENT_NAME_FIELD = wire.string(_EVENT_NAME, semconv.EV_EVALUATION_RESULT)
+_RECORD_SEVERITY = {
+    True: wire.uint(_RECORD_SEVERITY_NUMBER, _WARN) + wire.string(_RECORD_SEVERITY_TEXT, "WARN"),
+    False: wire.uint(_RECORD_SEVERITY_NUMBER, _INFO) + wire.string(_RECORD_SEVERITY_TEXT, "INFO"),
+}
+_RECORD_BODY_EMPTY = wire.message(_RECORD_BODY, b"")  # an empty `AnyValue`, set
+_RECORD_EVENT_NAME_FIELD = wire.string(_RECORD_EVENT_NAME, semconv.EV_EVALUATION_RESULT)
+
+# Verdict attributes whose values come from small sets (evaluator names, scores, labels,
+# outcomes, judges, reasons, skills, error types): each pair is encoded once.
+_FEW_VALUES = frozenset(
+    {
+        semconv.GEN_AI_EVALUATION_NAME,
+        semconv.GEN_AI_EVALUATION_SCORE_VALUE,
+        semconv.GEN_AI_EVALUATION_SCORE_LABEL,
+        semconv.SJ_OUTCOME,
+        semconv.SJ_JUDGE,
+        semconv.SJ_REASON,
+        semconv.GEN_AI_SKILL_NAME,
+        semconv.ERROR_TYPE,
+    }
+)
 
 
 def any_value(value: object) -> AnyValue:
@@ -84,10 +168,59 @@ def key_values(attributes: Mapping[str, object]) -> list[KeyValue]:
     return [KeyValue(key=key, value=any_value(value)) for key, value in attributes.items()]
 
 
+def any_value_bytes(value: object) -> bytes:
+    """`any_value(value)` encoded; scalars written here, arrays, maps and None by protobuf."""
+    if isinstance(value, bool):
+        return _BOOL + (b"\x01" if value else b"\x00")
+    if isinstance(value, str):
+        return wire.message(_STRING, value.encode())  # a oneof member: written even if empty
+    if isinstance(value, int):
+        return _INT + wire.int64(value)
+    if isinstance(value, float):
+        return _DOUBLE + wire.double(value)
+    if isinstance(value, bytes):
+        return wire.message(_BYTES, value)
+    return any_value(value).SerializeToString()
+
+
+@functools.lru_cache(maxsize=256)
+def _key(key: str) -> bytes:
+    return wire.string(_KEY, key)
+
+
+def key_value(key: str, value: object) -> bytes:
+    """A `KeyValue` after its length (`wire.sized`): written as an attribute of any message by
+    the attribute field's tag before it (`attributes`)."""
+    return wire.sized(_key(key) + wire.message(_VALUE, any_value_bytes(value)))
+
+
+_few_key_value = functools.lru_cache(maxsize=1024, typed=True)(key_value)
+
+
+def encoded_attributes(attributes: Mapping[str, object]) -> list[bytes]:
+    """Each attribute's `key_value`, in order."""
+    return [
+        _few_key_value(key, value) if key in _FEW_VALUES else key_value(key, value)
+        for key, value in attributes.items()
+    ]
+
+
+def attributes(tag: bytes, key_values: list[bytes]) -> bytes:
+    """Attributes as a message's repeated field of that ``tag``: the tag before each."""
+    return tag + tag.join(key_values) if key_values else b""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EncodedSession:
+    """A session's evaluation span and its log records, each a message's encoding."""
+
+    span: bytes
+    log_records: list[bytes]
+
+
 class OtlpVerdictEncoder:
-    """Encodes evaluated sessions as OTLP messages under one resource and the `spanjudge`
-    instrumentation scope, straight into the export requests that will carry them: a request's
-    messages are built in place, never copied from one message into another."""
+    """Encodes evaluated sessions as OTLP spans and log records under one resource and the
+    `spanjudge` instrumentation scope, and puts them in export requests (`request`)."""
 
     def __init__(
         self,
@@ -95,36 +228,36 @@ class OtlpVerdictEncoder:
         schema_url: str = "",
         limits: SpanLimits | None = None,
     ) -> None:
-        self._resource = Resource(attributes=key_values(resource))
-        self._schema_url = schema_url
-        self._scope = InstrumentationScope(name=semconv.SJ_SCOPE_NAME, version=__version__)
+        # encoded by protobuf, once: set even when empty, as the SDK's encoders set them
+        self._resource = wire.message(
+            _RESOURCE, Resource(attributes=key_values(resource)).SerializeToString()
+        )
+        self._scope = wire.message(
+            _SCOPE,
+            InstrumentationScope(
+                name=semconv.SJ_SCOPE_NAME, version=__version__
+            ).SerializeToString(),
+        )
+        self._schema_url = wire.string(_SCHEMA_URL, schema_url)
         limits = limits or SpanLimits()
         self.max_events: int | None = limits.max_events
         self.max_links: int | None = limits.max_links
         self._warned_event_limit = False
 
-    def trace_request(self) -> ExportTraceServiceRequest:
-        """An empty export request for evaluation spans; `spans` gives where they go."""
-        request = ExportTraceServiceRequest()
-        resource_spans = request.resource_spans.add(
-            resource=self._resource, schema_url=self._schema_url
-        )
-        resource_spans.scope_spans.add(scope=self._scope)
-        return request
+    @staticmethod
+    def item(message: bytes) -> bytes:
+        """A span or a log record (``message``, its encoding) as an item of a `request`."""
+        return wire.message(_ITEM, message)
 
-    def logs_request(self) -> ExportLogsServiceRequest:
-        """An empty export request for log records; `log_records` gives where they go."""
-        request = ExportLogsServiceRequest()
-        resource_logs = request.resource_logs.add(
-            resource=self._resource, schema_url=self._schema_url
-        )
-        resource_logs.scope_logs.add(scope=self._scope)
-        return request
+    def request(self, items: Sequence[bytes]) -> bytes:
+        """An `ExportTraceServiceRequest` of spans or an `ExportLogsServiceRequest` of log
+        records (the same bytes for both): the resource, the scope and ``items`` (`item`s)."""
+        scoped = wire.message(_SCOPE_ITEMS, self._scope + b"".join(items))
+        return wire.message(_RESOURCE_ITEMS, self._resource + scoped + self._schema_url)
 
-    def encode(self, result: SessionResult, spans: Any, log_records: Any) -> None:
-        """Add the session's evaluation span (a new random span id, in its last turn's trace) to
-        ``spans`` and its log records to ``log_records``: the repeated fields of a request from
-        `trace_request` and one from `logs_request` (`spans`, `log_records`)."""
+    def encode(self, result: SessionResult) -> EncodedSession:
+        """The session's evaluation span (a new random span id, in its last turn's trace) and
+        its log records."""
         trajectory = result.trajectory
         placement = Placement(trajectory)
         start_ns, end_ns = evaluation_times(result)
@@ -140,73 +273,87 @@ class OtlpVerdictEncoder:
         if dropped_events and not self._warned_event_limit:
             self._warned_event_limit = True
             warn_event_limit(len(verdicts), len(verdicts) - dropped_events)
-        span = spans.add(
-            trace_id=trace_id.to_bytes(16, "big"),
-            span_id=(random.getrandbits(64) or 1).to_bytes(8, "big"),
-            parent_span_id=parent_span_id,
-            name=semconv.SPAN_EVALUATE,
-            kind=Span.SpanKind.SPAN_KIND_INTERNAL,
-            start_time_unix_nano=start_ns,
-            end_time_unix_nano=end_ns,
-            attributes=key_values(evaluation_span_attributes(trajectory)),
-            dropped_events_count=dropped_events,
-            dropped_links_count=dropped_links,
-            status=Status(),
-            flags=_LOCAL,
+        span_id = (random.getrandbits(64) or 1).to_bytes(8, "big")
+        # What each event and each log record has, before and after its own fields
+        event_head = wire.fixed64(_EVENT_TIME, end_ns) + _EVENT_NAME_FIELD
+        record_time = wire.fixed64(_RECORD_TIME, end_ns)
+        record_tail = wire.fixed64(_RECORD_OBSERVED_TIME, end_ns) + _RECORD_EVENT_NAME_FIELD
+        # A log record's attributes are its event's, then these (`log_record_attributes`).
+        session_attributes = attributes(
+            _RECORD_ATTRIBUTES, encoded_attributes(session_record_attributes(trajectory))
         )
-        # A log record's attributes are its event's, then these (`log_record_attributes`):
-        # each built once, then copied into both messages.
-        session_attributes = key_values(session_record_attributes(trajectory))
         # A session's verdicts are about a few spans (most about its last turn).
-        evaluated_ids: dict[tuple[str, str] | None, tuple[bytes, bytes] | None] = {}
+        evaluated_ids: dict[tuple[str, str] | None, bytes] = {}
+        events: list[bytes] = []
+        log_records: list[bytes] = []
         for index, verdict in enumerate(verdicts):
-            attributes = key_values(
+            verdict_key_values = encoded_attributes(
                 verdict_attributes(verdict, trajectory.session_id, trajectory.revision)
             )
             if index >= dropped_events:  # the SDK keeps the latest events
-                span.events.add(
-                    name=semconv.EV_EVALUATION_RESULT,
-                    time_unix_nano=end_ns,
-                    attributes=attributes,
+                events.append(
+                    wire.message(
+                        _SPAN_EVENTS,
+                        event_head + attributes(_EVENT_ATTRIBUTES, verdict_key_values),
+                    )
                 )
             evaluated = placement.evaluated_span(verdict)
-            if evaluated not in evaluated_ids:
-                numbers = span_ids(evaluated) if evaluated is not None else None
-                evaluated_ids[evaluated] = (
-                    (numbers[0].to_bytes(16, "big"), numbers[1].to_bytes(8, "big"))
-                    if numbers is not None
-                    else None
+            ids = evaluated_ids.get(evaluated)
+            if ids is None:
+                ids = evaluated_ids[evaluated] = _record_ids(evaluated)
+            log_records.append(
+                b"".join(
+                    (
+                        record_time,
+                        _RECORD_SEVERITY[failed(verdict)],
+                        _RECORD_BODY_EMPTY,
+                        attributes(_RECORD_ATTRIBUTES, verdict_key_values),
+                        session_attributes,
+                        ids,
+                        record_tail,
+                    )
                 )
-            ids = evaluated_ids[evaluated]
-            warn = failed(verdict)
-            log_records.add(
-                time_unix_nano=end_ns,
-                observed_time_unix_nano=end_ns,
-                trace_id=ids[0] if ids else b"",
-                span_id=ids[1] if ids else b"",
-                flags=_SAMPLED if ids else 0,
-                body=AnyValue(),
-                severity_number=_WARN if warn else _INFO,
-                severity_text="WARN" if warn else "INFO",
-                attributes=attributes + session_attributes,
-                event_name=semconv.EV_EVALUATION_RESULT,
             )
-        for link_trace_id, link_span_id in links[dropped_links:]:  # the latest, as the SDK
-            span.links.add(
-                trace_id=link_trace_id.to_bytes(16, "big"),
-                span_id=link_span_id.to_bytes(8, "big"),
-                flags=_LOCAL,
+        span = b"".join(
+            (
+                wire.data(_SPAN_TRACE_ID, trace_id.to_bytes(16, "big")),
+                wire.data(_SPAN_SPAN_ID, span_id),
+                wire.data(_SPAN_PARENT_SPAN_ID, parent_span_id),
+                _SPAN_NAME_AND_KIND,
+                wire.fixed64(_SPAN_START, start_ns),
+                wire.fixed64(_SPAN_END, end_ns),
+                attributes(
+                    _SPAN_ATTRIBUTES, encoded_attributes(evaluation_span_attributes(trajectory))
+                ),
+                *events,
+                wire.uint(_SPAN_DROPPED_EVENTS, dropped_events),
+                *(
+                    wire.message(
+                        _SPAN_LINKS,
+                        wire.data(_LINK_TRACE_ID, link_trace_id.to_bytes(16, "big"))
+                        + wire.data(_LINK_SPAN_ID, link_span_id.to_bytes(8, "big"))
+                        + wire.fixed32(_LINK_FLAGS, _LOCAL),
+                    )
+                    for link_trace_id, link_span_id in links[dropped_links:]  # the latest
+                ),
+                wire.uint(_SPAN_DROPPED_LINKS, dropped_links),
+                _SPAN_STATUS_UNSET,
+                _SPAN_FLAGS_LOCAL,
             )
+        )
+        return EncodedSession(span=span, log_records=log_records)
 
 
-def spans(request: ExportTraceServiceRequest) -> Any:
-    """Where a `trace_request`'s spans go (its one resource's one scope's)."""
-    return request.resource_spans[0].scope_spans[0].spans
-
-
-def log_records(request: ExportLogsServiceRequest) -> Any:
-    """Where a `logs_request`'s log records go (its one resource's one scope's)."""
-    return request.resource_logs[0].scope_logs[0].log_records
+def _record_ids(evaluated: tuple[str, str] | None) -> bytes:
+    """A log record's flags, trace id and span id fields: the evaluated span's context, if any."""
+    numbers = span_ids(evaluated) if evaluated is not None else None
+    if numbers is None:
+        return b""
+    return (
+        wire.fixed32(_RECORD_FLAGS, _SAMPLED)
+        + wire.data(_RECORD_TRACE_ID, numbers[0].to_bytes(16, "big"))
+        + wire.data(_RECORD_SPAN_ID, numbers[1].to_bytes(8, "big"))
+    )
 
 
 def _over(count: int, limit: int | None) -> int:

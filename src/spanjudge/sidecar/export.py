@@ -1,9 +1,9 @@
 """Verdict export over OTLP with confirmation: the spool forgets a session only once its evaluation
 span and log records were accepted by the configured endpoint.
 
-`serve` encodes each evaluated session straight into OTLP protobuf (`emit.otlp`) and sends the
-requests itself (`sidecar.otlp_send`), without SDK spans or exporters. Encoded spans and log
-records wait, per signal, in the export requests they were built in (`ConfirmingExport`); a flush
+`serve` encodes each evaluated session straight into OTLP protobuf bytes (`emit.otlp`) and sends
+the requests itself (`sidecar.otlp_send`), without SDK spans or exporters. Encoded spans and log
+records wait, per signal, in the export requests they will go in (`ConfirmingExport`); a flush
 sends those and says True only when every one was accepted; a failed one stays queued for the
 next flush.
 Each call gets the time `ExportTimeout` gives it, and the sender retries transient failures
@@ -12,21 +12,18 @@ within that time.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import socket
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from google.protobuf.message import Message
 from opentelemetry.sdk.resources import Resource
 
-from spanjudge.emit import otlp
 from spanjudge.emit.otlp import OtlpVerdictEncoder
 from spanjudge.guard import Guard
 from spanjudge.sidecar.config import ExportConfig, env_endpoint
@@ -37,12 +34,11 @@ from spanjudge.values import SessionResult
 log = logging.getLogger("spanjudge.sidecar")
 # Items per export request, as the SDK's batch processors send them.
 _BATCH = 512
-# Serialized bytes per export request: gRPC servers refuse a message over their receive limit,
+# Encoded bytes per export request: gRPC servers refuse a message over their receive limit,
 # 4 MiB by default in gRPC and in the Collector's OTLP receiver (`max_recv_msg_size_mib`), as
-# RESOURCE_EXHAUSTED, for good. 3.5 MiB leaves room for what the estimate leaves out (each
-# item's tag and length, the envelopes' lengths growing).
+# RESOURCE_EXHAUSTED, for good. 3.5 MiB leaves room for what the count leaves out (the
+# envelopes' lengths growing by a few bytes).
 MAX_REQUEST_BYTES = 3_670_016
-_ITEM_OVERHEAD = 8  # an item's field tag and length prefix in its request, at most
 
 
 def endpoint_failure(exc: BaseException) -> bool:
@@ -59,18 +55,17 @@ def endpoint_failure(exc: BaseException) -> bool:
 
 @dataclass(slots=True)
 class _Batch:
-    """One export request being filled or waiting to be sent, and where its items go."""
+    """One export request being filled or waiting to be sent: its items, encoded."""
 
-    request: Message
-    items: Any  # the request's repeated field of spans or log records
-    size: int  # the request's serialized size, about (`_ITEM_OVERHEAD` per item)
+    items: list[bytes]  # `OtlpVerdictEncoder.item`s
+    size: int  # the request's encoded size, but for its envelopes' lengths growing
     # set when the request holds one item alone over `MAX_REQUEST_BYTES`: whose it is
     oversized: str | None = None
 
 
 class ConfirmingExport:
     """One signal's encoded items (evaluation spans, or log records), in export requests of at
-    most `_BATCH` items and `MAX_REQUEST_BYTES` serialized each, sent on `flush`; a request that
+    most `_BATCH` items and `MAX_REQUEST_BYTES` encoded each, sent on `flush`; a request that
     failed stays for the next attempt. A session's log records are split across requests when
     they do not fit in one (its session is released from the spool only once a flush sent every
     request, so all of them). One item alone over the byte bound goes in a request of its own;
@@ -94,8 +89,7 @@ class ConfirmingExport:
     def __init__(
         self,
         signal: str,
-        new_request: Callable[[], Message],
-        items_of: Callable[[Any], Any],
+        encoder: OtlpVerdictEncoder,
         sender: Sender,
         timeout: ExportTimeout,
         guard: Guard,
@@ -104,8 +98,8 @@ class ConfirmingExport:
         self.signal = signal
         self.sender = sender
         self.dropped = 0  # items refused as too large, dropped
-        self._new_request = new_request
-        self._items_of = items_of
+        self._encoder = encoder
+        self._empty_size = len(encoder.request([]))
         self._timeout = timeout
         self._guard = guard
         self._health = health
@@ -113,60 +107,36 @@ class ConfirmingExport:
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
 
-    def _new_batch(self) -> _Batch:
-        request = self._new_request()
-        batch = _Batch(request=request, items=self._items_of(request), size=request.ByteSize())
-        self._batches.append(batch)
-        return batch
-
-    @contextlib.contextmanager
-    def adding(self, session: str = "") -> Iterator[Any]:
-        """``with queue.adding(session_id) as items: items.add(...)``: the repeated field of the
-        request new items go into; a flush meanwhile waits. Afterwards the new items are moved
-        into further requests where they take their request past `_BATCH` items or
-        `MAX_REQUEST_BYTES`."""
+    def add(self, messages: Sequence[bytes], session: str = "") -> None:
+        """Queue ``messages`` (spans or log records, each its encoding) of ``session``, in the
+        last request while it stays within `_BATCH` items and `MAX_REQUEST_BYTES`, else in
+        further requests."""
+        items = [self._encoder.item(message) for message in messages]
         with self._lock:
             batch = self._batches[-1] if self._batches else None
-            if (
-                batch is None
-                or batch.oversized is not None
-                or len(batch.items) >= _BATCH
-                or batch.size >= MAX_REQUEST_BYTES
-            ):
-                batch = self._new_batch()
-            had = len(batch.items)
-            yield batch.items
-            sizes = [item.ByteSize() + _ITEM_OVERHEAD for item in batch.items[had:]]
-            if len(batch.items) <= _BATCH and batch.size + sum(sizes) <= MAX_REQUEST_BYTES:
-                batch.size += sum(sizes)
-                return
-            self._spread(batch, had, sizes, session)
-
-    def _spread(self, batch: _Batch, had: int, sizes: list[int], session: str) -> None:
-        """Move ``batch``'s items from ``had`` on into as many requests as keep each within the
-        bounds (copied through their encoding: rare, only for sessions this large)."""
-        moved = [item.SerializeToString() for item in batch.items[had:]]
-        del batch.items[had:]
-        for data, size in zip(moved, sizes, strict=True):
-            if len(batch.items) and (
-                len(batch.items) >= _BATCH
-                or batch.size + size > MAX_REQUEST_BYTES
-                or batch.oversized is not None
-            ):
-                batch = self._new_batch()
-            batch.items.add().MergeFromString(data)
-            batch.size += size
-            if batch.size > MAX_REQUEST_BYTES:  # one item alone over the bound
-                batch.oversized = session or "a session"
-                log.warning(
-                    "verdict export (%s): session %s has an item of %d bytes, over the %d a"
-                    " request is kept under; it is sent alone (an endpoint that takes less,"
-                    " as a gRPC server by default takes 4 MiB, refuses it: it is then dropped)",
-                    self.signal,
-                    batch.oversized,
-                    size,
-                    MAX_REQUEST_BYTES,
-                )
+            for item in items:
+                if (
+                    batch is None
+                    or batch.oversized is not None
+                    or len(batch.items) >= _BATCH
+                    or (len(batch.items) > 0 and batch.size + len(item) > MAX_REQUEST_BYTES)
+                ):
+                    batch = _Batch(items=[], size=self._empty_size)
+                    self._batches.append(batch)
+                batch.items.append(item)
+                batch.size += len(item)
+                if batch.size > MAX_REQUEST_BYTES:  # one item alone over the bound
+                    batch.oversized = session or "a session"
+                    log.warning(
+                        "verdict export (%s): session %s has an item of %d bytes, over the %d a"
+                        " request is kept under; it is sent alone (an endpoint that takes less,"
+                        " as a gRPC server by default takes 4 MiB, refuses it: it is then"
+                        " dropped)",
+                        self.signal,
+                        batch.oversized,
+                        len(item),
+                        MAX_REQUEST_BYTES,
+                    )
 
     @property
     def backlog(self) -> int:
@@ -196,7 +166,7 @@ class ConfirmingExport:
     def _send(self, batch: _Batch) -> bool:
         """Whether ``batch`` is done with: accepted, or dropped as too large for the endpoint."""
         try:
-            result = self._timed(batch.request)
+            result = self._timed(self._encoder.request(batch.items))
         except Exception as exc:
             if self.sender.aborted:  # shut down under a call in flight
                 return False
@@ -230,7 +200,7 @@ class ConfirmingExport:
         self._health.result(self.signal, result.ok, why=why)
         return result.ok
 
-    def _timed(self, request: Message) -> Sent:
+    def _timed(self, request: bytes) -> Sent:
         """One call, given the time `ExportTimeout` says; what it took moves that time."""
         budget_s = self._timeout.seconds
         started = time.monotonic()
@@ -347,14 +317,9 @@ class OtlpVerdictSink:
         if self._closed:
             return
         session = result.trajectory.session_id
-        with self._spans.adding(session) as spans, self._logs.adding(session) as log_records:
-            had_spans, had_records = len(spans), len(log_records)
-            try:
-                self._encoder.encode(result, spans, log_records)
-            except BaseException:  # (a bug, for the pipeline's guard) none of it is sent
-                del spans[had_spans:]
-                del log_records[had_records:]
-                raise
+        encoded = self._encoder.encode(result)  # a bug raises here: none of it is queued
+        self._spans.add([encoded.span], session)
+        self._logs.add(encoded.log_records, session)
 
     def flush(self, timeout_s: float) -> bool:
         """Both signals are flushed, whatever the first one's outcome (each call has its own
@@ -478,8 +443,7 @@ def build_verdict_export(
     )
     spans = ConfirmingExport(
         "traces",
-        encoder.trace_request,
-        otlp.spans,
+        encoder,
         sender_for(destination(config, "traces")),
         timeout,
         guard,
@@ -487,8 +451,7 @@ def build_verdict_export(
     )
     logs = ConfirmingExport(
         "logs",
-        encoder.logs_request,
-        otlp.log_records,
+        encoder,
         sender_for(destination(config, "logs")),
         timeout,
         guard,

@@ -1,5 +1,6 @@
 """Sending OTLP export requests over gRPC or HTTP/protobuf, as the OpenTelemetry OTLP exporters
-send them: `serve`'s verdicts, encoded by `emit.otlp`, without SDK spans or exporters.
+send them: `serve`'s verdicts, encoded by `emit.otlp` (requests as bytes, sent as they are),
+without SDK spans or exporters.
 
 Where and how (`destination`) is resolved from `serve.export` and, for what it leaves unset, the
 `OTEL_EXPORTER_OTLP_{TRACES,LOGS}_*` and `OTEL_EXPORTER_OTLP_*` variables, as the exporters
@@ -46,8 +47,8 @@ from google.protobuf.message import DecodeError, Message
 from google.rpc.error_details_pb2 import RetryInfo
 from opentelemetry import context
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
-from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.util.re import parse_env_headers
 
 from spanjudge._version import __version__
@@ -85,6 +86,16 @@ _USER_AGENT = f"spanjudge/{__version__}"
 _COMPRESSIONS = ("none", "gzip", "deflate")
 _DETAIL_CHARS = 240
 _PATHS = {"traces": "v1/traces", "logs": "v1/logs"}
+_GRPC_EXPORT: dict[str, tuple[str, type[Message]]] = {
+    "traces": (
+        "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+        trace_service_pb2.ExportTraceServiceResponse,
+    ),
+    "logs": (
+        "/opentelemetry.proto.collector.logs.v1.LogsService/Export",
+        logs_service_pb2.ExportLogsServiceResponse,
+    ),
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -252,12 +263,13 @@ class Sender:
     def aborted(self) -> bool:
         return self._aborted.is_set()
 
-    def send(self, request: Message, timeout_s: float) -> Sent:
-        """Send ``request``, retrying transient failures until ``timeout_s`` is spent."""
+    def send(self, request: bytes, timeout_s: float) -> Sent:
+        """Send ``request`` (an encoded export request of this sender's signal), retrying
+        transient failures until ``timeout_s`` is spent."""
         with _suppressed():
             return self._send(request, timeout_s)
 
-    def _send(self, request: Message, timeout_s: float) -> Sent:
+    def _send(self, request: bytes, timeout_s: float) -> Sent:
         body = self._prepare(request)
         deadline = time.monotonic() + timeout_s
         sent = Sent(False, "no time left for the call")  # until an attempt says more
@@ -291,11 +303,11 @@ class Sender:
         """Stop: retries end, a call in flight is cancelled where the transport can."""
         self._aborted.set()
 
-    def _prepare(self, request: Message) -> Any:
-        """What each attempt sends: the request, or its encoded body."""
+    def _prepare(self, request: bytes) -> bytes:
+        """What each attempt sends: the request, or its compressed body."""
         return request
 
-    def _attempt(self, body: Any, timeout_s: float, attempt: int) -> _Attempt:
+    def _attempt(self, body: bytes, timeout_s: float, attempt: int) -> _Attempt:
         raise NotImplementedError
 
     def _accepted(self, response: Message) -> Sent:
@@ -358,11 +370,12 @@ class GrpcSender(Sender):
             channel = grpc.secure_channel(
                 self.where.target, self._credentials, options=options, compression=compression
             )
-        if self.where.signal == "traces":
-            return channel, trace_service_pb2_grpc.TraceServiceStub(channel).Export  # type: ignore[no-untyped-call]
-        return channel, logs_service_pb2_grpc.LogsServiceStub(channel).Export  # type: ignore[no-untyped-call]
+        # The service's Export method, as its generated stub calls it, but for the request:
+        # already encoded, so sent as it is (no request serializer).
+        method, response = _GRPC_EXPORT[self.where.signal]
+        return channel, channel.unary_unary(method, response_deserializer=response.FromString)
 
-    def _attempt(self, body: Any, timeout_s: float, attempt: int) -> _Attempt:
+    def _attempt(self, body: bytes, timeout_s: float, attempt: int) -> _Attempt:
         with self._lock:
             export = self._export
         try:
@@ -430,15 +443,14 @@ class HttpSender(Sender):
             else logs_service_pb2.ExportLogsServiceResponse
         )
 
-    def _prepare(self, request: Message) -> bytes:
-        body = request.SerializeToString()
+    def _prepare(self, request: bytes) -> bytes:
         if self.where.compression == "gzip":
-            return gzip.compress(body)
+            return gzip.compress(request)
         if self.where.compression == "deflate":
-            return zlib.compress(body)
-        return body
+            return zlib.compress(request)
+        return request
 
-    def _attempt(self, body: Any, timeout_s: float, attempt: int) -> _Attempt:
+    def _attempt(self, body: bytes, timeout_s: float, attempt: int) -> _Attempt:
         started = time.monotonic()
         try:
             response = self._post(body, timeout_s)
