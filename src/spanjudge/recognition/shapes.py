@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from spanjudge.recognition.answers import assistant_text
@@ -223,20 +224,32 @@ def _read_above(span: SpanRecord, by_id: dict[str, SpanRecord], read: set[str]) 
 def _tool_keys(span: SpanRecord) -> tuple[str, Any, str | None] | None:
     """(tool name, arguments, result key) when the span is a tool call by its shape."""
     attributes = span.attributes
-    named_call = _TOOL_SPAN.search(span.name) is not None
+    named_call = _named_call(span.name)
     for key, value in attributes.items():
         if key[-4:].lower() != "name":  # most keys: no pattern run
             continue
-        match = _TOOL_NAME.match(key)
-        if match is None or not isinstance(value, str) or not value.strip():
+        prefix = _tool_prefix(key)
+        if prefix is None or not isinstance(value, str) or not value.strip():
             continue
-        prefix = match.group("p")
         arguments = _under(attributes, prefix, _ARGUMENT_WORDS)
         result = _under(attributes, prefix, _RESULT_WORDS)
         if arguments is not None or result is not None or named_call:
             decoded = parse_json(attributes[arguments]) if arguments is not None else None
             return value.strip(), decoded, result
     return None
+
+
+@lru_cache(maxsize=1024)  # spans of one kind carry the same keys: each is matched once
+def _tool_prefix(key: str) -> str | None:
+    """The `<prefix>` of a `<prefix>.name` key whose prefix says tool or function, else None."""
+    match = _TOOL_NAME.match(key)
+    return match.group("p") if match is not None else None
+
+
+@lru_cache(maxsize=1024)
+def _named_call(name: str) -> bool:
+    """The span's name says tool or function call (`_TOOL_SPAN`)."""
+    return _TOOL_SPAN.search(name) is not None
 
 
 def _under(attributes: Any, prefix: str, words: tuple[str, ...]) -> str | None:
@@ -272,9 +285,9 @@ def _first(span: SpanRecord, pattern: re.Pattern[str]) -> str | None:
     (an event-loop cycle repeating the conversation) is no call."""
     for key, value in span.attributes.items():
         if (
-            pattern.search(key)
-            and not key.startswith("gen_ai.")
+            not key.startswith("gen_ai.")
             and isinstance(value, str)
+            and pattern.search(key)
             and value.strip()
         ):
             return key
