@@ -7,6 +7,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Protocol, runtime_checkable
 
 from spanjudge import semconv
@@ -242,7 +243,12 @@ def instructions_opening(system: str | None) -> str | None:
     """The opening of a model call's system instructions (`Step.instructions`), or None.
     Digits are left out: a date, a time or a counter at the top of the prompt changes from
     call to call of the same agent."""
-    text = " ".join(_DIGITS.sub("", (system or "")[: 4 * _INSTRUCTIONS_OPENING]).split())
+    return _opening((system or "")[: 4 * _INSTRUCTIONS_OPENING])
+
+
+@lru_cache(maxsize=256)  # every model call of an agent repeats its system prompt's opening
+def _opening(head: str) -> str | None:
+    text = " ".join(_DIGITS.sub("", head).split())
     return text[:_INSTRUCTIONS_OPENING] or None
 
 
