@@ -78,6 +78,14 @@ def parse_json(value: AttrValue) -> Any:
     return value
 
 
+@lru_cache(maxsize=1024)
+def read_json(value: str) -> Any:
+    """`parse_json` for message payloads, decoded once: a span's output is read for its text,
+    its tool requests and its finish reason, and the session's prompts for catalogues.
+    Callers never change what it returns."""
+    return parse_json(value)
+
+
 def _loads(text: str) -> Any:
     """`json.loads`, through orjson (a few times faster on tool results) where its answer is
     json's: orjson reads an integer beyond 64 bits as a float, so a result holding any float

@@ -34,6 +34,7 @@ from spanjudge.recognition.base import (
     int_attr,
     marked_failed,
     parse_json,
+    read_json,
     span_error,
     span_fields,
 )
@@ -129,13 +130,6 @@ def _whole_legacy(attributes: Any, key: str) -> list[dict[str, Any]]:
     elif isinstance(decoded, dict) and "role" not in decoded:
         decoded = [{**decoded, "role": "assistant"}]
     return list(_message_list(decoded)) if isinstance(decoded, (list, dict)) else []
-
-
-@lru_cache(maxsize=1024)
-def read_json(value: str) -> Any:
-    """`parse_json` for message payloads, decoded once: a span's output is read for its text,
-    its tool requests and its finish reason. Callers never change what it returns."""
-    return parse_json(value)
 
 
 @lru_cache(maxsize=256)  # the same span's messages are read for its text, tools and turn shape

@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from spanjudge.recognition.answers import not_concatenated
-from spanjudge.recognition.base import as_text, is_refusal, parse_json
+from spanjudge.recognition.base import as_text, is_refusal, parse_json, read_json
 from spanjudge.recognition.catalogue_layouts import by_layout
 from spanjudge.recognition.documents import each_document
 from spanjudge.recognition.evidence import (
@@ -254,7 +254,7 @@ def _texts_in(value: object, texts: list[str], depth: int) -> None:
     if len(texts) >= _MAX_TEXTS or depth > _MAX_DEPTH:
         return
     if isinstance(value, str):
-        parsed = parse_json(value) if value[:1] in "[{" else value
+        parsed = read_json(value) if value[:1] in "[{" else value
         if not isinstance(parsed, str):
             _texts_in(parsed, texts, depth + 1)
         elif "\n" in value:
