@@ -287,11 +287,16 @@ def _first(span: SpanRecord, pattern: re.Pattern[str]) -> str | None:
         if (
             not key.startswith("gen_ai.")
             and isinstance(value, str)
-            and pattern.search(key)
+            and _shaped(pattern, key)
             and value.strip()
         ):
             return key
     return None
+
+
+@lru_cache(maxsize=4096)  # spans of one kind carry the same keys: each is matched once
+def _shaped(pattern: re.Pattern[str], key: str) -> bool:
+    return pattern.search(key) is not None
 
 
 def _request(prompt: Any) -> tuple[str | None, str | None]:
