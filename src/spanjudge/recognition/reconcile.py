@@ -85,6 +85,7 @@ def reconcile(
     out = _resumed_calls(out)
     out = _requested_arguments(out)
     looked_for = _known_skills(out, library)
+    looked_at = {id(step): step for step in out}  # (holding them: no id is reused)
     out = _catalogue_by_names(out, spans_by_id, looked_for)
     names = {e.name for s in out for e in s.catalogue} | set(library.skills)
     ordinary = _ordinary_uses(out, names)
@@ -95,8 +96,10 @@ def reconcile(
     out = _bodies_from_messages(out)
     out = each_document(_one_activation(out))
     # Skills known only from the loads found since: a prompt naming one of the others was
-    # found above, and rescanning for them would find nothing more.
-    out = _catalogue_by_names(out, spans_by_id, _known_skills(out, library) - looked_for)
+    # found above, and rescanning for them would find nothing more. (A step looked at above
+    # shows what it showed then: only the steps made since are read.)
+    since = [step for step in out if looked_at.get(id(step)) is not step]
+    out = _catalogue_by_names(out, spans_by_id, _known_skills(since, library) - looked_for)
     out = not_concatenated(out)
     out = _turns_from_model_calls(out)
     return [_with_body_source(s, library) for s in out]
@@ -223,9 +226,10 @@ def _catalogue_by_names(
     if not known:
         return steps
     out = []
+    read: dict[str, list[tuple[str, str]]] = {}  # text -> its entries: calls repeat the history
     for step in steps:
         span = spans_by_id.get(step.span_id) if step.kind in _PROMPTED else None
-        entries = _entries_naming(span, known) if span is not None else ()
+        entries = _entries_naming(span, known, read) if span is not None else ()
         if entries:
             have = {entry.name for entry in step.catalogue}
             step = replace(
@@ -235,14 +239,21 @@ def _catalogue_by_names(
     return out
 
 
-def _entries_naming(span: SpanRecord, known: set[str]) -> tuple[CatalogueEntry, ...]:
+def _entries_naming(
+    span: SpanRecord, known: set[str], read: dict[str, list[tuple[str, str]]]
+) -> tuple[CatalogueEntry, ...]:
+    """The entries of lists naming one of ``known`` in the span's texts; ``read`` holds what
+    each text already read gave (the same ``known``)."""
     texts: list[str] = []
     values = [*span.attributes.values(), *(v for e in span.events for v in e.attributes.values())]
     for value in values:
         _texts_in(value, texts, 0)
     found: dict[str, CatalogueEntry] = {}
     for text in texts:
-        for name, description in by_layout(text, known):
+        layout = read.get(text)
+        if layout is None:
+            layout = read[text] = by_layout(text, known)
+        for name, description in layout:
             found.setdefault(
                 name, CatalogueEntry(name=name, description=description, source=TRACE_LAYOUT)
             )
