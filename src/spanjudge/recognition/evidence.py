@@ -400,19 +400,26 @@ def skill_md_read(arguments: Any) -> str | None:
 
 
 def _md_strings(value: Any) -> list[str]:
-    """Every string in ``value`` (nested up to 4 deep) that may name a `.md` file."""
+    """Every string in ``value`` (nested up to 4 deep) that may name a `.md` file, in the
+    order the arguments hold them."""
     found: list[str] = []
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, str):
-            if ".md" in item or ".MD" in item:
-                found.append(item)
-        elif depth < 4 and isinstance(item, Mapping):
-            stack.extend((v, depth + 1) for v in reversed(list(item.values())))
-        elif depth < 4 and isinstance(item, (list, tuple)):
-            stack.extend((v, depth + 1) for v in reversed(item))
-    return found  # in the order the arguments hold them
+    _add_md_strings(value, 0, found)
+    return found
+
+
+def _add_md_strings(item: Any, depth: int, found: list[str]) -> None:
+    if isinstance(item, str):
+        if ".md" in item or ".MD" in item:
+            found.append(item)
+        return
+    if depth >= 4:
+        return
+    if isinstance(item, (dict, Mapping)):  # (a dict first: no ABC check for it)
+        for inner in item.values():
+            _add_md_strings(inner, depth + 1, found)
+    elif isinstance(item, (list, tuple)):
+        for inner in item:
+            _add_md_strings(inner, depth + 1, found)
 
 
 # --------------------------------------------------------------------------- skill bodies
