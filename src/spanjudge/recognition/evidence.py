@@ -14,6 +14,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from spanjudge.recognition.base import as_text, error_in_payload, is_refusal, may_match
@@ -194,6 +195,7 @@ def tool_step(facts: ToolFacts, base: Mapping[str, Any]) -> Step:
     return load
 
 
+@lru_cache(maxsize=256)  # a result is read by the call's rule and the session's rules
 def reads_as_instructions(text: str | None) -> bool:
     """A result that reads as a skill's instructions: several lines of markdown with a
     heading, or with numbered or bulleted steps."""

@@ -34,6 +34,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from functools import lru_cache
 
 from spanjudge.recognition.answers import not_concatenated
 from spanjudge.recognition.base import as_text, is_refusal, parse_json, read_json
@@ -211,8 +212,11 @@ def _known_skills(steps: list[Step], library: SkillLibrary) -> set[str]:
     for step in steps:
         if step.kind == "skill_load" and step.skill:
             known.add(step.skill)
-        for text in (step.skill_body, step.result, *(body for _, body in step.bodies_seen)):
+        for text in (step.skill_body, step.result):
             if (name := front_matter_name(text)) is not None:
+                known.add(name)
+        for _, body in step.bodies_seen:
+            if (name := front_matter_name(body)) is not None:
                 known.add(name)
     return known
 
@@ -502,7 +506,7 @@ def _unexecuted_requests(
             body = None
             if answer is not None:  # what the agent sent back decides how the call went
                 attempt = _answered(attempt, answer)
-                body = body_of(parse_json(answer.text), answer.text) if answer.text else None
+                body = _result_body(answer.text) if answer.text else None
             elif (step.span_id, at) in aborted:  # the run ended before any result came back
                 attempt = replace(attempt, status="unset", error=None)
             skill = skill_of_call(request.name, request.arguments)
@@ -642,6 +646,12 @@ def _requests_without_execution(
     return {(entry[1], entry[2]) for waiting in open_requests.values() for entry in waiting}
 
 
+@lru_cache(maxsize=256)  # several rules in a row read the same results of a session
+def _result_body(text: str) -> str | None:
+    """The SKILL.md text a result written as ``text`` carries (`body_of` its payload)."""
+    return body_of(parse_json(text), text)
+
+
 def _same(text: str | None) -> str | None:
     """A result as compared between a tool span and the message that sent it back."""
     return " ".join(text.split()) if text else None
@@ -658,7 +668,7 @@ def _load_by_evidence(
     skill, named_by_key = _named_skill(step.name, step.arguments, names, ordinary)
     if skill is None and not library.skills and not _named_as_data(step, names, ordinary):
         return step
-    body = body_of(parse_json(step.result), step.result) if step.result else None
+    body = _result_body(step.result) if step.result else None
     named = front_matter_name(body)
     if (known := library.skill_in(body)) is not None and skill in (None, known.name):
         skill, named_by_key = known.name, True
@@ -720,7 +730,7 @@ def _ordinary_uses(steps: Sequence[Step], names: set[str]) -> set[tuple[str, str
         if step.kind != "tool_call" or step.failed or not (step.result or "").strip():
             continue
         text = step.result or ""
-        body = body_of(parse_json(text), text)
+        body = _result_body(text)
         if is_refusal(text[:500]) or front_matter_name(body) or reads_as_instructions(body):
             continue
         if isinstance(step.arguments, str) and step.arguments.strip() not in names:
@@ -765,7 +775,7 @@ def _loads_by_definition(steps: list[Step]) -> list[Step]:
     for step in steps:
         name = named_argument(step.arguments) if step.kind == "tool_call" else None
         if name is not None and describes_loader(descriptions.get(step.name)):
-            body = body_of(parse_json(step.result), step.result) if step.result else None
+            body = _result_body(step.result) if step.result else None
             load = as_skill_load(
                 step, name, body, has_result=step.result is not None or step.error is not None
             )
