@@ -195,11 +195,15 @@ def tool_step(facts: ToolFacts, base: Mapping[str, Any]) -> Step:
     return load
 
 
-@lru_cache(maxsize=256)  # a result is read by the call's rule and the session's rules
 def reads_as_instructions(text: str | None) -> bool:
     """A result that reads as a skill's instructions: several lines of markdown with a
     heading, or with numbered or bulleted steps."""
-    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    return _reads_as_instructions(text or "")
+
+
+@lru_cache(maxsize=256)  # a result is read by the call's rule and the session's rules
+def _reads_as_instructions(text: str) -> bool:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
     if len(lines) < 3:
         return False
     heading = lines[0].startswith("#")
@@ -210,7 +214,12 @@ def reads_as_instructions(text: str | None) -> bool:
 def describes_loader(description: str | None) -> bool:
     """The tool's own description says it loads a skill ("Activate a skill to load its
     instructions", "Load a skill's instructions by name", "Fetch the playbook for a topic")."""
-    return bool(description) and _LOADER_DESCRIPTION.search(description or "") is not None
+    return bool(description) and _loader_description(description or "")
+
+
+@lru_cache(maxsize=256)  # every call of a tool carries the same description
+def _loader_description(description: str) -> bool:
+    return _LOADER_DESCRIPTION.search(description) is not None
 
 
 def named_argument(arguments: Any) -> str | None:
