@@ -123,9 +123,10 @@ class ShapeRecogniser:
     def _model_call(self, span: SpanRecord) -> list[Step] | None:
         """A span below the turn with prompt- and response-shaped attributes: one model call,
         its text, the tools it asked for and its token counts."""
-        prompt = _first(span, _PROMPT) or _given(span, _BARE[0])
-        response = _first(span, _RESPONSE) or _bare(span, _BARE[1])
-        asked = _asked(span)
+        prompt, response, asked_key = _shaped_keys(span)
+        prompt = prompt or _given(span, _BARE[0])
+        response = response or _bare(span, _BARE[1])
+        asked = _asked(span, asked_key)
         if prompt is None or (response is None and not asked):
             return None
         request, system = _request(span.attributes[prompt])
@@ -170,8 +171,9 @@ class ShapeRecogniser:
         return tool_step(facts, span_fields(span, PRESET))
 
     def _turn(self, span: SpanRecord) -> list[Step] | None:
-        prompt = _first(span, _PROMPT) or _bare(span, _BARE[0])
-        response = _first(span, _RESPONSE) or _bare(span, _BARE[1])
+        prompt, response, _ = _shaped_keys(span)
+        prompt = prompt or _bare(span, _BARE[0])
+        response = response or _bare(span, _BARE[1])
         if prompt is None or response is None:
             return None
         request, system = _request(span.attributes[prompt])
@@ -279,19 +281,22 @@ def _bare(span: SpanRecord, key: str) -> str | None:
     return key if found else None
 
 
-def _first(span: SpanRecord, pattern: re.Pattern[str]) -> str | None:
-    """The first key matching ``pattern`` with text. The GenAI conventions' own message keys
-    are not shapes: the GenAI preset reads them, and a span it left alone that carries them
-    (an event-loop cycle repeating the conversation) is no call."""
+_SHAPES = (_PROMPT, _RESPONSE, _ASKED)
+
+
+def _shaped_keys(span: SpanRecord) -> tuple[str | None, str | None, str | None]:
+    """The first key with text of each shape (prompt, response, the tools asked for), from
+    one look at the span's keys. The GenAI conventions' own message keys are not shapes: the
+    GenAI preset reads them, and a span it left alone that carries them (an event-loop cycle
+    repeating the conversation) is no call."""
+    found: list[str | None] = [None, None, None]
     for key, value in span.attributes.items():
-        if (
-            not key.startswith("gen_ai.")
-            and isinstance(value, str)
-            and _shaped(pattern, key)
-            and value.strip()
-        ):
-            return key
-    return None
+        if key.startswith("gen_ai.") or not isinstance(value, str):
+            continue
+        for at, pattern in enumerate(_SHAPES):
+            if found[at] is None and _shaped(pattern, key) and value.strip():
+                found[at] = key
+    return found[0], found[1], found[2]
 
 
 @lru_cache(maxsize=4096)  # spans of one kind carry the same keys: each is matched once
@@ -392,10 +397,9 @@ def _tokens(span: SpanRecord, pattern: re.Pattern[str]) -> int | None:
     return None
 
 
-def _asked(span: SpanRecord) -> tuple[ToolRequest, ...]:
+def _asked(span: SpanRecord, key: str | None) -> tuple[ToolRequest, ...]:
     """The tool calls a model output lists (each with a name, and an id and arguments when
-    recorded), under a `tool calls` key."""
-    key = _first(span, _ASKED)
+    recorded), under the `tool calls` key ``key`` (`_shaped_keys`)."""
     calls = parse_json(span.attributes[key]) if key is not None else None
     if calls is None:  # or inside a bare output: `{"text": "", "toolCalls": [...]}`
         output = parse_json(span.attributes.get(_BARE[1]))
