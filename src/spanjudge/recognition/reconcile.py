@@ -226,6 +226,8 @@ def _catalogue_by_names(
 ) -> list[Step]:
     """A list of named entries in a model call's or turn's prompt that names one of the
     ``skills`` (`_known_skills`) no catalogue offers yet is offered to that step too."""
+    if not skills:  # (most second passes: no skill came to light since the first)
+        return steps
     known = skills - {entry.name for step in steps for entry in step.catalogue}
     if not known:
         return steps
@@ -274,11 +276,11 @@ def _texts_in(value: object, texts: list[str], depth: int) -> None:
             _texts_in(parsed, texts, depth + 1)
         elif "\n" in value:
             texts.append(value)
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            _texts_in(item, texts, depth + 1)
-    elif isinstance(value, (list, tuple)):
+    elif isinstance(value, (list, tuple)):  # (never a Mapping: asked first, no ABC check)
         for item in value:
+            _texts_in(item, texts, depth + 1)
+    elif isinstance(value, (dict, Mapping)):
+        for item in value.values():
             _texts_in(item, texts, depth + 1)
 
 
