@@ -201,7 +201,7 @@ def reads_as_instructions(text: str | None) -> bool:
     return _reads_as_instructions(text or "")
 
 
-@lru_cache(maxsize=256)  # a result is read by the call's rule and the session's rules
+@lru_cache(maxsize=128)  # a result is read by the call's rule and the session's rules
 def _reads_as_instructions(text: str) -> bool:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if len(lines) < 3:

@@ -461,13 +461,15 @@ def tool_results(span: SpanRecord) -> tuple[ToolResult, ...]:
 
 
 # Every model call's input repeats the results sent back before it: each message's results are
-# read once (the results are frozen values, shared by the steps that hold them).
-@lru_cache(maxsize=1024)
+# read once (the results are frozen values, shared by the steps that hold them). A session is
+# recognised at once, so a few hundred messages cover its history; the bound keeps the memory
+# the cached texts hold small.
+@lru_cache(maxsize=256)
 def _sent_back_text(content: str) -> str | None:
     return result_text(read_json(content))
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=256)
 def _held_results(content: str) -> tuple[ToolResult, ...]:
     return _block_results(content)
 

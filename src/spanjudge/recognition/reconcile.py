@@ -648,7 +648,7 @@ def _requests_without_execution(
     return {(entry[1], entry[2]) for waiting in open_requests.values() for entry in waiting}
 
 
-@lru_cache(maxsize=256)  # several rules in a row read the same results of a session
+@lru_cache(maxsize=128)  # several rules in a row read the same results of a session
 def _result_body(text: str) -> str | None:
     """The SKILL.md text a result written as ``text`` carries (`body_of` its payload)."""
     return body_of(parse_json(text), text)
