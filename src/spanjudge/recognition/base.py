@@ -7,6 +7,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Protocol, runtime_checkable
 
 from spanjudge import semconv
@@ -75,6 +76,14 @@ def parse_json(value: AttrValue) -> Any:
             except ValueError:
                 return value
     return value
+
+
+@lru_cache(maxsize=1024)
+def read_json(value: str) -> Any:
+    """`parse_json` for message payloads, decoded once: a span's output is read for its text,
+    its tool requests and its finish reason, and the session's prompts for catalogues.
+    Callers never change what it returns."""
+    return parse_json(value)
 
 
 def _loads(text: str) -> Any:
@@ -242,7 +251,12 @@ def instructions_opening(system: str | None) -> str | None:
     """The opening of a model call's system instructions (`Step.instructions`), or None.
     Digits are left out: a date, a time or a counter at the top of the prompt changes from
     call to call of the same agent."""
-    text = " ".join(_DIGITS.sub("", (system or "")[: 4 * _INSTRUCTIONS_OPENING]).split())
+    return _opening((system or "")[: 4 * _INSTRUCTIONS_OPENING])
+
+
+@lru_cache(maxsize=256)  # every model call of an agent repeats its system prompt's opening
+def _opening(head: str) -> str | None:
+    text = " ".join(_DIGITS.sub("", head).split())
     return text[:_INSTRUCTIONS_OPENING] or None
 
 

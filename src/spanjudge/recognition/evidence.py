@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from spanjudge.recognition.base import as_text, error_in_payload, is_refusal, may_match
@@ -128,6 +129,10 @@ _STEP_LINE = re.compile(r"(?:\d{1,2}[.)]|[-*])\s+\S")
 _SKILL_LIKE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,79}")
 
 
+# A step's status when its span fields give none (`Step`'s own default).
+_DEFAULT_STATUS = next(f.default for f in fields(Step) if f.name == "status")
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolFacts:
     """What a preset read off one executed tool call; evidence rules decide the rest."""
@@ -157,8 +162,8 @@ def tool_step(facts: ToolFacts, base: Mapping[str, Any]) -> Step:
         error = text or f"tool status {facts.tool_status!r}"
     if error is None and facts.has_result:
         error = payload_error(facts.result, text)
-    step = Step(
-        kind="tool_call",
+    # the step's fields, built into a `tool_call` or, as the evidence decides, a `skill_load`
+    step_fields: dict[str, Any] = dict(
         name=facts.tool,
         tool_call_id=facts.call_id,
         arguments=facts.arguments,
@@ -173,31 +178,43 @@ def tool_step(facts: ToolFacts, base: Mapping[str, Any]) -> Step:
     if skill is None and describes_loader(facts.description):
         described = skill = named_argument(facts.arguments)  # what it was asked to load
     if skill is None and not _may_hold_skill_md(text):
-        return step
+        return Step(kind="tool_call", **step_fields)
     body = body_of(facts.result, text)
     if error is None and facts.declared_skill is None and _metadata_only(facts, body, text):
-        return step  # stat/exists on a SKILL.md path: the agent never saw the text
+        return Step(kind="tool_call", **step_fields)  # stat/exists on a SKILL.md path: never read
     # the body says what was loaded: over a loader nobody named, and over a path's folder name
     named = front_matter_name(body)
     if named and not facts.declared_skill and skill in (None, skill_md_read(facts.arguments)):
         skill = named
     if skill is None:
-        return step
-    load = as_skill_load(step, skill, body, has_result=facts.has_result or error is not None)
+        return Step(kind="tool_call", **step_fields)
+    status, reason = _load_status(
+        step_fields.get("status", _DEFAULT_STATUS),
+        error,
+        text,
+        skill,
+        has_result=facts.has_result or error is not None,
+        body=body,
+    )
     if (
         skill == described
-        and load.skill_status == "loaded"
+        and status == "loaded"
         and named is None
         and not reads_as_instructions(body)
     ):
-        return step  # the description alone: an answer that is no skill's text loads nothing
-    return load
+        return Step(kind="tool_call", **step_fields)  # the description alone: no skill's text
+    return Step(kind="skill_load", **step_fields | _load_fields(error, skill, body, status, reason))
 
 
 def reads_as_instructions(text: str | None) -> bool:
     """A result that reads as a skill's instructions: several lines of markdown with a
     heading, or with numbered or bulleted steps."""
-    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    return _reads_as_instructions(text or "")
+
+
+@lru_cache(maxsize=128)  # a result is read by the call's rule and the session's rules
+def _reads_as_instructions(text: str) -> bool:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
     if len(lines) < 3:
         return False
     heading = lines[0].startswith("#")
@@ -208,7 +225,12 @@ def reads_as_instructions(text: str | None) -> bool:
 def describes_loader(description: str | None) -> bool:
     """The tool's own description says it loads a skill ("Activate a skill to load its
     instructions", "Load a skill's instructions by name", "Fetch the playbook for a topic")."""
-    return bool(description) and _LOADER_DESCRIPTION.search(description or "") is not None
+    return bool(description) and _loader_description(description or "")
+
+
+@lru_cache(maxsize=256)  # every call of a tool carries the same description
+def _loader_description(description: str) -> bool:
+    return _LOADER_DESCRIPTION.search(description) is not None
 
 
 def named_argument(arguments: Any) -> str | None:
@@ -243,18 +265,21 @@ def _may_hold_skill_md(text: str | None) -> bool:
 
 def as_skill_load(step: Step, skill: str, body: str | None, *, has_result: bool) -> Step:
     """Re-read a tool step as a load of ``skill``; its status comes from the evidence."""
-    from dataclasses import replace
-
     status, reason = load_status(step, skill, has_result=has_result, body=body)
-    return replace(
-        step,
-        kind="skill_load",
-        skill=skill.strip(),
-        skill_status=status,
-        skill_body=body if status == "loaded" else None,
-        skill_body_source="trace" if status == "loaded" and body else None,
-        error=step.error or reason,  # an unresolved load may say why (a hidden result)
-    )
+    return replace(step, kind="skill_load", **_load_fields(step.error, skill, body, status, reason))
+
+
+def _load_fields(
+    error: str | None, skill: str, body: str | None, status: SkillStatus, reason: str | None
+) -> dict[str, Any]:
+    """What a load of ``skill`` with ``status`` says beyond the tool step it was."""
+    return {
+        "skill": skill.strip(),
+        "skill_status": status,
+        "skill_body": body if status == "loaded" else None,
+        "skill_body_source": "trace" if status == "loaded" and body else None,
+        "error": error or reason,  # an unresolved load may say why (a hidden result)
+    }
 
 
 def load_status(
@@ -262,17 +287,32 @@ def load_status(
 ) -> tuple[SkillStatus, str | None]:
     """`loaded` only with a result, a usable skill name and no error evidence of any kind (but
     a shell read that failed on another file, `cat a/SKILL.md b/SKILL.md` without b, printed a)."""
-    if (step.status == "error" or step.error) and _printed_anyway(step, skill, body):
+    return _load_status(
+        step.status, step.error, step.result, skill, has_result=has_result, body=body
+    )
+
+
+def _load_status(
+    status: str,
+    error: str | None,
+    result: str | None,
+    skill: str,
+    *,
+    has_result: bool,
+    body: str | None,
+) -> tuple[SkillStatus, str | None]:
+    """`load_status` of a tool step with ``status``, ``error`` and ``result``."""
+    if (status == "error" or error) and _printed_anyway(error, result, skill, body):
         return "loaded", None
-    if step.status == "error":
-        return "failed", step.error or "span status is error"
-    if step.error:
-        return "failed", step.error
+    if status == "error":
+        return "failed", error or "span status is error"
+    if error:
+        return "failed", error
     if not skill.strip() or _redacted(skill):
         return "unresolved", None
     if not has_result:
         return "unresolved", None
-    text = step.result or ""
+    text = result or ""
     if body is None and _may_hold_skill_md(text):
         body = body_of(None, text)
     if front_matter_name(body) is not None:
@@ -300,9 +340,9 @@ def load_status(
     return "loaded", None
 
 
-def _printed_anyway(step: Step, skill: str, body: str | None) -> bool:
-    named = front_matter_name(body or body_of(None, step.result or ""))
-    failure = shell_failure(f"{step.error or ''}\n{(step.result or '')[-_HEAD_CHARS:]}")
+def _printed_anyway(error: str | None, result: str | None, skill: str, body: str | None) -> bool:
+    named = front_matter_name(body or body_of(None, result or ""))
+    failure = shell_failure(f"{error or ''}\n{(result or '')[-_HEAD_CHARS:]}")
     return named is not None and named.casefold() == skill.strip().casefold() and bool(failure)
 
 
@@ -400,19 +440,26 @@ def skill_md_read(arguments: Any) -> str | None:
 
 
 def _md_strings(value: Any) -> list[str]:
-    """Every string in ``value`` (nested up to 4 deep) that may name a `.md` file."""
+    """Every string in ``value`` (nested up to 4 deep) that may name a `.md` file, in the
+    order the arguments hold them."""
     found: list[str] = []
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, str):
-            if ".md" in item or ".MD" in item:
-                found.append(item)
-        elif depth < 4 and isinstance(item, Mapping):
-            stack.extend((v, depth + 1) for v in reversed(list(item.values())))
-        elif depth < 4 and isinstance(item, (list, tuple)):
-            stack.extend((v, depth + 1) for v in reversed(item))
-    return found  # in the order the arguments hold them
+    _add_md_strings(value, 0, found)
+    return found
+
+
+def _add_md_strings(item: Any, depth: int, found: list[str]) -> None:
+    if isinstance(item, str):
+        if ".md" in item or ".MD" in item:
+            found.append(item)
+        return
+    if depth >= 4:
+        return
+    if isinstance(item, (dict, Mapping)):  # (a dict first: no ABC check for it)
+        for inner in item.values():
+            _add_md_strings(inner, depth + 1, found)
+    elif isinstance(item, (list, tuple)):
+        for inner in item:
+            _add_md_strings(inner, depth + 1, found)
 
 
 # --------------------------------------------------------------------------- skill bodies

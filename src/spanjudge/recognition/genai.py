@@ -34,6 +34,7 @@ from spanjudge.recognition.base import (
     int_attr,
     marked_failed,
     parse_json,
+    read_json,
     span_error,
     span_fields,
 )
@@ -129,13 +130,6 @@ def _whole_legacy(attributes: Any, key: str) -> list[dict[str, Any]]:
     elif isinstance(decoded, dict) and "role" not in decoded:
         decoded = [{**decoded, "role": "assistant"}]
     return list(_message_list(decoded)) if isinstance(decoded, (list, dict)) else []
-
-
-@lru_cache(maxsize=1024)
-def read_json(value: str) -> Any:
-    """`parse_json` for message payloads, decoded once: a span's output is read for its text,
-    its tool requests and its finish reason. Callers never change what it returns."""
-    return parse_json(value)
 
 
 @lru_cache(maxsize=256)  # the same span's messages are read for its text, tools and turn shape
@@ -454,18 +448,45 @@ def tool_results(span: SpanRecord) -> tuple[ToolResult, ...]:
     for event in span.events:
         if event.name == sc.EV_GEN_AI_TOOL_MESSAGE and event.attributes.get("id") is not None:
             content = event.attributes.get("content")
-            decoded = read_json(content) if isinstance(content, str) else content
-            _add_result(found, event.attributes.get("id"), result_text(decoded))
+            text = _sent_back_text(content) if isinstance(content, str) else result_text(content)
+            _add_result(found, event.attributes.get("id"), text)
         elif event.name in (sc.EV_GEN_AI_USER_MESSAGE, sc.EV_GEN_AI_TOOL_MESSAGE):
             # Bedrock `toolResult` blocks, in a user message or a tool message with no `id`
-            for block in _blocks(event.attributes.get("content")):
-                held = block.get("toolResult") if isinstance(block, dict) else None
-                if isinstance(held, dict):
-                    text = content_text(held.get("content"))
-                    if str(held.get("status", "")).lower() == "error":
-                        text = as_text({"status": "error", "error": text})
-                    _add_result(found, held.get("toolUseId"), text)
+            content = event.attributes.get("content")
+            held = _held_results(content) if isinstance(content, str) else _block_results(content)
+            for result in held:
+                if result.call_id not in found:
+                    found[result.call_id] = result
     return tuple(found.values())
+
+
+# Every model call's input repeats the results sent back before it: each message's results are
+# read once (the results are frozen values, shared by the steps that hold them). A session is
+# recognised at once, so a few hundred messages cover its history; the bound keeps the memory
+# the cached texts hold small.
+@lru_cache(maxsize=256)
+def _sent_back_text(content: str) -> str | None:
+    return result_text(read_json(content))
+
+
+@lru_cache(maxsize=256)
+def _held_results(content: str) -> tuple[ToolResult, ...]:
+    return _block_results(content)
+
+
+def _block_results(content: Any) -> tuple[ToolResult, ...]:
+    """The results in a message's Bedrock `toolResult` blocks with a call id, in order."""
+    found = []
+    for block in _blocks(content):
+        held = block.get("toolResult") if isinstance(block, dict) else None
+        if isinstance(held, dict):
+            text = content_text(held.get("content"))
+            if str(held.get("status", "")).lower() == "error":
+                text = as_text({"status": "error", "error": text})
+            call_id = held.get("toolUseId")
+            if isinstance(call_id, str) and call_id:
+                found.append(ToolResult(call_id=call_id, text=text))
+    return tuple(found)
 
 
 # What a content part holds its text or result under: a dict with none is a record of the

@@ -34,9 +34,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from functools import lru_cache
 
 from spanjudge.recognition.answers import not_concatenated
-from spanjudge.recognition.base import as_text, is_refusal, parse_json
+from spanjudge.recognition.base import as_text, is_refusal, parse_json, read_json
 from spanjudge.recognition.catalogue_layouts import by_layout
 from spanjudge.recognition.documents import each_document
 from spanjudge.recognition.evidence import (
@@ -85,6 +86,7 @@ def reconcile(
     out = _resumed_calls(out)
     out = _requested_arguments(out)
     looked_for = _known_skills(out, library)
+    looked_at = {id(step): step for step in out}  # (holding them: no id is reused)
     out = _catalogue_by_names(out, spans_by_id, looked_for)
     names = {e.name for s in out for e in s.catalogue} | set(library.skills)
     ordinary = _ordinary_uses(out, names)
@@ -95,8 +97,10 @@ def reconcile(
     out = _bodies_from_messages(out)
     out = each_document(_one_activation(out))
     # Skills known only from the loads found since: a prompt naming one of the others was
-    # found above, and rescanning for them would find nothing more.
-    out = _catalogue_by_names(out, spans_by_id, _known_skills(out, library) - looked_for)
+    # found above, and rescanning for them would find nothing more. (A step looked at above
+    # shows what it showed then: only the steps made since are read.)
+    since = [step for step in out if looked_at.get(id(step)) is not step]
+    out = _catalogue_by_names(out, spans_by_id, _known_skills(since, library) - looked_for)
     out = not_concatenated(out)
     out = _turns_from_model_calls(out)
     return [_with_body_source(s, library) for s in out]
@@ -208,8 +212,11 @@ def _known_skills(steps: list[Step], library: SkillLibrary) -> set[str]:
     for step in steps:
         if step.kind == "skill_load" and step.skill:
             known.add(step.skill)
-        for text in (step.skill_body, step.result, *(body for _, body in step.bodies_seen)):
+        for text in (step.skill_body, step.result):
             if (name := front_matter_name(text)) is not None:
+                known.add(name)
+        for _, body in step.bodies_seen:
+            if (name := front_matter_name(body)) is not None:
                 known.add(name)
     return known
 
@@ -219,13 +226,16 @@ def _catalogue_by_names(
 ) -> list[Step]:
     """A list of named entries in a model call's or turn's prompt that names one of the
     ``skills`` (`_known_skills`) no catalogue offers yet is offered to that step too."""
+    if not skills:  # (most second passes: no skill came to light since the first)
+        return steps
     known = skills - {entry.name for step in steps for entry in step.catalogue}
     if not known:
         return steps
     out = []
+    read: dict[str, list[tuple[str, str]]] = {}  # text -> its entries: calls repeat the history
     for step in steps:
         span = spans_by_id.get(step.span_id) if step.kind in _PROMPTED else None
-        entries = _entries_naming(span, known) if span is not None else ()
+        entries = _entries_naming(span, known, read) if span is not None else ()
         if entries:
             have = {entry.name for entry in step.catalogue}
             step = replace(
@@ -235,14 +245,21 @@ def _catalogue_by_names(
     return out
 
 
-def _entries_naming(span: SpanRecord, known: set[str]) -> tuple[CatalogueEntry, ...]:
+def _entries_naming(
+    span: SpanRecord, known: set[str], read: dict[str, list[tuple[str, str]]]
+) -> tuple[CatalogueEntry, ...]:
+    """The entries of lists naming one of ``known`` in the span's texts; ``read`` holds what
+    each text already read gave (the same ``known``)."""
     texts: list[str] = []
     values = [*span.attributes.values(), *(v for e in span.events for v in e.attributes.values())]
     for value in values:
         _texts_in(value, texts, 0)
     found: dict[str, CatalogueEntry] = {}
     for text in texts:
-        for name, description in by_layout(text, known):
+        layout = read.get(text)
+        if layout is None:
+            layout = read[text] = by_layout(text, known)
+        for name, description in layout:
             found.setdefault(
                 name, CatalogueEntry(name=name, description=description, source=TRACE_LAYOUT)
             )
@@ -254,16 +271,16 @@ def _texts_in(value: object, texts: list[str], depth: int) -> None:
     if len(texts) >= _MAX_TEXTS or depth > _MAX_DEPTH:
         return
     if isinstance(value, str):
-        parsed = parse_json(value) if value[:1] in "[{" else value
+        parsed = read_json(value) if value[:1] in "[{" else value
         if not isinstance(parsed, str):
             _texts_in(parsed, texts, depth + 1)
         elif "\n" in value:
             texts.append(value)
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            _texts_in(item, texts, depth + 1)
-    elif isinstance(value, (list, tuple)):
+    elif isinstance(value, (list, tuple)):  # (never a Mapping: asked first, no ABC check)
         for item in value:
+            _texts_in(item, texts, depth + 1)
+    elif isinstance(value, (dict, Mapping)):
+        for item in value.values():
             _texts_in(item, texts, depth + 1)
 
 
@@ -491,7 +508,7 @@ def _unexecuted_requests(
             body = None
             if answer is not None:  # what the agent sent back decides how the call went
                 attempt = _answered(attempt, answer)
-                body = body_of(parse_json(answer.text), answer.text) if answer.text else None
+                body = _result_body(answer.text) if answer.text else None
             elif (step.span_id, at) in aborted:  # the run ended before any result came back
                 attempt = replace(attempt, status="unset", error=None)
             skill = skill_of_call(request.name, request.arguments)
@@ -631,6 +648,12 @@ def _requests_without_execution(
     return {(entry[1], entry[2]) for waiting in open_requests.values() for entry in waiting}
 
 
+@lru_cache(maxsize=128)  # several rules in a row read the same results of a session
+def _result_body(text: str) -> str | None:
+    """The SKILL.md text a result written as ``text`` carries (`body_of` its payload)."""
+    return body_of(parse_json(text), text)
+
+
 def _same(text: str | None) -> str | None:
     """A result as compared between a tool span and the message that sent it back."""
     return " ".join(text.split()) if text else None
@@ -647,7 +670,7 @@ def _load_by_evidence(
     skill, named_by_key = _named_skill(step.name, step.arguments, names, ordinary)
     if skill is None and not library.skills and not _named_as_data(step, names, ordinary):
         return step
-    body = body_of(parse_json(step.result), step.result) if step.result else None
+    body = _result_body(step.result) if step.result else None
     named = front_matter_name(body)
     if (known := library.skill_in(body)) is not None and skill in (None, known.name):
         skill, named_by_key = known.name, True
@@ -709,7 +732,7 @@ def _ordinary_uses(steps: Sequence[Step], names: set[str]) -> set[tuple[str, str
         if step.kind != "tool_call" or step.failed or not (step.result or "").strip():
             continue
         text = step.result or ""
-        body = body_of(parse_json(text), text)
+        body = _result_body(text)
         if is_refusal(text[:500]) or front_matter_name(body) or reads_as_instructions(body):
             continue
         if isinstance(step.arguments, str) and step.arguments.strip() not in names:
@@ -754,7 +777,7 @@ def _loads_by_definition(steps: list[Step]) -> list[Step]:
     for step in steps:
         name = named_argument(step.arguments) if step.kind == "tool_call" else None
         if name is not None and describes_loader(descriptions.get(step.name)):
-            body = body_of(parse_json(step.result), step.result) if step.result else None
+            body = _result_body(step.result) if step.result else None
             load = as_skill_load(
                 step, name, body, has_result=step.result is not None or step.error is not None
             )

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from spanjudge.recognition.answers import assistant_text
@@ -122,9 +123,10 @@ class ShapeRecogniser:
     def _model_call(self, span: SpanRecord) -> list[Step] | None:
         """A span below the turn with prompt- and response-shaped attributes: one model call,
         its text, the tools it asked for and its token counts."""
-        prompt = _first(span, _PROMPT) or _given(span, _BARE[0])
-        response = _first(span, _RESPONSE) or _bare(span, _BARE[1])
-        asked = _asked(span)
+        prompt, response, asked_key = _shaped_keys(span)
+        prompt = prompt or _given(span, _BARE[0])
+        response = response or _bare(span, _BARE[1])
+        asked = _asked(span, asked_key)
         if prompt is None or (response is None and not asked):
             return None
         request, system = _request(span.attributes[prompt])
@@ -169,8 +171,9 @@ class ShapeRecogniser:
         return tool_step(facts, span_fields(span, PRESET))
 
     def _turn(self, span: SpanRecord) -> list[Step] | None:
-        prompt = _first(span, _PROMPT) or _bare(span, _BARE[0])
-        response = _first(span, _RESPONSE) or _bare(span, _BARE[1])
+        prompt, response, _ = _shaped_keys(span)
+        prompt = prompt or _bare(span, _BARE[0])
+        response = response or _bare(span, _BARE[1])
         if prompt is None or response is None:
             return None
         request, system = _request(span.attributes[prompt])
@@ -223,20 +226,32 @@ def _read_above(span: SpanRecord, by_id: dict[str, SpanRecord], read: set[str]) 
 def _tool_keys(span: SpanRecord) -> tuple[str, Any, str | None] | None:
     """(tool name, arguments, result key) when the span is a tool call by its shape."""
     attributes = span.attributes
-    named_call = _TOOL_SPAN.search(span.name) is not None
+    named_call = _named_call(span.name)
     for key, value in attributes.items():
         if key[-4:].lower() != "name":  # most keys: no pattern run
             continue
-        match = _TOOL_NAME.match(key)
-        if match is None or not isinstance(value, str) or not value.strip():
+        prefix = _tool_prefix(key)
+        if prefix is None or not isinstance(value, str) or not value.strip():
             continue
-        prefix = match.group("p")
         arguments = _under(attributes, prefix, _ARGUMENT_WORDS)
         result = _under(attributes, prefix, _RESULT_WORDS)
         if arguments is not None or result is not None or named_call:
             decoded = parse_json(attributes[arguments]) if arguments is not None else None
             return value.strip(), decoded, result
     return None
+
+
+@lru_cache(maxsize=1024)  # spans of one kind carry the same keys: each is matched once
+def _tool_prefix(key: str) -> str | None:
+    """The `<prefix>` of a `<prefix>.name` key whose prefix says tool or function, else None."""
+    match = _TOOL_NAME.match(key)
+    return match.group("p") if match is not None else None
+
+
+@lru_cache(maxsize=1024)
+def _named_call(name: str) -> bool:
+    """The span's name says tool or function call (`_TOOL_SPAN`)."""
+    return _TOOL_SPAN.search(name) is not None
 
 
 def _under(attributes: Any, prefix: str, words: tuple[str, ...]) -> str | None:
@@ -266,19 +281,27 @@ def _bare(span: SpanRecord, key: str) -> str | None:
     return key if found else None
 
 
-def _first(span: SpanRecord, pattern: re.Pattern[str]) -> str | None:
-    """The first key matching ``pattern`` with text. The GenAI conventions' own message keys
-    are not shapes: the GenAI preset reads them, and a span it left alone that carries them
-    (an event-loop cycle repeating the conversation) is no call."""
+_SHAPES = (_PROMPT, _RESPONSE, _ASKED)
+
+
+def _shaped_keys(span: SpanRecord) -> tuple[str | None, str | None, str | None]:
+    """The first key with text of each shape (prompt, response, the tools asked for), from
+    one look at the span's keys. The GenAI conventions' own message keys are not shapes: the
+    GenAI preset reads them, and a span it left alone that carries them (an event-loop cycle
+    repeating the conversation) is no call."""
+    found: list[str | None] = [None, None, None]
     for key, value in span.attributes.items():
-        if (
-            pattern.search(key)
-            and not key.startswith("gen_ai.")
-            and isinstance(value, str)
-            and value.strip()
-        ):
-            return key
-    return None
+        if key.startswith("gen_ai.") or not isinstance(value, str):
+            continue
+        for at, pattern in enumerate(_SHAPES):
+            if found[at] is None and _shaped(pattern, key) and value.strip():
+                found[at] = key
+    return found[0], found[1], found[2]
+
+
+@lru_cache(maxsize=4096)  # spans of one kind carry the same keys: each is matched once
+def _shaped(pattern: re.Pattern[str], key: str) -> bool:
+    return pattern.search(key) is not None
 
 
 def _request(prompt: Any) -> tuple[str | None, str | None]:
@@ -374,10 +397,9 @@ def _tokens(span: SpanRecord, pattern: re.Pattern[str]) -> int | None:
     return None
 
 
-def _asked(span: SpanRecord) -> tuple[ToolRequest, ...]:
+def _asked(span: SpanRecord, key: str | None) -> tuple[ToolRequest, ...]:
     """The tool calls a model output lists (each with a name, and an id and arguments when
-    recorded), under a `tool calls` key."""
-    key = _first(span, _ASKED)
+    recorded), under the `tool calls` key ``key`` (`_shaped_keys`)."""
     calls = parse_json(span.attributes[key]) if key is not None else None
     if calls is None:  # or inside a bare output: `{"text": "", "toolCalls": [...]}`
         output = parse_json(span.attributes.get(_BARE[1]))
