@@ -214,6 +214,8 @@ class Pipeline:
         """Flush every sink within ``timeout_s`` overall."""
         deadline = time.monotonic() + max(0.0, timeout_s)
         ok = True
+        if self.telemetry is not None:
+            self.telemetry.flush()  # what a batching telemetry holds goes with the sinks'
         for sink in self.sinks:
             try:
                 ok = sink.flush(max(0.0, deadline - time.monotonic())) and ok
@@ -225,6 +227,8 @@ class Pipeline:
         return ok
 
     def shutdown(self) -> None:
+        if self.telemetry is not None:
+            self.telemetry.flush()
         for sink in self.sinks:
             try:
                 sink.shutdown()
