@@ -159,10 +159,10 @@ class Pipeline:
         taken. ``sizes``: each span's `estimate_size`, when the decoder worked them out."""
         spans, sizes = agent_spans(spans, sizes)
         clock = self.event_clock
-        if clock is not None:  # before the store takes them: their sessions are seen "now"
-            for span in spans:
-                if span.end_unix_nano / 1e9 > clock.now:
-                    clock.now = span.end_unix_nano / 1e9
+        if clock is not None and spans:  # before the store takes them: seen "now"
+            latest = max(span.end_unix_nano for span in spans) / 1e9
+            if latest > clock.now:
+                clock.now = latest
         store = self.store
         refused = store.refused_keys
         if sizes is None:
