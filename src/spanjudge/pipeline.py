@@ -159,10 +159,10 @@ class Pipeline:
         taken. ``sizes``: each span's `estimate_size`, when the decoder worked them out."""
         spans, sizes = agent_spans(spans, sizes)
         clock = self.event_clock
-        if clock is not None:  # before the store takes them: their sessions are seen "now"
-            for span in spans:
-                if span.end_unix_nano / 1e9 > clock.now:
-                    clock.now = span.end_unix_nano / 1e9
+        if clock is not None and spans:  # before the store takes them: seen "now"
+            latest = max(span.end_unix_nano for span in spans) / 1e9
+            if latest > clock.now:
+                clock.now = latest
         store = self.store
         refused = store.refused_keys
         if sizes is None:
@@ -214,6 +214,8 @@ class Pipeline:
         """Flush every sink within ``timeout_s`` overall."""
         deadline = time.monotonic() + max(0.0, timeout_s)
         ok = True
+        if self.telemetry is not None:
+            self.telemetry.flush()  # what a batching telemetry holds goes with the sinks'
         for sink in self.sinks:
             try:
                 ok = sink.flush(max(0.0, deadline - time.monotonic())) and ok
@@ -225,6 +227,8 @@ class Pipeline:
         return ok
 
     def shutdown(self) -> None:
+        if self.telemetry is not None:
+            self.telemetry.flush()
         for sink in self.sinks:
             try:
                 sink.shutdown()

@@ -43,6 +43,11 @@ class Target:
         }
 
 
+# The target of a verdict about the whole session: one value every such verdict shares (it is
+# frozen), not one built per verdict.
+NO_TARGET = Target()
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Verdict:
     """One judgement. ``not_evaluated`` always has a ``reason`` and never a score."""
@@ -53,7 +58,7 @@ class Verdict:
     label: str
     explanation: str
     reason: str | None = None
-    target: Target = field(default_factory=Target)
+    target: Target = NO_TARGET
     judge: str = "rule"
     evidence: tuple[str, ...] = ()
     error_type: str | None = None
@@ -123,7 +128,7 @@ def not_evaluated(
         label="not_evaluated",
         explanation=explanation,
         reason=reason,
-        target=target or Target(),
+        target=target or NO_TARGET,
         judge=judge,
         error_type=error_type,
         evidence=evidence,

@@ -397,3 +397,38 @@ def test_collections_running_alongside_lose_and_double_nothing(
     for key, value in want.items():
         counts = value[0] + (value[1],) if isinstance(value, tuple) else (value,)
         assert totals.get(key) == list(counts), key
+
+
+def _telemetry_points(batch: bool, temporality: Any = None) -> list[dict[Any, Any]]:
+    """Self-telemetry data points read while sessions close: after each of them (no flush: the
+    collection takes what is held) and after a flush."""
+    from spanjudge.emit.metrics import SelfTelemetry
+
+    reader = InMemoryMetricReader(preferred_temporality=temporality)
+    other = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader, other])
+    telemetry = SelfTelemetry(provider, batch=batch)
+    snapshots = []
+    for i, (state, seconds) in enumerate(
+        [("evaluated", 0.004), ("incomplete", 0.25), ("evaluated", 0.0), ("evicted", 3.5)] * 3
+    ):
+        telemetry.session_closed(state)
+        telemetry.evaluation_duration(seconds)
+        if i % 4 == 3:
+            snapshots.append(_points(reader))
+    telemetry.session_closed("evaluated")
+    telemetry.evaluation_duration(-1.0)  # a clock that went back: recorded as 0
+    telemetry.flush()
+    snapshots.append(_points(reader))
+    snapshots.append(_points(other))
+    return snapshots
+
+
+@pytest.mark.parametrize("temporality", [None, DELTA])
+def test_batched_self_telemetry_equals_one_call_per_session(temporality: Any) -> None:
+    batched = _telemetry_points(True, temporality)
+    assert batched == _telemetry_points(False, temporality)
+    last = batched[-2]
+    assert last[("spanjudge.sessions", (("spanjudge.session.state", "evaluated"),))] == (
+        7 if temporality is None else 1
+    )

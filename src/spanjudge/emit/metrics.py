@@ -465,12 +465,24 @@ class MetricsSink:
 
 
 class SelfTelemetry:
-    """spanjudge's own health: spans in and dropped, open sessions, evaluation time, closes."""
+    """spanjudge's own health: spans in and dropped, open sessions, evaluation time, closes.
 
-    def __init__(self, meter_provider: Any = None) -> None:
+    With ``batch`` the two measurements taken once per session (`evaluation_duration` and
+    `session_closed`) are held and handed to the SDK one step per series, as a batching
+    `MetricsSink` does with the verdict metrics: by `flush` (the pipeline's `flush` calls it),
+    at the start of every collection (so every export and scrape has all of them) and once
+    `MAX_HELD` durations are held."""
+
+    MAX_HELD = 1024
+
+    def __init__(self, meter_provider: Any = None, *, batch: bool = False) -> None:
         meter = _meter(meter_provider)
         self._open_fn: Callable[[], int] | None = None
         self._lock = threading.Lock()
+        self._batch = batch
+        self._sdk = SdkSeries()
+        self._held_durations: list[float] = []  # held evaluation durations, in the order taken
+        self._held_closed: dict[str, int] = {}  # session state -> closes held
         self._received = meter.create_counter(
             semconv.M_SPANS_RECEIVED, unit="1", description="Spans handed to spanjudge"
         )
@@ -513,8 +525,23 @@ class SelfTelemetry:
         )
 
     def _observe_open(self, options: CallbackOptions) -> Iterable[Observation]:
+        # A collection is under way: what is held goes in with it.
+        self.flush()
         fn = self._open_fn
         return [Observation(fn())] if fn is not None else []
+
+    def flush(self) -> None:
+        """Hand the held measurements to the SDK (nothing to do unless batching)."""
+        with self._lock:  # held while writing: batches reach the SDK in the order taken
+            durations, self._held_durations = self._held_durations, []
+            closed, self._held_closed = self._held_closed, {}
+            if durations and not self._sdk.write(self._eval_duration, (), durations):
+                for seconds in durations:
+                    self._eval_duration.record(seconds)
+            for state, n in closed.items():
+                attrs = {semconv.SJ_SESSION_STATE: state}
+                if not self._sdk.write(self._sessions, tuple(attrs.items()), n):
+                    self._sessions.add(n, attrs)
 
     def set_open_sessions_callback(self, fn: Callable[[], int]) -> None:
         self._open_fn = fn
@@ -533,11 +560,22 @@ class SelfTelemetry:
             self._logs_unread.add(n, {semconv.DROP_REASON: reason})
 
     def evaluation_duration(self, seconds: float) -> None:
-        self._eval_duration.record(max(0.0, seconds))
+        if not self._batch:
+            self._eval_duration.record(max(0.0, seconds))
+            return
+        with self._lock:
+            self._held_durations.append(max(0.0, seconds))
+            full = len(self._held_durations) >= self.MAX_HELD
+        if full:
+            self.flush()
 
     def session_closed(self, state: str) -> None:
         """`state`: evaluated, incomplete or evicted (`spanjudge.session.state`)."""
-        self._sessions.add(1, {semconv.SJ_SESSION_STATE: state})
+        if not self._batch:
+            self._sessions.add(1, {semconv.SJ_SESSION_STATE: state})
+            return
+        with self._lock:
+            self._held_closed[state] = self._held_closed.get(state, 0) + 1
 
     def non_agent_trace(self) -> None:
         self._non_agent.add(1)

@@ -144,7 +144,9 @@ class JsonReportWriter:
         self.out.write(f'{{"spanjudge_version": {json.dumps(__version__)}, "sessions": [')
 
     def session(self, result: SessionResult) -> None:
-        self.out.write(("\n" if self.first else ",\n") + _dumps_session(session_to_json(result)))
+        text = _dumps_session(session_to_json(result))
+        self.out.write("\n" if self.first else ",\n")  # not prepended: that copies the text
+        self.out.write(text)
         self.first = False
 
     def end(self, summary: Summary, input_report: dict[str, Any]) -> None:

@@ -91,9 +91,13 @@ class Ledger:
                 self.deleted[resource] = span_id
 
 
+# `json.dumps(value, sort_keys=True, default=str)` with its encoder made once, not once a call
+_sorted_json = json.JSONEncoder(sort_keys=True, default=str).encode
+
+
 def _call_key(step: Step) -> str:
     try:
-        args = json.dumps(step.arguments, sort_keys=True, default=str)
+        args = _sorted_json(step.arguments)
     except (TypeError, ValueError):
         args = repr(step.arguments)
     return f"{step.name}\x1f{args}"

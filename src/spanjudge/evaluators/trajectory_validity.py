@@ -141,12 +141,17 @@ class TrajectoryValidity:
         # a configured or recorded schema there is nothing to validate: neither decodes anything.
         per_call = bool(self.forbidden_tools or self.allowed_tools or self.arg_rules)
         recorded = t.tool_schemas if self.trace_schemas else {}
+        # tool -> its schema (None: none usable), looked up once per tool, not once per call
+        schemas: dict[str, Any] = {}
         for step in calls:
             if per_call:
                 violations.extend(self._tool_violations(step))
             if not self.schemas and not recorded:
                 continue
-            schema = self._schema_for(step.name, recorded)
+            if step.name in schemas:
+                schema = schemas[step.name]
+            else:
+                schema = schemas[step.name] = self._schema_for(step.name, recorded)
             if schema is None:
                 continue
             arguments, checkable = _decoded(step.arguments)

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from jsonschema.protocols import Validator
 
 RULE_KINDS = ("glob", "regex", "not_glob", "not_regex")
+# `json.dumps(value, sort_keys=True)` with its encoder made once, not once a call
+_sorted_json = json.JSONEncoder(sort_keys=True).encode
 
 
 def glob_to_regex(pattern: str) -> re.Pattern[str]:
@@ -205,7 +207,7 @@ def validate_schema(value: Any, schema: Any) -> list[str]:
     # Agents call a tool with the same arguments again and again (retries, loops, the same task
     # run many times): each distinct value is validated once per schema.
     try:
-        key: str | None = json.dumps(value, sort_keys=True)
+        key: str | None = _sorted_json(value)
     except (TypeError, ValueError):
         key = None
     known = checked.results.get(key) if key is not None else None

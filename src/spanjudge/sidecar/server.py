@@ -189,7 +189,9 @@ class Sidecar:
             # process that must be ours, or those metrics never reach /metrics or the export.
             _adopt_as_global(self.meter_provider)
         self.engine = engine or Engine(config)
-        telemetry = SelfTelemetry(self.meter_provider)
+        # Per-session measurements handed over with each flush of the sinks and before every
+        # collection, one step per series.
+        telemetry = SelfTelemetry(self.meter_provider, batch=True)
         self.export = build_verdict_export(serve.export, resource, telemetry.internal_error)
         sinks: list[Sink] = [
             MetricsSink(

@@ -245,7 +245,7 @@ def assemble(
     task_id = run_seed = agent_name = None
     listed: Any = None
     resource: Any = None  # the last resource looked at: a request's spans share theirs
-    in_resource = False
+    in_resource = read_resource = False
     for span in spans:
         own = span.attributes
         if agent_name is None:
@@ -253,8 +253,12 @@ def assemble(
         if span.resource is not resource:
             resource = span.resource
             in_resource = not resource.keys().isdisjoint(_SESSION_KEYS)
-        if not in_resource and own.keys().isdisjoint(_SESSION_KEYS_OR_METADATA):
-            continue  # most spans: none of the keys below, so nothing to read
+            read_resource = False
+        if own.keys().isdisjoint(_SESSION_KEYS_OR_METADATA):
+            # most spans: none of the keys below, or only their resource's, read once
+            if not in_resource or read_resource:
+                continue
+            read_resource = True
         attrs = _session_attrs(span)
         named = attrs.get(semconv.SJ_EXPECTED_SKILLS)
         if named is not None and named != listed:  # every span repeats the same list
