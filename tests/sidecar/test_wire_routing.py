@@ -78,6 +78,11 @@ def _odd_request() -> bytes:
         _span(15, parent_span_id=(14).to_bytes(8, "big")),  # a cycle with 14
         _span(16, links=[Span.Link(trace_id=b"\x01", span_id=b"\x02" * 8)]),
         _span(17),  # no key: its trace's
+        _span(  # the key's name only in a value and an event: no key either
+            19,
+            ("note", _value(string_value="\n\nsession.id")),
+            events=[Span.Event(name="e", attributes=[KeyValue(key="session.id")])],
+        ),
     ]
     own = ScopeSpans(scope={"name": "spanjudge"}, spans=[_span(18)])
     resources = [
@@ -111,7 +116,9 @@ def test_heads_route_and_decode_as_the_whole_request(bodies: list[bytes], limits
         assert [(h.trace_id, h.span_id) for h in heads.records] == [
             (r.trace_id, r.span_id) for r in whole.records
         ]
+        wanted = {"session.id", "gen_ai.conversation.id", *KEYS}
         for head, record in zip(heads.records, whole.records, strict=True):
+            assert head.attributes == {k: v for k, v in record.attributes.items() if k in wanted}
             assert session_key(head, KEYS) == session_key(record, KEYS)
             assert group_of(head, KEYS) == group_of(record, KEYS)
         kept_heads, _ = agent_spans(heads.records)
@@ -124,7 +131,7 @@ def test_heads_route_and_decode_as_the_whole_request(bodies: list[bytes], limits
         for process, part in by_records.items():
             assert records_of(payload(by_heads[process].records), limits) == part.records
         compared += len(whole.records)
-    assert compared > 100 if len(bodies) > 1 else compared == 10
+    assert compared > 100 if len(bodies) > 1 else compared == 11
 
 
 def test_the_odd_request_has_keys_of_every_kind_and_rejected_spans() -> None:
@@ -144,6 +151,7 @@ def test_the_odd_request_has_keys_of_every_kind_and_rejected_spans() -> None:
         ("r", "session.id"),
         ("r", "session.id"),  # spanjudge's own span (left out before routing)
         None,  # the other resource's: no key in the span or its resource
+        None,  # the key's name in a value and an event attribute
     ]
     problems = " ".join(str(p) for p in decoded.problems)
     for field in ("traceId", "spanId", "endTimeUnixNano", "kind", "startTimeUnixNano"):

@@ -19,6 +19,7 @@ from spanjudge.spans.record import (
     STATUS_CODES,
     AttrValue,
     SpanEvent,
+    SpanEventDraft,
     SpanLink,
     SpanRecord,
     SpanRecordDraft,
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
         ExportTraceServiceRequest,
     )
     from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
-    from opentelemetry.proto.trace.v1.trace_pb2 import Span
+    from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,9 +107,11 @@ _N_STATUS = len(STATUS_CODES)
 _new = object.__new__
 
 
-def _checked(span: Span) -> tuple[str, str, str | None, int, int]:
-    """The span's trace id, span id, parent and start and end times, every field the decoders
-    keep checked (kind, status and links too); raises `IdError`/`ValueError` naming the field."""
+def _checked(span: Span) -> tuple[str, str, str | None, int, int, Status, Sequence[Span.Link]]:
+    """The span's trace id, span id, parent, start and end times, status and links, every field
+    the decoders keep checked (kind too); raises `IdError`/`ValueError` naming the field. The
+    status and links are handed on because each read of a sub-message (even an empty one)
+    builds a new Python object for it."""
     raw = span.trace_id
     if len(raw) != 16 or raw == _ZERO_TRACE:
         id_from_bytes(raw, 16, "traceId")  # raises with the reason
@@ -130,12 +133,15 @@ def _checked(span: Span) -> tuple[str, str, str | None, int, int]:
         raise ValueError(f"endTimeUnixNano: {end} is before startTimeUnixNano {start}")
     if not 0 <= span.kind < _N_KINDS:
         raise ValueError(f"kind: unknown span kind {span.kind}")
-    if not 0 <= span.status.code < _N_STATUS:
-        raise ValueError(f"status.code: unknown status code {span.status.code}")
-    for link in span.links:
-        id_from_bytes(link.trace_id, 16, "links.traceId")
-        id_from_bytes(link.span_id, 8, "links.spanId")
-    return trace_id, span_id, parent, start, end
+    status = span.status
+    if not 0 <= status.code < _N_STATUS:
+        raise ValueError(f"status.code: unknown status code {status.code}")
+    links = span.links
+    if links:
+        for link in links:
+            id_from_bytes(link.trace_id, 16, "links.traceId")
+            id_from_bytes(link.span_id, 8, "links.spanId")
+    return trace_id, span_id, parent, start, end, status, links
 
 
 def span_from_proto(
@@ -146,22 +152,22 @@ def span_from_proto(
     limits: Limits = DEFAULT_LIMITS,
 ) -> SpanRecord:
     """Decode one span; raises `IdError`/`ValueError` with the field name on bad input."""
-    trace_id, span_id, parent, start, end = _checked(span)
-    status = span.status
+    trace_id, span_id, parent, start, end, status, span_links = _checked(span)
     attributes, cuts = _attrs(span.attributes, limits)
     events: tuple[SpanEvent, ...] = ()
     span_events = span.events
     if span_events:
         decoded = []
         for ev in span_events[: limits.max_events_per_span]:
-            ev_attrs, n = _attrs(ev.attributes, limits)
+            event = _new(SpanEventDraft)
+            event.name = ev.name
+            event.time_unix_nano = ev.time_unix_nano
+            event.attributes, n = _attrs(ev.attributes, limits)
+            event.__class__ = SpanEvent
             cuts += n
-            decoded.append(
-                SpanEvent(name=ev.name, time_unix_nano=ev.time_unix_nano, attributes=ev_attrs)
-            )
+            decoded.append(event)
         events = tuple(decoded)
         cuts += max(0, len(span_events) - limits.max_events_per_span)
-    span_links = span.links
     links: tuple[SpanLink, ...] = ()
     if span_links:  # checked above
         links = tuple(
@@ -271,7 +277,7 @@ def read_heads(
             scope_wire = ScopeSpans(scope=ss.scope, schema_url=ss.schema_url).SerializeToString()
             for pi, span in enumerate(ss.spans):
                 try:
-                    trace_id, span_id, parent, start, end = _checked(span)
+                    trace_id, span_id, parent, start, end, _, _ = _checked(span)
                 except (IdError, ValueError) as exc:
                     path = f"resourceSpans[{ri}].scopeSpans[{si}].spans[{pi}]"
                     problems.append(SpanProblem(path, str(exc)))
