@@ -100,17 +100,29 @@ def test_all_attributes_in_their_order() -> None:
 
 
 def test_equal_values_of_other_types_stay_apart() -> None:
-    """`True == 1 == 1.0` in Python; each is written with its own type even for an attribute
-    whose encodings are kept (a score)."""
-    key = "gen_ai.evaluation.score.value"
-    for value, expected in [
-        (1.0, AnyValue(double_value=1.0)),
-        (1, AnyValue(int_value=1)),
-        (True, AnyValue(bool_value=True)),
-        (1.0, AnyValue(double_value=1.0)),
-    ]:
-        mine = otlp.attributes(SPAN_ATTRIBUTES, otlp.encoded_attributes({key: value}))
-        assert mine == Span(attributes=[KeyValue(key=key, value=expected)]).SerializeToString()
+    """`True == 1 == 1.0` and `0.0 == -0.0` in Python; each is written as itself, whichever
+    came first, for a score and for a label (a plugin may return any attribute value)."""
+    for key in ("gen_ai.evaluation.score.value", "gen_ai.evaluation.score.label"):
+        for value, expected in [
+            (1.0, AnyValue(double_value=1.0)),
+            (1, AnyValue(int_value=1)),
+            (True, AnyValue(bool_value=True)),
+            (1.0, AnyValue(double_value=1.0)),
+            (0.0, AnyValue(double_value=0.0)),
+            (-0.0, AnyValue(double_value=-0.0)),
+            (0.0, AnyValue(double_value=0.0)),
+            (
+                ["pass", "fail"],
+                AnyValue(
+                    array_value=ArrayValue(
+                        values=[AnyValue(string_value="pass"), AnyValue(string_value="fail")]
+                    )
+                ),
+            ),
+        ]:
+            mine = otlp.attributes(SPAN_ATTRIBUTES, otlp.encoded_attributes({key: value}))
+            expected_span = Span(attributes=[KeyValue(key=key, value=expected)])
+            assert mine == expected_span.SerializeToString(), (key, value)
 
 
 def test_an_int_outside_int64_is_refused_as_protobuf_refuses_it() -> None:

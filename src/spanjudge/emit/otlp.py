@@ -124,12 +124,11 @@ _RECORD_SEVERITY = {
 _RECORD_BODY_EMPTY = wire.message(_RECORD_BODY, b"")  # an empty `AnyValue`, set
 _RECORD_EVENT_NAME_FIELD = wire.string(_RECORD_EVENT_NAME, semconv.EV_EVALUATION_RESULT)
 
-# Verdict attributes whose values come from small sets (evaluator names, scores, labels,
+# Verdict attributes whose values come from small sets of strings (evaluator names, labels,
 # outcomes, judges, reasons, skills, error types): each pair is encoded once.
 _FEW_VALUES = frozenset(
     {
         semconv.GEN_AI_EVALUATION_NAME,
-        semconv.GEN_AI_EVALUATION_SCORE_VALUE,
         semconv.GEN_AI_EVALUATION_SCORE_LABEL,
         semconv.SJ_OUTCOME,
         semconv.SJ_JUDGE,
@@ -194,13 +193,17 @@ def key_value(key: str, value: object) -> bytes:
     return wire.sized(_key(key) + wire.message(_VALUE, any_value_bytes(value)))
 
 
-_few_key_value = functools.lru_cache(maxsize=1024, typed=True)(key_value)
+_few_key_value = functools.lru_cache(maxsize=1024)(key_value)
 
 
 def encoded_attributes(attributes: Mapping[str, object]) -> list[bytes]:
-    """Each attribute's `key_value`, in order."""
+    """Each attribute's `key_value`, in order. Only strings are looked up among the kept
+    encodings: values that compare equal can be written differently (`0.0` and `-0.0`, `1`
+    and `True`), and a list cannot be a key."""
     return [
-        _few_key_value(key, value) if key in _FEW_VALUES else key_value(key, value)
+        _few_key_value(key, value)
+        if key in _FEW_VALUES and isinstance(value, str)
+        else key_value(key, value)
         for key, value in attributes.items()
     ]
 
