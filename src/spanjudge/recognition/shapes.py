@@ -241,17 +241,42 @@ def _tool_keys(span: SpanRecord) -> tuple[str, Any, str | None] | None:
     return None
 
 
-@lru_cache(maxsize=1024)  # spans of one kind carry the same keys: each is matched once
+# Spans of one kind carry the same keys and names, so each is matched once and the answer
+# remembered; only short ones, since a cache keeps its keys after their sessions are gone and
+# keys and names have no length limit. Longer ones are matched each time.
+_REMEMBERED_CHARS = 256
+
+
 def _tool_prefix(key: str) -> str | None:
     """The `<prefix>` of a `<prefix>.name` key whose prefix says tool or function, else None."""
+    if len(key) > _REMEMBERED_CHARS:
+        return _match_tool_prefix(key)
+    return _remembered_tool_prefix(key)
+
+
+def _match_tool_prefix(key: str) -> str | None:
     match = _TOOL_NAME.match(key)
     return match.group("p") if match is not None else None
 
 
-@lru_cache(maxsize=1024)
+_remembered_tool_prefix = lru_cache(maxsize=1024)(_match_tool_prefix)
+
+
 def _named_call(name: str) -> bool:
     """The span's name says tool or function call (`_TOOL_SPAN`)."""
-    return _TOOL_SPAN.search(name) is not None
+    return _found(_TOOL_SPAN, name)
+
+
+def _found(pattern: re.Pattern[str], text: str) -> bool:
+    """Whether ``pattern`` is found in ``text``, a key or a name (remembered when short)."""
+    if len(text) > _REMEMBERED_CHARS:
+        return pattern.search(text) is not None
+    return _remembered_found(pattern, text)
+
+
+@lru_cache(maxsize=4096)
+def _remembered_found(pattern: re.Pattern[str], text: str) -> bool:
+    return pattern.search(text) is not None
 
 
 def _under(attributes: Any, prefix: str, words: tuple[str, ...]) -> str | None:
@@ -294,14 +319,9 @@ def _shaped_keys(span: SpanRecord) -> tuple[str | None, str | None, str | None]:
         if key.startswith("gen_ai.") or not isinstance(value, str):
             continue
         for at, pattern in enumerate(_SHAPES):
-            if found[at] is None and _shaped(pattern, key) and value.strip():
+            if found[at] is None and _found(pattern, key) and value.strip():
                 found[at] = key
     return found[0], found[1], found[2]
-
-
-@lru_cache(maxsize=4096)  # spans of one kind carry the same keys: each is matched once
-def _shaped(pattern: re.Pattern[str], key: str) -> bool:
-    return pattern.search(key) is not None
 
 
 def _request(prompt: Any) -> tuple[str | None, str | None]:

@@ -55,7 +55,10 @@ class EffectMap:
             if name in self.overrides:
                 return self.overrides[name]
         for name in names:
-            effect = _classify(self.patterns, name)
+            if len(name) > _REMEMBERED_CHARS:  # a cache would keep it after its session
+                effect = _classify_tool(self.patterns, name)
+            else:
+                effect = _classify(self.patterns, name)
             if effect is not None:
                 return effect
         return None
@@ -150,9 +153,7 @@ def _rule_matches(
     return text.startswith(prefixes) or any(end in names for end in ends)
 
 
-@lru_cache(maxsize=4096)
-def _classify(patterns: tuple[tuple[str, Effect], ...], tool_name: str) -> Effect | None:
-    # Tool names repeat across every session: classify each once per pattern table.
+def _classify_tool(patterns: tuple[tuple[str, Effect], ...], tool_name: str) -> Effect | None:
     lowered = tool_name.lower()
     if patterns == DEFAULT_EFFECT_PATTERNS:
         for words, names, prefixes, effect in _DEFAULT_RULES:
@@ -166,6 +167,11 @@ def _classify(patterns: tuple[tuple[str, Effect], ...], tool_name: str) -> Effec
         if compiled.search(lowered) or compiled.search(tool_name):
             return effect
     return None
+
+
+# Tool names repeat across every session: a short one is classified once per pattern table.
+_REMEMBERED_CHARS = 256
+_classify = lru_cache(maxsize=4096)(_classify_tool)
 
 
 DEFAULT_EFFECT_MAP = EffectMap()

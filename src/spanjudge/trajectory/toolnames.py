@@ -18,15 +18,29 @@ SEPARATORS: tuple[str, ...] = ("__", "-", ".", "/", ":")
 _SEPARATOR = re.compile("|".join(map(re.escape, SEPARATORS)))
 
 
-@lru_cache(maxsize=4096)  # tool names repeat on every call of every session
+# Tool names repeat on every call of every session: a short one's candidates are found once
+# and remembered. A long one's are found each time, since a cache would keep it after its
+# session.
+_REMEMBERED_CHARS = 256
+
+
 def candidates(recorded: str) -> tuple[str, ...]:
     """The recorded name, then the base names after each namespace separator, longest first."""
+    if len(recorded) > _REMEMBERED_CHARS:
+        return _candidates(recorded)
+    return _remembered_candidates(recorded)
+
+
+def _candidates(recorded: str) -> tuple[str, ...]:
     out = [recorded]
     for match in _SEPARATOR.finditer(recorded):
         base = recorded[match.end() :]
         if base and base not in out:
             out.append(base)
     return tuple(out)
+
+
+_remembered_candidates = lru_cache(maxsize=4096)(_candidates)
 
 
 def same_tool(recorded: str, named: str) -> bool:
