@@ -432,3 +432,22 @@ def test_batched_self_telemetry_equals_one_call_per_session(temporality: Any) ->
     assert last[("spanjudge.sessions", (("spanjudge.session.state", "evaluated"),))] == (
         7 if temporality is None else 1
     )
+
+
+def test_batched_self_telemetry_keeps_the_order_of_metrics() -> None:
+    """Exporters and /metrics list metrics in the order the SDK first saw them: sessions
+    closed, then their evaluation time, batched or not."""
+    from spanjudge.emit.metrics import SelfTelemetry
+
+    names = []
+    for batch in (False, True):
+        reader = InMemoryMetricReader()
+        telemetry = SelfTelemetry(MeterProvider(metric_readers=[reader]), batch=batch)
+        telemetry.session_closed("evaluated")
+        telemetry.evaluation_duration(0.1)
+        telemetry.flush()
+        data = reader.get_metrics_data()
+        assert data is not None
+        names.append([m.name for m in data.resource_metrics[0].scope_metrics[0].metrics])
+    assert names[1] == names[0]
+    assert names[0].index("spanjudge.sessions") < names[0].index("spanjudge.evaluation.duration")

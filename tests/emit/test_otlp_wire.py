@@ -6,7 +6,9 @@ what the SDK path carries is `test_otel_contract.py`'s.)"""
 from __future__ import annotations
 
 import dataclasses
+import gc
 import glob
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -230,3 +232,21 @@ def test_event_and_link_limits_keep_the_latest_as_the_sdk_does(
         assert len(mine.events) == 2 and mine.dropped_events_count == len(result.verdicts) - 2
         assert len(mine.links) == 1 and mine.dropped_links_count > 0
         assert _timeless(mine) == _timeless(reference)
+
+
+def test_long_values_are_not_kept_after_their_sessions() -> None:
+    """Skill names come from traces and may be as long as an attribute value may be: encoding
+    them must not keep them (a cache of encodings keeps only short values)."""
+    encoded = otlp.encoded_attributes({"gen_ai.skill.name": "warm"})
+    assert encoded
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for n in range(200):
+            otlp.encoded_attributes({"gen_ai.skill.name": f"skill-{n:06d}" + "x" * 60_000})
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert kept < 200 * 60_000 // 4, f"{kept / 1e6:.1f} MB kept"

@@ -535,13 +535,15 @@ class SelfTelemetry:
         with self._lock:  # held while writing: batches reach the SDK in the order taken
             durations, self._held_durations = self._held_durations, []
             closed, self._held_closed = self._held_closed, {}
-            if durations and not self._sdk.write(self._eval_duration, (), durations):
-                for seconds in durations:
-                    self._eval_duration.record(seconds)
+            # Closes first, as a session is closed before its evaluation is timed: the SDK
+            # lists metrics in the order they were first written.
             for state, n in closed.items():
                 attrs = {semconv.SJ_SESSION_STATE: state}
                 if not self._sdk.write(self._sessions, tuple(attrs.items()), n):
                     self._sessions.add(n, attrs)
+            if durations and not self._sdk.write(self._eval_duration, (), durations):
+                for seconds in durations:
+                    self._eval_duration.record(seconds)
 
     def set_open_sessions_callback(self, fn: Callable[[], int]) -> None:
         self._open_fn = fn

@@ -194,15 +194,17 @@ def key_value(key: str, value: object) -> bytes:
 
 
 _few_key_value = functools.lru_cache(maxsize=1024)(key_value)
+_FEW_VALUE_CHARS = 256
 
 
 def encoded_attributes(attributes: Mapping[str, object]) -> list[bytes]:
-    """Each attribute's `key_value`, in order. Only strings are looked up among the kept
+    """Each attribute's `key_value`, in order. Only short strings are looked up among the kept
     encodings: values that compare equal can be written differently (`0.0` and `-0.0`, `1`
-    and `True`), and a list cannot be a key."""
+    and `True`), a list cannot be a key, and a long value (a skill name from a trace) would
+    stay in the cache after its session."""
     return [
         _few_key_value(key, value)
-        if key in _FEW_VALUES and isinstance(value, str)
+        if key in _FEW_VALUES and isinstance(value, str) and len(value) <= _FEW_VALUE_CHARS
         else key_value(key, value)
         for key, value in attributes.items()
     ]
