@@ -84,8 +84,12 @@ def _rollback(db: sqlite3.Connection) -> None:
 
 def group_of(span: SpanRecord | SpanHead, key_attributes: Sequence[str] = ()) -> str:
     """The spool group of a span: its session key, else its trace (keyless spans wait there)."""
-    found = session_key(span, key_attributes)
-    return "s:" + found[0] if found is not None else "t:" + span.trace_id
+    return group_for(session_key(span, key_attributes), span.trace_id)
+
+
+def group_for(found: tuple[str, str] | None, trace_id: str) -> str:
+    """`group_of` a span of ``trace_id`` whose `session_key` is ``found``."""
+    return "s:" + found[0] if found is not None else "t:" + trace_id
 
 
 @dataclass(frozen=True, slots=True)
