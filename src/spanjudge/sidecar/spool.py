@@ -260,12 +260,16 @@ class Spool:
                 if self._completions >= 1000:
                     self._completions = 0
                     if bound > self.keep_evaluated:
-                        db.execute(
-                            "DELETE FROM evaluated WHERE skey NOT IN "
-                            "(SELECT skey FROM evaluated ORDER BY at DESC LIMIT ?)",
-                            (self.keep_evaluated,),
-                        )
                         bound = db.execute("SELECT COUNT(*) FROM evaluated").fetchone()[0]
+                    if bound > self.keep_evaluated:
+                        # the oldest rows past the most recent `keep_evaluated`: a sort of
+                        # those few, not of the whole table
+                        db.execute(
+                            "DELETE FROM evaluated WHERE skey IN "
+                            "(SELECT skey FROM evaluated ORDER BY at LIMIT ?)",
+                            (bound - self.keep_evaluated,),
+                        )
+                        bound = self.keep_evaluated
                 if gone:
                     self._record(self.requests - gone)
                     lowered = True
