@@ -84,8 +84,12 @@ class Router:
         self.moved_spans = 0
 
     def route(
-        self, records: Sequence[Routable], sizes: Sequence[int] | None = None
+        self,
+        records: Sequence[Routable],
+        sizes: Sequence[int] | None = None,
+        keys: Sequence[tuple[str, str] | None] | None = None,
     ) -> dict[int, Routed]:
+        """Each record's process; ``keys``: each record's `session_key`, if looked up already."""
         out: dict[int, Routed] = {}
 
         def part(process: int) -> Routed:
@@ -103,11 +107,14 @@ class Router:
                 target.sizes.append(known[i])
             return target
 
+        if keys is None:
+            keys = [session_key(record, self.key_attributes) for record in records]
+        # a request's spans share few keys: each one's owner hashed once
+        owners: dict[str, int] = {}
         now = self.clock()
         self._expire(now)
-        for i, record in enumerate(records):
+        for i, (record, found) in enumerate(zip(records, keys, strict=True)):
             trace_id = record.trace_id
-            found = session_key(record, self.key_attributes)
             if found is None:
                 process = self._trace_owner.get(trace_id)
                 if process is None:
@@ -119,7 +126,9 @@ class Router:
                     process = held.process
                 take(process, i, record)
                 continue
-            process = owner(found[0], self.workers)
+            process = owners.get(found[0], -1)
+            if process < 0:
+                process = owners[found[0]] = owner(found[0], self.workers)
             target = take(process, i, record)
             if trace_id in self._trace_owner:
                 continue

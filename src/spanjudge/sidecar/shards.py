@@ -215,12 +215,20 @@ class ShardedWorker(Worker):
 
     # --- receiver side (submit lock held) ---
 
+    def _keys_needed(self) -> bool:
+        return True  # routing reads them
+
     def _enqueue(
-        self, request_id: int, records: Sequence[Routable], nbytes: int = 0, sizes: Any = None
+        self,
+        request_id: int,
+        records: Sequence[Routable],
+        nbytes: int = 0,
+        sizes: Any = None,
+        keys: Sequence[tuple[str, str] | None] | None = None,
     ) -> None:
         now = time.monotonic()
         total = len(records) or 1
-        for index, routed in self._router.route(records, sizes).items():
+        for index, routed in self._router.route(records, sizes, keys).items():
             target = self._processes[index]
             if target.unresponsive and self.durable:
                 # Spooled only: its replacement is given them from the spool, and a pipe

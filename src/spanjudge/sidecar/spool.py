@@ -84,8 +84,12 @@ def _rollback(db: sqlite3.Connection) -> None:
 
 def group_of(span: SpanRecord | SpanHead, key_attributes: Sequence[str] = ()) -> str:
     """The spool group of a span: its session key, else its trace (keyless spans wait there)."""
-    found = session_key(span, key_attributes)
-    return "s:" + found[0] if found is not None else "t:" + span.trace_id
+    return group_for(session_key(span, key_attributes), span.trace_id)
+
+
+def group_for(found: tuple[str, str] | None, trace_id: str) -> str:
+    """`group_of` a span of ``trace_id`` whose `session_key` is ``found``."""
+    return "s:" + found[0] if found is not None else "t:" + trace_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +136,7 @@ class Spool:
             row = self._db.execute(
                 "SELECT COALESCE(SUM(size), 0), COUNT(*) FROM requests"
             ).fetchone()
+            evaluated = self._db.execute("SELECT COUNT(*) FROM evaluated").fetchone()[0]
             self._acked = os.open(path + ACKED_SUFFIX, os.O_RDWR | os.O_CREAT, 0o600)
             self._record(row[1])  # from here on the record is this spool's
         except BaseException:
@@ -142,6 +147,10 @@ class Spool:
         self.bytes: int = row[0]
         self.requests: int = row[1]
         self._completions = 0
+        # At least the rows of `evaluated` (a completion adds at most one): while it is not
+        # above `keep_evaluated`, nothing needs pruning and the pruning query (a sort of the
+        # whole table) is not run.
+        self._evaluated_bound: int = evaluated
 
     def _record(self, requests: int) -> None:
         """Write the count of acknowledged, unfinished requests outside SQLite (OSError on
@@ -247,13 +256,20 @@ class Spool:
                         freed += row[0]
                         gone += 1
                 self._completions += len(done)
+                bound = self._evaluated_bound + len(done)
                 if self._completions >= 1000:
                     self._completions = 0
-                    db.execute(
-                        "DELETE FROM evaluated WHERE skey NOT IN "
-                        "(SELECT skey FROM evaluated ORDER BY at DESC LIMIT ?)",
-                        (self.keep_evaluated,),
-                    )
+                    if bound > self.keep_evaluated:
+                        bound = db.execute("SELECT COUNT(*) FROM evaluated").fetchone()[0]
+                    if bound > self.keep_evaluated:
+                        # the oldest rows past the most recent `keep_evaluated`: a sort of
+                        # those few, not of the whole table
+                        db.execute(
+                            "DELETE FROM evaluated WHERE skey IN "
+                            "(SELECT skey FROM evaluated ORDER BY at LIMIT ?)",
+                            (bound - self.keep_evaluated,),
+                        )
+                        bound = self.keep_evaluated
                 if gone:
                     self._record(self.requests - gone)
                     lowered = True
@@ -269,6 +285,7 @@ class Spool:
                 raise
             self.bytes -= freed
             self.requests -= gone
+            self._evaluated_bound = bound
 
     def revision(self, key: str) -> int:
         """The last revision of ``key`` recorded as evaluated (0: never)."""

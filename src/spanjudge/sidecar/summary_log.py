@@ -48,8 +48,11 @@ class Judged:
 
     def add(self, result: SessionResult) -> None:
         self.sessions += 1
+        by_evaluator = self.counts
         for verdict in result.verdicts:
-            counts = self.counts.setdefault(verdict.evaluator, dict.fromkeys(_OUTCOMES, 0))
+            counts = by_evaluator.get(verdict.evaluator)
+            if counts is None:  # not `setdefault`: its default would be built per verdict
+                counts = by_evaluator[verdict.evaluator] = dict.fromkeys(_OUTCOMES, 0)
             counts[verdict.outcome] += 1
 
 

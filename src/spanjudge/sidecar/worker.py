@@ -23,12 +23,13 @@ from spanjudge.emit.metrics import SelfTelemetry
 from spanjudge.engine import Engine
 from spanjudge.guard import Guard
 from spanjudge.pipeline import Pipeline, agent_spans
+from spanjudge.sessions.keys import session_key
 from spanjudge.sessions.revisions import Completion, Revisions
 from spanjudge.sessions.store import ClosePolicy, SessionStore
 from spanjudge.sidecar.config import InputConfig
 from spanjudge.sidecar.intake import BadRequest, Decoded, decode_body
 from spanjudge.sidecar.lag import LagMeter
-from spanjudge.sidecar.spool import MemorySpool, Spool, StorageError, group_of
+from spanjudge.sidecar.spool import MemorySpool, Spool, StorageError, group_for, group_of
 from spanjudge.spans.limits import Limits
 from spanjudge.spans.record import SpanRecord
 
@@ -125,7 +126,15 @@ class Worker:
         if not records:
             return
         n = len(records)
-        groups = {group_of(r, self._key_attributes) for r in records} if self.durable else ()
+        # Each span's session key, looked up once for its spool group and its routing.
+        keys = (
+            [session_key(r, self._key_attributes) for r in records] if self._keys_needed() else None
+        )
+        groups = (
+            {group_for(found, r.trace_id) for r, found in zip(records, keys, strict=True)}
+            if self.durable and keys is not None
+            else ()
+        )
         with self._submit_lock:
             if (reason := self._refusal(len(body), n)) is not None:
                 raise Overloaded(reason)
@@ -136,7 +145,11 @@ class Worker:
                 self._storage_failed(exc)
                 raise Overloaded(f"the spool cannot store the request: {exc}") from None
             self._storage_ok()
-            self._enqueue(request_id, records, len(body), sizes)
+            self._enqueue(request_id, records, len(body), sizes, keys)
+
+    def _keys_needed(self) -> bool:
+        """Whether `submit` needs the spans' session keys (for their spool groups)."""
+        return self.durable
 
     def decode(self, body: bytes, fmt: str) -> Decoded:
         """One request body's spans in the form this worker takes them (`intake.decode_body`)."""
@@ -206,9 +219,15 @@ class Worker:
         return self.over_budget
 
     def _enqueue(
-        self, request_id: int, records: Sequence[SpanRecord], nbytes: int = 0, sizes: Any = None
+        self,
+        request_id: int,
+        records: Sequence[SpanRecord],
+        nbytes: int = 0,
+        sizes: Any = None,
+        keys: Sequence[tuple[str, str] | None] | None = None,
     ) -> None:
-        """Hand one spooled request's spans to evaluation, in spool id order (lock held)."""
+        """Hand one spooled request's spans to evaluation, in spool id order (lock held);
+        ``keys``: each span's `session_key`, when `submit` looked them up."""
         self.pending_spans += len(records)
         self._queue.put((request_id, records, sizes))
         self.lag.accepted(request_id, len(records), time.monotonic(), nbytes)

@@ -1,0 +1,64 @@
+"""The spool remembers the revision of the `keep_evaluated` sessions evaluated last (a restart
+continues their revisions above it) and forgets older ones, across restarts too."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from spanjudge.sessions.revisions import Completion
+from spanjudge.sidecar.spool import Spool
+
+
+def _complete(spool: Spool, first: int, count: int, revision: int = 3) -> None:
+    """Record sessions k<first>..k<first+count-1> as evaluated at ``revision``, 100 at a time
+    (the bounds the tests check fall between two calls: no two sessions share a time)."""
+    for start in range(first, first + count, 100):
+        spool.complete(
+            [
+                Completion(key=f"k{i}", revision=revision, groups=(f"s:k{i}",), upto=0)
+                for i in range(start, min(first + count, start + 100))
+            ]
+        )
+
+
+def test_the_most_recent_revisions_are_kept_and_older_ones_forgotten(tmp_path: Path) -> None:
+    spool = Spool(str(tmp_path / "spool.db"), max_bytes=1 << 20, keep_evaluated=100)
+    try:
+        _complete(spool, 0, 1000)
+        assert spool.revision("k999") == 3
+        assert spool.revision("k900") == 3
+        assert spool.revision("k899") == 0
+        assert spool.revision("k0") == 0
+    finally:
+        spool.close()
+
+
+def test_under_the_bound_every_revision_is_kept(tmp_path: Path) -> None:
+    path = str(tmp_path / "spool.db")
+    spool = Spool(path, max_bytes=1 << 20, keep_evaluated=1500)
+    try:
+        _complete(spool, 0, 1000)
+        _complete(spool, 0, 1000, revision=4)  # the same sessions again: still 1000 rows
+        assert spool.revision("k0") == 4
+        assert spool.revision("k999") == 4
+    finally:
+        spool.close()
+
+
+def test_a_restart_with_a_lower_bound_forgets_the_oldest(tmp_path: Path) -> None:
+    path = str(tmp_path / "spool.db")
+    spool = Spool(path, max_bytes=1 << 20, keep_evaluated=5000)
+    try:
+        _complete(spool, 0, 1000)
+    finally:
+        spool.close()
+    spool = Spool(path, max_bytes=1 << 20, keep_evaluated=1200)
+    try:
+        assert spool.revision("k0") == 3  # remembered across the restart
+        _complete(spool, 1000, 1000)
+        assert spool.revision("k1999") == 3
+        assert spool.revision("k800") == 3
+        assert spool.revision("k799") == 0
+        assert spool.revision("k0") == 0
+    finally:
+        spool.close()
