@@ -5,7 +5,6 @@ View changes the aggregation; stale series expire after `series_ttl_s`."""
 
 from __future__ import annotations
 
-import glob
 from pathlib import Path
 from typing import Any
 
@@ -15,13 +14,10 @@ from opentelemetry.sdk.metrics.export import AggregationTemporality, InMemoryMet
 from opentelemetry.sdk.metrics.view import SumAggregation, View
 from opentelemetry.sdk.trace import TracerProvider
 
-from spanjudge import CollectingSink
-from spanjudge.config import parse_config
 from spanjudge.emit.metrics import MetricsSink, score_views
 from spanjudge.emit.sdk_series import sdk_checked
-from spanjudge.engine import Engine
-from spanjudge.offline import run_offline
 from spanjudge.values import SessionResult
+from tests.support.fixture_reports import fixture_results
 
 ROOT = Path(__file__).resolve().parents[2]
 DELTA = {Counter: AggregationTemporality.DELTA, Histogram: AggregationTemporality.DELTA}
@@ -29,15 +25,9 @@ DELTA = {Counter: AggregationTemporality.DELTA, Histogram: AggregationTemporalit
 
 @pytest.fixture(scope="module")
 def results() -> list[SessionResult]:
-    out = CollectingSink()
-    for folder in ("claude_code", "strands", "genai_manual"):
-        config = parse_config(
-            {"expectations_files": [str(ROOT / "fixtures" / folder / "expectations.yaml")]}
-        )
-        files = sorted(glob.glob(str(ROOT / "fixtures" / folder / "*.jsonl")))
-        run_offline(files, Engine(config), out, skip_invalid=True)
-    assert len(out.results) > 20
-    return out.results
+    found = fixture_results("claude_code", "strands", "genai_manual")
+    assert len(found) > 20
+    return found
 
 
 def _points(reader: InMemoryMetricReader) -> dict[Any, Any]:

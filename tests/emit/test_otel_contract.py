@@ -7,7 +7,6 @@ evaluation span's own (random) span id and the timestamps."""
 
 from __future__ import annotations
 
-import glob
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,14 +26,12 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from spanjudge import CollectingSink, __version__
-from spanjudge.config import parse_config
+from spanjudge import __version__
 from spanjudge.emit.otel import OtelVerdictSink
-from spanjudge.engine import Engine
-from spanjudge.offline import run_offline
 from spanjudge.sidecar.config import ExportConfig
 from spanjudge.sidecar.export import build_verdict_export
 from spanjudge.values import SessionResult, Verdict
+from tests.support.fixture_reports import fixture_results
 from tests.support.otlp_receivers import GrpcOtlpReceiver, HttpOtlpReceiver
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,15 +44,9 @@ PATHS = ("sdk", "serve grpc", "serve http/protobuf")
 
 @pytest.fixture(scope="module")
 def results() -> list[SessionResult]:
-    out = CollectingSink()
-    for folder in ("claude_code", "strands", "genai_manual", "langgraph"):
-        config = parse_config(
-            {"expectations_files": [str(ROOT / "fixtures" / folder / "expectations.yaml")]}
-        )
-        files = sorted(glob.glob(str(ROOT / "fixtures" / folder / "*.jsonl")))
-        run_offline(files, Engine(config), out, skip_invalid=True)
-    assert len(out.results) > 20
-    return out.results
+    found = fixture_results("claude_code", "strands", "genai_manual", "langgraph")
+    assert len(found) > 20
+    return found
 
 
 def _expected_attributes(verdict: Verdict, session_id: str, revision: int) -> dict[str, Any]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-import glob
 import tracemalloc
 from pathlib import Path
 
@@ -28,14 +27,11 @@ from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from spanjudge import CollectingSink
-from spanjudge.config import parse_config
 from spanjudge.emit import otlp, wire
 from spanjudge.emit.otel import OtelVerdictSink
 from spanjudge.emit.otlp import OtlpVerdictEncoder
-from spanjudge.engine import Engine
-from spanjudge.offline import run_offline
 from spanjudge.values import SessionResult
+from tests.support.fixture_reports import fixture_results
 
 ROOT = Path(__file__).resolve().parents[2]
 SPAN_ATTRIBUTES = wire.tag(9, wire.LEN)  # Span.attributes is field 9 (trace.proto)
@@ -137,15 +133,9 @@ def test_an_int_outside_int64_is_refused_as_protobuf_refuses_it() -> None:
 
 @pytest.fixture(scope="module")
 def results() -> list[SessionResult]:
-    out = CollectingSink()
-    for folder in ("claude_code", "strands", "genai_manual", "langgraph"):
-        config = parse_config(
-            {"expectations_files": [str(ROOT / "fixtures" / folder / "expectations.yaml")]}
-        )
-        files = sorted(glob.glob(str(ROOT / "fixtures" / folder / "*.jsonl")))
-        run_offline(files, Engine(config), out, skip_invalid=True)
-    assert len(out.results) > 20
-    return out.results
+    found = fixture_results("claude_code", "strands", "genai_manual", "langgraph")
+    assert len(found) > 20
+    return found
 
 
 def _odd(result: SessionResult) -> SessionResult:

@@ -11,12 +11,16 @@ from typing import Any
 
 import pytest
 
+from spanjudge import CollectingSink
 from spanjudge.config import parse_config
 from spanjudge.emit.report import JsonReportWriter
 from spanjudge.engine import Engine
 from spanjudge.expectations import ExpectationResolver, load_expectations_file
 from spanjudge.offline import run_offline
+from spanjudge.values import SessionResult
 from tests.conftest import scenario_files
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _records() -> list[tuple[str, dict[str, Any]]]:
@@ -149,3 +153,15 @@ def assert_steps_match_call_log(got: dict[str, Any], record: dict[str, Any]) -> 
         # the logs leave file contents out: every argument they kept must match
         for key, value in (logged_args or {}).items():
             assert isinstance(args, dict) and args.get(key) == value, (name, key, args)
+
+
+def fixture_results(*folders: str) -> list[SessionResult]:
+    """Every evaluated session of the fixture directories named (each with its expectations),
+    as results: what the sinks that emit verdicts are given."""
+    out = CollectingSink()
+    for folder in folders:
+        directory = ROOT / "fixtures" / folder
+        config = parse_config({"expectations_files": [str(directory / "expectations.yaml")]})
+        files = sorted(str(p) for p in directory.glob("*.jsonl"))
+        run_offline(files, Engine(config), out, skip_invalid=True)
+    return out.results
