@@ -62,3 +62,24 @@ def test_a_restart_with_a_lower_bound_forgets_the_oldest(tmp_path: Path) -> None
         assert spool.revision("k0") == 0
     finally:
         spool.close()
+
+
+def test_a_sidecar_restarted_often_still_forgets_the_oldest(tmp_path: Path) -> None:
+    """Restarts that each come before a round of completions still keep the table at about
+    `keep_evaluated` rows: it does not grow by every session ever evaluated."""
+    path = str(tmp_path / "spool.db")
+    for run in range(20):
+        spool = Spool(path, max_bytes=1 << 20, keep_evaluated=100)
+        try:
+            spool.complete(
+                [Completion(key=f"r{run}k{i}", revision=1, groups=(), upto=0) for i in range(999)]
+            )
+        finally:
+            spool.close()
+    spool = Spool(path, max_bytes=1 << 20, keep_evaluated=100)
+    try:
+        assert spool.revision("r19k998") == 1  # the latest are remembered
+        assert spool.revision("r0k0") == 0  # the oldest forgotten
+        assert spool.revision("r18k0") == 0
+    finally:
+        spool.close()

@@ -69,6 +69,15 @@ def read_acknowledged(path: str) -> int | None:
     return value if value >= 0 else None
 
 
+def _forget_oldest(db: sqlite3.Connection, rows: int) -> None:
+    """Forget the ``rows`` revisions evaluated longest ago: a sort of those few, not of the
+    whole table."""
+    db.execute(
+        "DELETE FROM evaluated WHERE skey IN (SELECT skey FROM evaluated ORDER BY at LIMIT ?)",
+        (rows,),
+    )
+
+
 class StorageError(Exception):
     """The spool cannot write now (disk full, I/O error, locked): a fault that may pass, so the
     caller answers with a retryable status. The message is SQLite's own."""
@@ -137,6 +146,11 @@ class Spool:
                 "SELECT COALESCE(SUM(size), 0), COUNT(*) FROM requests"
             ).fetchone()
             evaluated = self._db.execute("SELECT COUNT(*) FROM evaluated").fetchone()[0]
+            if evaluated > keep_evaluated:
+                # Pruned at open too: a sidecar restarted more often than every thousand
+                # completions (where `complete` looks) would otherwise grow it for ever.
+                _forget_oldest(self._db, evaluated - keep_evaluated)
+                evaluated = keep_evaluated
             self._acked = os.open(path + ACKED_SUFFIX, os.O_RDWR | os.O_CREAT, 0o600)
             self._record(row[1])  # from here on the record is this spool's
         except BaseException:
@@ -262,13 +276,7 @@ class Spool:
                     if bound > self.keep_evaluated:
                         bound = db.execute("SELECT COUNT(*) FROM evaluated").fetchone()[0]
                     if bound > self.keep_evaluated:
-                        # the oldest rows past the most recent `keep_evaluated`: a sort of
-                        # those few, not of the whole table
-                        db.execute(
-                            "DELETE FROM evaluated WHERE skey IN "
-                            "(SELECT skey FROM evaluated ORDER BY at LIMIT ?)",
-                            (bound - self.keep_evaluated,),
-                        )
+                        _forget_oldest(db, bound - self.keep_evaluated)
                         bound = self.keep_evaluated
                 if gone:
                     self._record(self.requests - gone)
