@@ -117,6 +117,11 @@ class SideEffects:
     scope: tuple[str, ...] = ()
     overrides: Mapping[str, Effect] = field(default_factory=dict)
     fail_on: tuple[str, ...] = DEFAULT_FAIL_ON
+    # the shared effect map this evaluator last merged its overrides into, and the result: the
+    # engine shares one map for all its sessions, so the merge is done once, not per session
+    _merged: dict[int, tuple[EffectMap, EffectMap]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @classmethod
     def from_options(
@@ -151,7 +156,13 @@ class SideEffects:
         base = shared if isinstance(shared, EffectMap) else EffectMap()
         if not self.overrides:
             return base
-        return replace(base, overrides={**base.overrides, **self.overrides})
+        known = self._merged.get(id(base))
+        if known is not None and known[0] is base:
+            return known[1]
+        merged = replace(base, overrides={**base.overrides, **self.overrides})
+        self._merged.clear()  # one shared map at a time: what is kept stays bounded
+        self._merged[id(base)] = (base, merged)
+        return merged
 
     def in_scope(self, resource: str) -> bool:
         return any(glob_to_regex(g).match(resource) for g in self.scope)
@@ -162,8 +173,13 @@ class SideEffects:
         ledger = Ledger()
         seen: set[str] = set()
         calls = t.tool_calls()
+        # a session calls the same few tools again and again: each name is classified once
+        effect_of: dict[str, Effect | None] = {}
         for step in calls:
-            effect = effects.effect(step.name)
+            if step.name in effect_of:
+                effect = effect_of[step.name]
+            else:
+                effect = effect_of[step.name] = effects.effect(step.name)
             if effect is None or effect == "read":
                 continue
             resource = effects.resource(step.arguments)
