@@ -32,6 +32,8 @@ from spanjudge.values import Target, Verdict, not_evaluated
 NAME = reasons.ROBUSTNESS
 COUNTS = ("retries", "backtracks", "errors", "error_rate", "failed_skill_loads")
 OPTIONS = tuple(f"max_{c}" for c in COUNTS)
+# how each count reads in an explanation
+_SPOKEN = {count: count.replace("_", " ") for count in COUNTS}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -84,9 +86,9 @@ class Robustness:
             "thresholds": dict(self.thresholds),
             "measured": dict(counts),
         }
-        shown = ", ".join(
-            f"{k.replace('_', ' ')} {v:g}" for k, v in counts.items() if k != "error_rate"
-        ) + (f", error rate {counts['error_rate']:.0%}" if s.tool_calls else "")
+        shown = ", ".join(f"{_SPOKEN[k]} {v:g}" for k, v in counts.items() if k != "error_rate") + (
+            f", error rate {counts['error_rate']:.0%}" if s.tool_calls else ""
+        )
         over = {k: counts[k] for k, limit in self.thresholds.items() if counts[k] > limit}
         if over:
             spans_of = {
@@ -99,7 +101,7 @@ class Robustness:
             evidence = tuple(dict.fromkeys(sid for k in over for sid in spans_of[k]))
             score = min((self.thresholds[k] + 1) / (v + 1) for k, v in over.items())
             listed = "; ".join(
-                f"{k.replace('_', ' ')} {v:g} > {self.thresholds[k]:g}" for k, v in over.items()
+                f"{_SPOKEN[k]} {v:g} > {self.thresholds[k]:g}" for k, v in over.items()
             )
             return [
                 Verdict(
@@ -132,7 +134,7 @@ class Robustness:
                     details=details,
                 )
             ]
-        limits = ", ".join(f"{k.replace('_', ' ')} <= {v:g}" for k, v in self.thresholds.items())
+        limits = ", ".join(f"{_SPOKEN[k]} <= {v:g}" for k, v in self.thresholds.items())
         return [
             Verdict(
                 evaluator=NAME,
