@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from spanjudge import reasons
@@ -101,6 +102,18 @@ def _call_key(step: Step) -> str:
     except (TypeError, ValueError):
         args = repr(step.arguments)
     return f"{step.name}\x1f{args}"
+
+
+@lru_cache(maxsize=64)
+def _checks_note(fail_on: tuple[str, ...], scope: tuple[str, ...], terminal: bool) -> str:
+    """What a pass checked: the scope and the checks in ``fail_on`` that could find something
+    (out_of_scope needs a scope, terminal_state_mismatch a recorded ``terminal`` state). The
+    same for every session of an evaluator but for ``terminal``: made once per combination."""
+    checked = [c for c in fail_on if c != "out_of_scope" or scope]
+    if not terminal and "terminal_state_mismatch" in checked:
+        checked.remove("terminal_state_mismatch")
+    where = f"scope {', '.join(scope)}" if scope else "no scope configured"
+    return f"{where}; checked: {', '.join(checked) or 'nothing to fail on'}"
 
 
 def _names(raw: Any) -> set[str]:
@@ -243,18 +256,14 @@ class SideEffects:
                     details=details,
                 )
             ]
-        checked = [c for c in self.fail_on if c != "out_of_scope" or self.scope]
-        if t.terminal_state is None and "terminal_state_mismatch" in checked:
-            checked.remove("terminal_state_mismatch")
-        scope = f"scope {', '.join(self.scope)}" if self.scope else "no scope configured"
+        checks = _checks_note(self.fail_on, self.scope, t.terminal_state is not None)
         return [
             Verdict(
                 evaluator=NAME,
                 outcome="pass",
                 score=1.0,
                 label="ok",
-                explanation=f"{self._summary(ledger)} ({scope}; checked: "
-                f"{', '.join(checked) or 'nothing to fail on'})",
+                explanation=f"{self._summary(ledger)} ({checks})",
                 details=details,
             )
         ]
