@@ -17,6 +17,9 @@ from spanjudge.trajectory.model import Trajectory
 from spanjudge.trajectory.reference import ReferenceTrajectory, parse_reference
 from spanjudge.values import Expectation
 
+# A session no entry, rule or span attribute speaks for: one value (frozen) for all of them.
+NO_EXPECTATION = Expectation()
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionEntry:
@@ -249,6 +252,8 @@ class ExpectationResolver:
         matched += [g for g in self.globs if fnmatch.fnmatchcase(trajectory.session_id, g.pattern)]
         if trajectory.task_id and trajectory.task_id in self.tasks:
             matched.append(self.tasks[trajectory.task_id])
+        if not matched and not self.rules and not trajectory.expected_skills_attr:
+            return NO_EXPECTATION  # what the steps below build from nothing, made once
         for entry in matched:
             add(entry.skills, "expectations_file")
             task = task or entry.task

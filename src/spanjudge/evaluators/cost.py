@@ -45,6 +45,8 @@ MEASURES = (
     "cost",
 )
 DEFAULT_MAX_RATIO = 1.5
+# how each measure reads in an explanation
+_SPOKEN = {key: key.replace("_", " ") for key in MEASURES}
 
 
 def _number(value: Any) -> bool:
@@ -258,5 +260,5 @@ def _show(measured: Mapping[str, float | None], currency: str) -> str:
         elif key == "duration_s":
             parts.append(f"{value:.2f}s")
         else:
-            parts.append(f"{key.replace('_', ' ')} {value:g}")
+            parts.append(f"{_SPOKEN[key]} {value:g}")
     return ", ".join(parts)

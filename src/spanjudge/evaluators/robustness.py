@@ -32,6 +32,8 @@ from spanjudge.values import Target, Verdict, not_evaluated
 NAME = reasons.ROBUSTNESS
 COUNTS = ("retries", "backtracks", "errors", "error_rate", "failed_skill_loads")
 OPTIONS = tuple(f"max_{c}" for c in COUNTS)
+# how each count reads in an explanation
+_SPOKEN = {count: count.replace("_", " ") for count in COUNTS}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,7 +67,7 @@ class Robustness:
     def evaluate(self, ctx: EvaluationContext) -> list[Verdict]:
         t = ctx.trajectory
         s = t.stats
-        error_spans = [x.span_id for x in t.tool_calls() if x.failed]
+        error_spans = [x.span_id for x in t.steps if x.kind == "tool_call" and x.failed]
         failed_loads = [x.span_id for x in t.skill_loads if x.status == "failed"]
         counts: dict[str, float] = {
             "retries": s.retries,
@@ -84,22 +86,22 @@ class Robustness:
             "thresholds": dict(self.thresholds),
             "measured": dict(counts),
         }
-        shown = ", ".join(
-            f"{k.replace('_', ' ')} {v:g}" for k, v in counts.items() if k != "error_rate"
-        ) + (f", error rate {counts['error_rate']:.0%}" if s.tool_calls else "")
+        shown = ", ".join(f"{_SPOKEN[k]} {v:g}" for k, v in counts.items() if k != "error_rate") + (
+            f", error rate {counts['error_rate']:.0%}" if s.tool_calls else ""
+        )
         over = {k: counts[k] for k, limit in self.thresholds.items() if counts[k] > limit}
-        spans_of = {
-            "retries": list(t.retry_span_ids),
-            "backtracks": list(t.backtrack_span_ids),
-            "errors": error_spans,
-            "error_rate": error_spans,
-            "failed_skill_loads": failed_loads,
-        }
         if over:
+            spans_of = {
+                "retries": t.retry_span_ids,
+                "backtracks": t.backtrack_span_ids,
+                "errors": error_spans,
+                "error_rate": error_spans,
+                "failed_skill_loads": failed_loads,
+            }
             evidence = tuple(dict.fromkeys(sid for k in over for sid in spans_of[k]))
             score = min((self.thresholds[k] + 1) / (v + 1) for k, v in over.items())
             listed = "; ".join(
-                f"{k.replace('_', ' ')} {v:g} > {self.thresholds[k]:g}" for k, v in over.items()
+                f"{_SPOKEN[k]} {v:g} > {self.thresholds[k]:g}" for k, v in over.items()
             )
             return [
                 Verdict(
@@ -121,17 +123,18 @@ class Robustness:
                 SESSION_INCOMPLETE,
                 f"within thresholds so far, cut short ({t.close_reason})",
             )
+        stumbles = tuple(dict.fromkeys([*t.retry_span_ids, *t.backtrack_span_ids]))
         if reason:
             return [
                 not_evaluated(
                     NAME,
                     reason,
                     f"{why}; measured {shown}",
-                    evidence=tuple(dict.fromkeys([*t.retry_span_ids, *t.backtrack_span_ids])),
+                    evidence=stumbles,
                     details=details,
                 )
             ]
-        limits = ", ".join(f"{k.replace('_', ' ')} <= {v:g}" for k, v in self.thresholds.items())
+        limits = ", ".join(f"{_SPOKEN[k]} <= {v:g}" for k, v in self.thresholds.items())
         return [
             Verdict(
                 evaluator=NAME,
@@ -139,7 +142,7 @@ class Robustness:
                 score=1.0,
                 label="within_thresholds",
                 explanation=f"{shown} (thresholds: {limits})",
-                evidence=tuple(dict.fromkeys([*t.retry_span_ids, *t.backtrack_span_ids])),
+                evidence=stumbles,
                 details=details,
             )
         ]

@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from spanjudge import reasons
@@ -103,6 +104,18 @@ def _call_key(step: Step) -> str:
     return f"{step.name}\x1f{args}"
 
 
+@lru_cache(maxsize=64)
+def _checks_note(fail_on: tuple[str, ...], scope: tuple[str, ...], terminal: bool) -> str:
+    """What a pass checked: the scope and the checks in ``fail_on`` that could find something
+    (out_of_scope needs a scope, terminal_state_mismatch a recorded ``terminal`` state). The
+    same for every session of an evaluator but for ``terminal``: made once per combination."""
+    checked = [c for c in fail_on if c != "out_of_scope" or scope]
+    if not terminal and "terminal_state_mismatch" in checked:
+        checked.remove("terminal_state_mismatch")
+    where = f"scope {', '.join(scope)}" if scope else "no scope configured"
+    return f"{where}; checked: {', '.join(checked) or 'nothing to fail on'}"
+
+
 def _names(raw: Any) -> set[str]:
     if isinstance(raw, (list, tuple)):
         return {str(v).strip().removeprefix("./") for v in raw if str(v).strip()}
@@ -117,6 +130,11 @@ class SideEffects:
     scope: tuple[str, ...] = ()
     overrides: Mapping[str, Effect] = field(default_factory=dict)
     fail_on: tuple[str, ...] = DEFAULT_FAIL_ON
+    # the shared effect map this evaluator last merged its overrides into, and the result: the
+    # engine shares one map for all its sessions, so the merge is done once, not per session
+    _merged: dict[int, tuple[EffectMap, EffectMap]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @classmethod
     def from_options(
@@ -151,7 +169,13 @@ class SideEffects:
         base = shared if isinstance(shared, EffectMap) else EffectMap()
         if not self.overrides:
             return base
-        return replace(base, overrides={**base.overrides, **self.overrides})
+        known = self._merged.get(id(base))
+        if known is not None and known[0] is base:
+            return known[1]
+        merged = replace(base, overrides={**base.overrides, **self.overrides})
+        self._merged.clear()  # one shared map at a time: what is kept stays bounded
+        self._merged[id(base)] = (base, merged)
+        return merged
 
     def in_scope(self, resource: str) -> bool:
         return any(glob_to_regex(g).match(resource) for g in self.scope)
@@ -162,8 +186,13 @@ class SideEffects:
         ledger = Ledger()
         seen: set[str] = set()
         calls = t.tool_calls()
+        # a session calls the same few tools again and again: each name is classified once
+        effect_of: dict[str, Effect | None] = {}
         for step in calls:
-            effect = effects.effect(step.name)
+            if step.name in effect_of:
+                effect = effect_of[step.name]
+            else:
+                effect = effect_of[step.name] = effects.effect(step.name)
             if effect is None or effect == "read":
                 continue
             resource = effects.resource(step.arguments)
@@ -227,18 +256,14 @@ class SideEffects:
                     details=details,
                 )
             ]
-        checked = [c for c in self.fail_on if c != "out_of_scope" or self.scope]
-        if t.terminal_state is None and "terminal_state_mismatch" in checked:
-            checked.remove("terminal_state_mismatch")
-        scope = f"scope {', '.join(self.scope)}" if self.scope else "no scope configured"
+        checks = _checks_note(self.fail_on, self.scope, t.terminal_state is not None)
         return [
             Verdict(
                 evaluator=NAME,
                 outcome="pass",
                 score=1.0,
                 label="ok",
-                explanation=f"{self._summary(ledger)} ({scope}; checked: "
-                f"{', '.join(checked) or 'nothing to fail on'})",
+                explanation=f"{self._summary(ledger)} ({checks})",
                 details=details,
             )
         ]

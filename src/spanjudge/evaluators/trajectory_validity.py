@@ -174,8 +174,8 @@ class TrajectoryValidity:
         }
         if notes:
             details["notes"] = notes
-        evidence = tuple(dict.fromkeys(v["span_id"] for v in violations if v["span_id"]))
         if violations:
+            evidence = tuple(dict.fromkeys(v["span_id"] for v in violations if v["span_id"]))
             listed = "; ".join(
                 f"{v['kind']} at {v['span_id'] or 'session'}: {v['message']}"
                 for v in violations[:_MAX_LISTED]
