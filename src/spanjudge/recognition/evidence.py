@@ -407,7 +407,7 @@ def skill_of_call(tool: str, arguments: Any) -> str | None:
     path = skill_md_read(arguments)
     if path is not None and DEFAULT_EFFECT_MAP.effect(tool) not in _CHANGES:
         return path  # (writing or deleting a SKILL.md loads nothing)
-    args = arguments if isinstance(arguments, Mapping) else {}
+    args = arguments if isinstance(arguments, (dict, Mapping)) else {}  # (no ABC check: dict)
     for key in SKILL_ARGS:
         value = args.get(key)
         if isinstance(value, str):
