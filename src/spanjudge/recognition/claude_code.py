@@ -161,6 +161,8 @@ class ClaudeCodeRecogniser:
         step = tool_step(facts, span_fields(span, PRESET))
         # the body arrives as a later user message ("Base directory for this skill: ..."),
         # attached in `finalise`; the tool result itself only says the skill was launched
+        if step.skill_body is None and step.skill_body_source is None:
+            return step  # (a call, or a load with no body: nothing to take back)
         return replace(step, skill_body=None, skill_body_source=None)
 
     def finalise(self, steps: list[Step], spans: Sequence[SpanRecord]) -> list[Step]:

@@ -156,7 +156,6 @@ def missing_prior_turns(trajectory: Trajectory, spans: Iterable[SpanRecord]) -> 
             f"request (its input holds only tool results or approvals); the spans that took "
             f"that request never arrived here"
         )
-    by_id = {s.span_id: s for s in spans}
     first = next((s for s in trajectory.steps if s.kind == "model_call"), None)
     # Where the earliest model input is readable: the first model call, the span it was merged
     # from, the first agent run's own input.
@@ -165,6 +164,8 @@ def missing_prior_turns(trajectory: Trajectory, spans: Iterable[SpanRecord]) -> 
         candidates += [("model call", first.span_id), ("model call", first.parent_span_id)]
     if opening is not None:
         candidates.append(("agent run", opening.span_id))
+    wanted = {span_id for _, span_id in candidates if span_id}
+    by_id = {s.span_id: s for s in spans if s.span_id in wanted} if wanted else {}
     for what, span_id in candidates:
         span = by_id.get(span_id) if span_id else None
         messages = input_messages(span) if span is not None else []

@@ -162,34 +162,55 @@ def tool_step(facts: ToolFacts, base: Mapping[str, Any]) -> Step:
         error = text or f"tool status {facts.tool_status!r}"
     if error is None and facts.has_result:
         error = payload_error(facts.result, text)
-    # the step's fields, built into a `tool_call` or, as the evidence decides, a `skill_load`
-    step_fields: dict[str, Any] = dict(
+    load = _load_of(facts, text, error, base.get("status", _DEFAULT_STATUS))
+    if load is None:
+        return Step(
+            kind="tool_call",
+            name=facts.tool,
+            tool_call_id=facts.call_id,
+            arguments=facts.arguments,
+            result=text,
+            error=error,
+            agent_name=facts.agent_name,
+            tool_schemas=facts.tool_schemas,
+            **base,
+        )
+    return Step(
+        kind="skill_load",
         name=facts.tool,
         tool_call_id=facts.call_id,
         arguments=facts.arguments,
         result=text,
-        error=error,
         agent_name=facts.agent_name,
         tool_schemas=facts.tool_schemas,
         **base,
+        **load,
     )
+
+
+def _load_of(
+    facts: ToolFacts, text: str | None, error: str | None, status: str
+) -> dict[str, Any] | None:
+    """The load fields (`_load_fields`) of a tool call with ``text``, ``error`` and span
+    ``status`` that the evidence reads as a skill load, or None for a plain tool call (the
+    step is then built once, as one or the other)."""
     skill = facts.declared_skill or skill_of_call(facts.tool, facts.arguments)
     described = None
     if skill is None and describes_loader(facts.description):
         described = skill = named_argument(facts.arguments)  # what it was asked to load
     if skill is None and not _may_hold_skill_md(text):
-        return Step(kind="tool_call", **step_fields)
+        return None
     body = body_of(facts.result, text)
     if error is None and facts.declared_skill is None and _metadata_only(facts, body, text):
-        return Step(kind="tool_call", **step_fields)  # stat/exists on a SKILL.md path: never read
+        return None  # stat/exists on a SKILL.md path: never read
     # the body says what was loaded: over a loader nobody named, and over a path's folder name
     named = front_matter_name(body)
     if named and not facts.declared_skill and skill in (None, skill_md_read(facts.arguments)):
         skill = named
     if skill is None:
-        return Step(kind="tool_call", **step_fields)
-    status, reason = _load_status(
-        step_fields.get("status", _DEFAULT_STATUS),
+        return None
+    load_status, reason = _load_status(
+        status,
         error,
         text,
         skill,
@@ -198,12 +219,12 @@ def tool_step(facts: ToolFacts, base: Mapping[str, Any]) -> Step:
     )
     if (
         skill == described
-        and status == "loaded"
+        and load_status == "loaded"
         and named is None
         and not reads_as_instructions(body)
     ):
-        return Step(kind="tool_call", **step_fields)  # the description alone: no skill's text
-    return Step(kind="skill_load", **step_fields | _load_fields(error, skill, body, status, reason))
+        return None  # the description alone: no skill's text
+    return _load_fields(error, skill, body, load_status, reason)
 
 
 def reads_as_instructions(text: str | None) -> bool:
@@ -386,7 +407,7 @@ def skill_of_call(tool: str, arguments: Any) -> str | None:
     path = skill_md_read(arguments)
     if path is not None and DEFAULT_EFFECT_MAP.effect(tool) not in _CHANGES:
         return path  # (writing or deleting a SKILL.md loads nothing)
-    args = arguments if isinstance(arguments, Mapping) else {}
+    args = arguments if isinstance(arguments, (dict, Mapping)) else {}  # (no ABC check: dict)
     for key in SKILL_ARGS:
         value = args.get(key)
         if isinstance(value, str):

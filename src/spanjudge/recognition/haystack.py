@@ -142,7 +142,8 @@ class HaystackRecogniser:
             description=span.str_attr(sc.HAYSTACK_TOOL_DESCRIPTION),
         )
         step = tool_step(facts, span_fields(span, self.name))
-        return replace(step, catalogue=_catalogue(facts.description))
+        catalogue = _catalogue(facts.description)
+        return replace(step, catalogue=catalogue) if catalogue else step  # (a step has none)
 
 
 def _catalogue(text: str | None) -> tuple[CatalogueEntry, ...]:

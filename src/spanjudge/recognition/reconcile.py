@@ -292,6 +292,10 @@ def _merge_nested(
     index = {s.span_id: i for i, s in enumerate(steps) if s.kind in kinds}
     if len(index) < 2:
         return steps
+    if kind == "tool":
+        names = [s.name for s in steps if s.kind in kinds]
+        if len(set(names)) == len(names):
+            return steps  # no tool called twice: no call is inside a call of its own tool
     above: dict[str, int | None] = {}  # span id -> the nearest step of `kinds` above it
 
     def nearest(span_id: str | None) -> int | None:

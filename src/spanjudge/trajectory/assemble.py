@@ -102,6 +102,17 @@ def _str_list(value: Any) -> tuple[str, ...]:
     return ()
 
 
+def _trace_ids(spans: Sequence[SpanRecord]) -> tuple[str, ...]:
+    """The session's trace ids in the order their first span starts (one trace, the usual
+    case, needs no sorting)."""
+    if not spans:
+        return ()
+    first = spans[0].trace_id
+    if all(s.trace_id == first for s in spans):
+        return (first,)
+    return tuple(dict.fromkeys(map(_TRACE_ID, sorted(spans, key=_START))))
+
+
 def _service_name(spans: Sequence[SpanRecord]) -> str | None:
     """The resource's `service.name`, the agent's label when no span names the agent; not the
     SDK's `unknown_service...` placeholder."""
@@ -278,7 +289,7 @@ def assemble(
         complete=meta.complete,
         revision=meta.revision,
         close_reason=meta.close_reason,
-        trace_ids=tuple(dict.fromkeys(map(_TRACE_ID, sorted(spans, key=_START)))),
+        trace_ids=_trace_ids(spans),
         turns=turns,
         steps=tuple(numbered),
         skill_loads=skill_loads,
