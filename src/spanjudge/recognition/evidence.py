@@ -162,21 +162,10 @@ def tool_step(facts: ToolFacts, base: Mapping[str, Any]) -> Step:
         error = text or f"tool status {facts.tool_status!r}"
     if error is None and facts.has_result:
         error = payload_error(facts.result, text)
+    # a load's own fields (its error among them), or the call's error
     load = _load_of(facts, text, error, base.get("status", _DEFAULT_STATUS))
-    if load is None:
-        return Step(
-            kind="tool_call",
-            name=facts.tool,
-            tool_call_id=facts.call_id,
-            arguments=facts.arguments,
-            result=text,
-            error=error,
-            agent_name=facts.agent_name,
-            tool_schemas=facts.tool_schemas,
-            **base,
-        )
     return Step(
-        kind="skill_load",
+        kind="tool_call" if load is None else "skill_load",
         name=facts.tool,
         tool_call_id=facts.call_id,
         arguments=facts.arguments,
@@ -184,7 +173,7 @@ def tool_step(facts: ToolFacts, base: Mapping[str, Any]) -> Step:
         agent_name=facts.agent_name,
         tool_schemas=facts.tool_schemas,
         **base,
-        **load,
+        **({"error": error} if load is None else load),
     )
 
 
