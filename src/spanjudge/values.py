@@ -138,7 +138,8 @@ def not_evaluated(
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Expectation:
-    """The merged requirements for one session, with where each came from."""
+    """The merged requirements for one session, with where each came from. Sessions nothing
+    is expected of share one (`expectations.NO_EXPECTATION`): its fields stay immutable."""
 
     skills: tuple[str, ...] = ()
     task: str | None = None

@@ -295,7 +295,9 @@ def _merge_nested(
     if kind == "tool":
         names = [s.name for s in steps if s.kind in kinds]
         if len(set(names)) == len(names):
-            return steps  # no tool called twice: no call is inside a call of its own tool
+            # no tool called twice: no call is inside a call of its own tool, the only
+            # merge the name check below allows (relax that check, and this goes too)
+            return steps
     above: dict[str, int | None] = {}  # span id -> the nearest step of `kinds` above it
 
     def nearest(span_id: str | None) -> int | None:
