@@ -50,6 +50,7 @@ from spanjudge.emit.otel import (
     verdict_attributes,
     warn_event_limit,
 )
+from spanjudge.remembered import remembered_when_short
 from spanjudge.values import SessionResult
 
 # The SDK's span flags for a parent or link context that is not remote (ours never are).
@@ -193,18 +194,16 @@ def key_value(key: str, value: object) -> bytes:
     return wire.sized(_key(key) + wire.message(_VALUE, any_value_bytes(value)))
 
 
-_few_key_value = functools.lru_cache(maxsize=1024)(key_value)
-_FEW_VALUE_CHARS = 256
+_few_key_value = remembered_when_short(maxsize=1024)(key_value)
 
 
 def encoded_attributes(attributes: Mapping[str, object]) -> list[bytes]:
-    """Each attribute's `key_value`, in order. Only short strings are looked up among the kept
-    encodings: values that compare equal can be written differently (`0.0` and `-0.0`, `1`
-    and `True`), a list cannot be a key, and a long value (a skill name from a trace) would
-    stay in the cache after its session."""
+    """Each attribute's `key_value`, in order. Only strings are looked up among the kept
+    encodings (`remembered_when_short`: short ones): values that compare equal can be written
+    differently (`0.0` and `-0.0`, `1` and `True`), and a list cannot be a key."""
     return [
         _few_key_value(key, value)
-        if key in _FEW_VALUES and isinstance(value, str) and len(value) <= _FEW_VALUE_CHARS
+        if key in _FEW_VALUES and isinstance(value, str)
         else key_value(key, value)
         for key, value in attributes.items()
     ]

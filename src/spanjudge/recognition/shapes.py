@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from functools import lru_cache
 from typing import Any
 
 from spanjudge.recognition.answers import assistant_text
@@ -38,6 +37,7 @@ from spanjudge.recognition.base import (
 )
 from spanjudge.recognition.catalogue import parse_catalogue
 from spanjudge.recognition.evidence import ToolFacts, tool_step
+from spanjudge.remembered import remembered_when_short
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import Step, ToolRequest, ToolResult
 
@@ -241,25 +241,11 @@ def _tool_keys(span: SpanRecord) -> tuple[str, Any, str | None] | None:
     return None
 
 
-# Spans of one kind carry the same keys and names, so each is matched once and the answer
-# remembered; only short ones, since a cache keeps its keys after their sessions are gone and
-# keys and names have no length limit. Longer ones are matched each time.
-_REMEMBERED_CHARS = 256
-
-
+@remembered_when_short(maxsize=1024)  # spans of one kind carry the same keys: matched once
 def _tool_prefix(key: str) -> str | None:
     """The `<prefix>` of a `<prefix>.name` key whose prefix says tool or function, else None."""
-    if len(key) > _REMEMBERED_CHARS:
-        return _match_tool_prefix(key)
-    return _remembered_tool_prefix(key)
-
-
-def _match_tool_prefix(key: str) -> str | None:
     match = _TOOL_NAME.match(key)
     return match.group("p") if match is not None else None
-
-
-_remembered_tool_prefix = lru_cache(maxsize=1024)(_match_tool_prefix)
 
 
 def _named_call(name: str) -> bool:
@@ -267,15 +253,9 @@ def _named_call(name: str) -> bool:
     return _found(_TOOL_SPAN, name)
 
 
+@remembered_when_short(maxsize=4096)  # spans of one kind carry the same keys and names
 def _found(pattern: re.Pattern[str], text: str) -> bool:
-    """Whether ``pattern`` is found in ``text``, a key or a name (remembered when short)."""
-    if len(text) > _REMEMBERED_CHARS:
-        return pattern.search(text) is not None
-    return _remembered_found(pattern, text)
-
-
-@lru_cache(maxsize=4096)
-def _remembered_found(pattern: re.Pattern[str], text: str) -> bool:
+    """Whether ``pattern`` is found in ``text``, a key or a name."""
     return pattern.search(text) is not None
 
 

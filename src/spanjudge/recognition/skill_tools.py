@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from functools import lru_cache
 
+from spanjudge.remembered import remembered_when_short
 from spanjudge.trajectory.toolnames import candidates
 
 # tool name (glob) -> argument names that carry the skill name, tried in order
@@ -31,28 +31,15 @@ def skill_from_path(path: str) -> str | None:
     return match.group(1) if match else None
 
 
+@remembered_when_short(maxsize=4096)
 def known_loader(tool_name: str) -> tuple[str, ...] | None:
-    """The skill-name arguments of a known loader, or None. A namespaced loader
-    (`mcp__skills__load_skill`) is known by its base name. Tool names repeat, so a short one
-    is matched once and the answer remembered; a long one (a cache would keep it after its
-    session) is matched each time."""
-    if len(tool_name) > _REMEMBERED_CHARS:
-        return _loader_arguments(tool_name)
-    return _remembered_loader_arguments(tool_name)
-
-
-_REMEMBERED_CHARS = 256
-
-
-def _loader_arguments(tool_name: str) -> tuple[str, ...] | None:
+    """The skill-name arguments of a known loader, or None (tool names repeat: matched once).
+    A namespaced loader (`mcp__skills__load_skill`) is known by its base name."""
     for name in candidates(tool_name):
         for pattern, keys in SKILL_LOADER_ARGS:
             if _glob_matches(name, pattern):
                 return keys
     return None
-
-
-_remembered_loader_arguments = lru_cache(maxsize=4096)(_loader_arguments)
 
 
 def _glob_matches(name: str, pattern: str) -> bool:

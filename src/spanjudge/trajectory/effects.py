@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, Literal, get_args
 
+from spanjudge.remembered import remembered_when_short
 from spanjudge.trajectory.toolnames import candidates
 
 Effect = Literal["read", "create", "modify", "delete", "external"]
@@ -55,10 +55,7 @@ class EffectMap:
             if name in self.overrides:
                 return self.overrides[name]
         for name in names:
-            if len(name) > _REMEMBERED_CHARS:  # a cache would keep it after its session
-                effect = _classify_tool(self.patterns, name)
-            else:
-                effect = _classify(self.patterns, name)
+            effect = _classify(self.patterns, name)
             if effect is not None:
                 return effect
         return None
@@ -153,7 +150,9 @@ def _rule_matches(
     return text.startswith(prefixes) or any(end in names for end in ends)
 
 
-def _classify_tool(patterns: tuple[tuple[str, Effect], ...], tool_name: str) -> Effect | None:
+@remembered_when_short(maxsize=4096)
+def _classify(patterns: tuple[tuple[str, Effect], ...], tool_name: str) -> Effect | None:
+    # Tool names repeat across every session: classify each once per pattern table.
     lowered = tool_name.lower()
     if patterns == DEFAULT_EFFECT_PATTERNS:
         for words, names, prefixes, effect in _DEFAULT_RULES:
@@ -167,11 +166,6 @@ def _classify_tool(patterns: tuple[tuple[str, Effect], ...], tool_name: str) -> 
         if compiled.search(lowered) or compiled.search(tool_name):
             return effect
     return None
-
-
-# Tool names repeat across every session: a short one is classified once per pattern table.
-_REMEMBERED_CHARS = 256
-_classify = lru_cache(maxsize=4096)(_classify_tool)
 
 
 DEFAULT_EFFECT_MAP = EffectMap()

@@ -10,7 +10,8 @@ namespace separator, longest first (`a.b-c` -> `b-c`, then `c`). Reports keep th
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+
+from spanjudge.remembered import remembered_when_short
 
 # `mcp__server__tool` splits on the double underscore only: a single `_` joins the words of a
 # name (`get_exchange_rate`) and is never a namespace separator.
@@ -18,29 +19,15 @@ SEPARATORS: tuple[str, ...] = ("__", "-", ".", "/", ":")
 _SEPARATOR = re.compile("|".join(map(re.escape, SEPARATORS)))
 
 
-# Tool names repeat on every call of every session: a short one's candidates are found once
-# and remembered. A long one's are found each time, since a cache would keep it after its
-# session.
-_REMEMBERED_CHARS = 256
-
-
+@remembered_when_short(maxsize=4096)  # tool names repeat on every call of every session
 def candidates(recorded: str) -> tuple[str, ...]:
     """The recorded name, then the base names after each namespace separator, longest first."""
-    if len(recorded) > _REMEMBERED_CHARS:
-        return _candidates(recorded)
-    return _remembered_candidates(recorded)
-
-
-def _candidates(recorded: str) -> tuple[str, ...]:
     out = [recorded]
     for match in _SEPARATOR.finditer(recorded):
         base = recorded[match.end() :]
         if base and base not in out:
             out.append(base)
     return tuple(out)
-
-
-_remembered_candidates = lru_cache(maxsize=4096)(_candidates)
 
 
 def same_tool(recorded: str, named: str) -> bool:
