@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tests.metamorphic.transforms import content_to_chat_events
+
 # Span attributes an instrumentation in event mode records on the inference-details event instead
 _CONTENT_ATTRIBUTES = frozenset(
     ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions")
@@ -145,3 +147,22 @@ def _record(
     if body:
         record["body"] = {"kvlistValue": {"values": body}}
     return record
+
+
+# How model calls' messages are written: as recorded; as the per-message events of the chat
+# completions instrumentations; and those events sent as OTLP log records (the content-capture
+# mode that keeps content off the spans).
+CONTENT_FORMS = ("as recorded", "chat completion events", "chat completion log records")
+
+
+def in_content_form(requests: list[dict[str, Any]], form: str) -> list[dict[str, Any]]:
+    """``requests`` with their model calls' messages written in ``form`` (one of
+    `CONTENT_FORMS`; the requests are rewritten in place), and any log requests it adds."""
+    if form != "as recorded":
+        for request in requests:
+            content_to_chat_events(request)
+    if form == "chat completion log records":
+        return requests + [
+            found for r in requests if (found := content_to_log_records(r)) is not None
+        ]
+    return requests

@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.metamorphic.log_records import content_to_log_records
-from tests.metamorphic.transforms import content_to_chat_events
+from tests.metamorphic.log_records import CONTENT_FORMS, in_content_form
 from tests.support.rewritten import (
     drop_spans,
     file_requests,
@@ -84,13 +83,7 @@ def _seen(session: dict[str, Any]) -> tuple[Any, ...]:
     )
 
 
-# How the model calls' messages are written: as recorded; in the older per-message events, in
-# the chat completions shape (as the OpenAI instrumentations write them); and those events sent
-# as OTLP log records.
-FORMS = ("as recorded", "chat completion events", "chat completion log records")
-
-
-@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("form", CONTENT_FORMS)
 @pytest.mark.parametrize(("framework", "name"), FILES)
 def test_tool_calls_no_span_records_are_read_from_the_messages(
     framework: str, name: str, form: str, tmp_path: Path
@@ -99,11 +92,7 @@ def test_tool_calls_no_span_records_are_read_from_the_messages(
     assert any(_is_tool(s) for r in requests for s in spans(r))
     _without_tool_spans(requests)
     assert not any(_is_tool(s) for r in requests for s in spans(r))
-    if form != "as recorded":
-        for request in requests:
-            content_to_chat_events(request)
-    if form == "chat completion log records":
-        requests += [found for r in requests if (found := content_to_log_records(r)) is not None]
+    requests = in_content_form(requests, form)
     truth = file_truth(framework, name)
     report = report_of(requests, tmp_path, f"{framework}/expectations.yaml")
     seen = {s["session_id"]: _seen(s) for s in report["sessions"] if s["session_id"] in truth}

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.metamorphic.log_records import content_to_log_records
-from tests.metamorphic.transforms import content_to_chat_events, map_strings
+from tests.metamorphic.log_records import CONTENT_FORMS, in_content_form
+from tests.metamorphic.transforms import map_strings
 from tests.support.rewritten import drop_spans, file_requests, file_truth, report_of, spans
 
 # Fixture files whose model calls' messages show every call and its outcome
@@ -85,13 +85,7 @@ def model_calls_only(requests: list[dict[str, Any]]) -> None:
                 span.setdefault("attributes", []).append({"key": "session.id", "value": value})
 
 
-# How the model calls' messages are written: as recorded; as the per-message events of the
-# chat completions instrumentations; and those events sent as OTLP log records (their
-# content-capture mode that keeps content off the spans).
-FORMS = ("as recorded", "chat completion events", "chat completion log records")
-
-
-@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("form", CONTENT_FORMS)
 @pytest.mark.parametrize(("framework", "name"), FILES)
 def test_a_session_of_model_calls_only_has_its_turns_calls_and_answer(
     framework: str, name: str, form: str, tmp_path: Path
@@ -99,11 +93,7 @@ def test_a_session_of_model_calls_only_has_its_turns_calls_and_answer(
     requests = file_requests(framework, name)
     model_calls_only(requests)
     assert all(_is_model_call(s) for r in requests for s in spans(r))
-    if form != "as recorded":
-        for request in requests:
-            content_to_chat_events(request)
-    if form == "chat completion log records":
-        requests += [found for r in requests if (found := content_to_log_records(r)) is not None]
+    requests = in_content_form(requests, form)
     truth = file_truth(framework, name)
     report = report_of(requests, tmp_path, f"{framework}/expectations.yaml")
     seen = {
