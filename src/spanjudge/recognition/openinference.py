@@ -42,7 +42,7 @@ from spanjudge.recognition.catalogue import (
     parse_catalogue,
     tool_catalogue,
 )
-from spanjudge.recognition.evidence import ToolFacts, bodies_in, tool_step
+from spanjudge.recognition.evidence import bodies_in, tool_step
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import CatalogueEntry, Step, ToolRequest, ToolResult
 
@@ -99,8 +99,6 @@ class OpenInferenceRecogniser:
     # --- one span -> one step -------------------------------------------------------------
 
     def _base(self, span: SpanRecord, kind: Any, name: str) -> dict[str, Any]:
-        if kind == "tool_call":  # tool_step names the step itself
-            return span_fields(span, PRESET)
         return {"kind": kind, "name": name, **span_fields(span, PRESET)}
 
     def _turn(self, span: SpanRecord) -> list[Step]:
@@ -178,7 +176,9 @@ class OpenInferenceRecogniser:
             semconv.OI_TOOL_CALL_ID
         )
         tool_status = (message or {}).get("status")
-        facts = ToolFacts(
+        return tool_step(
+            span,
+            PRESET,
             tool=span.str_attr(semconv.OI_TOOL_NAME) or span.name,
             arguments=call_arguments(parse_json(span.attributes.get(semconv.OI_INPUT_VALUE))),
             # a ToolMessage's own status says whether the tool failed; its content is the result
@@ -191,7 +191,6 @@ class OpenInferenceRecogniser:
             call_id=str(call_id) if call_id else None,
             description=span.str_attr(semconv.OI_TOOL_DESCRIPTION),
         )
-        return tool_step(facts, self._base(span, "tool_call", facts.tool))
 
 
 # --- span attribute readers ------------------------------------------------------------------

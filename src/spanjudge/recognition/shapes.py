@@ -36,7 +36,7 @@ from spanjudge.recognition.base import (
     span_fields,
 )
 from spanjudge.recognition.catalogue import parse_catalogue
-from spanjudge.recognition.evidence import ToolFacts, tool_step
+from spanjudge.recognition.evidence import tool_step
 from spanjudge.remembered import remembered_when_short
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import Step, ToolRequest, ToolResult
@@ -163,7 +163,9 @@ class ShapeRecogniser:
             ),
             None,
         )
-        facts = ToolFacts(
+        return tool_step(
+            span,
+            PRESET,
             tool=name,
             arguments=arguments,
             result=payload,
@@ -172,7 +174,6 @@ class ShapeRecogniser:
             failure=span_error(span),
             call_id=call_id,
         )
-        return tool_step(facts, span_fields(span, PRESET))
 
     def _turn(self, span: SpanRecord, shaped: _Shaped | None = None) -> list[Step] | None:
         prompt, response, _ = shaped or _shaped_keys(span)
