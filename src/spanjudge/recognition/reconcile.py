@@ -204,6 +204,7 @@ def _strings_within(value: object, depth: int = 0) -> list[str]:
 _MAX_TEXTS = 200
 _PROMPTED = ("model_call", "agent_turn", "final_answer")  # spans that may hold a prompt
 _MAX_DEPTH = 6
+_SCALARS = (int, float, type(None))  # values that hold no text (a bool is an int)
 
 
 def _known_skills(steps: list[Step], library: SkillLibrary) -> set[str]:
@@ -302,10 +303,12 @@ def _texts_in(value: object, texts: list[str], depth: int) -> None:
             texts.append(value)
     elif isinstance(value, (list, tuple)):  # (never a Mapping: asked first, no ABC check)
         for item in value:
-            _texts_in(item, texts, depth + 1)
+            if not isinstance(item, _SCALARS):
+                _texts_in(item, texts, depth + 1)
     elif isinstance(value, (dict, Mapping)):
         for item in value.values():
-            _texts_in(item, texts, depth + 1)
+            if not isinstance(item, _SCALARS):
+                _texts_in(item, texts, depth + 1)
 
 
 def _merge_nested(
@@ -406,6 +409,8 @@ def _resumed_calls(steps: list[Step]) -> list[Step]:
     """A call interrupted before it ran (waiting for approval: the span has no result) and the
     same call, same arguments, run when the agent resumed are one call; a trace that opens
     by finishing such a call continues the request before it, not a new one."""
+    if not any(s.result is None and not s.failed for s in steps if s.kind in _TOOL_KINDS):
+        return steps  # no call waits: none to resume
     pending: dict[tuple[str, str | None], int] = {}
     dropped: set[int] = set()
     resumed: set[str] = set()
@@ -771,8 +776,8 @@ def _ordinary_uses(steps: Sequence[Step], names: set[str]) -> set[tuple[str, str
     if not names:
         return found
     for step in steps:
-        if step.kind != "tool_call" or step.failed or not (step.result or "").strip():
-            continue
+        if step.kind != "tool_call" or step.failed or not step.result or step.result.isspace():
+            continue  # (failed, or answered with blanks at most)
         uses = []  # what the call shows, if its result is ordinary
         if isinstance(step.arguments, str) and step.arguments.strip() not in names:
             uses.append((step.name, ""))
