@@ -32,7 +32,7 @@ from spanjudge.recognition.base import (
     span_fields,
 )
 from spanjudge.recognition.catalogue import parse_catalogue
-from spanjudge.recognition.evidence import ToolFacts, tool_step
+from spanjudge.recognition.evidence import tool_step
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import CatalogueEntry, Step
 
@@ -147,7 +147,9 @@ class ClaudeCodeRecogniser:
         skill = _text(span, semconv.CC_SKILL_NAME)
         if skill is not None and arguments is None:
             arguments = {"skill": skill}
-        facts = ToolFacts(
+        step = tool_step(
+            span,
+            PRESET,
             tool=tool,
             arguments=arguments,
             result=result,
@@ -158,7 +160,6 @@ class ClaudeCodeRecogniser:
             declared_skill=skill,
             call_id=_text(span, semconv.CC_TOOL_USE_ID) or _text(span, semconv.GEN_AI_TOOL_CALL_ID),
         )
-        step = tool_step(facts, span_fields(span, PRESET))
         # the body arrives as a later user message ("Base directory for this skill: ..."),
         # attached in `finalise`; the tool result itself only says the skill was launched
         if step.skill_body is None and step.skill_body_source is None:

@@ -39,7 +39,7 @@ from typing import Any
 from spanjudge.errors import did_you_mean
 from spanjudge.recognition.base import as_text, parse_json, span_error, span_fields
 from spanjudge.recognition.catalogue import parse_catalogue
-from spanjudge.recognition.evidence import ToolFacts, tool_step
+from spanjudge.recognition.evidence import tool_step
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import Step, ToolRequest
 
@@ -239,7 +239,9 @@ class DeclaredRecogniser:
             detail = result.get("error") if isinstance(result, Mapping) else None
             failure = as_text(detail) or f"{spec.fields['error'].attribute} is set"
         arguments = spec.all(span, "arguments")
-        facts = ToolFacts(
+        step = tool_step(
+            span,
+            self.name,
             tool=spec.text(span, "tool_name") or span.name,
             arguments=parse_json(arguments[0]) if arguments else None,
             result=result,
@@ -247,7 +249,6 @@ class DeclaredRecogniser:
             failure=failure,
             call_id=spec.text(span, "call_id"),
         )
-        step = tool_step(facts, span_fields(span, self.name))
         catalogue = parse_catalogue(spec.text(span, "catalogue"))
         return step if not catalogue else _with_catalogue(step, catalogue)
 

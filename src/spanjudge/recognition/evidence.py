@@ -1,6 +1,6 @@
 """The evidence rules every convention preset shares (ARCHITECTURE.md section 2).
 
-A preset only says where a framework keeps the facts of a tool call (`ToolFacts`); whether the
+A preset only says where a framework keeps the facts of a tool call (`tool_step`); whether the
 call was a skill load, which skill, and whether it succeeded is decided here, from what the
 trace shows: a skill named in the arguments, a `SKILL.md` path in any string argument (shell
 commands included), a SKILL.md body in the result, and error evidence anywhere in the payload.
@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +21,7 @@ from spanjudge.recognition.base import as_text, error_in_payload, is_refusal, ma
 from spanjudge.recognition.skill_text import front_matter_name as front_matter_name
 from spanjudge.recognition.skill_text import unwrap
 from spanjudge.recognition.skill_tools import known_loader
+from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.effects import DEFAULT_EFFECT_MAP
 from spanjudge.trajectory.steps import Step
 
@@ -129,72 +130,102 @@ _STEP_LINE = re.compile(r"(?:\d{1,2}[.)]|[-*])\s+\S")
 _SKILL_LIKE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,79}")
 
 
-# A step's status when its span fields give none (`Step`'s own default).
-_DEFAULT_STATUS = next(f.default for f in fields(Step) if f.name == "status")
+def tool_step(
+    span: SpanRecord,
+    preset: str,
+    *,
+    tool: str,
+    arguments: Any = None,
+    result: Any = None,
+    result_text: str | None = None,
+    has_result: bool = False,
+    failure: str | None = None,
+    tool_status: str | None = None,
+    error_type: str | None = None,
+    declared_skill: str | None = None,
+    call_id: str | None = None,
+    agent_name: str | None = None,
+    tool_schemas: Mapping[str, Any] | None = None,
+    description: str | None = None,
+) -> Step:
+    """The step for one executed tool call, ``span`` as ``preset`` read it: a `tool_call`, or a
+    `skill_load` with its status. A preset says only where its framework keeps each fact; the
+    evidence rules here decide the rest.
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolFacts:
-    """What a preset read off one executed tool call; evidence rules decide the rest."""
-
-    tool: str
-    arguments: Any = None
-    result: Any = None  # the decoded payload (mapping, list or text)
-    result_text: str | None = None  # the result as shown in reports; derived when None
-    has_result: bool = False
-    failure: str | None = None  # why the span has error status (`span_error`)
-    tool_status: str | None = None  # a status the instrumentation records (gen_ai.tool.status)
-    error_type: str | None = None  # `error.type` on a span whose status is not error
-    declared_skill: str | None = None  # a skill the instrumentation names (gen_ai.skill.name)
-    call_id: str | None = None
-    agent_name: str | None = None
-    tool_schemas: Mapping[str, Any] = field(default_factory=dict)
-    description: str | None = None  # the tool's own description, as the model was given it
-
-
-def tool_step(facts: ToolFacts, base: Mapping[str, Any]) -> Step:
-    """The step for one executed tool call: a `tool_call`, or a `skill_load` with its status."""
-    text = facts.result_text
-    if text is None and facts.has_result:
-        text = as_text(facts.result)
-    error = facts.failure or (facts.error_type and f"error.type {facts.error_type}")
-    if error is None and facts.tool_status and facts.tool_status.lower() not in _OK_STATUSES:
-        error = text or f"tool status {facts.tool_status!r}"
-    if error is None and facts.has_result:
-        error = payload_error(facts.result, text)
+    - ``result``: the decoded payload (mapping, list or text); ``result_text``: the result as
+      shown in reports (derived from ``result`` when None); ``has_result``: one was recorded;
+    - ``failure``: why the span has error status (`span_error`); ``tool_status``: a status the
+      instrumentation records (`gen_ai.tool.status`); ``error_type``: `error.type` on a span
+      whose status is not error;
+    - ``declared_skill``: a skill the instrumentation names (`gen_ai.skill.name`);
+    - ``description``: the tool's own description, as the model was given it.
+    """
+    text = result_text
+    if text is None and has_result:
+        text = as_text(result)
+    error = failure or (error_type and f"error.type {error_type}")
+    if error is None and tool_status and tool_status.lower() not in _OK_STATUSES:
+        error = text or f"tool status {tool_status!r}"
+    if error is None and has_result:
+        error = payload_error(result, text)
     # a load's own fields (its error among them), or the call's error
-    load = _load_of(facts, text, error, base.get("status", _DEFAULT_STATUS))
+    load = _load_of(
+        tool,
+        arguments,
+        result,
+        text,
+        error,
+        span.status,
+        has_result=has_result,
+        declared=declared_skill,
+        description=description,
+    )
     return Step(
         kind="tool_call" if load is None else "skill_load",
-        name=facts.tool,
-        tool_call_id=facts.call_id,
-        arguments=facts.arguments,
+        name=tool,
+        span_id=span.span_id,
+        trace_id=span.trace_id,
+        parent_span_id=span.parent_span_id,
+        start_unix_nano=span.start_unix_nano,
+        end_unix_nano=span.end_unix_nano,
+        status=span.status,
+        preset=preset,
+        tool_call_id=call_id,
+        arguments=arguments,
         result=text,
-        agent_name=facts.agent_name,
-        tool_schemas=facts.tool_schemas,
-        **base,
+        agent_name=agent_name,
+        tool_schemas={} if tool_schemas is None else tool_schemas,
         **({"error": error} if load is None else load),
     )
 
 
 def _load_of(
-    facts: ToolFacts, text: str | None, error: str | None, status: str
+    tool: str,
+    arguments: Any,
+    result: Any,
+    text: str | None,
+    error: str | None,
+    status: str,
+    *,
+    has_result: bool,
+    declared: str | None,
+    description: str | None,
 ) -> dict[str, Any] | None:
-    """The load fields (`_load_fields`) of a tool call with ``text``, ``error`` and span
-    ``status`` that the evidence reads as a skill load, or None for a plain tool call (the
-    step is then built once, as one or the other)."""
-    skill = facts.declared_skill or skill_of_call(facts.tool, facts.arguments)
+    """The load fields (`_load_fields`) of a call of ``tool`` (`tool_step`'s facts) with
+    ``text``, ``error`` and span ``status`` that the evidence reads as a skill load, or None
+    for a plain tool call (the step is then built once, as one or the other)."""
+    skill = declared or skill_of_call(tool, arguments)
     described = None
-    if skill is None and describes_loader(facts.description):
-        described = skill = named_argument(facts.arguments)  # what it was asked to load
+    if skill is None and describes_loader(description):
+        described = skill = named_argument(arguments)  # what it was asked to load
     if skill is None and not _may_hold_skill_md(text):
         return None
-    body = body_of(facts.result, text)
-    if error is None and facts.declared_skill is None and _metadata_only(facts, body, text):
+    body = body_of(result, text)
+    if error is None and declared is None and _metadata_only(arguments, result, body, text):
         return None  # stat/exists on a SKILL.md path: never read
     # the body says what was loaded: over a loader nobody named, and over a path's folder name
     named = front_matter_name(body)
-    if named and not facts.declared_skill and skill in (None, skill_md_read(facts.arguments)):
+    if named and not declared and skill in (None, skill_md_read(arguments)):
         skill = named
     if skill is None:
         return None
@@ -203,7 +234,7 @@ def _load_of(
         error,
         text,
         skill,
-        has_result=facts.has_result or error is not None,
+        has_result=has_result or error is not None,
         body=body,
     )
     if (
@@ -254,13 +285,13 @@ def named_argument(arguments: Any) -> str | None:
     return None
 
 
-def _metadata_only(facts: ToolFacts, body: str | None, text: str | None) -> bool:
+def _metadata_only(arguments: Any, result: Any, body: str | None, text: str | None) -> bool:
     """Named by its SKILL.md path alone, answered with no text: `true`, `412`, `{"size": 412}`."""
-    if skill_md_read(facts.arguments) is None or front_matter_name(body) is not None:
+    if skill_md_read(arguments) is None or front_matter_name(body) is not None:
         return False
-    if _SCALAR.fullmatch((text or "").strip()) or isinstance(facts.result, bool | int | float):
+    if _SCALAR.fullmatch((text or "").strip()) or isinstance(result, bool | int | float):
         return True
-    keys = facts.result if isinstance(facts.result, Mapping) else ("status",)
+    keys = result if isinstance(result, Mapping) else ("status",)
     return (
         "status" not in keys
         and not any(k in keys for k in _BODY_KEYS)

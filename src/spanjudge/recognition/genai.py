@@ -43,7 +43,7 @@ from spanjudge.recognition.catalogue import (
     parse_catalogue,
     tool_catalogue,
 )
-from spanjudge.recognition.evidence import ToolFacts, bodies_in, tool_step
+from spanjudge.recognition.evidence import bodies_in, tool_step
 from spanjudge.recognition.indexed_messages import MARKERS as INDEXED_MARKERS
 from spanjudge.recognition.indexed_messages import block_parts, indexed_messages
 from spanjudge.spans.record import AttrValue, SpanRecord
@@ -657,9 +657,10 @@ class GenAIRecogniser:
         if op in sc.AGENT_TURN_OPERATIONS or span.name == sc.SPAN_INVOCATION_INTERNAL:
             return self._turn(span)
         if op == sc.OP_EXECUTE_TOOL or (op is None and span.name.startswith(TOOL_PREFIX)):
-            if span.str_attr(sc.GEN_AI_TOOL_NAME) == sc.ADK_MERGED_TOOLS:
+            tool = span.str_attr(sc.GEN_AI_TOOL_NAME)
+            if tool == sc.ADK_MERGED_TOOLS:
                 return []
-            return [self._tool(span)]
+            return [self._tool(span, tool or span.name[len(TOOL_PREFIX) :].split(" ")[0])]
         if op in sc.MODEL_OPERATIONS or (
             op is None and int_attr(span, sc.GEN_AI_USAGE_INPUT_TOKENS)
         ):
@@ -741,8 +742,7 @@ class GenAIRecogniser:
             **self._base(span),
         )
 
-    def _tool(self, span: SpanRecord) -> Step:
-        tool = span.str_attr(sc.GEN_AI_TOOL_NAME) or span.name[len(TOOL_PREFIX) :].split(" ")[0]
+    def _tool(self, span: SpanRecord, tool: str) -> Step:
         arguments, result, has_result = tool_io(span)
         declared = span.str_attr(sc.GEN_AI_SKILL_NAME)
         # ADK stamps gen_ai.skill.name on resource reads and skill scripts too; those carry
@@ -750,7 +750,9 @@ class GenAIRecogniser:
         if span.attributes.get(sc.GEN_AI_SKILL_RESOURCE_NAME) is not None:
             declared = None
         error_type = span.str_attr(sc.ERROR_TYPE) if span.status != "error" else None
-        facts = ToolFacts(
+        return tool_step(
+            span,
+            self.name,
             tool=tool,
             arguments=arguments,
             result=result,
@@ -765,7 +767,6 @@ class GenAIRecogniser:
             tool_schemas=tool_schemas(span, tool),
             description=span.str_attr(sc.GEN_AI_TOOL_DESCRIPTION),
         )
-        return tool_step(facts, self._base(span))
 
     def finalise(self, steps: list[Step], spans: Sequence[SpanRecord]) -> list[Step]:
         """Fill what a turn span did not record: the request and the final answer.

@@ -30,7 +30,7 @@ from spanjudge.recognition.base import (
     span_fields,
 )
 from spanjudge.recognition.catalogue import parse_catalogue
-from spanjudge.recognition.evidence import ToolFacts, tool_step
+from spanjudge.recognition.evidence import tool_step
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import CatalogueEntry, Step
 
@@ -133,16 +133,18 @@ class HaystackRecogniser:
         if span.attributes.get(sc.HAYSTACK_TOOL_ERROR) is True:
             detail = result.get("error") if isinstance(result, dict) else None
             failure = failure or as_text(detail) or "haystack.tool.error is true"
-        facts = ToolFacts(
+        description = span.str_attr(sc.HAYSTACK_TOOL_DESCRIPTION)
+        step = tool_step(
+            span,
+            self.name,
             tool=span.str_attr(sc.HAYSTACK_TOOL_NAME) or "tool",
             arguments=parse_json(span.attributes.get(sc.HAYSTACK_TOOL_INPUT)),
             result=result,
             has_result=raw is not None,
             failure=failure,
-            description=span.str_attr(sc.HAYSTACK_TOOL_DESCRIPTION),
+            description=description,
         )
-        step = tool_step(facts, span_fields(span, self.name))
-        catalogue = _catalogue(facts.description)
+        catalogue = _catalogue(description)
         return replace(step, catalogue=catalogue) if catalogue else step  # (a step has none)
 
 

@@ -34,6 +34,7 @@ from spanjudge.recognition.base import (
     instructions_opening,
     int_attr,
     parse_json,
+    read_json,
     span_error,
     span_fields,
 )
@@ -42,7 +43,7 @@ from spanjudge.recognition.catalogue import (
     parse_catalogue,
     tool_catalogue,
 )
-from spanjudge.recognition.evidence import ToolFacts, bodies_in, tool_step
+from spanjudge.recognition.evidence import bodies_in, tool_step
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import CatalogueEntry, Step, ToolRequest, ToolResult
 
@@ -99,8 +100,6 @@ class OpenInferenceRecogniser:
     # --- one span -> one step -------------------------------------------------------------
 
     def _base(self, span: SpanRecord, kind: Any, name: str) -> dict[str, Any]:
-        if kind == "tool_call":  # tool_step names the step itself
-            return span_fields(span, PRESET)
         return {"kind": kind, "name": name, **span_fields(span, PRESET)}
 
     def _turn(self, span: SpanRecord) -> list[Step]:
@@ -178,7 +177,9 @@ class OpenInferenceRecogniser:
             semconv.OI_TOOL_CALL_ID
         )
         tool_status = (message or {}).get("status")
-        facts = ToolFacts(
+        return tool_step(
+            span,
+            PRESET,
             tool=span.str_attr(semconv.OI_TOOL_NAME) or span.name,
             arguments=call_arguments(parse_json(span.attributes.get(semconv.OI_INPUT_VALUE))),
             # a ToolMessage's own status says whether the tool failed; its content is the result
@@ -191,7 +192,6 @@ class OpenInferenceRecogniser:
             call_id=str(call_id) if call_id else None,
             description=span.str_attr(semconv.OI_TOOL_DESCRIPTION),
         )
-        return tool_step(facts, self._base(span, "tool_call", facts.tool))
 
 
 # --- span attribute readers ------------------------------------------------------------------
@@ -346,7 +346,7 @@ def tool_schemas(span: SpanRecord) -> dict[str, Any]:
     for key, value in span.attributes.items():
         if _TOOL_SCHEMA_KEY.match(key) is None:
             continue
-        schema = parse_json(value)
+        schema = _definition(value)
         if not isinstance(schema, Mapping):
             continue
         nested = schema.get("function")
@@ -357,13 +357,19 @@ def tool_schemas(span: SpanRecord) -> dict[str, Any]:
     return schemas
 
 
+def _definition(value: Any) -> Any:
+    """A tool definition, decoded once per distinct text: every LLM span of a session records
+    the same ones (read-only, like `read_json`'s)."""
+    return read_json(value) if isinstance(value, str) else parse_json(value)
+
+
 def tool_descriptions(span: SpanRecord) -> dict[str, str]:
     """Tool name -> description, from `llm.tools.N.tool.json_schema`."""
     found: dict[str, str] = {}
     for key, value in span.attributes.items():
         if _TOOL_SCHEMA_KEY.match(key) is None:
             continue
-        schema = parse_json(value)
+        schema = _definition(value)
         nested = schema.get("function") if isinstance(schema, Mapping) else None
         function = nested if isinstance(nested, Mapping) else schema
         if isinstance(function, Mapping):

@@ -81,8 +81,9 @@ def reconcile(
 ) -> list[Step]:
     """The session's steps with every whole-session evidence rule applied."""
     spans_by_id = {s.span_id: s for s in spans}
-    out = _merge_nested(list(steps), spans_by_id, "model_call")
-    out = _merge_nested(out, spans_by_id, "tool")
+    parents = {s.parent_span_id for s in spans}  # the spans some span sits under
+    out = _merge_nested(list(steps), spans_by_id, parents, "model_call")
+    out = _merge_nested(out, spans_by_id, parents, "tool")
     out = _resumed_calls(out)
     out = _requested_arguments(out)
     looked_for = _known_skills(out, library)
@@ -203,6 +204,7 @@ def _strings_within(value: object, depth: int = 0) -> list[str]:
 _MAX_TEXTS = 200
 _PROMPTED = ("model_call", "agent_turn", "final_answer")  # spans that may hold a prompt
 _MAX_DEPTH = 6
+_SCALARS = (int, float, type(None))  # values that hold no text (a bool is an int)
 
 
 def _known_skills(steps: list[Step], library: SkillLibrary) -> set[str]:
@@ -232,7 +234,7 @@ def _catalogue_by_names(
     if not known:
         return steps
     out = []
-    read: dict[str, list[tuple[str, str]]] = {}  # text -> its entries: calls repeat the history
+    read = _Read()
     for step in steps:
         span = spans_by_id.get(step.span_id) if step.kind in _PROMPTED else None
         entries = _entries_naming(span, known, read) if span is not None else ()
@@ -245,20 +247,43 @@ def _catalogue_by_names(
     return out
 
 
-def _entries_naming(
-    span: SpanRecord, known: set[str], read: dict[str, list[tuple[str, str]]]
-) -> tuple[CatalogueEntry, ...]:
-    """The entries of lists naming one of ``known`` in the span's texts; ``read`` holds what
-    each text already read gave (the same ``known``)."""
+class _Read:
+    """What one pass of `_catalogue_by_names` already read (for the same ``known``): model
+    calls repeat the conversation so far, and a turn and its answer share a span."""
+
+    def __init__(self) -> None:
+        self.spans: dict[str, tuple[CatalogueEntry, ...]] = {}  # span id -> its entries
+        self.texts: dict[str, list[str]] = {}  # attribute text -> the texts within it
+        self.layouts: dict[str, list[tuple[str, str]]] = {}  # text -> its entries
+
+
+def _entries_naming(span: SpanRecord, known: set[str], read: _Read) -> tuple[CatalogueEntry, ...]:
+    """The entries of lists naming one of ``known`` in the span's texts."""
+    entries = read.spans.get(span.span_id)
+    if entries is None:
+        entries = read.spans[span.span_id] = _entries_in(span, known, read)
+    return entries
+
+
+def _entries_in(span: SpanRecord, known: set[str], read: _Read) -> tuple[CatalogueEntry, ...]:
     texts: list[str] = []
     values = [*span.attributes.values(), *(v for e in span.events for v in e.attributes.values())]
     for value in values:
-        _texts_in(value, texts, 0)
+        if isinstance(value, str) and len(texts) < _MAX_TEXTS:
+            # the texts a string holds, read once: the first of them up to the bound
+            # (`_texts_in` fills a list in the same order, stopping at the bound)
+            within = read.texts.get(value)
+            if within is None:
+                within = read.texts[value] = []
+                _texts_in(value, within, 0)
+            texts += within[: _MAX_TEXTS - len(texts)]
+        else:
+            _texts_in(value, texts, 0)
     found: dict[str, CatalogueEntry] = {}
     for text in texts:
-        layout = read.get(text)
+        layout = read.layouts.get(text)
         if layout is None:
-            layout = read[text] = by_layout(text, known)
+            layout = read.layouts[text] = by_layout(text, known)
         for name, description in layout:
             found.setdefault(
                 name, CatalogueEntry(name=name, description=description, source=TRACE_LAYOUT)
@@ -278,19 +303,26 @@ def _texts_in(value: object, texts: list[str], depth: int) -> None:
             texts.append(value)
     elif isinstance(value, (list, tuple)):  # (never a Mapping: asked first, no ABC check)
         for item in value:
-            _texts_in(item, texts, depth + 1)
+            if not isinstance(item, _SCALARS):
+                _texts_in(item, texts, depth + 1)
     elif isinstance(value, (dict, Mapping)):
         for item in value.values():
-            _texts_in(item, texts, depth + 1)
+            if not isinstance(item, _SCALARS):
+                _texts_in(item, texts, depth + 1)
 
 
 def _merge_nested(
-    steps: list[Step], spans_by_id: Mapping[str, SpanRecord], kind: str
+    steps: list[Step],
+    spans_by_id: Mapping[str, SpanRecord],
+    parents: set[str | None],
+    kind: str,
 ) -> list[Step]:
-    """Steps of ``kind`` nested in another of the same kind (and, for tools, the same tool)."""
+    """Steps of ``kind`` nested in another of the same kind (and, for tools, the same tool).
+    ``parents``: the parent span ids of the session's spans (a step no span sits under has
+    no step nested in it)."""
     kinds = _TOOL_KINDS if kind == "tool" else (kind,)
     index = {s.span_id: i for i, s in enumerate(steps) if s.kind in kinds}
-    if len(index) < 2:
+    if len(index) < 2 or parents.isdisjoint(index):
         return steps
     if kind == "tool":
         names = [s.name for s in steps if s.kind in kinds]
@@ -377,6 +409,8 @@ def _resumed_calls(steps: list[Step]) -> list[Step]:
     """A call interrupted before it ran (waiting for approval: the span has no result) and the
     same call, same arguments, run when the agent resumed are one call; a trace that opens
     by finishing such a call continues the request before it, not a new one."""
+    if not any(s.result is None and not s.failed for s in steps if s.kind in _TOOL_KINDS):
+        return steps  # no call waits: none to resume
     pending: dict[tuple[str, str | None], int] = {}
     dropped: set[int] = set()
     resumed: set[str] = set()
@@ -429,6 +463,8 @@ def _requested_arguments(steps: list[Step]) -> list[Step]:
     """A tool span that kept only a bare string (LangChain's input of a one-argument tool)
     takes the arguments the model requested, matched by call id, else by name (a tool that
     raised has no recorded id), when that string is one of them."""
+    if not any(s.kind in _TOOL_KINDS and isinstance(s.arguments, str) for s in steps):
+        return steps
     requests = [r for s in steps for r in s.tool_requests if isinstance(r.arguments, Mapping)]
     out = []
     for s in steps:
@@ -449,6 +485,8 @@ def _unexecuted_requests(
     """Tool calls the model asked for that never ran: matched to executions by call id, or,
     where the instrumentation records no ids on tool spans, by tool name and time (the first
     execution of that tool after the request)."""
+    if not any(s.tool_requests for s in steps if s.kind == "model_call"):
+        return steps  # no model call asked for a tool
     # a load read from a model call's own prompt (a skill pinned into it) executed nothing
     models = {s.span_id for s in steps if s.kind == "model_call"}
     calls = [s for s in steps if s.kind in _TOOL_KINDS and s.span_id not in models]
@@ -467,7 +505,7 @@ def _unexecuted_requests(
         aborted = _requests_left_open(steps, sent_back)
         unmatched |= aborted
         executed = set()
-    received = _received_by(steps)
+    received: dict[str, Step] | None = None  # (read only for a request answered untraced)
     requested = {r.call_id for s in steps if s.kind == "model_call" for r in s.tool_requests}
     # executions whose recorded id matches no request (ADK writes "<not specified>" for some):
     # matched to requests by tool name instead
@@ -509,8 +547,11 @@ def _unexecuted_requests(
                 agent_name=step.agent_name,
             )
             answer = sent_back.get(request.call_id) if request.call_id else None
-            if answer is not None and _hands_off(step, received.get(answer.call_id)):
-                continue  # another agent took the conversation over: a handoff, no tool call
+            if answer is not None:
+                if received is None:
+                    received = _received_by(steps)
+                if _hands_off(step, received.get(answer.call_id)):
+                    continue  # another agent took the conversation over: a handoff, no call
             body = None
             if answer is not None:  # what the agent sent back decides how the call went
                 attempt = _answered(attempt, answer)
@@ -735,18 +776,22 @@ def _ordinary_uses(steps: Sequence[Step], names: set[str]) -> set[tuple[str, str
     if not names:
         return found
     for step in steps:
-        if step.kind != "tool_call" or step.failed or not (step.result or "").strip():
-            continue
+        if step.kind != "tool_call" or step.failed or not step.result or step.result.isspace():
+            continue  # (failed, or answered with blanks at most)
+        uses = []  # what the call shows, if its result is ordinary
+        if isinstance(step.arguments, str) and step.arguments.strip() not in names:
+            uses.append((step.name, ""))
+        elif isinstance(step.arguments, Mapping):
+            for key, value in step.arguments.items():
+                if isinstance(value, str) and value.strip() and value.strip() not in names:
+                    uses.append((step.name, str(key)))
+        if found.issuperset(uses):
+            continue  # nothing new: the same tool's earlier calls showed it (or it shows none)
         text = step.result or ""
         body = _result_body(text)
         if is_refusal(text[:500]) or front_matter_name(body) or reads_as_instructions(body):
             continue
-        if isinstance(step.arguments, str) and step.arguments.strip() not in names:
-            found.add((step.name, ""))
-        elif isinstance(step.arguments, Mapping):
-            for key, value in step.arguments.items():
-                if isinstance(value, str) and value.strip() and value.strip() not in names:
-                    found.add((step.name, str(key)))
+        found.update(uses)
     return found
 
 

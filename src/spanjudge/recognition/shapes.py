@@ -36,7 +36,7 @@ from spanjudge.recognition.base import (
     span_fields,
 )
 from spanjudge.recognition.catalogue import parse_catalogue
-from spanjudge.recognition.evidence import ToolFacts, tool_step
+from spanjudge.recognition.evidence import tool_step
 from spanjudge.remembered import remembered_when_short
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import Step, ToolRequest, ToolResult
@@ -80,9 +80,10 @@ class ShapeRecogniser:
         tool = _tool_keys(span)
         if tool is not None:
             return [self._tool(span, *tool)]
-        if span.parent_span_id is None and (turn := self._turn(span)):
+        shaped = _shaped_keys(span)
+        if span.parent_span_id is None and (turn := self._turn(span, shaped)):
             return turn
-        return self._model_call(span)
+        return self._model_call(span, shaped)
 
     def finalise(self, steps: list[Step], spans: Sequence[SpanRecord]) -> list[Step]:
         """Turns and model calls by where a span read by shape sits among what was read.
@@ -120,14 +121,17 @@ class ShapeRecogniser:
         out = [s for s in steps if s.span_id not in changed or s.preset != PRESET]
         return out + [s for found in changed.values() for s in found]
 
-    def _model_call(self, span: SpanRecord) -> list[Step] | None:
+    def _model_call(self, span: SpanRecord, shaped: _Shaped | None = None) -> list[Step] | None:
         """A span below the turn with prompt- and response-shaped attributes: one model call,
-        its text, the tools it asked for and its token counts."""
-        prompt, response, asked_key = _shaped_keys(span)
+        its text, the tools it asked for and its token counts. (``shaped``: the span's
+        `_shaped_keys`, when already read.)"""
+        prompt, response, asked_key = shaped or _shaped_keys(span)
         prompt = prompt or _given(span, _BARE[0])
+        if prompt is None:
+            return None
         response = response or _bare(span, _BARE[1])
         asked = _asked(span, asked_key)
-        if prompt is None or (response is None and not asked):
+        if response is None and not asked:
             return None
         request, system = _request(span.attributes[prompt])
         return [
@@ -159,7 +163,9 @@ class ShapeRecogniser:
             ),
             None,
         )
-        facts = ToolFacts(
+        return tool_step(
+            span,
+            PRESET,
             tool=name,
             arguments=arguments,
             result=payload,
@@ -168,10 +174,9 @@ class ShapeRecogniser:
             failure=span_error(span),
             call_id=call_id,
         )
-        return tool_step(facts, span_fields(span, PRESET))
 
-    def _turn(self, span: SpanRecord) -> list[Step] | None:
-        prompt, response, _ = _shaped_keys(span)
+    def _turn(self, span: SpanRecord, shaped: _Shaped | None = None) -> list[Step] | None:
+        prompt, response, _ = shaped or _shaped_keys(span)
         prompt = prompt or _bare(span, _BARE[0])
         response = response or _bare(span, _BARE[1])
         if prompt is None or response is None:
@@ -226,7 +231,6 @@ def _read_above(span: SpanRecord, by_id: dict[str, SpanRecord], read: set[str]) 
 def _tool_keys(span: SpanRecord) -> tuple[str, Any, str | None] | None:
     """(tool name, arguments, result key) when the span is a tool call by its shape."""
     attributes = span.attributes
-    named_call = _named_call(span.name)
     for key, value in attributes.items():
         if key[-4:].lower() != "name":  # most keys: no pattern run
             continue
@@ -235,7 +239,7 @@ def _tool_keys(span: SpanRecord) -> tuple[str, Any, str | None] | None:
             continue
         arguments = _under(attributes, prefix, _ARGUMENT_WORDS)
         result = _under(attributes, prefix, _RESULT_WORDS)
-        if arguments is not None or result is not None or named_call:
+        if arguments is not None or result is not None or _named_call(span.name):
             decoded = parse_json(attributes[arguments]) if arguments is not None else None
             return value.strip(), decoded, result
     return None
@@ -287,9 +291,10 @@ def _bare(span: SpanRecord, key: str) -> str | None:
 
 
 _SHAPES = (_PROMPT, _RESPONSE, _ASKED)
+_Shaped = tuple[str | None, str | None, str | None]
 
 
-def _shaped_keys(span: SpanRecord) -> tuple[str | None, str | None, str | None]:
+def _shaped_keys(span: SpanRecord) -> _Shaped:
     """The first key with text of each shape (prompt, response, the tools asked for), from
     one look at the span's keys. The GenAI conventions' own message keys are not shapes: the
     GenAI preset reads them, and a span it left alone that carries them (an event-loop cycle
@@ -298,10 +303,18 @@ def _shaped_keys(span: SpanRecord) -> tuple[str | None, str | None, str | None]:
     for key, value in span.attributes.items():
         if key.startswith("gen_ai.") or not isinstance(value, str):
             continue
-        for at, pattern in enumerate(_SHAPES):
-            if found[at] is None and _found(pattern, key) and value.strip():
-                found[at] = key
+        shapes = _shapes_of(key)
+        if True in shapes and value.strip():
+            for at, shaped in enumerate(shapes):
+                if shaped and found[at] is None:
+                    found[at] = key
     return found[0], found[1], found[2]
+
+
+@remembered_when_short(maxsize=4096)  # spans of one kind carry the same keys
+def _shapes_of(key: str) -> tuple[bool, ...]:
+    """Whether ``key`` has each of `_SHAPES`."""
+    return tuple(pattern.search(key) is not None for pattern in _SHAPES)
 
 
 def _request(prompt: Any) -> tuple[str | None, str | None]:

@@ -32,7 +32,7 @@ from spanjudge.recognition.base import (
     span_error,
     span_fields,
 )
-from spanjudge.recognition.evidence import ToolFacts, tool_step
+from spanjudge.recognition.evidence import tool_step
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import Step
 
@@ -85,7 +85,9 @@ class SmolagentsRecogniser:
         if tool == ANSWER_TOOL:
             return []
         output = span.attributes.get(semconv.OI_OUTPUT_VALUE)
-        facts = ToolFacts(
+        step = tool_step(
+            span,
+            PRESET,
             tool=tool,
             arguments=_call_arguments(parse_json(span.attributes.get(semconv.OI_INPUT_VALUE))),
             result=parse_json(output),
@@ -93,7 +95,7 @@ class SmolagentsRecogniser:
             has_result=output is not None,
             failure=span_error(span),
         )
-        return [tool_step(facts, span_fields(span, PRESET))]
+        return [step]
 
 
 def _call_arguments(value: Any) -> Any:

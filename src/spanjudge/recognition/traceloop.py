@@ -24,7 +24,7 @@ from spanjudge.recognition.base import (
     span_error,
     span_fields,
 )
-from spanjudge.recognition.evidence import ToolFacts, tool_step
+from spanjudge.recognition.evidence import tool_step
 from spanjudge.recognition.genai import last_user_text
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import Step
@@ -74,7 +74,9 @@ class TraceloopRecogniser:
     def _tool(self, span: SpanRecord) -> Step:
         raw = span.attributes.get(sc.TRACELOOP_ENTITY_OUTPUT)
         result = parse_json(raw) if raw is not None else None
-        facts = ToolFacts(
+        return tool_step(
+            span,
+            self.name,
             tool=span.str_attr(sc.TRACELOOP_ENTITY_NAME) or span.name.removesuffix(".tool"),
             arguments=_arguments(parse_json(span.attributes.get(sc.TRACELOOP_ENTITY_INPUT))),
             result=result,
@@ -83,7 +85,6 @@ class TraceloopRecogniser:
             failure=span_error(span),
             error_type=span.str_attr(sc.ERROR_TYPE),
         )
-        return tool_step(facts, span_fields(span, self.name))
 
     def finalise(self, steps: list[Step], spans: Sequence[SpanRecord]) -> list[Step]:
         """A turn's request: the last user message of the first model call in its trace."""
