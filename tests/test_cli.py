@@ -119,6 +119,44 @@ def test_skip_invalid_continues_and_counts(capsys, tmp_path, trace_file):  # typ
     assert f"{bad}:1:" in err and "skipped 1" in err
 
 
+@pytest.mark.parametrize("skip", [False, True])
+def test_a_line_nested_too_deeply_is_bad_input_on_its_line(capsys, tmp_path, trace_file, skip):  # type: ignore[no-untyped-def]
+    good = trace_file.read_text().strip()
+    bad = tmp_path / "deep.jsonl"
+    bad.write_text(good + "\n" + "[" * 100_000 + "]" * 100_000 + "\n" + good + "\n")
+    code, out, err = run(capsys, "eval", *(["--skip-invalid"] if skip else []), str(bad))
+    assert f"{bad}:2: invalid JSON: values nested too deeply" in err
+    assert "internal error" not in err and "Traceback" not in err
+    if skip:  # the lines around it are read
+        assert code == 0 and "skipped 1 invalid line" in err and "2 session(s)" in out
+    else:
+        assert code == 2 and out == ""
+
+
+def test_a_value_nested_too_deeply_is_kept_as_the_text_it_is(capsys, tmp_path):  # type: ignore[no-untyped-def]
+    deep = "[" * 5_000 + "]" * 5_000
+
+    def body(tracer):  # type: ignore[no-untyped-def]
+        with tracer.start_as_current_span(
+            "invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent"}
+        ):
+            tool = {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "read",
+                "gen_ai.tool.call.arguments": deep,
+                "gen_ai.tool.call.result": deep,
+            }
+            with tracer.start_as_current_span("execute_tool read", attributes=tool):
+                pass
+
+    path = write_jsonl(tmp_path / "t.jsonl", recorded(body))
+    _, out, err = run(capsys, "eval", "--format", "json", str(path))
+    assert "failed on span" not in err and "Traceback" not in err
+    (session,) = json.loads(out)["sessions"]
+    (call,) = [step for step in session["steps"] if step["kind"] == "tool_call"]
+    assert call["name"] == "read" and call["arguments"] == deep and call["result"] == deep
+
+
 @pytest.mark.parametrize(
     ("argv", "words"),
     [

@@ -73,7 +73,7 @@ def parse_json(value: AttrValue) -> Any:
         if text[:1] in ("{", "[", '"') or text in ("true", "false", "null"):
             try:
                 return _loads(text)
-            except ValueError:
+            except (ValueError, RecursionError):  # nested too deeply for json: text too
                 return value
     return value
 

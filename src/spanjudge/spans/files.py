@@ -136,6 +136,12 @@ def read_input(
                 continue
             try:
                 doc = json.loads(stripped)
+            except RecursionError:
+                first = False
+                if on_error is None:
+                    raise _too_deep(path, lineno) from None
+                on_error(_too_deep(path, lineno))
+                continue
             except json.JSONDecodeError as exc:
                 error = _json_error(path, lineno, stripped, exc)
                 if first and stripped[:1] in ("{", "["):
@@ -192,6 +198,14 @@ def _json_error(path: str, lineno: int, text: str, exc: json.JSONDecodeError) ->
     )
 
 
+def _too_deep(path: str, lineno: int) -> InputError:
+    return InputError(
+        "invalid JSON: values nested too deeply to read; expected one OTLP JSON document per line",
+        file=path,
+        line=lineno,
+    )
+
+
 def _whole_document(path: str, start_line: int, text: str, limits: Limits) -> Chunk | None:
     """The rest of the input as one JSON document; None when it is JSON lines after all
     (whose first line is broken)."""
@@ -203,6 +217,8 @@ def _whole_document(path: str, start_line: int, text: str, limits: Limits) -> Ch
         )
     try:
         doc = json.loads(text)
+    except RecursionError:
+        raise _too_deep(path, start_line) from None
     except json.JSONDecodeError as exc:
         first_line = text.lstrip().split("\n", 1)[0]
         if exc.msg == "Extra data" or exc.lineno == 1 or '"spanId"' in first_line:
