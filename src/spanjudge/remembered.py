@@ -1,20 +1,26 @@
-"""Answers remembered for short texts only: `functools.lru_cache` for a function of a text that
-repeats (an attribute key, a span or tool name, a verdict's label), which passes a long text
-through uncached.
+"""Answers remembered for texts that repeat, within a bound on the characters held.
 
 Keys and names from traces have no length limit and attribute values may be 64 KiB, while a
 cache keeps what it holds after the sessions that brought it are gone: bounded by a count of
-entries alone, long texts would make it hold many megabytes outside every memory budget. The
-names that repeat are short, so caching only those keeps the gain.
+entries alone, long texts would make it hold many megabytes outside every memory budget.
+
+- `remembered_when_short`: `functools.lru_cache` for a function of a name that repeats (an
+  attribute key, a span or tool name, a verdict's label), which passes a long text through
+  uncached. The names that repeat are short, so caching only those keeps the gain.
+- `remembered_within`: for a function of a text that may be long and still repeats (a system
+  prompt, tool definitions, the messages every model call of a session carries again), the
+  least recently used answers forgotten first once the texts held reach `TEXT_CHARS`.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 SHORT_CHARS = 256  # texts up to this long are remembered
+TEXT_CHARS = 1 << 18  # characters of text a `remembered_within` cache holds
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -31,6 +37,46 @@ def remembered_when_short(maxsize: int) -> Callable[[_F], _F]:
             if len(args[-1]) > SHORT_CHARS:
                 return function(*args)
             return remembered(*args)
+
+        return cast(_F, call)
+
+    return decorate
+
+
+def remembered_within(max_chars: int = TEXT_CHARS) -> Callable[[_F], _F]:
+    """Cache a function whose first argument is a text (or None), holding at most ``max_chars``
+    characters of the texts it was asked about: the least recently used answers are forgotten
+    first, and a text over the bound alone is not remembered. Its other arguments must be
+    hashable. Callers never change what it returns."""
+
+    def decorate(function: _F) -> _F:
+        answers: dict[Any, Any] = {}  # least recently used first
+        held = 0
+        lock = threading.Lock()
+
+        @functools.wraps(function)
+        def call(text: str | None, *args: Any, **kwargs: Any) -> Any:
+            nonlocal held
+            key = (text, args, tuple(kwargs.items())) if args or kwargs else text
+            with lock:
+                if key in answers:
+                    answer = answers.pop(key)
+                    answers[key] = answer
+                    return answer
+            answer = function(text, *args, **kwargs)
+            size = len(text) if text else 0
+            if size > max_chars:
+                return answer
+            with lock:
+                if key not in answers:
+                    answers[key] = answer
+                    held += size
+                    while held > max_chars:
+                        oldest = next(iter(answers))
+                        old_text = oldest[0] if isinstance(oldest, tuple) else oldest
+                        held -= len(old_text) if old_text else 0
+                        del answers[oldest]
+            return answer
 
         return cast(_F, call)
 

@@ -8,6 +8,7 @@ import gc
 import json
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 from spanjudge import CollectingSink
 from spanjudge.config import parse_config
@@ -59,3 +60,111 @@ def test_long_keys_and_names_are_not_kept_after_their_sessions(tmp_path: Path) -
         tracemalloc.stop()
     # the input's long texts come to SESSIONS * CHARS * 3 characters
     assert kept < SESSIONS * CHARS // 4, f"{kept / 1e6:.1f} MB kept after the sessions"
+
+
+_AGENT = {"gen_ai.operation.name": "invoke_agent"}
+TEXTS_SESSIONS = 100
+TEXT = 30_000  # characters of each long text
+
+
+def _parts(text: str) -> list[dict[str, str]]:
+    return [{"type": "text", "content": text}]
+
+
+def _messages(role: str, text: str) -> str:
+    return json.dumps([{"role": role, "parts": _parts(text)}])
+
+
+def _span(trace: str, session: str, sid: int, name: str, pairs: dict[str, str]) -> dict[str, Any]:
+    return {
+        "traceId": trace,
+        "spanId": f"{sid:016x}",
+        "name": name,
+        "startTimeUnixNano": f"{1700000000000000000 + sid}",
+        "endTimeUnixNano": f"{1700000001000000000 + sid}",
+        "attributes": [
+            {"key": k, "value": {"stringValue": v}}
+            for k, v in {"session.id": session, **pairs}.items()
+        ],
+    }
+
+
+def _long_texts_file(path: Path, tag: str, sessions: int) -> None:
+    """Per session, long texts of its own wherever recognition reads a text that repeats
+    (system instructions, messages, tool definitions, a tool's result), from GenAI and from
+    OpenInference instrumentation."""
+
+    def long(what: str, n: int) -> str:
+        return f"{tag} {what} {n:06d} " + "lorem ipsum " * (TEXT // 12)
+
+    with path.open("w", encoding="utf-8") as out:
+        for n in range(sessions):
+            trace, session = f"{n + 1:032x}", f"{tag}-{n}"
+            tools = [{"type": "function", "name": "read", "description": long("tool", n)}]
+            described = {"name": "read", "description": long("oi", n)}
+            schema = {"type": "function", "function": described}
+            spans = [
+                _span(trace, session, 1, "invoke_agent a", _AGENT),
+                _span(
+                    trace,
+                    session,
+                    2,
+                    "chat m",
+                    {
+                        "gen_ai.operation.name": "chat",
+                        "gen_ai.system_instructions": json.dumps(_parts(long("system", n))),
+                        "gen_ai.input.messages": _messages("user", long("ask", n)),
+                        "gen_ai.output.messages": _messages("assistant", long("say", n)),
+                        "gen_ai.tool.definitions": json.dumps(tools),
+                    },
+                ),
+                _span(
+                    trace,
+                    session,
+                    3,
+                    "execute_tool read",
+                    {
+                        "gen_ai.operation.name": "execute_tool",
+                        "gen_ai.tool.name": "read",
+                        "gen_ai.tool.call.result": long("result", n),
+                    },
+                ),
+                _span(
+                    trace,
+                    session,
+                    4,
+                    "llm",
+                    {
+                        "openinference.span.kind": "LLM",
+                        "input.value": long("prompt", n),
+                        "llm.tools.0.tool.json_schema": json.dumps(schema),
+                    },
+                ),
+            ]
+            for child in spans[1:]:
+                child["parentSpanId"] = spans[0]["spanId"]
+            line = {"resourceSpans": [{"resource": {}, "scopeSpans": [{"spans": spans}]}]}
+            out.write(json.dumps(line) + "\n")
+
+
+def test_long_texts_read_again_and_again_are_not_kept_after_their_sessions(
+    tmp_path: Path,
+) -> None:
+    warm, path = tmp_path / "warm.jsonl", tmp_path / "long.jsonl"
+    _long_texts_file(warm, "warm", sessions=2)
+    _long_texts_file(path, "long", sessions=TEXTS_SESSIONS)
+    run_offline([str(warm)], Engine(parse_config({})), CollectingSink())
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        sink = CollectingSink()
+        run_offline([str(path)], Engine(parse_config({})), sink)
+        assert len(sink.results) == TEXTS_SESSIONS
+        del sink
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    # the input's long texts come to TEXTS_SESSIONS * TEXT * 7 characters
+    assert kept < TEXTS_SESSIONS * TEXT * 7 // 4, f"{kept / 1e6:.1f} MB kept after the sessions"

@@ -11,6 +11,7 @@ from functools import lru_cache
 from typing import Any, Protocol, runtime_checkable
 
 from spanjudge import semconv
+from spanjudge.remembered import remembered_within
 from spanjudge.spans import jsonfast
 from spanjudge.spans.record import AttrValue, SpanRecord
 from spanjudge.trajectory.steps import Step
@@ -78,7 +79,7 @@ def parse_json(value: AttrValue) -> Any:
     return value
 
 
-@lru_cache(maxsize=1024)
+@remembered_within()
 def read_json(value: str) -> Any:
     """`parse_json` for message payloads, decoded once: a span's output is read for its text,
     its tool requests and its finish reason, and the session's prompts for catalogues.

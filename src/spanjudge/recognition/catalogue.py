@@ -28,10 +28,10 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import replace
-from functools import lru_cache
 
 from spanjudge.recognition.catalogue_layouts import by_layout
 from spanjudge.recognition.evidence import describes_loader
+from spanjudge.remembered import remembered_within
 from spanjudge.trajectory.steps import (
     LOADER_DESCRIPTION,
     TRACE_LAYOUT,
@@ -63,7 +63,7 @@ _ITEM = re.compile(
 _FILE_SUFFIX = re.compile(r"\s*\((?:file|path|location):\s*[^)]*\)\s*$", re.I)
 
 
-@lru_cache(maxsize=512)  # system prompts and tool descriptions repeat on every model call
+@remembered_within()  # system prompts and tool descriptions repeat on every model call
 def parse_catalogue(
     text: str | None, source: CatalogueSource = TRACE_LAYOUT, *, announced: bool = False
 ) -> tuple[CatalogueEntry, ...]:
@@ -128,7 +128,7 @@ def _listed(text: str, start: int) -> list[tuple[str, str]]:
     return items
 
 
-@lru_cache(maxsize=512)
+@remembered_within()
 def tool_catalogue(definitions: str | None) -> tuple[CatalogueEntry, ...]:
     """Skills listed in the descriptions of tool definitions (a JSON list of tools)."""
     if not definitions or "skill" not in definitions.lower():

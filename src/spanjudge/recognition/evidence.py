@@ -14,13 +14,13 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from spanjudge.recognition.base import as_text, error_in_payload, is_refusal, may_match
 from spanjudge.recognition.skill_text import front_matter_name as front_matter_name
 from spanjudge.recognition.skill_text import unwrap
 from spanjudge.recognition.skill_tools import known_loader
+from spanjudge.remembered import remembered_within
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.effects import DEFAULT_EFFECT_MAP
 from spanjudge.trajectory.steps import Step
@@ -253,7 +253,7 @@ def reads_as_instructions(text: str | None) -> bool:
     return _reads_as_instructions(text or "")
 
 
-@lru_cache(maxsize=128)  # a result is read by the call's rule and the session's rules
+@remembered_within()  # a result is read by the call's rule and the session's rules
 def _reads_as_instructions(text: str) -> bool:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if len(lines) < 3:
@@ -269,7 +269,7 @@ def describes_loader(description: str | None) -> bool:
     return bool(description) and _loader_description(description or "")
 
 
-@lru_cache(maxsize=256)  # every call of a tool carries the same description
+@remembered_within()  # every call of a tool carries the same description
 def _loader_description(description: str) -> bool:
     return _LOADER_DESCRIPTION.search(description) is not None
 

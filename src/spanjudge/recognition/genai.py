@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from functools import lru_cache
 from typing import Any
 
 from spanjudge import semconv as sc
@@ -46,6 +45,7 @@ from spanjudge.recognition.catalogue import (
 from spanjudge.recognition.evidence import bodies_in, tool_step
 from spanjudge.recognition.indexed_messages import MARKERS as INDEXED_MARKERS
 from spanjudge.recognition.indexed_messages import block_parts, indexed_messages
+from spanjudge.remembered import remembered_within
 from spanjudge.spans.record import AttrValue, SpanRecord
 from spanjudge.trajectory.steps import CatalogueEntry, Step, ToolRequest, ToolResult
 
@@ -132,7 +132,7 @@ def _whole_legacy(attributes: Any, key: str) -> list[dict[str, Any]]:
     return list(_message_list(decoded)) if isinstance(decoded, (list, dict)) else []
 
 
-@lru_cache(maxsize=256)  # the same span's messages are read for its text, tools and turn shape
+@remembered_within()  # the same span's messages are read for its text, tools and turn shape
 def _decoded(value: str) -> tuple[dict[str, Any], ...]:
     return _message_list(read_json(value))
 
@@ -176,7 +176,7 @@ def content_text(content: Any) -> str | None:
     return _content_text(content)
 
 
-@lru_cache(maxsize=1024)  # every model call repeats the conversation so far (and its system
+@remembered_within()  # every model call repeats the conversation so far (and its system
 def _text_of(content: str) -> str | None:  # prompt): each message's text is joined once
     return _content_text(read_json(content))
 
@@ -464,12 +464,12 @@ def tool_results(span: SpanRecord) -> tuple[ToolResult, ...]:
 # read once (the results are frozen values, shared by the steps that hold them). A session is
 # recognised at once, so a few hundred messages cover its history; the bound keeps the memory
 # the cached texts hold small.
-@lru_cache(maxsize=256)
+@remembered_within()
 def _sent_back_text(content: str) -> str | None:
     return result_text(read_json(content))
 
 
-@lru_cache(maxsize=256)
+@remembered_within()
 def _held_results(content: str) -> tuple[ToolResult, ...]:
     return _block_results(content)
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from typing import Any
 
 from spanjudge import semconv
@@ -44,6 +43,7 @@ from spanjudge.recognition.catalogue import (
     tool_catalogue,
 )
 from spanjudge.recognition.evidence import bodies_in, tool_step
+from spanjudge.remembered import remembered_within
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import CatalogueEntry, Step, ToolRequest, ToolResult
 
@@ -379,7 +379,7 @@ def tool_descriptions(span: SpanRecord) -> dict[str, str]:
     return found
 
 
-@lru_cache(maxsize=512)  # the same system prompt reaches every LLM span of a session
+@remembered_within()  # the same system prompt reaches every LLM span of a session
 def deepagents_catalogue(text: str | None) -> tuple[CatalogueEntry, ...]:
     if not text:
         return ()

@@ -34,7 +34,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from functools import lru_cache
 
 from spanjudge.recognition.answers import not_concatenated
 from spanjudge.recognition.base import as_text, is_refusal, parse_json, read_json
@@ -52,6 +51,7 @@ from spanjudge.recognition.evidence import (
     skill_md_read,
     skill_of_call,
 )
+from spanjudge.remembered import remembered_within
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.skills import EMPTY_LIBRARY, SkillLibrary
 from spanjudge.trajectory.steps import TRACE_LAYOUT, CatalogueEntry, Step, ToolResult
@@ -695,7 +695,7 @@ def _requests_without_execution(
     return {(entry[1], entry[2]) for waiting in open_requests.values() for entry in waiting}
 
 
-@lru_cache(maxsize=128)  # several rules in a row read the same results of a session
+@remembered_within()  # several rules in a row read the same results of a session
 def _result_body(text: str) -> str | None:
     """The SKILL.md text a result written as ``text`` carries (`body_of` its payload)."""
     return body_of(parse_json(text), text)
