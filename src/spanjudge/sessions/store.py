@@ -252,7 +252,9 @@ class SessionStore:
         # A later deadline leaves the queued entry as a lower bound (re-checked when it comes
         # due); only a sooner one (a marker's grace, a clock that went back) is pushed. A later
         # `last_seen` alone only moves the deadline later: nothing to push.
-        if span.attributes.get(_SESSION_END) in _END_VALUES:
+        marker = span.attributes.get(_SESSION_END)
+        # (`None in _END_VALUES` compares it with each one: most spans carry no marker)
+        if marker is not None and marker in _END_VALUES:
             session.close_at = now + self.policy.end_grace_s
             session.close_reason = "end_marker"
         elif self._per_turn and span.parent_span_id is None:

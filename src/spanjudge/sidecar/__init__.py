@@ -165,6 +165,10 @@ def main(argv: Sequence[str] | None = None, *, process_ends: bool | None = None)
     except ConfigError as exc:
         print(f"spanjudge serve: {exc}", file=sys.stderr)
         return 2
+    if ends:  # the process is serve's own
+        from spanjudge.sidecar.worker import collect_less
+
+        collect_less()
     with StopSignals() as signals:  # its module says why no Event
         return _run(args, config, serve, signals, ends)
 

@@ -273,9 +273,20 @@ def check_records(
 
 
 def _cyclic(records: Sequence[SpanRecord | SpanHead]) -> set[tuple[str, str]]:
-    parents = {(r.trace_id, r.span_id): r.parent_span_id for r in records}
-    # A span on a cycle is the parent of a span of the request and has its own parent there:
-    # only those can be (usually none are: a root and its children), so walk only those.
+    # A span on a cycle has its parent in the request and is the parent of a span on it that
+    # does too. Usually none are (a root and its children): two passes over the bare span ids
+    # (a superset: ids of other traces may match) leave the candidates, often none, and only
+    # those are keyed by (trace, span) and walked. A span id given twice (the last copy's
+    # parent counts) takes the walk over every span.
+    ids = {r.span_id for r in records}
+    candidates: Sequence[SpanRecord | SpanHead] = records
+    if len(ids) == len(records):
+        children = [r for r in records if r.parent_span_id in ids]
+        parent_ids = {r.parent_span_id for r in children}
+        candidates = [r for r in children if r.span_id in parent_ids]
+        if not candidates:
+            return set()
+    parents = {(r.trace_id, r.span_id): r.parent_span_id for r in candidates}
     linked = {(t, p) for (t, _), p in parents.items() if p is not None and (t, p) in parents}
     parents = {n: parents[n] for n in linked if parents[n] is not None}
     if not parents:

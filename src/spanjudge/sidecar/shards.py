@@ -39,6 +39,7 @@ from spanjudge.emit.metrics import MetricsSink, MetricsTally
 from spanjudge.engine import Engine
 from spanjudge.judges.registry import budget_share
 from spanjudge.pipeline import agent_spans
+from spanjudge.sessions.revisions import Completion
 from spanjudge.sessions.store import ClosePolicy
 from spanjudge.sidecar import evaluation_process
 from spanjudge.sidecar.config import ExportConfig
@@ -410,12 +411,15 @@ class ShardedWorker(Worker):
                 self._not_emitted.update(sessions)
         elif kind == "done":
             # A session a sink here failed on stays spooled, as with one process (its
-            # completion follows its result, from the same process).
-            for done in message[1]:
-                if (done.key, done.revision) in self._not_emitted:
-                    self._not_emitted.discard((done.key, done.revision))
+            # completion follows its result, from the same process). Each comes as the
+            # fields of its `Completion` (`evaluation_process._PipeSpool.complete`).
+            for key, revision, groups, upto in message[1]:
+                if (key, revision) in self._not_emitted:
+                    self._not_emitted.discard((key, revision))
                 else:
-                    self._unconfirmed.append(done)
+                    self._unconfirmed.append(
+                        Completion(key=key, revision=revision, groups=groups, upto=upto)
+                    )
         elif kind == "progress":
             _, upto, counts, durations, open_sessions, export_full, recorded, rate, opened, over = (
                 message

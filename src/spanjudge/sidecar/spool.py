@@ -49,6 +49,8 @@ CREATE TABLE IF NOT EXISTS evaluated (
 
 
 ACKED_SUFFIX = "-acked"
+# Groups released by one statement: well under SQLite's limit on a statement's parameters.
+_GROUPS_PER_STATEMENT = 500
 # Fixed width, written in place at offset 0: one small write, never a truncated or partial file.
 _ACKED_WIDTH = 20
 
@@ -236,26 +238,35 @@ class Spool:
             lowered = False
             try:
                 db.execute("BEGIN IMMEDIATE")
-                touched: set[int] = set()
+                # A statement per batch of groups released up to the same request (a batch of
+                # completions usually shares one mark), not one per group: the per-statement
+                # cost is most of the work.
+                by_upto: dict[int, list[str]] = {}
                 for item in done:
-                    for group in item.groups:
+                    by_upto.setdefault(item.upto, []).extend(item.groups)
+                touched: set[int] = set()
+                for upto, groups in by_upto.items():
+                    for start in range(0, len(groups), _GROUPS_PER_STATEMENT):
+                        chunk = groups[start : start + _GROUPS_PER_STATEMENT]
+                        among = ",".join("?" * len(chunk))
                         touched.update(
                             r
                             for (r,) in db.execute(
-                                "SELECT request_id FROM members WHERE gkey = ? AND request_id <= ?",
-                                (group, item.upto),
+                                "SELECT DISTINCT request_id FROM members"
+                                f" WHERE request_id <= ? AND gkey IN ({among})",
+                                (upto, *chunk),
                             )
                         )
                         db.execute(
-                            "DELETE FROM members WHERE gkey = ? AND request_id <= ?",
-                            (group, item.upto),
+                            f"DELETE FROM members WHERE request_id <= ? AND gkey IN ({among})",
+                            (upto, *chunk),
                         )
-                    db.execute(
-                        "INSERT INTO evaluated (skey, revision, at) VALUES (?, ?, ?) "
-                        "ON CONFLICT (skey) DO UPDATE SET"
-                        " revision = MAX(revision, excluded.revision), at = excluded.at",
-                        (item.key, item.revision, time.time()),
-                    )
+                db.executemany(
+                    "INSERT INTO evaluated (skey, revision, at) VALUES (?, ?, ?) "
+                    "ON CONFLICT (skey) DO UPDATE SET"
+                    " revision = MAX(revision, excluded.revision), at = excluded.at",
+                    [(item.key, item.revision, time.time()) for item in done],
+                )
                 freed = 0
                 gone = 0
                 for request_id in touched:

@@ -80,6 +80,9 @@ def _attrs(kvs: Sequence[KeyValue], limits: Limits) -> tuple[dict[str, AttrValue
         # Hot path: most attribute values are non-empty strings (a non-empty `string_value` is
         # the oneof's member); skip the generic conversion for them.
         text = value.string_value
+        if text and len(text) <= cap:
+            out[kv.key] = text
+            continue
         which = "string_value" if text else value.WhichOneof("value")
         if which == "string_value":
             if len(text) > cap:
