@@ -28,20 +28,12 @@ class SpanEvent:
     time_unix_nano: int
     attributes: Attributes = field(default_factory=dict)
 
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        """Pickled as its field values (see `SpanRecord.__reduce__`)."""
-        return _span_event, (self.name, self.time_unix_nano, self.attributes)
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SpanLink:
     trace_id: str
     span_id: str
     attributes: Attributes = field(default_factory=dict)
-
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        """Pickled as its field values (see `SpanRecord.__reduce__`)."""
-        return _span_link, (self.trace_id, self.span_id, self.attributes)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,31 +74,6 @@ class SpanRecord:
     @property
     def duration_s(self) -> float:
         return max(0, self.end_unix_nano - self.start_unix_nano) / 1e9
-
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        """Pickled as its field values in order, its events' and links' as tuples, all built
-        again by `_span_record`: records of a JSON request cross to their evaluation process
-        pickled (`serve.workers` > 1), and a frozen dataclass's own pickling looks its fields
-        up by name for every instance (the record and each of its events), several times the
-        cost of building them again."""
-        return _span_record, (
-            self.trace_id,
-            self.span_id,
-            self.parent_span_id,
-            self.name,
-            self.start_unix_nano,
-            self.end_unix_nano,
-            self.kind,
-            self.status,
-            self.status_message,
-            self.attributes,
-            [(e.name, e.time_unix_nano, e.attributes) for e in self.events],
-            [(link.trace_id, link.span_id, link.attributes) for link in self.links],
-            self.resource,
-            self.scope_name,
-            self.scope_version,
-            self.truncated,
-        )
 
 
 # The field order the fast decoders (spans/jsonfast.py, spans/otlp_proto.py) build records in
@@ -150,67 +117,6 @@ def draft_class(cls: type, names: tuple[str, ...]) -> type:
     return twin
 
 
-_new = object.__new__
 SPAN_EVENT_FIELDS = ("name", "time_unix_nano", "attributes")
 SpanRecordDraft: Any = draft_class(SpanRecord, SPAN_RECORD_FIELDS)
 SpanEventDraft: Any = draft_class(SpanEvent, SPAN_EVENT_FIELDS)
-
-
-def _span_record(
-    trace_id: str,
-    span_id: str,
-    parent_span_id: str | None,
-    name: str,
-    start_unix_nano: int,
-    end_unix_nano: int,
-    kind: SpanKind,
-    status: StatusCode,
-    status_message: str | None,
-    attributes: Attributes,
-    events: list[tuple[str, int, Attributes]],
-    links: list[tuple[str, str, Attributes]],
-    resource: Attributes,
-    scope_name: str | None,
-    scope_version: str | None,
-    truncated: int,
-) -> SpanRecord:
-    """A `SpanRecord` from what its `__reduce__` gave (unpickling), built as the fast decoders
-    build one (`draft_class`)."""
-    record = _new(SpanRecordDraft)
-    record.trace_id = trace_id
-    record.span_id = span_id
-    record.parent_span_id = parent_span_id
-    record.name = name
-    record.start_unix_nano = start_unix_nano
-    record.end_unix_nano = end_unix_nano
-    record.kind = kind
-    record.status = status
-    record.status_message = status_message
-    record.attributes = attributes
-    record.events = tuple([_event(*event) for event in events]) if events else ()
-    record.links = (
-        tuple([SpanLink(trace_id=t, span_id=s, attributes=a) for t, s, a in links]) if links else ()
-    )
-    record.resource = resource
-    record.scope_name = scope_name
-    record.scope_version = scope_version
-    record.truncated = truncated
-    record.__class__ = SpanRecord
-    return record  # type: ignore[no-any-return]
-
-
-def _event(name: str, time_unix_nano: int, attributes: Attributes) -> SpanEvent:
-    event = _new(SpanEventDraft)
-    event.name = name
-    event.time_unix_nano = time_unix_nano
-    event.attributes = attributes
-    event.__class__ = SpanEvent
-    return event  # type: ignore[no-any-return]
-
-
-def _span_event(name: str, time_unix_nano: int, attributes: Attributes) -> SpanEvent:
-    return SpanEvent(name=name, time_unix_nano=time_unix_nano, attributes=attributes)
-
-
-def _span_link(trace_id: str, span_id: str, attributes: Attributes) -> SpanLink:
-    return SpanLink(trace_id=trace_id, span_id=span_id, attributes=attributes)
