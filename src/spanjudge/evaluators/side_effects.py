@@ -186,13 +186,13 @@ class SideEffects:
         ledger = Ledger()
         seen: set[str] = set()
         calls = t.tool_calls()
-        # a session calls the same few tools again and again: each name is classified once
-        effect_of: dict[str, Effect | None] = {}
+        # a repeat has its tool's name: only the calls of a tool called more than once need
+        # their arguments encoded to compare them
+        called: dict[str, int] = {}
         for step in calls:
-            if step.name in effect_of:
-                effect = effect_of[step.name]
-            else:
-                effect = effect_of[step.name] = effects.effect(step.name)
+            called[step.name] = called.get(step.name, 0) + 1
+        for step in calls:
+            effect = effects.effect(step.name)  # each name classified once per map
             if effect is None or effect == "read":
                 continue
             resource = effects.resource(step.arguments)
@@ -213,10 +213,11 @@ class SideEffects:
                 continue
             if out:
                 ledger.out_of_scope.append(touch)
-            key = _call_key(step)
-            if key in seen:
-                ledger.duplicates.append(touch)
-            seen.add(key)
+            if called[step.name] > 1:
+                key = _call_key(step)
+                if key in seen:
+                    ledger.duplicates.append(touch)
+                seen.add(key)
             if effect == "external":
                 ledger.external.append(step.span_id)
             elif resource is not None:
