@@ -377,9 +377,30 @@ class SideEffects:
         }
 
     def _summary(self, ledger: Ledger) -> str:
-        return (
-            f"created {len(ledger.created)}, modified {len(ledger.modified)}, deleted "
-            f"{len(ledger.deleted)}, external calls {len(ledger.external)}, out of scope "
-            f"{len(ledger.out_of_scope)}, repeated mutations {len(ledger.duplicates)}, "
-            f"created then deleted {len(ledger.create_then_delete)}"
+        return _summary(
+            len(ledger.created),
+            len(ledger.modified),
+            len(ledger.deleted),
+            len(ledger.external),
+            len(ledger.out_of_scope),
+            len(ledger.duplicates),
+            len(ledger.create_then_delete),
         )
+
+
+@lru_cache(maxsize=1024)
+def _summary(
+    created: int,
+    modified: int,
+    deleted: int,
+    external: int,
+    out_of_scope: int,
+    duplicates: int,
+    create_then_delete: int,
+) -> str:
+    """The ledger's counts as an explanation reads them: sessions repeat the same few."""
+    return (
+        f"created {created}, modified {modified}, deleted {deleted}, external calls "
+        f"{external}, out of scope {out_of_scope}, repeated mutations {duplicates}, "
+        f"created then deleted {create_then_delete}"
+    )
