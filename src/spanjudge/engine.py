@@ -61,9 +61,10 @@ def coverage_of(
     for verdict in verdicts:
         if verdict.outcome == "not_evaluated" and not outside_coverage(verdict):
             skipped[verdict.evaluator] = skipped.get(verdict.evaluator, 0) + 1
+    expected = expectation.skills
     return Coverage(
-        expected_skills=len(expectation.skills),
-        expected_skills_loaded=sum(1 for s in expectation.skills if skill_key(s) in loaded),
+        expected_skills=len(expected),
+        expected_skills_loaded=sum(1 for s in expected if skill_key(s) in loaded) if loaded else 0,
         skill_invocations=len(trajectory.skill_loads),
         invocations_with_body=with_body,
         bodies_from_directory=from_directory,

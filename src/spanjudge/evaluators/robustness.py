@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from spanjudge import reasons
@@ -68,7 +69,9 @@ class Robustness:
         t = ctx.trajectory
         s = t.stats
         error_spans = [x.span_id for x in t.steps if x.kind == "tool_call" and x.failed]
-        failed_loads = [x.span_id for x in t.skill_loads if x.status == "failed"]
+        failed_loads = (
+            [x.span_id for x in t.skill_loads if x.status == "failed"] if t.skill_loads else []
+        )
         counts: dict[str, float] = {
             "retries": s.retries,
             "backtracks": s.backtracks,
@@ -86,10 +89,13 @@ class Robustness:
             "thresholds": dict(self.thresholds),
             "measured": dict(counts),
         }
-        shown = ", ".join(f"{_SPOKEN[k]} {v:g}" for k, v in counts.items() if k != "error_rate") + (
-            f", error rate {counts['error_rate']:.0%}" if s.tool_calls else ""
+        rate = counts["error_rate"]
+        shown = _shown(s.retries, s.backtracks, s.errors, len(failed_loads), rate, s.tool_calls > 0)
+        over = (
+            {k: counts[k] for k, limit in self.thresholds.items() if counts[k] > limit}
+            if self.thresholds
+            else {}
         )
-        over = {k: counts[k] for k, limit in self.thresholds.items() if counts[k] > limit}
         if over:
             spans_of = {
                 "retries": t.retry_span_ids,
@@ -134,7 +140,7 @@ class Robustness:
                     details=details,
                 )
             ]
-        limits = ", ".join(f"{_SPOKEN[k]} <= {v:g}" for k, v in self.thresholds.items())
+        limits = _limits(tuple(self.thresholds.items()))
         return [
             Verdict(
                 evaluator=NAME,
@@ -146,3 +152,24 @@ class Robustness:
                 details=details,
             )
         ]
+
+
+@lru_cache(maxsize=1024)
+def _shown(
+    retries: int, backtracks: int, errors: int, failed_loads: int, rate: float, rated: bool
+) -> str:
+    """The counts as an explanation reads them: sessions repeat the same few small counts."""
+    counts = {
+        "retries": retries,
+        "backtracks": backtracks,
+        "errors": errors,
+        "failed_skill_loads": failed_loads,
+    }
+    shown = ", ".join(f"{_SPOKEN[k]} {v:g}" for k, v in counts.items())
+    return shown + f", error rate {rate:.0%}" if rated else shown
+
+
+@lru_cache(maxsize=64)
+def _limits(thresholds: tuple[tuple[str, float], ...]) -> str:
+    """The thresholds as a pass reads them: the same for every session of an evaluator."""
+    return ", ".join(f"{_SPOKEN[k]} <= {v:g}" for k, v in thresholds)

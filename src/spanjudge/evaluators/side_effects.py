@@ -186,13 +186,13 @@ class SideEffects:
         ledger = Ledger()
         seen: set[str] = set()
         calls = t.tool_calls()
-        # a session calls the same few tools again and again: each name is classified once
-        effect_of: dict[str, Effect | None] = {}
+        # a repeat has its tool's name: only the calls of a tool called more than once need
+        # their arguments encoded to compare them
+        called: dict[str, int] = {}
         for step in calls:
-            if step.name in effect_of:
-                effect = effect_of[step.name]
-            else:
-                effect = effect_of[step.name] = effects.effect(step.name)
+            called[step.name] = called.get(step.name, 0) + 1
+        for step in calls:
+            effect = effects.effect(step.name)  # each name classified once per map
             if effect is None or effect == "read":
                 continue
             resource = effects.resource(step.arguments)
@@ -213,10 +213,11 @@ class SideEffects:
                 continue
             if out:
                 ledger.out_of_scope.append(touch)
-            key = _call_key(step)
-            if key in seen:
-                ledger.duplicates.append(touch)
-            seen.add(key)
+            if called[step.name] > 1:
+                key = _call_key(step)
+                if key in seen:
+                    ledger.duplicates.append(touch)
+                seen.add(key)
             if effect == "external":
                 ledger.external.append(step.span_id)
             elif resource is not None:
@@ -376,9 +377,30 @@ class SideEffects:
         }
 
     def _summary(self, ledger: Ledger) -> str:
-        return (
-            f"created {len(ledger.created)}, modified {len(ledger.modified)}, deleted "
-            f"{len(ledger.deleted)}, external calls {len(ledger.external)}, out of scope "
-            f"{len(ledger.out_of_scope)}, repeated mutations {len(ledger.duplicates)}, "
-            f"created then deleted {len(ledger.create_then_delete)}"
+        return _summary(
+            len(ledger.created),
+            len(ledger.modified),
+            len(ledger.deleted),
+            len(ledger.external),
+            len(ledger.out_of_scope),
+            len(ledger.duplicates),
+            len(ledger.create_then_delete),
         )
+
+
+@lru_cache(maxsize=1024)
+def _summary(
+    created: int,
+    modified: int,
+    deleted: int,
+    external: int,
+    out_of_scope: int,
+    duplicates: int,
+    create_then_delete: int,
+) -> str:
+    """The ledger's counts as an explanation reads them: sessions repeat the same few."""
+    return (
+        f"created {created}, modified {modified}, deleted {deleted}, external calls "
+        f"{external}, out of scope {out_of_scope}, repeated mutations {duplicates}, "
+        f"created then deleted {create_then_delete}"
+    )

@@ -143,10 +143,11 @@ class TrajectoryValidity:
         recorded = t.tool_schemas if self.trace_schemas else {}
         # tool -> its schema (None: none usable), looked up once per tool, not once per call
         schemas: dict[str, Any] = {}
-        for step in calls:
+        validating = bool(self.schemas or recorded)
+        for step in calls if per_call or validating else ():
             if per_call:
                 violations.extend(self._tool_violations(step))
-            if not self.schemas and not recorded:
+            if not validating:
                 continue
             if step.name in schemas:
                 schema = schemas[step.name]

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 RULE_KINDS = ("glob", "regex", "not_glob", "not_regex")
 # `json.dumps(value, sort_keys=True)` with its encoder made once, not once a call
 _sorted_json = json.JSONEncoder(sort_keys=True).encode
+# `json.dumps(value, sort_keys=True, default=str)` with its encoder made once, not once a call
+_canonical_json = json.JSONEncoder(sort_keys=True, default=str).encode
 
 
 def glob_to_regex(pattern: str) -> re.Pattern[str]:
@@ -266,7 +268,7 @@ def _checked(schema: Any) -> _Checked:
 
 def _canonical(schema: Any) -> str | None:
     try:
-        return json.dumps(schema, sort_keys=True, default=str)
+        return _canonical_json(schema)
     except (TypeError, ValueError):
         return None
 

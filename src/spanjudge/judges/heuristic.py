@@ -343,21 +343,13 @@ class HeuristicJudge:
                 words.append(_known_words(request))
             return words[0]
 
-        judged: dict[tuple[int, int], bool] = {}  # align asks about pairs again: judged once
-
-        def matches(st: SkillStep, ev: Step) -> bool:
-            key = (st.index, id(ev))
-            found = judged.get(key)
-            if found is None:
-                found = judged[key] = self._matches(st, ev, known)
-            return found
-
-        pairs = align(observable, events, matches)
-        in_order = {st.index: ev for st, ev in pairs}
+        # every (step, event) pair judged once: the alignment reads each pair, some twice
+        hits = [[self._matches(st, ev, known) for ev in events] for st in observable]
+        in_order = {observable[i].index: events[j] for i, j in align(hits)}
         out_of_order = {
-            st.index: next(e for e in events if matches(st, e))
-            for st in observable
-            if st.index not in in_order and any(matches(st, e) for e in events)
+            st.index: events[next(j for j, hit in enumerate(row) if hit)]
+            for st, row in zip(observable, hits, strict=True)
+            if st.index not in in_order and any(row)
         }
         fraction = len(in_order) / len(observable)
         rating = _level(fraction, bool(out_of_order))
@@ -368,10 +360,11 @@ class HeuristicJudge:
         ]
         if skipped_required and LEVELS[rating] > LEVELS[_REQUIRED_CAP]:
             rating = _REQUIRED_CAP
+        counted = {st.index for st in observable}
         lines = []
         for st in doc.steps:
             label = f"step {st.index} ({_short(st.text)})"
-            if st not in observable:
+            if st.index not in counted:
                 lines.append(f"{label}: not observable in spans, not counted")
             elif st.index in in_order:
                 ev = in_order[st.index]

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 from spanjudge.trajectory.toolnames import SEPARATORS
 
@@ -305,23 +304,25 @@ def closest_name(chosen: str, offered: tuple[str, ...]) -> str | None:
     return close[0] if close else None
 
 
-def align(
-    steps: Sequence[SkillStep], events: Sequence[Any], match: Callable[[SkillStep, Any], bool]
-) -> list[tuple[SkillStep, Any]]:
-    """Longest in-order alignment of skill steps with events (LCS), one event per step."""
-    n, m = len(steps), len(events)
+def align(hits: Sequence[Sequence[bool]]) -> list[tuple[int, int]]:
+    """Longest in-order alignment of skill steps with events (LCS), one event per step:
+    ``hits[i][j]`` says whether event ``j`` evidences step ``i``. Returns (step, event) index
+    pairs."""
+    n = len(hits)
+    m = len(hits[0]) if n else 0
     table = [[0] * (m + 1) for _ in range(n + 1)]
     for i in range(n - 1, -1, -1):
+        row, here, below = hits[i], table[i], table[i + 1]
         for j in range(m - 1, -1, -1):
-            if match(steps[i], events[j]):
-                table[i][j] = 1 + table[i + 1][j + 1]
+            if row[j]:
+                here[j] = 1 + below[j + 1]
             else:
-                table[i][j] = max(table[i + 1][j], table[i][j + 1])
+                here[j] = max(below[j], here[j + 1])
     pairs = []
     i = j = 0
     while i < n and j < m:
-        if match(steps[i], events[j]) and table[i][j] == 1 + table[i + 1][j + 1]:
-            pairs.append((steps[i], events[j]))
+        if hits[i][j] and table[i][j] == 1 + table[i + 1][j + 1]:
+            pairs.append((i, j))
             i += 1
             j += 1
         elif table[i + 1][j] >= table[i][j + 1]:

@@ -22,8 +22,7 @@ _TRACE_ID = attrgetter("trace_id")
 _STOP_REASONS = frozenset({"stop", "end_turn", "complete", "completed", "finish", "eos"})
 # spanjudge's own session attributes (`_session_attrs`), on a span or its resource; on a span
 # also inside OpenInference `metadata` JSON
-_SESSION_KEYS_IN_ORDER = (semconv.SJ_EXPECTED_SKILLS, semconv.SJ_TASK_ID, semconv.SJ_RUN_SEED)
-_SESSION_KEYS = frozenset(_SESSION_KEYS_IN_ORDER)
+_SESSION_KEYS = frozenset((semconv.SJ_EXPECTED_SKILLS, semconv.SJ_TASK_ID, semconv.SJ_RUN_SEED))
 _SESSION_KEYS_OR_METADATA = _SESSION_KEYS | {semconv.OI_METADATA}
 
 
@@ -150,12 +149,21 @@ def _state(raw: Any, state: Mapping[str, Any] | None) -> Mapping[str, Any] | Non
 def _derive_final_answers(steps: list[Step]) -> list[Step]:
     """Turns without an explicit final answer take their last model output, when it has a stop
     reason, asked for no tool and no agent span of the turn failed after it."""
-    has_answer = {s.turn for s in steps if s.kind == "final_answer" and s.text}
+    has_answer: set[int] = set()
     last: dict[int, Step] = {}
-    for step in steps:
-        if step.kind == "model_call" and (step.text or step.tool_requests):
-            last[step.turn] = step
-    failed = [s for s in steps if s.kind == "agent_turn" and s.status == "error"]
+    failed: list[Step] = []
+    for step in steps:  # one pass gathers all three
+        kind = step.kind
+        if kind == "model_call":
+            if step.text or step.tool_requests:
+                last[step.turn] = step
+        elif kind == "final_answer":
+            if step.text:
+                has_answer.add(step.turn)
+        elif kind == "agent_turn" and step.status == "error":
+            failed.append(step)
+    if not last:
+        return steps
     extra = [
         replace(step, kind="final_answer", name="final_answer", seq=step.seq + 1)
         for turn, step in last.items()
@@ -236,11 +244,13 @@ def assemble(
     catalogue: dict[str, CatalogueEntry] = {}
     schemas: dict[str, Any] = {}
     for step in numbered:
-        for entry in step.catalogue:
-            known = catalogue.get(entry.name)
-            if known is None or (not known.description and entry.description):
-                catalogue[entry.name] = entry
-        schemas.update(step.tool_schemas)
+        if step.catalogue:
+            for entry in step.catalogue:
+                known = catalogue.get(entry.name)
+                if known is None or (not known.description and entry.description):
+                    catalogue[entry.name] = entry
+        if step.tool_schemas:
+            schemas.update(step.tool_schemas)
     # a preset that reads one harness's own listing does not say where: a prompt's layout
     catalogue_source = next((e.source or TRACE_LAYOUT for e in catalogue.values()), None)
     if not catalogue:  # the trace recorded no catalogue: the configured skills are the offer
@@ -270,15 +280,16 @@ def assemble(
             if not in_resource or read_resource:
                 continue
             read_resource = True
-        attrs = _session_attrs(span)
-        named = attrs.get(semconv.SJ_EXPECTED_SKILLS)
+        named, task, seed = _session_attrs(span)
         if named is not None and named != listed:  # every span repeats the same list
             listed = named
             for skill in _str_list(named):
                 if skill not in expected:
                     expected.append(skill)
-        task_id = task_id or _opt_str(attrs.get(semconv.SJ_TASK_ID))
-        run_seed = run_seed or _opt_str(attrs.get(semconv.SJ_RUN_SEED))
+        if task_id is None and task is not None:  # the first one given stands
+            task_id = _opt_str(task)
+        if run_seed is None and seed is not None:
+            run_seed = _opt_str(seed)
     if turns and turns[0].agent_name:
         agent_name = turns[0].agent_name
     if agent_name is None:
@@ -310,17 +321,21 @@ def assemble(
     )
 
 
-def _session_attrs(span: SpanRecord) -> Mapping[str, Any]:
-    """spanjudge's own session attributes: on the span, its resource, or (OpenInference, where
-    `using_attributes(metadata=...)` is the only way users can set them) inside `metadata` JSON."""
-    found: dict[str, Any] = {}
+def _session_attrs(span: SpanRecord) -> tuple[Any, Any, Any]:
+    """spanjudge's own session attributes (expected skills, task id, run seed; None when not
+    given): on the span, its resource, or (OpenInference, where `using_attributes(metadata=...)`
+    is the only way users can set them) inside `metadata` JSON."""
     own, resource = span.attributes, span.resource
-    for key in _SESSION_KEYS_IN_ORDER:
-        value = own.get(key)  # `span.attr(key)`
-        if value is None:
-            value = resource.get(key)
-        if value is not None:
-            found[key] = value
+    # `span.attr(key)` of each
+    named = own.get(semconv.SJ_EXPECTED_SKILLS)
+    if named is None:
+        named = resource.get(semconv.SJ_EXPECTED_SKILLS)
+    task = own.get(semconv.SJ_TASK_ID)
+    if task is None:
+        task = resource.get(semconv.SJ_TASK_ID)
+    seed = own.get(semconv.SJ_RUN_SEED)
+    if seed is None:
+        seed = resource.get(semconv.SJ_RUN_SEED)
     metadata = own.get(semconv.OI_METADATA)
     if isinstance(metadata, str) and "spanjudge." in metadata:
         try:
@@ -328,11 +343,18 @@ def _session_attrs(span: SpanRecord) -> Mapping[str, Any]:
         except ValueError:
             decoded = None
         if isinstance(decoded, dict):
-            for key in _SESSION_KEYS_IN_ORDER:
-                if key not in found and decoded.get(key) is not None:
-                    value = decoded[key]
-                    found[key] = tuple(value) if isinstance(value, list) else value
-    return found
+            if named is None:
+                named = _from_json(decoded.get(semconv.SJ_EXPECTED_SKILLS))
+            if task is None:
+                task = _from_json(decoded.get(semconv.SJ_TASK_ID))
+            if seed is None:
+                seed = _from_json(decoded.get(semconv.SJ_RUN_SEED))
+    return named, task, seed
+
+
+def _from_json(value: Any) -> Any:
+    """An attribute value as decoded JSON gives it: a list as the tuple a span would hold."""
+    return tuple(value) if isinstance(value, list) else value
 
 
 def _opt_str(value: Any) -> str | None:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from spanjudge.remembered import remembered_when_short
+from spanjudge.remembered import SHORT_CHARS, remembered_when_short
 from spanjudge.trajectory.toolnames import candidates
 
 Effect = Literal["read", "create", "modify", "delete", "external"]
@@ -37,6 +37,7 @@ DEFAULT_EFFECT_PATTERNS: tuple[tuple[str, Effect], ...] = (
     ),
 )
 RESOURCE_ARGS: tuple[str, ...] = ("path", "file_path", "filename", "file", "key", "id")
+_KNOWN_SIZE = 4096  # tool names whose effect one map remembers
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,10 +47,26 @@ class EffectMap:
     overrides: Mapping[str, Effect] = field(default_factory=dict)
     patterns: tuple[tuple[str, Effect], ...] = DEFAULT_EFFECT_PATTERNS
     resource_args: tuple[str, ...] = RESOURCE_ARGS
+    # tool name -> its effect under this map: one map serves every session, whose calls name
+    # the same few tools (short names only, at most `_KNOWN_SIZE`; `replace` starts a new one)
+    _known: dict[str, Effect | None] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def effect(self, tool_name: str) -> Effect | None:
         """An override of the name or its base name (`ops-delete_file` -> `delete_file`), else
         the first pattern that classifies either."""
+        known = self._known
+        if tool_name in known:
+            return known[tool_name]
+        effect = self._effect(tool_name)
+        if len(tool_name) <= SHORT_CHARS:
+            if len(known) >= _KNOWN_SIZE:
+                known.clear()
+            known[tool_name] = effect
+        return effect
+
+    def _effect(self, tool_name: str) -> Effect | None:
         names = candidates(tool_name)
         for name in names:
             if name in self.overrides:

@@ -46,9 +46,8 @@ def backtracks(steps: Sequence[Step], effects: EffectMap = DEFAULT_EFFECT_MAP) -
     return out
 
 
-def _sum(values: list[int | None]) -> int | None:
-    present = [v for v in values if v is not None]
-    return sum(present) if present else None
+_START = attrgetter("start_unix_nano")
+_END = attrgetter("end_unix_nano")
 
 
 def compute_stats(
@@ -57,25 +56,37 @@ def compute_stats(
     turns: int,
     effects: EffectMap = DEFAULT_EFFECT_MAP,
 ) -> tuple[Stats, list[Step], list[Step]]:
-    model_calls = [s for s in steps if s.kind == "model_call"]
-    tool_calls = [s for s in steps if s.kind == "tool_call"]
     retried = retries(steps)
     undone = backtracks(steps, effects)
-    start = min(map(attrgetter("start_unix_nano"), spans), default=0)
-    end = max(map(attrgetter("end_unix_nano"), spans), default=0)
+    tool_calls = errors = model_calls = skill_loads = 0
+    # token counts: the sum of those recorded, None when no model call recorded any
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    for s in steps:  # one pass counts every kind
+        kind = s.kind
+        if kind == "tool_call":
+            tool_calls += 1
+            if s.failed:
+                errors += 1
+        elif kind == "model_call":
+            model_calls += 1
+            if s.input_tokens is not None:
+                input_tokens = (input_tokens or 0) + s.input_tokens
+            if s.output_tokens is not None:
+                output_tokens = (output_tokens or 0) + s.output_tokens
+        elif kind == "skill_load" and s.activation_of is None:
+            skill_loads += 1 + len(s.also_loaded)
+    start = min(map(_START, spans), default=0)
+    end = max(map(_END, spans), default=0)
     stats = Stats(
         turns=turns,
-        tool_calls=len(tool_calls),
-        skill_loads=sum(
-            1 + len(s.also_loaded)
-            for s in steps
-            if s.kind == "skill_load" and s.activation_of is None
-        ),
-        model_calls=len(model_calls),
-        input_tokens=_sum([s.input_tokens for s in model_calls]),
-        output_tokens=_sum([s.output_tokens for s in model_calls]),
+        tool_calls=tool_calls,
+        skill_loads=skill_loads,
+        model_calls=model_calls,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
         duration_s=max(0, end - start) / 1e9,
-        errors=sum(1 for s in tool_calls if s.failed),
+        errors=errors,
         retries=len(retried),
         backtracks=len(undone),
     )
