@@ -72,3 +72,26 @@ def test_bad_thresholds_name_the_path():
     assert "evaluators.robustness.max_retries: expected a non-negative integer" in text
     assert "evaluators.robustness.max_error_rate: expected a number within 0..1" in text
     assert "evaluators.robustness.retries: unknown option (did you mean 'max_retries'?)" in text
+
+
+def test_a_pass_spells_each_configuration_s_thresholds_as_written():
+    # evaluators of two configurations in one process: thresholds that compare equal but are
+    # written differently are each shown as written
+    explanations = []
+    for written in (0, -0.0, 2):
+        results = evaluate_fixture(
+            STRANDS / "strands_default.jsonl",
+            {"evaluators": {"robustness": {"max_backtracks": written, "max_retries": 5}}},
+        )
+        passed = [
+            v.explanation
+            for r in results.values()
+            if (v := verdict_of(r, "robustness")).outcome == "pass"
+        ]
+        assert passed, written
+        explanations.append({e.rsplit("(thresholds: ", 1)[1] for e in passed})
+    assert explanations == [
+        {"retries <= 5, backtracks <= 0)"},
+        {"retries <= 5, backtracks <= -0)"},
+        {"retries <= 5, backtracks <= 2)"},
+    ]

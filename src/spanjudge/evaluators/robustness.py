@@ -140,7 +140,7 @@ class Robustness:
                     details=details,
                 )
             ]
-        limits = _limits(tuple(self.thresholds.items()))
+        limits = ", ".join(f"{_SPOKEN[k]} <= {v:g}" for k, v in self.thresholds.items())
         return [
             Verdict(
                 evaluator=NAME,
@@ -167,9 +167,3 @@ def _shown(
     }
     shown = ", ".join(f"{_SPOKEN[k]} {v:g}" for k, v in counts.items())
     return shown + f", error rate {rate:.0%}" if rated else shown
-
-
-@lru_cache(maxsize=64)
-def _limits(thresholds: tuple[tuple[str, float], ...]) -> str:
-    """The thresholds as a pass reads them: the same for every session of an evaluator."""
-    return ", ".join(f"{_SPOKEN[k]} <= {v:g}" for k, v in thresholds)
