@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from spanjudge.emit.summary import Summary
 from spanjudge.engine import Engine
 from spanjudge.errors import InputError
-from spanjudge.pipeline import EventClock, Pipeline
+from spanjudge.pipeline import GC_THRESHOLD, EventClock, Pipeline
 from spanjudge.semconv import (
     LOG_UNREAD_NO_SPAN_CONTEXT,
     LOG_UNREAD_NOT_CONTENT,
@@ -36,7 +36,6 @@ _UNREAD_WHY = {
     LOG_UNREAD_NOT_CONTENT: "plain log line(s) (no event name, no GenAI message body)",
     LOG_UNREAD_SPAN_NOT_SEEN: "naming a span that is not in the input",
 }
-_GC_THRESHOLD = 50_000  # allocations between young-generation collections during a run
 _gc_lock = threading.Lock()
 _gc_runs = 0  # runs under way, in any thread
 _gc_found = (0, 0, 0)  # the thresholds the first of them found; the last one puts them back
@@ -140,7 +139,7 @@ def run_offline(
         if not _gc_runs:
             _gc_found = gc.get_threshold()
             if _gc_found[0]:  # 0: automatic collection is off, and stays so
-                gc.set_threshold(max(_gc_found[0], _GC_THRESHOLD), *_gc_found[1:])
+                gc.set_threshold(max(_gc_found[0], GC_THRESHOLD), *_gc_found[1:])
         _gc_runs += 1
     try:
         files = expand_inputs(paths)

@@ -36,6 +36,13 @@ _OWN_SCOPE_PREFIX = semconv.SJ_SCOPE_NAME + "."
 # Sessions evaluated whose judged verdicts are still out: each holds its trajectory in memory.
 MAX_PENDING_SESSIONS = 1_000
 
+# The young generation's collection threshold while a pipeline runs (`eval`, and every process of
+# serve's own): allocations between collections. Spans and their attribute dicts live until their
+# session closes, so at the default threshold (700) the collector runs every few dozen spans and
+# its middle generation re-traverses them again and again; cycles are rare
+# (`bench/bench_collector.py` with `--profile` shows what collection costs).
+GC_THRESHOLD = 50_000
+
 
 def is_own_span(scope_name: str | None, span_name: str) -> bool:
     """Spans spanjudge (or its judges) emitted are never agent activity. Takes names, so the

@@ -23,7 +23,7 @@ from spanjudge.emit.base import Sink
 from spanjudge.emit.metrics import SelfTelemetry
 from spanjudge.engine import Engine
 from spanjudge.guard import Guard
-from spanjudge.pipeline import Pipeline, agent_spans
+from spanjudge.pipeline import GC_THRESHOLD, Pipeline, agent_spans
 from spanjudge.sessions.keys import session_key
 from spanjudge.sessions.revisions import Completion, Revisions
 from spanjudge.sessions.store import ClosePolicy, SessionStore
@@ -43,18 +43,9 @@ _CLOSE_BATCH = 256
 _BEFORE_STOP = "busy with what closed before the stop"  # `Worker._finishing` until `_finish`
 
 
-# The young generation's collection threshold in a process of serve's own (its main process,
-# each evaluation process). Every request brings thousands of containers (records, their
-# attribute dicts) that live until their session closes; at the default threshold (700
-# allocations) the collector runs every few dozen spans and its middle generation re-traverses
-# them again and again. Cycles are rare. Behind the Collector (`bench/bench_collector.py`)
-# collection took a few times the CPU at the default that it takes at this one (`eval` raises
-# it for the same reason, `offline.py`).
-GC_THRESHOLD = 50_000
-
-
 def collect_less() -> None:
-    """Raise this process's young-generation threshold to `GC_THRESHOLD` (left off if off)."""
+    """Raise this process's young-generation threshold to `GC_THRESHOLD` (left off if off): a
+    process of serve's own (its main process, each evaluation process)."""
     first, *older = gc.get_threshold()
     if first:
         gc.set_threshold(max(first, GC_THRESHOLD), *older)
