@@ -112,8 +112,18 @@ class ConfirmingExport:
         last request while it stays within `_BATCH` items and `MAX_REQUEST_BYTES`, else in
         further requests."""
         items = [self._encoder.item(message) for message in messages]
+        size = sum(map(len, items))
         with self._lock:
             batch = self._batches[-1] if self._batches else None
+            if (
+                batch is not None
+                and batch.oversized is None
+                and len(batch.items) + len(items) <= _BATCH
+                and batch.size + size <= MAX_REQUEST_BYTES
+            ):  # all of them fit in the last request, as most sessions' do
+                batch.items.extend(items)
+                batch.size += size
+                return
             for item in items:
                 if (
                     batch is None
