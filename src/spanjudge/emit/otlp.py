@@ -44,14 +44,13 @@ from spanjudge._version import __version__
 from spanjudge.emit import wire
 from spanjudge.emit.otel import (
     Placement,
-    evaluation_span_attributes,
     evaluation_times,
     failed,
-    session_record_attributes,
     span_ids,
     warn_event_limit,
 )
 from spanjudge.remembered import SHORT_CHARS, remembered_when_short
+from spanjudge.trajectory.model import Trajectory
 from spanjudge.values import SessionResult, Verdict
 
 # The SDK's span flags for a parent or link context that is not remote (ours never are).
@@ -217,19 +216,18 @@ def attributes(tag: bytes, key_values: list[bytes]) -> bytes:
 
 # A verdict's span event and log record are written straight from the verdict, its attributes
 # in the order `emit.otel.verdict_attributes` gives them (`test_otel_contract.py` holds the two
-# paths to the same output): its name, label, explanation, outcome and judge (the opening),
-# its id and score, then its reason, skill and error type when it has them (the closing). The
-# opening and the closing come from few texts (an explanation is mostly one of its
-# evaluator's few sentences): their encodings are remembered, as event attributes and as log
-# record attributes together, when they are strings (values that compare equal can be
-# written differently: `0.0` and `-0.0`, `1` and `True`) and short ones (`SHORT_CHARS`, as
-# `remembered_when_short` keeps them); the id and the score are written per verdict.
+# paths to the same output): its name, label, explanation, outcome and judge, its id and score,
+# then its reason, skill and error type when it has them. All but the id and the score come
+# from few texts (an explanation is mostly one of its evaluator's few sentences): their
+# encodings are remembered, as event attributes and as log record attributes together, when
+# they are strings (values that compare equal can be written differently: `0.0` and `-0.0`,
+# `1` and `True`) and short ones (`SHORT_CHARS`, as `remembered_when_short` keeps them).
 _VERDICT_ID_CHARS = 32  # `Verdict.stable_id`: hex digits
 _VERDICT_ID_LEAD = key_value(semconv.SJ_VERDICT_ID, "0" * _VERDICT_ID_CHARS)[
     :-_VERDICT_ID_CHARS
 ]  # the id's attribute but for the id's characters
 _SCORE_LEAD = key_value(semconv.GEN_AI_EVALUATION_SCORE_VALUE, 0.0)[:-8]  # but for the double
-_REMEMBERED = 1024  # encodings kept of openings, and of closings
+_REMEMBERED = 1024  # encodings kept of verdicts' few-valued attributes
 
 
 def _as_fields(key_values: list[bytes]) -> tuple[bytes, bytes]:
@@ -240,33 +238,41 @@ def _as_fields(key_values: list[bytes]) -> tuple[bytes, bytes]:
     )
 
 
-def _opening(
-    evaluator: object, label: object, explanation: object, outcome: object, judge: object
-) -> tuple[bytes, bytes]:
-    return _as_fields(
-        [
-            key_value(semconv.GEN_AI_EVALUATION_NAME, evaluator),
-            key_value(semconv.GEN_AI_EVALUATION_SCORE_LABEL, label),
-            key_value(semconv.GEN_AI_EVALUATION_EXPLANATION, explanation),
-            key_value(semconv.SJ_OUTCOME, outcome),
-            key_value(semconv.SJ_JUDGE, judge),
-        ]
+def _described(
+    evaluator: object,
+    label: object,
+    explanation: object,
+    outcome: object,
+    judge: object,
+    reason: object,
+    skill: object,
+    error_type: object,
+) -> tuple[bytes, bytes, bytes, bytes]:
+    """A verdict's attributes before its id (its name, label, explanation, outcome and judge)
+    and after its score (its reason, skill and error type, those it has), each as event and
+    as log record attributes."""
+    closing = []
+    if reason:
+        closing.append(key_value(semconv.SJ_REASON, reason))
+    if skill:
+        closing.append(key_value(semconv.GEN_AI_SKILL_NAME, skill))
+    if error_type:
+        closing.append(key_value(semconv.ERROR_TYPE, error_type))
+    return (
+        *_as_fields(
+            [
+                key_value(semconv.GEN_AI_EVALUATION_NAME, evaluator),
+                key_value(semconv.GEN_AI_EVALUATION_SCORE_LABEL, label),
+                key_value(semconv.GEN_AI_EVALUATION_EXPLANATION, explanation),
+                key_value(semconv.SJ_OUTCOME, outcome),
+                key_value(semconv.SJ_JUDGE, judge),
+            ]
+        ),
+        *_as_fields(closing),
     )
 
 
-def _closing(reason: object, skill: object, error_type: object) -> tuple[bytes, bytes]:
-    key_values = []
-    if reason:
-        key_values.append(key_value(semconv.SJ_REASON, reason))
-    if skill:
-        key_values.append(key_value(semconv.GEN_AI_SKILL_NAME, skill))
-    if error_type:
-        key_values.append(key_value(semconv.ERROR_TYPE, error_type))
-    return _as_fields(key_values)
-
-
-_remembered_opening = functools.lru_cache(maxsize=_REMEMBERED)(_opening)
-_remembered_closing = functools.lru_cache(maxsize=_REMEMBERED)(_closing)
+_remembered_described = functools.lru_cache(maxsize=_REMEMBERED)(_described)
 
 
 def _verdict_messages(
@@ -279,34 +285,23 @@ def _verdict_messages(
     """A verdict's span event, as the span's field, and its log record: the verdict's
     attributes between what the session's events and records have before and after them (a
     record's attributes are its event's, then the session's: `log_record_attributes`)."""
-    evaluator, label, explanation, outcome, judge = (
+    described = (
         verdict.evaluator,
         verdict.label,
         verdict.explanation,
         verdict.outcome,
         verdict.judge,
-    )
-    if (
-        type(evaluator) is type(label) is type(explanation) is type(outcome) is type(judge) is str
-        and max(len(evaluator), len(label), len(explanation), len(outcome), len(judge))
-        <= SHORT_CHARS
-    ):
-        opening_e, opening_r = _remembered_opening(evaluator, label, explanation, outcome, judge)
-    else:
-        opening_e, opening_r = _opening(evaluator, label, explanation, outcome, judge)
-    # left out when empty: "" stands for None
-    reason, skill, error_type = (
+        # left out when empty: "" stands for None
         verdict.reason or "",
         verdict.target.skill or "",
         verdict.error_type or "",
     )
-    if (
-        type(reason) is type(skill) is type(error_type) is str
-        and max(len(reason), len(skill), len(error_type)) <= SHORT_CHARS
-    ):
-        closing_e, closing_r = _remembered_closing(reason, skill, error_type)
+    for value in described:
+        if type(value) is not str or len(value) > SHORT_CHARS:
+            opening_e, opening_r, closing_e, closing_r = _described(*described)
+            break
     else:
-        closing_e, closing_r = _closing(reason, skill, error_type)
+        opening_e, opening_r, closing_e, closing_r = _remembered_described(*described)
     if len(verdict_id) == _VERDICT_ID_CHARS:
         identified = _VERDICT_ID_LEAD + verdict_id.encode()
     else:
@@ -345,6 +340,23 @@ def _verdict_messages(
     return wire.message(_SPAN_EVENTS, event), record
 
 
+def _session_fields(trajectory: Trajectory) -> tuple[bytes, bytes]:
+    """The evaluation span's attributes field (`evaluation_span_attributes`) and the session's
+    attributes each log record carries after its verdict's (`session_record_attributes`), in
+    their order: the session id and revision, written once for both, then the span's own."""
+    identity = [
+        key_value(semconv.SESSION_ID, trajectory.session_id),
+        key_value(semconv.SJ_REVISION, trajectory.revision),
+    ]
+    own = [key_value(semconv.SJ_SESSION_COMPLETE, trajectory.complete)]
+    if trajectory.agent_name:
+        own.extend(encoded_attributes({semconv.GEN_AI_AGENT_NAME: trajectory.agent_name}))
+    return (
+        attributes(_SPAN_ATTRIBUTES, identity + own),
+        attributes(_RECORD_ATTRIBUTES, identity),
+    )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EncodedSession:
     """A session's evaluation span and its log records, each a message's encoding."""
@@ -380,13 +392,15 @@ class OtlpVerdictEncoder:
         self._warned_event_limit = False
 
     @staticmethod
-    def item(message: bytes) -> bytes:
-        """A span or a log record (``message``, its encoding) as an item of a `request`."""
-        return wire.message(_ITEM, message)
+    def item_head(size: int) -> bytes:
+        """What makes a span or a log record of ``size`` bytes an item of a `request` when
+        written before it: the field's tag and the length."""
+        return _item_head(size)
 
     def request(self, items: Sequence[bytes]) -> bytes:
         """An `ExportTraceServiceRequest` of spans or an `ExportLogsServiceRequest` of log
-        records (the same bytes for both): the resource, the scope and ``items`` (`item`s)."""
+        records (the same bytes for both): the resource, the scope and the items, ``items``
+        being each one's `item_head` and then its encoding (copied once, into the request)."""
         scoped = wire.message(_SCOPE_ITEMS, self._scope + b"".join(items))
         return wire.message(_RESOURCE_ITEMS, self._resource + scoped + self._schema_url)
 
@@ -419,9 +433,7 @@ class OtlpVerdictEncoder:
             warn: record_time + severity + _RECORD_BODY_EMPTY
             for warn, severity in _RECORD_SEVERITY.items()
         }
-        session_fields = attributes(
-            _RECORD_ATTRIBUTES, encoded_attributes(session_record_attributes(trajectory))
-        )
+        span_fields, session_fields = _session_fields(trajectory)
         record_end = wire.fixed64(_RECORD_OBSERVED_TIME, end_ns) + _RECORD_EVENT_NAME_FIELD
         # A session's verdicts are about a few spans (most about its last turn).
         record_tails: dict[tuple[str, str] | None, bytes] = {}
@@ -452,9 +464,7 @@ class OtlpVerdictEncoder:
                 _SPAN_NAME_AND_KIND,
                 wire.fixed64(_SPAN_START, start_ns),
                 wire.fixed64(_SPAN_END, end_ns),
-                attributes(
-                    _SPAN_ATTRIBUTES, encoded_attributes(evaluation_span_attributes(trajectory))
-                ),
+                span_fields,
                 *events,
                 wire.uint(_SPAN_DROPPED_EVENTS, dropped_events),
                 *(
@@ -472,6 +482,11 @@ class OtlpVerdictEncoder:
             )
         )
         return EncodedSession(span=span, log_records=log_records)
+
+
+@functools.lru_cache(maxsize=4096)
+def _item_head(size: int) -> bytes:
+    return _ITEM + wire.varint(size)
 
 
 def _record_ids(evaluated: tuple[str, str] | None) -> bytes:
