@@ -401,8 +401,21 @@ class OtlpVerdictEncoder:
         """An `ExportTraceServiceRequest` of spans or an `ExportLogsServiceRequest` of log
         records (the same bytes for both): the resource, the scope and the items, ``items``
         being each one's `item_head` and then its encoding (copied once, into the request)."""
-        scoped = wire.message(_SCOPE_ITEMS, self._scope + b"".join(items))
-        return wire.message(_RESOURCE_ITEMS, self._resource + scoped + self._schema_url)
+        # joined once: each envelope's length is counted, not measured on a copy
+        scoped_size = len(self._scope) + sum(map(len, items))
+        scoped_head = _SCOPE_ITEMS + wire.varint(scoped_size)
+        size = len(self._resource) + len(scoped_head) + scoped_size + len(self._schema_url)
+        return b"".join(
+            (
+                _RESOURCE_ITEMS,
+                wire.varint(size),
+                self._resource,
+                scoped_head,
+                self._scope,
+                *items,
+                self._schema_url,
+            )
+        )
 
     def encode(self, result: SessionResult) -> EncodedSession:
         """The session's evaluation span (a new random span id, in its last turn's trace) and
