@@ -148,3 +148,28 @@ def test_long_verdict_texts_are_not_kept_after_their_sessions(
     finally:
         tracemalloc.stop()
     assert kept < 200 * 60_000 // 4, f"{kept / 1e6:.1f} MB kept"
+
+
+def test_remembered_encodings_are_bounded_in_number(sessions: list[SessionResult]) -> None:
+    """Short texts are remembered, but not all of them: many distinct explanations (each
+    verdict's own words) keep no more than a bounded number of encodings."""
+    encoder = OtlpVerdictEncoder(RESOURCE.attributes)
+    result = sessions[0]
+    base = result.verdicts[0]
+
+    def session(n: int) -> SessionResult:
+        verdict = dataclasses.replace(base, explanation=f"explained {n:06d} " + "x" * 230)
+        return dataclasses.replace(result, verdicts=(verdict,))
+
+    encoder.encode(session(-1))
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for n in range(6_000):
+            encoder.encode(session(n))
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert kept < 3_000_000, f"{kept / 1e6:.1f} MB kept"

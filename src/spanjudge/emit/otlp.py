@@ -272,7 +272,27 @@ def _described(
     )
 
 
-_remembered_described = functools.lru_cache(maxsize=_REMEMBERED)(_described)
+# The remembered encodings, by the values they encode. Only tuples of short strings are put
+# in, so a lookup finds nothing for any other values (they are encoded each time) and needs no
+# check first; at `_REMEMBERED` tuples it starts over. (`functools.lru_cache` would keep any
+# values it is called with: each verdict's values would have to be checked before the lookup,
+# which costs several times the lookup.)
+_remembered_described: dict[tuple[object, ...], tuple[bytes, bytes, bytes, bytes]] = {}
+
+
+def _described_remembered(values: tuple[object, ...]) -> tuple[bytes, bytes, bytes, bytes]:
+    """`_described` of ``values``, remembered when they are all short strings."""
+    try:
+        found = _remembered_described.get(values)
+    except TypeError:  # an unhashable value (a list): encoded, not remembered
+        return _described(*values)
+    if found is None:
+        found = _described(*values)
+        if all(type(value) is str and len(value) <= SHORT_CHARS for value in values):
+            if len(_remembered_described) >= _REMEMBERED:
+                _remembered_described.clear()
+            _remembered_described[values] = found
+    return found
 
 
 def _verdict_messages(
@@ -296,12 +316,7 @@ def _verdict_messages(
         verdict.target.skill or "",
         verdict.error_type or "",
     )
-    for value in described:
-        if type(value) is not str or len(value) > SHORT_CHARS:
-            opening_e, opening_r, closing_e, closing_r = _described(*described)
-            break
-    else:
-        opening_e, opening_r, closing_e, closing_r = _remembered_described(*described)
+    opening_e, opening_r, closing_e, closing_r = _described_remembered(described)
     if len(verdict_id) == _VERDICT_ID_CHARS:
         identified = _VERDICT_ID_LEAD + verdict_id.encode()
     else:
