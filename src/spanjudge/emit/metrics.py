@@ -78,12 +78,39 @@ _OWN_SERIES = frozenset(
 )
 
 
-# A series as `MetricsTally` holds it: (attribute, value) pairs, where the agent's value is its
+# A series as `MetricsSink` records it: (attribute, value) pairs, where the agent's value is its
 # raw name (None: unknown) and a skill's is (name, the spelling its session names it in, or
 # None): the label budgets bound them where the series is recorded.
 RawAttributes = tuple[tuple[str, Any], ...]
 _AGENT = semconv.GEN_AI_AGENT_NAME
 _SKILL = semconv.GEN_AI_SKILL_NAME
+_EVALUATOR = semconv.GEN_AI_EVALUATION_NAME
+_REASON = semconv.SJ_REASON
+# A series as `MetricsTally` holds it: a flat tuple, the metric's name and then the values of
+# its attributes, in this order (one tuple per verdict, not one per attribute). A skill or a
+# reason of None is one the series does not have; the agent's None is the unknown agent.
+SERIES_ATTRIBUTES: dict[str, tuple[str, ...]] = {
+    semconv.M_VERDICTS: (_EVALUATOR, semconv.SJ_OUTCOME, _AGENT, _SKILL, _REASON),
+    semconv.M_SCORE: (_EVALUATOR, _AGENT),
+    semconv.M_EVALUATOR_SESSIONS: (_EVALUATOR, _AGENT, _REASON),
+    semconv.M_SKILL_EXPECTED: (_AGENT, _SKILL),
+    semconv.M_SKILL_OBSERVED: (_AGENT, _SKILL),
+    semconv.M_SESSION_TOOL_CALLS: (_AGENT,),
+    semconv.M_SESSION_TOKENS: (_AGENT, semconv.GEN_AI_TOKEN_TYPE),
+    semconv.M_SESSION_DURATION: (_AGENT,),
+    semconv.SJ_TRAJECTORY_MEASURE: (_EVALUATOR, semconv.SJ_MEASURE_NAME, _AGENT),
+}
+_OPTIONAL = frozenset({_SKILL, _REASON})  # attributes a series may not have
+
+
+def raw_attributes(series: tuple[Any, ...]) -> tuple[str, RawAttributes]:
+    """A series as `MetricsTally` holds it, as its metric's name and its attributes."""
+    name = series[0]
+    return name, tuple(
+        (attribute, value)
+        for attribute, value in zip(SERIES_ATTRIBUTES[name], series[1:], strict=True)
+        if value is not None or attribute not in _OPTIONAL
+    )
 
 
 class MetricsTally:
@@ -98,9 +125,9 @@ class MetricsTally:
     def __init__(self) -> None:
         # (attribute, raw value) -> uses, in the order of first use (the budgets admit first come)
         self.labels: dict[tuple[str, Any], int] = {}
-        # (metric name, raw attributes) -> total, or the values in the order recorded
-        self.counts: dict[tuple[str, RawAttributes], float] = {}
-        self.values: dict[tuple[str, RawAttributes], list[float]] = {}
+        # series (`SERIES_ATTRIBUTES`) -> total, or the values in the order recorded
+        self.counts: dict[tuple[Any, ...], float] = {}
+        self.values: dict[tuple[Any, ...], list[float]] = {}
         # raw agent name -> [retries, backtracks] (`spanjudge.session.*` counters)
         self.agents: dict[str | None, list[int]] = {}
 
@@ -110,15 +137,10 @@ class MetricsTally:
     def _use(self, attribute: str, raw: Any) -> None:
         self.labels[(attribute, raw)] = self.labels.get((attribute, raw), 0) + 1
 
-    def _count(self, name: str, attrs: RawAttributes, value: float = 1) -> None:
-        key = (name, attrs)
-        self.counts[key] = self.counts.get(key, 0) + value
-
-    def _value(self, name: str, attrs: RawAttributes, value: float) -> None:
-        key = (name, attrs)
-        values = self.values.get(key)
+    def _value(self, series: tuple[Any, ...], value: float) -> None:
+        values = self.values.get(series)
         if values is None:
-            self.values[key] = [value]
+            self.values[series] = [value]
         else:
             values.append(value)
 
@@ -137,53 +159,53 @@ class MetricsTally:
             self._use(_SKILL, raw)
             return raw
 
+        counts, values = self.counts, self.values
         # evaluator -> why its sample or filter left the session out (None: it judged it)
         left_out: dict[str, str | None] = {}
         for verdict in result.verdicts:
-            if verdict.reason in NOT_SELECTED:
-                left_out[verdict.evaluator] = verdict.reason
-            else:
-                left_out.setdefault(verdict.evaluator, None)
-            attrs: list[tuple[str, Any]] = [
-                (semconv.GEN_AI_EVALUATION_NAME, verdict.evaluator),
-                (semconv.SJ_OUTCOME, verdict.outcome),
-                (_AGENT, agent),
-            ]
-            if verdict.target.skill:
-                attrs.append((_SKILL, skill(verdict.target.skill)))
-            if verdict.reason:
-                # bounded (reason codes): lets coverage leave out "nothing configured to judge"
-                attrs.append((semconv.SJ_REASON, verdict.reason))
-            self._count(semconv.M_VERDICTS, tuple(attrs))
-            if verdict.score is not None:
-                self._value(
-                    semconv.M_SCORE,
-                    ((semconv.GEN_AI_EVALUATION_NAME, verdict.evaluator), (_AGENT, agent)),
-                    verdict.score,
-                )
-        for evaluator, reason in left_out.items():
-            attrs = [(semconv.GEN_AI_EVALUATION_NAME, evaluator), (_AGENT, agent)]
-            if reason is not None:
-                attrs.append((semconv.SJ_REASON, reason))
-            self._count(semconv.M_EVALUATOR_SESSIONS, tuple(attrs))
+            evaluator, reason = verdict.evaluator, verdict.reason
+            if reason in NOT_SELECTED:
+                left_out[evaluator] = reason
+            elif evaluator not in left_out:
+                left_out[evaluator] = None
+            skill_name = verdict.target.skill
+            # a reason is bounded (reason codes): lets coverage leave out "nothing configured
+            # to judge"
+            series: tuple[Any, ...] = (
+                semconv.M_VERDICTS,
+                evaluator,
+                verdict.outcome,
+                agent,
+                skill(skill_name) if skill_name else None,
+                reason or None,
+            )
+            counts[series] = counts.get(series, 0) + 1
+            score = verdict.score
+            if score is not None:
+                scored = (semconv.M_SCORE, evaluator, agent)
+                recorded = values.get(scored)
+                if recorded is None:
+                    values[scored] = [score]
+                else:
+                    recorded.append(score)
+        for evaluator, why in left_out.items():
+            series = (semconv.M_EVALUATOR_SESSIONS, evaluator, agent, why)
+            counts[series] = counts.get(series, 0) + 1
         for name in dict.fromkeys(skill_key(s) for s in result.expectation.skills):
-            self._count(semconv.M_SKILL_EXPECTED, ((_AGENT, agent), (_SKILL, skill(name))))
+            series = (semconv.M_SKILL_EXPECTED, agent, skill(name))
+            counts[series] = counts.get(series, 0) + 1
         loaded = dict.fromkeys(
             skill_key(load.skill) for load in trajectory.skill_loads if load.status == "loaded"
         )
         for name in loaded:
-            self._count(semconv.M_SKILL_OBSERVED, ((_AGENT, agent), (_SKILL, skill(name))))
+            series = (semconv.M_SKILL_OBSERVED, agent, skill(name))
+            counts[series] = counts.get(series, 0) + 1
         stats = trajectory.stats
-        agent_attrs = ((_AGENT, agent),)
-        self._value(semconv.M_SESSION_TOOL_CALLS, agent_attrs, stats.tool_calls)
+        self._value((semconv.M_SESSION_TOOL_CALLS, agent), stats.tool_calls)
         for token_type, count in (("input", stats.input_tokens), ("output", stats.output_tokens)):
             if count is not None:
-                self._value(
-                    semconv.M_SESSION_TOKENS,
-                    ((_AGENT, agent), (semconv.GEN_AI_TOKEN_TYPE, token_type)),
-                    count,
-                )
-        self._value(semconv.M_SESSION_DURATION, agent_attrs, stats.duration_s)
+                self._value((semconv.M_SESSION_TOKENS, agent, token_type), count)
+        self._value((semconv.M_SESSION_DURATION, agent), stats.duration_s)
         sums = self.agents.get(agent)
         if sums is None:
             self.agents[agent] = [stats.retries, stats.backtracks]
@@ -193,22 +215,23 @@ class MetricsTally:
         for verdict in result.verdicts:
             # The trajectory vector online: every numeric measure an evaluator reports,
             # whatever its outcome, so Grafana can show each component's distribution.
-            measured = (verdict.details or {}).get("measured")
+            details = verdict.details
+            measured = details.get("measured") if details else None
             if not isinstance(measured, dict):
                 continue
+            evaluator = verdict.evaluator
             for name, value in measured.items():
-                if name in _OWN_SERIES:
-                    continue
-                if isinstance(value, (int, float)) and not isinstance(value, bool):
-                    self._value(
-                        semconv.SJ_TRAJECTORY_MEASURE,
-                        (
-                            (semconv.GEN_AI_EVALUATION_NAME, verdict.evaluator),
-                            (semconv.SJ_MEASURE_NAME, str(name)),
-                            (_AGENT, agent),
-                        ),
-                        value,
-                    )
+                if (
+                    name not in _OWN_SERIES
+                    and isinstance(value, (int, float))
+                    and not isinstance(value, bool)
+                ):
+                    series = (semconv.SJ_TRAJECTORY_MEASURE, evaluator, str(name), agent)
+                    recorded = values.get(series)
+                    if recorded is None:
+                        values[series] = [value]
+                    else:
+                        recorded.append(value)
 
 
 class MetricsSink:
@@ -344,17 +367,20 @@ class MetricsSink:
             else:
                 labels[(attribute, raw)] = self._labels(raw[0], raw[1], calls)
 
-        def bounded(items: RawAttributes) -> dict[str, str]:
-            return {
-                name: labels[(name, value)] if name in (_AGENT, _SKILL) else value
-                for name, value in items
+        def bounded(series: tuple[Any, ...]) -> tuple[Any, dict[str, str]]:
+            name, items = raw_attributes(series)
+            return instruments[name], {
+                attribute: labels[(attribute, value)] if attribute in (_AGENT, _SKILL) else value
+                for attribute, value in items
             }
 
         instruments = self._instruments
-        for (name, items), total in tally.counts.items():
-            self._add(instruments[name], total, bounded(items))
-        for (name, items), values in tally.values.items():
-            self._record(instruments[name], values, bounded(items))
+        for series, total in tally.counts.items():
+            instrument, attrs = bounded(series)
+            self._add(instrument, total, attrs)
+        for series, values in tally.values.items():
+            instrument, attrs = bounded(series)
+            self._record(instrument, values, attrs)
         for raw, (retries, backtracks) in tally.agents.items():
             agent = labels[(_AGENT, raw)]
             attrs = {_AGENT: agent}

@@ -4,11 +4,13 @@ What `emit.otel.OtelVerdictSink` emits through the SDK (ARCHITECTURE.md section 
 spans, events or log records: each evaluated session becomes one `Span` with one event per
 verdict and one `LogRecord` per verdict, encoded as protobuf bytes (`emit.wire`) that the
 export queues hold until `OtlpVerdictEncoder.request` puts them in an export request. Each
-verdict's attributes are encoded once and the same bytes go into its span event and its log
-record; what is the same for every session (keys, names, the resource, the scope) is encoded
-once. The placement, the attributes, the timestamps and the severity come from `emit.otel`, so
-both paths make every decision in one place; `tests/emit/test_otel_contract.py` checks that the
-two send the same OTLP.
+verdict's span event and log record are written in one step from the verdict, with no
+attribute mapping in between, and the encodings of the attributes that repeat from verdict to
+verdict (names, labels, outcomes, most explanations) are remembered; what is the same for
+every session (keys, names, the resource, the scope) is encoded once. The placement, the
+timestamps and the severity come from `emit.otel`, as do the span's attributes; a verdict's
+are written in the order `emit.otel.verdict_attributes` gives them, and
+`tests/emit/test_otel_contract.py` checks that the two paths send the same OTLP.
 
 Limits: the SDK's span event and link count limits (128 each, or the `OTEL_SPAN_EVENT_COUNT_LIMIT`
 and `OTEL_SPAN_LINK_COUNT_LIMIT` it reads) keep the latest events and links, as the SDK does.
@@ -42,16 +44,14 @@ from spanjudge._version import __version__
 from spanjudge.emit import wire
 from spanjudge.emit.otel import (
     Placement,
-    evaluation_span_attributes,
     evaluation_times,
     failed,
-    session_record_attributes,
     span_ids,
-    verdict_attributes,
     warn_event_limit,
 )
-from spanjudge.remembered import remembered_when_short
-from spanjudge.values import SessionResult
+from spanjudge.remembered import SHORT_CHARS, remembered_when_short
+from spanjudge.trajectory.model import Trajectory
+from spanjudge.values import SessionResult, Verdict
 
 # The SDK's span flags for a parent or link context that is not remote (ours never are).
 _LOCAL = SpanFlags.SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK
@@ -214,6 +214,164 @@ def attributes(tag: bytes, key_values: list[bytes]) -> bytes:
     return tag + tag.join(key_values) if key_values else b""
 
 
+# A verdict's span event and log record are written straight from the verdict, its attributes
+# in the order `emit.otel.verdict_attributes` gives them (`test_otel_contract.py` holds the two
+# paths to the same output): its name, label, explanation, outcome and judge, its id and score,
+# then its reason, skill and error type when it has them. All but the id and the score come
+# from few texts (an explanation is mostly one of its evaluator's few sentences): their
+# encodings are remembered, as event attributes and as log record attributes together, when
+# they are strings (values that compare equal can be written differently: `0.0` and `-0.0`,
+# `1` and `True`) and short ones (`SHORT_CHARS`, as `remembered_when_short` keeps them).
+_VERDICT_ID_CHARS = 32  # `Verdict.stable_id`: hex digits
+_VERDICT_ID_LEAD = key_value(semconv.SJ_VERDICT_ID, "0" * _VERDICT_ID_CHARS)[
+    :-_VERDICT_ID_CHARS
+]  # the id's attribute but for the id's characters
+_SCORE_LEAD = key_value(semconv.GEN_AI_EVALUATION_SCORE_VALUE, 0.0)[:-8]  # but for the double
+_REMEMBERED = 1024  # encodings kept of verdicts' few-valued attributes
+
+
+def _as_fields(key_values: list[bytes]) -> tuple[bytes, bytes]:
+    """Attributes (`key_value`s) as a span event's and as a log record's attributes field."""
+    return (
+        attributes(_EVENT_ATTRIBUTES, key_values),
+        attributes(_RECORD_ATTRIBUTES, key_values),
+    )
+
+
+def _described(
+    evaluator: object,
+    label: object,
+    explanation: object,
+    outcome: object,
+    judge: object,
+    reason: object,
+    skill: object,
+    error_type: object,
+) -> tuple[bytes, bytes, bytes, bytes]:
+    """A verdict's attributes before its id (its name, label, explanation, outcome and judge)
+    and after its score (its reason, skill and error type, those it has), each as event and
+    as log record attributes."""
+    closing = []
+    if reason:
+        closing.append(key_value(semconv.SJ_REASON, reason))
+    if skill:
+        closing.append(key_value(semconv.GEN_AI_SKILL_NAME, skill))
+    if error_type:
+        closing.append(key_value(semconv.ERROR_TYPE, error_type))
+    return (
+        *_as_fields(
+            [
+                key_value(semconv.GEN_AI_EVALUATION_NAME, evaluator),
+                key_value(semconv.GEN_AI_EVALUATION_SCORE_LABEL, label),
+                key_value(semconv.GEN_AI_EVALUATION_EXPLANATION, explanation),
+                key_value(semconv.SJ_OUTCOME, outcome),
+                key_value(semconv.SJ_JUDGE, judge),
+            ]
+        ),
+        *_as_fields(closing),
+    )
+
+
+# The remembered encodings, by the values they encode. Only tuples of short strings are put
+# in, so a lookup finds nothing for any other values (they are encoded each time) and needs no
+# check first; at `_REMEMBERED` tuples it starts over. (`functools.lru_cache` would keep any
+# values it is called with: each verdict's values would have to be checked before the lookup,
+# which costs several times the lookup.)
+_remembered_described: dict[tuple[object, ...], tuple[bytes, bytes, bytes, bytes]] = {}
+
+
+def _described_remembered(values: tuple[object, ...]) -> tuple[bytes, bytes, bytes, bytes]:
+    """`_described` of ``values``, remembered when they are all short strings."""
+    try:
+        found = _remembered_described.get(values)
+    except TypeError:  # an unhashable value (a list): encoded, not remembered
+        return _described(*values)
+    if found is None:
+        found = _described(*values)
+        if all(type(value) is str and len(value) <= SHORT_CHARS for value in values):
+            if len(_remembered_described) >= _REMEMBERED:
+                _remembered_described.clear()
+            _remembered_described[values] = found
+    return found
+
+
+def _verdict_messages(
+    verdict: Verdict,
+    verdict_id: str,
+    event_head: bytes,
+    record_head: bytes,
+    record_tail: bytes,
+) -> tuple[bytes, bytes]:
+    """A verdict's span event, as the span's field, and its log record: the verdict's
+    attributes between what the session's events and records have before and after them (a
+    record's attributes are its event's, then the session's: `log_record_attributes`)."""
+    described = (
+        verdict.evaluator,
+        verdict.label,
+        verdict.explanation,
+        verdict.outcome,
+        verdict.judge,
+        # left out when empty: "" stands for None
+        verdict.reason or "",
+        verdict.target.skill or "",
+        verdict.error_type or "",
+    )
+    opening_e, opening_r, closing_e, closing_r = _described_remembered(described)
+    if len(verdict_id) == _VERDICT_ID_CHARS:
+        identified = _VERDICT_ID_LEAD + verdict_id.encode()
+    else:
+        identified = key_value(semconv.SJ_VERDICT_ID, verdict_id)
+    score = verdict.score
+    if score is None:
+        event = b"".join((event_head, opening_e, _EVENT_ATTRIBUTES, identified, closing_e))
+        record = b"".join(
+            (record_head, opening_r, _RECORD_ATTRIBUTES, identified, closing_r, record_tail)
+        )
+    else:
+        scored = _SCORE_LEAD + wire.double(float(score))
+        event = b"".join(
+            (
+                event_head,
+                opening_e,
+                _EVENT_ATTRIBUTES,
+                identified,
+                _EVENT_ATTRIBUTES,
+                scored,
+                closing_e,
+            )
+        )
+        record = b"".join(
+            (
+                record_head,
+                opening_r,
+                _RECORD_ATTRIBUTES,
+                identified,
+                _RECORD_ATTRIBUTES,
+                scored,
+                closing_r,
+                record_tail,
+            )
+        )
+    return wire.message(_SPAN_EVENTS, event), record
+
+
+def _session_fields(trajectory: Trajectory) -> tuple[bytes, bytes]:
+    """The evaluation span's attributes field (`evaluation_span_attributes`) and the session's
+    attributes each log record carries after its verdict's (`session_record_attributes`), in
+    their order: the session id and revision, written once for both, then the span's own."""
+    identity = [
+        key_value(semconv.SESSION_ID, trajectory.session_id),
+        key_value(semconv.SJ_REVISION, trajectory.revision),
+    ]
+    own = [key_value(semconv.SJ_SESSION_COMPLETE, trajectory.complete)]
+    if trajectory.agent_name:
+        own.extend(encoded_attributes({semconv.GEN_AI_AGENT_NAME: trajectory.agent_name}))
+    return (
+        attributes(_SPAN_ATTRIBUTES, identity + own),
+        attributes(_RECORD_ATTRIBUTES, identity),
+    )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EncodedSession:
     """A session's evaluation span and its log records, each a message's encoding."""
@@ -249,15 +407,30 @@ class OtlpVerdictEncoder:
         self._warned_event_limit = False
 
     @staticmethod
-    def item(message: bytes) -> bytes:
-        """A span or a log record (``message``, its encoding) as an item of a `request`."""
-        return wire.message(_ITEM, message)
+    def item_head(size: int) -> bytes:
+        """What makes a span or a log record of ``size`` bytes an item of a `request` when
+        written before it: the field's tag and the length."""
+        return _item_head(size)
 
     def request(self, items: Sequence[bytes]) -> bytes:
         """An `ExportTraceServiceRequest` of spans or an `ExportLogsServiceRequest` of log
-        records (the same bytes for both): the resource, the scope and ``items`` (`item`s)."""
-        scoped = wire.message(_SCOPE_ITEMS, self._scope + b"".join(items))
-        return wire.message(_RESOURCE_ITEMS, self._resource + scoped + self._schema_url)
+        records (the same bytes for both): the resource, the scope and the items, ``items``
+        being each one's `item_head` and then its encoding (copied once, into the request)."""
+        # joined once: each envelope's length is counted, not measured on a copy
+        scoped_size = len(self._scope) + sum(map(len, items))
+        scoped_head = _SCOPE_ITEMS + wire.varint(scoped_size)
+        size = len(self._resource) + len(scoped_head) + scoped_size + len(self._schema_url)
+        return b"".join(
+            (
+                _RESOURCE_ITEMS,
+                wire.varint(size),
+                self._resource,
+                scoped_head,
+                self._scope,
+                *items,
+                self._schema_url,
+            )
+        )
 
     def encode(self, result: SessionResult) -> EncodedSession:
         """The session's evaluation span (a new random span id, in its last turn's trace) and
@@ -278,46 +451,39 @@ class OtlpVerdictEncoder:
             self._warned_event_limit = True
             warn_event_limit(len(verdicts), len(verdicts) - dropped_events)
         span_id = (random.getrandbits(64) or 1).to_bytes(8, "big")
-        # What each event and each log record has, before and after its own fields
+        session_id, revision = trajectory.session_id, trajectory.revision
+        # What each event and each log record has before and after its verdict's attributes:
+        # a log record's attributes are its event's, then the session's
+        # (`log_record_attributes`), then the evaluated span's ids.
         event_head = wire.fixed64(_EVENT_TIME, end_ns) + _EVENT_NAME_FIELD
         record_time = wire.fixed64(_RECORD_TIME, end_ns)
-        record_tail = wire.fixed64(_RECORD_OBSERVED_TIME, end_ns) + _RECORD_EVENT_NAME_FIELD
-        # A log record's attributes are its event's, then these (`log_record_attributes`).
-        session_attributes = attributes(
-            _RECORD_ATTRIBUTES, encoded_attributes(session_record_attributes(trajectory))
-        )
+        record_heads = {
+            warn: record_time + severity + _RECORD_BODY_EMPTY
+            for warn, severity in _RECORD_SEVERITY.items()
+        }
+        span_fields, session_fields = _session_fields(trajectory)
+        record_end = wire.fixed64(_RECORD_OBSERVED_TIME, end_ns) + _RECORD_EVENT_NAME_FIELD
         # A session's verdicts are about a few spans (most about its last turn).
-        evaluated_ids: dict[tuple[str, str] | None, bytes] = {}
+        record_tails: dict[tuple[str, str] | None, bytes] = {}
         events: list[bytes] = []
         log_records: list[bytes] = []
         for index, verdict in enumerate(verdicts):
-            verdict_key_values = encoded_attributes(
-                verdict_attributes(verdict, trajectory.session_id, trajectory.revision)
+            evaluated = placement.evaluated_span(verdict)
+            tail = record_tails.get(evaluated)
+            if tail is None:
+                tail = record_tails[evaluated] = (
+                    session_fields + _record_ids(evaluated) + record_end
+                )
+            event, record = _verdict_messages(
+                verdict,
+                verdict.stable_id(session_id, revision),
+                event_head,
+                record_heads[failed(verdict)],
+                tail,
             )
             if index >= dropped_events:  # the SDK keeps the latest events
-                events.append(
-                    wire.message(
-                        _SPAN_EVENTS,
-                        event_head + attributes(_EVENT_ATTRIBUTES, verdict_key_values),
-                    )
-                )
-            evaluated = placement.evaluated_span(verdict)
-            ids = evaluated_ids.get(evaluated)
-            if ids is None:
-                ids = evaluated_ids[evaluated] = _record_ids(evaluated)
-            log_records.append(
-                b"".join(
-                    (
-                        record_time,
-                        _RECORD_SEVERITY[failed(verdict)],
-                        _RECORD_BODY_EMPTY,
-                        attributes(_RECORD_ATTRIBUTES, verdict_key_values),
-                        session_attributes,
-                        ids,
-                        record_tail,
-                    )
-                )
-            )
+                events.append(event)
+            log_records.append(record)
         span = b"".join(
             (
                 wire.data(_SPAN_TRACE_ID, trace_id.to_bytes(16, "big")),
@@ -326,9 +492,7 @@ class OtlpVerdictEncoder:
                 _SPAN_NAME_AND_KIND,
                 wire.fixed64(_SPAN_START, start_ns),
                 wire.fixed64(_SPAN_END, end_ns),
-                attributes(
-                    _SPAN_ATTRIBUTES, encoded_attributes(evaluation_span_attributes(trajectory))
-                ),
+                span_fields,
                 *events,
                 wire.uint(_SPAN_DROPPED_EVENTS, dropped_events),
                 *(
@@ -346,6 +510,11 @@ class OtlpVerdictEncoder:
             )
         )
         return EncodedSession(span=span, log_records=log_records)
+
+
+@functools.lru_cache(maxsize=4096)
+def _item_head(size: int) -> bytes:
+    return _ITEM + wire.varint(size)
 
 
 def _record_ids(evaluated: tuple[str, str] | None) -> bytes:

@@ -12,6 +12,7 @@ within that time.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import socket
@@ -57,7 +58,8 @@ def endpoint_failure(exc: BaseException) -> bool:
 class _Batch:
     """One export request being filled or waiting to be sent: its items, encoded."""
 
-    items: list[bytes]  # `OtlpVerdictEncoder.item`s
+    parts: list[bytes]  # each item's `OtlpVerdictEncoder.item_head`, then its encoding
+    count: int  # items
     size: int  # the request's encoded size, but for its envelopes' lengths growing
     # set when the request holds one item alone over `MAX_REQUEST_BYTES`: whose it is
     oversized: str | None = None
@@ -111,20 +113,33 @@ class ConfirmingExport:
         """Queue ``messages`` (spans or log records, each its encoding) of ``session``, in the
         last request while it stays within `_BATCH` items and `MAX_REQUEST_BYTES`, else in
         further requests."""
-        items = [self._encoder.item(message) for message in messages]
+        heads = [self._encoder.item_head(len(message)) for message in messages]
+        size = sum(map(len, heads)) + sum(map(len, messages))
         with self._lock:
             batch = self._batches[-1] if self._batches else None
-            for item in items:
+            if (
+                batch is not None
+                and batch.oversized is None
+                and batch.count + len(messages) <= _BATCH
+                and batch.size + size <= MAX_REQUEST_BYTES
+            ):  # all of them fit in the last request, as most sessions' do
+                batch.parts.extend(itertools.chain.from_iterable(zip(heads, messages, strict=True)))
+                batch.count += len(messages)
+                batch.size += size
+                return
+            for head, message in zip(heads, messages, strict=True):
+                item_size = len(head) + len(message)
                 if (
                     batch is None
                     or batch.oversized is not None
-                    or len(batch.items) >= _BATCH
-                    or (len(batch.items) > 0 and batch.size + len(item) > MAX_REQUEST_BYTES)
+                    or batch.count >= _BATCH
+                    or (batch.count > 0 and batch.size + item_size > MAX_REQUEST_BYTES)
                 ):
-                    batch = _Batch(items=[], size=self._empty_size)
+                    batch = _Batch(parts=[], count=0, size=self._empty_size)
                     self._batches.append(batch)
-                batch.items.append(item)
-                batch.size += len(item)
+                batch.parts += (head, message)
+                batch.count += 1
+                batch.size += item_size
                 if batch.size > MAX_REQUEST_BYTES:  # one item alone over the bound
                     batch.oversized = session or "a session"
                     log.warning(
@@ -134,7 +149,7 @@ class ConfirmingExport:
                         " dropped)",
                         self.signal,
                         batch.oversized,
-                        len(item),
+                        item_size,
                         MAX_REQUEST_BYTES,
                     )
 
@@ -142,7 +157,7 @@ class ConfirmingExport:
     def backlog(self) -> int:
         """Items waiting to be sent."""
         with self._lock:
-            return sum(len(batch.items) for batch in self._batches)
+            return sum(batch.count for batch in self._batches)
 
     def flush(self) -> bool:
         with self._flush_lock:
@@ -154,7 +169,7 @@ class ConfirmingExport:
             try:
                 while sent < len(batches):
                     batch = batches[sent]
-                    if len(batch.items) and not self._send(batch):
+                    if batch.count and not self._send(batch):
                         break
                     sent += 1
             finally:
@@ -166,7 +181,7 @@ class ConfirmingExport:
     def _send(self, batch: _Batch) -> bool:
         """Whether ``batch`` is done with: accepted, or dropped as too large for the endpoint."""
         try:
-            result = self._timed(self._encoder.request(batch.items))
+            result = self._timed(self._encoder.request(batch.parts))
         except Exception as exc:
             if self.sender.aborted:  # shut down under a call in flight
                 return False
@@ -178,7 +193,7 @@ class ConfirmingExport:
         if not result.ok and self.sender.aborted:
             return False  # the abort's doing, not the endpoint's
         if not result.ok and result.too_large and batch.oversized is not None:
-            self.dropped += len(batch.items)
+            self.dropped += batch.count
             log.error(
                 "verdict export (%s): the endpoint refuses an item of session %s as too large"
                 " (%d bytes; %s); no retry can help, so it is dropped and that session's"
