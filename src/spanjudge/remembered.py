@@ -9,7 +9,7 @@ entries alone, long texts would make it hold many megabytes outside every memory
   uncached. The names that repeat are short, so caching only those keeps the gain.
 - `remembered_within`: for a function of a text that may be long and still repeats (a system
   prompt, tool definitions, the messages every model call of a session carries again), the
-  least recently used answers forgotten first once the texts held reach `TEXT_CHARS`.
+  oldest answers forgotten first once the texts held reach `TEXT_CHARS`.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any, TypeVar, cast
 
 SHORT_CHARS = 256  # texts up to this long are remembered
 TEXT_CHARS = 1 << 18  # characters of text a `remembered_within` cache holds
+_NOT_YET = object()
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -45,24 +46,22 @@ def remembered_when_short(maxsize: int) -> Callable[[_F], _F]:
 
 def remembered_within(max_chars: int = TEXT_CHARS) -> Callable[[_F], _F]:
     """Cache a function whose first argument is a text (or None), holding at most ``max_chars``
-    characters of the texts it was asked about: the least recently used answers are forgotten
-    first, and a text over the bound alone is not remembered. Its other arguments must be
-    hashable. Callers never change what it returns."""
+    characters of the texts it was asked about: the oldest answers are forgotten first, and a
+    text over the bound alone is not remembered. Its other arguments must be hashable. Callers
+    never change what it returns."""
 
     def decorate(function: _F) -> _F:
-        answers: dict[Any, Any] = {}  # least recently used first
-        held = 0
-        lock = threading.Lock()
+        answers: dict[Any, Any] = {}  # oldest first
+        held = 0  # characters of the texts in `answers`
+        lock = threading.Lock()  # for changes: a lookup is one dict operation
 
         @functools.wraps(function)
         def call(text: str | None, *args: Any, **kwargs: Any) -> Any:
             nonlocal held
             key = (text, args, tuple(kwargs.items())) if args or kwargs else text
-            with lock:
-                if key in answers:
-                    answer = answers.pop(key)
-                    answers[key] = answer
-                    return answer
+            answer = answers.get(key, _NOT_YET)
+            if answer is not _NOT_YET:
+                return answer
             answer = function(text, *args, **kwargs)
             size = len(text) if text else 0
             if size > max_chars:
