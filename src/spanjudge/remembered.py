@@ -8,20 +8,22 @@ entries alone, long texts would make it hold many megabytes outside every memory
   attribute key, a span or tool name, a verdict's label), which passes a long text through
   uncached. The names that repeat are short, so caching only those keeps the gain.
 - `remembered_within`: for a function of a text that may be long and still repeats (a system
-  prompt, tool definitions, the messages every model call of a session carries again), the
-  oldest answers forgotten first once the texts held reach `TEXT_CHARS`.
+  prompt, tool definitions, the messages every model call of a session carries again): short
+  texts as `remembered_when_short` does, and long ones until they come to `TEXT_CHARS`, the
+  oldest forgotten first.
 """
 
 from __future__ import annotations
 
 import functools
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 SHORT_CHARS = 256  # texts up to this long are remembered
-TEXT_CHARS = 1 << 18  # characters of text a `remembered_within` cache holds
-_NOT_YET = object()
+TEXT_CHARS = 1 << 18  # characters of long texts a `remembered_within` cache holds
+TEXT_ENTRIES = 1024  # answers it holds for short texts, and for long ones
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -44,37 +46,40 @@ def remembered_when_short(maxsize: int) -> Callable[[_F], _F]:
     return decorate
 
 
-def remembered_within(max_chars: int = TEXT_CHARS) -> Callable[[_F], _F]:
-    """Cache a function whose first argument is a text (or None), holding at most ``max_chars``
-    characters of the texts it was asked about: the oldest answers are forgotten first, and a
-    text over the bound alone is not remembered. Its other arguments must be hashable. Callers
-    never change what it returns."""
+def remembered_within(
+    max_chars: int = TEXT_CHARS, max_entries: int = TEXT_ENTRIES
+) -> Callable[[_F], _F]:
+    """Cache a function whose first argument is a text (or None). Up to `SHORT_CHARS`
+    characters, ``max_entries`` answers are remembered (`functools.lru_cache`); longer texts
+    are remembered while they come to at most ``max_chars`` characters and ``max_entries``
+    answers, the oldest forgotten first (a text over ``max_chars`` alone is not remembered).
+    Its other arguments must be hashable. Callers never change what it returns."""
 
     def decorate(function: _F) -> _F:
-        answers: dict[Any, Any] = {}  # oldest first
+        short = functools.lru_cache(maxsize=max_entries)(function)
+        answers: OrderedDict[Any, tuple[Any, int]] = OrderedDict()  # long texts, oldest first
         held = 0  # characters of the texts in `answers`
         lock = threading.Lock()  # for changes: a lookup is one dict operation
 
         @functools.wraps(function)
         def call(text: str | None, *args: Any, **kwargs: Any) -> Any:
             nonlocal held
-            key = (text, args, tuple(kwargs.items())) if args or kwargs else text
-            answer = answers.get(key, _NOT_YET)
-            if answer is not _NOT_YET:
-                return answer
-            answer = function(text, *args, **kwargs)
             size = len(text) if text else 0
+            if size <= SHORT_CHARS:
+                return short(text, *args, **kwargs)
+            key = (text, args, tuple(kwargs.items())) if args or kwargs else text
+            known = answers.get(key)
+            if known is not None:
+                return known[0]
+            answer = function(text, *args, **kwargs)
             if size > max_chars:
                 return answer
             with lock:
                 if key not in answers:
-                    answers[key] = answer
+                    answers[key] = (answer, size)
                     held += size
-                    while held > max_chars:
-                        oldest = next(iter(answers))
-                        old_text = oldest[0] if isinstance(oldest, tuple) else oldest
-                        held -= len(old_text) if old_text else 0
-                        del answers[oldest]
+                    while held > max_chars or len(answers) > max_entries:
+                        held -= answers.popitem(last=False)[1][1]
             return answer
 
         return cast(_F, call)
