@@ -44,18 +44,10 @@ def session_key(
     keys = DEFAULT_KEY_ATTRIBUTES
     if extra_attributes:
         keys = (*keys, *extra_attributes)
-    # The span's value, then the resource's, written out: this runs for every span, more than
-    # once on its way in, and a loop over the pair would build it each time.
     for attribute in keys:
-        value = attrs.get(attribute)
-        if value is not None and value != "":
-            if isinstance(value, str):
-                return key_text(value), attribute
-            if isinstance(value, int) and not isinstance(value, bool):
-                return str(value), attribute
-            refused()
-        value = resource.get(attribute)
-        if value is not None and value != "":
+        for value in (attrs.get(attribute), resource.get(attribute)):
+            if value is None or value == "":
+                continue
             if isinstance(value, str):
                 return key_text(value), attribute
             if isinstance(value, int) and not isinstance(value, bool):
