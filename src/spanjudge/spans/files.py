@@ -200,7 +200,7 @@ def _json_error(path: str, lineno: int, text: str, exc: json.JSONDecodeError) ->
 
 def _too_deep(path: str, lineno: int) -> InputError:
     return InputError(
-        "invalid JSON: values nested too deeply to read; expected one OTLP JSON document per line",
+        "invalid JSON: values nested too deeply to read",
         file=path,
         line=lineno,
     )
