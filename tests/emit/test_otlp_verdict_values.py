@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import tracemalloc
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -120,6 +121,24 @@ def test_verdict_values_of_any_type_and_length_are_written_as_the_sdk_path_write
                 )
 
 
+def _kept_after(
+    encoder: OtlpVerdictEncoder, session: Callable[[int], SessionResult], count: int
+) -> int:
+    """Bytes still allocated after ``encoder`` wrote ``session(n)`` for ``count`` sessions
+    (after one more before, so that what every encoder keeps is there before)."""
+    encoder.encode(session(-1))
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for n in range(count):
+            encoder.encode(session(n))
+        gc.collect()
+        return int(tracemalloc.get_traced_memory()[0] - before)
+    finally:
+        tracemalloc.stop()
+
+
 def test_long_verdict_texts_are_not_kept_after_their_sessions(
     sessions: list[SessionResult],
 ) -> None:
@@ -136,17 +155,7 @@ def test_long_verdict_texts_are_not_kept_after_their_sessions(
         )
         return dataclasses.replace(result, verdicts=(verdict,))
 
-    encoder.encode(session(-1))
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        for n in range(200):
-            encoder.encode(session(n))
-        gc.collect()
-        kept = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
+    kept = _kept_after(encoder, session, 200)
     assert kept < 200 * 60_000 // 4, f"{kept / 1e6:.1f} MB kept"
 
 
@@ -161,15 +170,5 @@ def test_remembered_encodings_are_bounded_in_number(sessions: list[SessionResult
         verdict = dataclasses.replace(base, explanation=f"explained {n:06d} " + "x" * 230)
         return dataclasses.replace(result, verdicts=(verdict,))
 
-    encoder.encode(session(-1))
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        for n in range(6_000):
-            encoder.encode(session(n))
-        gc.collect()
-        kept = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
+    kept = _kept_after(encoder, session, 6_000)
     assert kept < 3_000_000, f"{kept / 1e6:.1f} MB kept"

@@ -41,10 +41,9 @@ def _trace_file(path: Path, tag: str, sessions: int) -> None:
             out.write(json.dumps(line) + "\n")
 
 
-def test_long_keys_and_names_are_not_kept_after_their_sessions(tmp_path: Path) -> None:
-    warm, path = tmp_path / "warm.jsonl", tmp_path / "long.jsonl"
-    _trace_file(warm, "warm", sessions=2)
-    _trace_file(path, "long", sessions=SESSIONS)
+def _kept_after(warm: Path, path: Path, sessions: int) -> int:
+    """Bytes still allocated after ``path``'s sessions are evaluated and dropped (after a run
+    over ``warm``, so that what every run keeps is there before)."""
     run_offline([str(warm)], Engine(parse_config({})), CollectingSink())
     gc.collect()
     tracemalloc.start()
@@ -52,12 +51,19 @@ def test_long_keys_and_names_are_not_kept_after_their_sessions(tmp_path: Path) -
         before = tracemalloc.get_traced_memory()[0]
         sink = CollectingSink()
         run_offline([str(path)], Engine(parse_config({})), sink)
-        assert len(sink.results) == SESSIONS
+        assert len(sink.results) == sessions
         del sink
         gc.collect()
-        kept = tracemalloc.get_traced_memory()[0] - before
+        return int(tracemalloc.get_traced_memory()[0] - before)
     finally:
         tracemalloc.stop()
+
+
+def test_long_keys_and_names_are_not_kept_after_their_sessions(tmp_path: Path) -> None:
+    warm, path = tmp_path / "warm.jsonl", tmp_path / "long.jsonl"
+    _trace_file(warm, "warm", sessions=2)
+    _trace_file(path, "long", sessions=SESSIONS)
+    kept = _kept_after(warm, path, SESSIONS)
     # the input's long texts come to SESSIONS * CHARS * 3 characters
     assert kept < SESSIONS * CHARS // 4, f"{kept / 1e6:.1f} MB kept after the sessions"
 
@@ -153,18 +159,6 @@ def test_long_texts_read_again_and_again_are_not_kept_after_their_sessions(
     warm, path = tmp_path / "warm.jsonl", tmp_path / "long.jsonl"
     _long_texts_file(warm, "warm", sessions=2)
     _long_texts_file(path, "long", sessions=TEXTS_SESSIONS)
-    run_offline([str(warm)], Engine(parse_config({})), CollectingSink())
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        sink = CollectingSink()
-        run_offline([str(path)], Engine(parse_config({})), sink)
-        assert len(sink.results) == TEXTS_SESSIONS
-        del sink
-        gc.collect()
-        kept = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
+    kept = _kept_after(warm, path, TEXTS_SESSIONS)
     # the input's long texts come to TEXTS_SESSIONS * TEXT * 7 characters
     assert kept < TEXTS_SESSIONS * TEXT * 7 // 4, f"{kept / 1e6:.1f} MB kept after the sessions"
