@@ -38,7 +38,6 @@ DEFAULT_EFFECT_PATTERNS: tuple[tuple[str, Effect], ...] = (
 )
 RESOURCE_ARGS: tuple[str, ...] = ("path", "file_path", "filename", "file", "key", "id")
 _KNOWN_SIZE = 4096  # tool names whose effect one map remembers
-_UNKNOWN = object()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,9 +57,10 @@ class EffectMap:
         """An override of the name or its base name (`ops-delete_file` -> `delete_file`), else
         the first pattern that classifies either."""
         known = self._known
-        effect = known.get(tool_name, _UNKNOWN)  # one lookup: another thread may clear it
-        if effect is not _UNKNOWN:
-            return effect  # type: ignore[return-value]
+        try:  # one lookup: another thread may clear it
+            return known[tool_name]
+        except KeyError:
+            pass
         effect = self._effect(tool_name)
         if len(tool_name) <= SHORT_CHARS:
             if len(known) >= _KNOWN_SIZE:
