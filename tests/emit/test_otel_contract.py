@@ -32,6 +32,7 @@ from spanjudge.sidecar.config import ExportConfig
 from spanjudge.sidecar.export import build_verdict_export
 from spanjudge.values import SessionResult, Verdict
 from tests.support.fixture_reports import fixture_results
+from tests.support.otlp_messages import timeless
 from tests.support.otlp_receivers import GrpcOtlpReceiver, HttpOtlpReceiver
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -230,21 +231,6 @@ def test_each_session_emits_its_span_events_and_log_records_as_the_contract_says
     assert checked_targets > 0  # some verdicts are about a span other than the last turn
 
 
-def _timeless(message: Span | LogRecord) -> bytes:
-    """A span or log record without the fields that differ from one emission to the next: the
-    evaluation span's own span id and the timestamps."""
-    copy = type(message)()
-    copy.CopyFrom(message)
-    if isinstance(copy, Span):
-        copy.span_id = b""
-        copy.start_time_unix_nano = copy.end_time_unix_nano = 0
-        for event in copy.events:
-            event.time_unix_nano = 0
-    else:
-        copy.time_unix_nano = copy.observed_time_unix_nano = 0
-    return copy.SerializeToString(deterministic=True)
-
-
 @pytest.mark.parametrize("protocol", ["grpc", "http/protobuf"])
 def test_serve_sends_the_otlp_the_sdk_path_sends(
     results: list[SessionResult], protocol: str
@@ -269,9 +255,9 @@ def test_serve_sends_the_otlp_the_sdk_path_sends(
         assert scope_logs.schema_url == sdk_logs.scope_logs[0].schema_url
     assert len(serve.logs) > 1  # more records than one request carries: batches in order
     for mine, reference in zip(serve.spans(), sdk.spans(), strict=True):
-        assert _timeless(mine) == _timeless(reference), (mine, reference)
+        assert timeless(mine) == timeless(reference), (mine, reference)
     for mine_record, reference_record in zip(serve.records(), sdk.records(), strict=True):
-        assert _timeless(mine_record) == _timeless(reference_record), (
+        assert timeless(mine_record) == timeless(reference_record), (
             mine_record,
             reference_record,
         )

@@ -27,6 +27,7 @@ from spanjudge.emit.otel import OtelVerdictSink
 from spanjudge.emit.otlp import OtlpVerdictEncoder
 from spanjudge.values import SessionResult, Target
 from tests.support.fixture_reports import fixture_results
+from tests.support.otlp_messages import timeless
 
 RESOURCE = Resource.create({"service.name": "values-test"})
 
@@ -74,23 +75,6 @@ def sessions() -> list[SessionResult]:
     return out
 
 
-def _timeless_span(span: Span) -> bytes:
-    copy = Span()
-    copy.CopyFrom(span)
-    copy.span_id = b""
-    copy.start_time_unix_nano = copy.end_time_unix_nano = 0
-    for event in copy.events:
-        event.time_unix_nano = 0
-    return copy.SerializeToString()
-
-
-def _timeless_record(record: LogRecord) -> bytes:
-    copy = LogRecord()
-    copy.CopyFrom(record)
-    copy.time_unix_nano = copy.observed_time_unix_nano = 0
-    return copy.SerializeToString()
-
-
 def test_verdict_values_of_any_type_and_length_are_written_as_the_sdk_path_writes_them(
     sessions: list[SessionResult],
 ) -> None:
@@ -113,12 +97,10 @@ def test_verdict_values_of_any_type_and_length_are_written_as_the_sdk_path_write
             encoded = encoder.encode(result)
             span = Span.FromString(encoded.span)
             assert len(span.events) == len(ODD_VALUES)
-            assert _timeless_span(span) == _timeless_span(sdk_span)
+            assert timeless(span) == timeless(sdk_span)
             mine, records = records[: len(ODD_VALUES)], records[len(ODD_VALUES) :]
             for record, sdk_record in zip(encoded.log_records, mine, strict=True):
-                assert _timeless_record(LogRecord.FromString(record)) == _timeless_record(
-                    sdk_record
-                )
+                assert timeless(LogRecord.FromString(record)) == timeless(sdk_record)
 
 
 def _kept_after(

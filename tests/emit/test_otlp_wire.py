@@ -32,6 +32,7 @@ from spanjudge.emit.otel import OtelVerdictSink
 from spanjudge.emit.otlp import OtlpVerdictEncoder
 from spanjudge.values import SessionResult
 from tests.support.fixture_reports import fixture_results
+from tests.support.otlp_messages import timeless
 
 ROOT = Path(__file__).resolve().parents[2]
 SPAN_ATTRIBUTES = wire.tag(9, wire.LEN)  # Span.attributes is field 9 (trace.proto)
@@ -186,18 +187,6 @@ def test_spans_and_log_records_are_written_as_protobuf_writes_them(
             assert explanation == AnyValue(string_value=verdict.explanation)
 
 
-def _timeless(span: Span) -> bytes:
-    """A span without its own span id and timestamps (they differ from one emission to the
-    next)."""
-    copy = Span()
-    copy.CopyFrom(span)
-    copy.span_id = b""
-    copy.start_time_unix_nano = copy.end_time_unix_nano = 0
-    for event in copy.events:
-        event.time_unix_nano = 0
-    return copy.SerializeToString()
-
-
 def test_event_and_link_limits_keep_the_latest_as_the_sdk_does(
     results: list[SessionResult],
 ) -> None:
@@ -221,7 +210,7 @@ def test_event_and_link_limits_keep_the_latest_as_the_sdk_does(
         mine = Span.FromString(encoded)
         assert len(mine.events) == 2 and mine.dropped_events_count == len(result.verdicts) - 2
         assert len(mine.links) == 1 and mine.dropped_links_count > 0
-        assert _timeless(mine) == _timeless(reference)
+        assert timeless(mine) == timeless(reference)
 
 
 def test_long_values_are_not_kept_after_their_sessions() -> None:
