@@ -87,6 +87,12 @@ def read_json(value: str) -> Any:
     return parse_json(value)
 
 
+def shared_json(value: AttrValue) -> Any:
+    """`parse_json` of a value every span repeats (tool definitions), a text decoded once per
+    distinct text (`read_json`): schema checks are cached per decoded object. Read-only."""
+    return read_json(value) if isinstance(value, str) else parse_json(value)
+
+
 def _loads(text: str) -> Any:
     """`json.loads`, through orjson (a few times faster on tool results) where its answer is
     json's: orjson reads an integer beyond 64 bits as a float, so a result holding any float

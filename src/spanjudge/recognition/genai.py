@@ -34,6 +34,7 @@ from spanjudge.recognition.base import (
     marked_failed,
     parse_json,
     read_json,
+    shared_json,
     span_error,
     span_fields,
 )
@@ -46,7 +47,7 @@ from spanjudge.recognition.evidence import bodies_in, tool_step
 from spanjudge.recognition.indexed_messages import MARKERS as INDEXED_MARKERS
 from spanjudge.recognition.indexed_messages import block_parts, indexed_messages
 from spanjudge.remembered import remembered_within
-from spanjudge.spans.record import AttrValue, SpanRecord
+from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import CatalogueEntry, Step, ToolRequest, ToolResult
 
 TOOL_PREFIX = "execute_tool "
@@ -562,7 +563,7 @@ def catalogue(span: SpanRecord, system: str | None = None) -> tuple[CatalogueEnt
 
 def tool_schemas(span: SpanRecord, tool_name: str | None = None) -> dict[str, Any]:
     schemas: dict[str, Any] = {}
-    definitions = _shared_json(span.attributes.get(sc.GEN_AI_TOOL_DEFINITIONS))
+    definitions = shared_json(span.attributes.get(sc.GEN_AI_TOOL_DEFINITIONS))
     if isinstance(definitions, (list, tuple)):
         for item in definitions:
             if not isinstance(item, dict):
@@ -575,7 +576,7 @@ def tool_schemas(span: SpanRecord, tool_name: str | None = None) -> dict[str, An
                 schema = schema["json"]  # Strands/Bedrock wrap the JSON schema
             if isinstance(name, str) and schema is not None:
                 schemas[name] = schema
-    schema = _shared_json(span.attributes.get(sc.GEN_AI_TOOL_JSON_SCHEMA))
+    schema = shared_json(span.attributes.get(sc.GEN_AI_TOOL_JSON_SCHEMA))
     if tool_name and isinstance(schema, dict):
         schemas[tool_name] = schema
     return schemas
@@ -584,7 +585,7 @@ def tool_schemas(span: SpanRecord, tool_name: str | None = None) -> dict[str, An
 def tool_descriptions(span: SpanRecord) -> dict[str, str]:
     """Tool name -> description, from `gen_ai.tool.definitions` (flat or OpenAI-style)."""
     found: dict[str, str] = {}
-    definitions = _shared_json(span.attributes.get(sc.GEN_AI_TOOL_DEFINITIONS))
+    definitions = shared_json(span.attributes.get(sc.GEN_AI_TOOL_DEFINITIONS))
     for item in definitions if isinstance(definitions, (list, tuple)) else ():
         nested = item.get("function") if isinstance(item, dict) else None
         function = nested if isinstance(nested, dict) else item
@@ -593,13 +594,6 @@ def tool_descriptions(span: SpanRecord) -> dict[str, str]:
             if isinstance(name, str) and isinstance(description, str) and description:
                 found[name] = description
     return found
-
-
-def _shared_json(value: AttrValue) -> Any:
-    """A tool definition, decoded once per distinct text: every span of every session records
-    the same ones, and schema checks are cached per decoded object (read-only, like
-    `read_json`'s)."""
-    return read_json(value) if isinstance(value, str) else parse_json(value)
 
 
 def tool_io(span: SpanRecord) -> tuple[Any, Any, bool]:

@@ -33,7 +33,7 @@ from spanjudge.recognition.base import (
     instructions_opening,
     int_attr,
     parse_json,
-    read_json,
+    shared_json,
     span_error,
     span_fields,
 )
@@ -346,7 +346,7 @@ def tool_schemas(span: SpanRecord) -> dict[str, Any]:
     for key, value in span.attributes.items():
         if _TOOL_SCHEMA_KEY.match(key) is None:
             continue
-        schema = _definition(value)
+        schema = shared_json(value)
         if not isinstance(schema, Mapping):
             continue
         nested = schema.get("function")
@@ -357,19 +357,13 @@ def tool_schemas(span: SpanRecord) -> dict[str, Any]:
     return schemas
 
 
-def _definition(value: Any) -> Any:
-    """A tool definition, decoded once per distinct text: every LLM span of a session records
-    the same ones (read-only, like `read_json`'s)."""
-    return read_json(value) if isinstance(value, str) else parse_json(value)
-
-
 def tool_descriptions(span: SpanRecord) -> dict[str, str]:
     """Tool name -> description, from `llm.tools.N.tool.json_schema`."""
     found: dict[str, str] = {}
     for key, value in span.attributes.items():
         if _TOOL_SCHEMA_KEY.match(key) is None:
             continue
-        schema = _definition(value)
+        schema = shared_json(value)
         nested = schema.get("function") if isinstance(schema, Mapping) else None
         function = nested if isinstance(nested, Mapping) else schema
         if isinstance(function, Mapping):
