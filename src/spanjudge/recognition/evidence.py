@@ -16,7 +16,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from spanjudge.recognition.base import as_text, error_in_payload, is_refusal, may_match
+from spanjudge.recognition.base import (
+    as_text,
+    error_in_payload,
+    is_refusal,
+    may_match,
+    span_fields,
+)
 from spanjudge.recognition.skill_text import front_matter_name as front_matter_name
 from spanjudge.recognition.skill_text import unwrap
 from spanjudge.recognition.skill_tools import known_loader
@@ -183,18 +189,12 @@ def tool_step(
     return Step(
         kind="tool_call" if load is None else "skill_load",
         name=tool,
-        span_id=span.span_id,
-        trace_id=span.trace_id,
-        parent_span_id=span.parent_span_id,
-        start_unix_nano=span.start_unix_nano,
-        end_unix_nano=span.end_unix_nano,
-        status=span.status,
-        preset=preset,
         tool_call_id=call_id,
         arguments=arguments,
         result=text,
         agent_name=agent_name,
         tool_schemas={} if tool_schemas is None else tool_schemas,
+        **span_fields(span, preset),
         **({"error": error} if load is None else load),
     )
 
