@@ -252,15 +252,10 @@ def _tool_prefix(key: str) -> str | None:
     return match.group("p") if match is not None else None
 
 
+@remembered_when_short(maxsize=4096)  # spans of one kind carry the same names
 def _named_call(name: str) -> bool:
     """The span's name says tool or function call (`_TOOL_SPAN`)."""
-    return _found(_TOOL_SPAN, name)
-
-
-@remembered_when_short(maxsize=4096)  # spans of one kind carry the same keys and names
-def _found(pattern: re.Pattern[str], text: str) -> bool:
-    """Whether ``pattern`` is found in ``text``, a key or a name."""
-    return pattern.search(text) is not None
+    return _TOOL_SPAN.search(name) is not None
 
 
 def _under(attributes: Any, prefix: str, words: tuple[str, ...]) -> str | None:
