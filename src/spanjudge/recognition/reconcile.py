@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 from spanjudge.recognition.answers import not_concatenated
 from spanjudge.recognition.base import as_text, is_refusal, parse_json, read_json
@@ -247,14 +247,16 @@ def _catalogue_by_names(
     return out
 
 
+@dataclass(slots=True)
 class _Read:
     """What one pass of `_catalogue_by_names` already read (for the same ``known``): model
     calls repeat the conversation so far, and a turn and its answer share a span."""
 
-    def __init__(self) -> None:
-        self.spans: dict[str, tuple[CatalogueEntry, ...]] = {}  # span id -> its entries
-        self.texts: dict[str, list[str]] = {}  # attribute text -> the texts within it
-        self.layouts: dict[str, list[tuple[str, str]]] = {}  # text -> its entries
+    # span id -> its entries
+    spans: dict[str, tuple[CatalogueEntry, ...]] = field(default_factory=dict)
+    # attribute text -> the texts within it
+    texts: dict[str, list[str]] = field(default_factory=dict)
+    layouts: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # text -> entries
 
 
 def _entries_naming(span: SpanRecord, known: set[str], read: _Read) -> tuple[CatalogueEntry, ...]:
