@@ -85,17 +85,18 @@ class SmolagentsRecogniser:
         if tool == ANSWER_TOOL:
             return []
         output = span.attributes.get(semconv.OI_OUTPUT_VALUE)
-        step = tool_step(
-            span,
-            PRESET,
-            tool=tool,
-            arguments=_call_arguments(parse_json(span.attributes.get(semconv.OI_INPUT_VALUE))),
-            result=parse_json(output),
-            result_text=as_text(output),
-            has_result=output is not None,
-            failure=span_error(span),
-        )
-        return [step]
+        return [
+            tool_step(
+                span,
+                PRESET,
+                tool=tool,
+                arguments=_call_arguments(parse_json(span.attributes.get(semconv.OI_INPUT_VALUE))),
+                result=parse_json(output),
+                result_text=as_text(output),
+                has_result=output is not None,
+                failure=span_error(span),
+            )
+        ]
 
 
 def _call_arguments(value: Any) -> Any:
