@@ -68,10 +68,8 @@ class Robustness:
     def evaluate(self, ctx: EvaluationContext) -> list[Verdict]:
         t = ctx.trajectory
         s = t.stats
-        error_spans = [x.span_id for x in t.steps if x.kind == "tool_call" and x.failed]
-        failed_loads = (
-            [x.span_id for x in t.skill_loads if x.status == "failed"] if t.skill_loads else []
-        )
+        error_spans = [x.span_id for x in t.tool_calls() if x.failed]
+        failed_loads = [x.span_id for x in t.skill_loads if x.status == "failed"]
         counts: dict[str, float] = {
             "retries": s.retries,
             "backtracks": s.backtracks,
@@ -91,11 +89,7 @@ class Robustness:
         }
         rate = counts["error_rate"]
         shown = _shown(s.retries, s.backtracks, s.errors, len(failed_loads), rate, s.tool_calls > 0)
-        over = (
-            {k: counts[k] for k, limit in self.thresholds.items() if counts[k] > limit}
-            if self.thresholds
-            else {}
-        )
+        over = {k: counts[k] for k, limit in self.thresholds.items() if counts[k] > limit}
         if over:
             spans_of = {
                 "retries": t.retry_span_ids,
