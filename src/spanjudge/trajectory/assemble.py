@@ -22,7 +22,8 @@ _TRACE_ID = attrgetter("trace_id")
 _STOP_REASONS = frozenset({"stop", "end_turn", "complete", "completed", "finish", "eos"})
 # spanjudge's own session attributes (`_session_attrs`), on a span or its resource; on a span
 # also inside OpenInference `metadata` JSON
-_SESSION_KEYS = frozenset((semconv.SJ_EXPECTED_SKILLS, semconv.SJ_TASK_ID, semconv.SJ_RUN_SEED))
+_SESSION_KEYS_IN_ORDER = (semconv.SJ_EXPECTED_SKILLS, semconv.SJ_TASK_ID, semconv.SJ_RUN_SEED)
+_SESSION_KEYS = frozenset(_SESSION_KEYS_IN_ORDER)
 _SESSION_KEYS_OR_METADATA = _SESSION_KEYS | {semconv.OI_METADATA}
 
 
@@ -326,16 +327,7 @@ def _session_attrs(span: SpanRecord) -> tuple[Any, Any, Any]:
     given): on the span, its resource, or (OpenInference, where `using_attributes(metadata=...)`
     is the only way users can set them) inside `metadata` JSON."""
     own, resource = span.attributes, span.resource
-    # `span.attr(key)` of each
-    named = own.get(semconv.SJ_EXPECTED_SKILLS)
-    if named is None:
-        named = resource.get(semconv.SJ_EXPECTED_SKILLS)
-    task = own.get(semconv.SJ_TASK_ID)
-    if task is None:
-        task = resource.get(semconv.SJ_TASK_ID)
-    seed = own.get(semconv.SJ_RUN_SEED)
-    if seed is None:
-        seed = resource.get(semconv.SJ_RUN_SEED)
+    found = [_own_or_resource(own, resource, key) for key in _SESSION_KEYS_IN_ORDER]
     metadata = own.get(semconv.OI_METADATA)
     if isinstance(metadata, str) and "spanjudge." in metadata:
         try:
@@ -343,13 +335,18 @@ def _session_attrs(span: SpanRecord) -> tuple[Any, Any, Any]:
         except ValueError:
             decoded = None
         if isinstance(decoded, dict):
-            if named is None:
-                named = _from_json(decoded.get(semconv.SJ_EXPECTED_SKILLS))
-            if task is None:
-                task = _from_json(decoded.get(semconv.SJ_TASK_ID))
-            if seed is None:
-                seed = _from_json(decoded.get(semconv.SJ_RUN_SEED))
+            found = [
+                _from_json(decoded.get(key)) if value is None else value
+                for key, value in zip(_SESSION_KEYS_IN_ORDER, found, strict=True)
+            ]
+    named, task, seed = found
     return named, task, seed
+
+
+def _own_or_resource(own: Mapping[str, Any], resource: Mapping[str, Any], key: str) -> Any:
+    """`span.attr(key)`: the span's value, else its resource's."""
+    value = own.get(key)
+    return resource.get(key) if value is None else value
 
 
 def _from_json(value: Any) -> Any:
