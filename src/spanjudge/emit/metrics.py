@@ -159,7 +159,7 @@ class MetricsTally:
             self._use(_SKILL, raw)
             return raw
 
-        counts, values = self.counts, self.values
+        counts = self.counts
         # evaluator -> why its sample or filter left the session out (None: it judged it)
         left_out: dict[str, str | None] = {}
         for verdict in result.verdicts:
@@ -180,14 +180,8 @@ class MetricsTally:
                 reason or None,
             )
             counts[series] = counts.get(series, 0) + 1
-            score = verdict.score
-            if score is not None:
-                scored = (semconv.M_SCORE, evaluator, agent)
-                recorded = values.get(scored)
-                if recorded is None:
-                    values[scored] = [score]
-                else:
-                    recorded.append(score)
+            if verdict.score is not None:
+                self._value((semconv.M_SCORE, evaluator, agent), verdict.score)
         for evaluator, why in left_out.items():
             series = (semconv.M_EVALUATOR_SESSIONS, evaluator, agent, why)
             counts[series] = counts.get(series, 0) + 1
@@ -226,12 +220,7 @@ class MetricsTally:
                     and isinstance(value, (int, float))
                     and not isinstance(value, bool)
                 ):
-                    series = (semconv.SJ_TRAJECTORY_MEASURE, evaluator, str(name), agent)
-                    recorded = values.get(series)
-                    if recorded is None:
-                        values[series] = [value]
-                    else:
-                        recorded.append(value)
+                    self._value((semconv.SJ_TRAJECTORY_MEASURE, evaluator, str(name), agent), value)
 
 
 class MetricsSink:
