@@ -8,8 +8,9 @@ verdict's span event and log record are written in one step from the verdict, wi
 attribute mapping in between, and the encodings of the attributes that repeat from verdict to
 verdict (names, labels, outcomes, most explanations) are remembered; what is the same for
 every session (keys, names, the resource, the scope) is encoded once. The placement, the
-timestamps and the severity come from `emit.otel`, as do the span's attributes; a verdict's
-are written in the order `emit.otel.verdict_attributes` gives them, and
+timestamps and the severity come from `emit.otel`, as do the span's attributes and the
+session's on each log record; a verdict's are written in the order
+`emit.otel.verdict_attributes` gives them, and
 `tests/emit/test_otel_contract.py` checks that the two paths send the same OTLP.
 
 Limits: the SDK's span event and link count limits (128 each, or the `OTEL_SPAN_EVENT_COUNT_LIMIT`
@@ -44,8 +45,10 @@ from spanjudge._version import __version__
 from spanjudge.emit import wire
 from spanjudge.emit.otel import (
     Placement,
+    evaluation_span_attributes,
     evaluation_times,
     failed,
+    session_record_attributes,
     span_ids,
     warn_event_limit,
 )
@@ -357,18 +360,10 @@ def _verdict_messages(
 
 def _session_fields(trajectory: Trajectory) -> tuple[bytes, bytes]:
     """The evaluation span's attributes field (`evaluation_span_attributes`) and the session's
-    attributes each log record carries after its verdict's (`session_record_attributes`), in
-    their order: the session id and revision, written once for both, then the span's own."""
-    identity = [
-        key_value(semconv.SESSION_ID, trajectory.session_id),
-        key_value(semconv.SJ_REVISION, trajectory.revision),
-    ]
-    own = [key_value(semconv.SJ_SESSION_COMPLETE, trajectory.complete)]
-    if trajectory.agent_name:
-        own.extend(encoded_attributes({semconv.GEN_AI_AGENT_NAME: trajectory.agent_name}))
+    attributes each log record carries after its verdict's (`session_record_attributes`)."""
     return (
-        attributes(_SPAN_ATTRIBUTES, identity + own),
-        attributes(_RECORD_ATTRIBUTES, identity),
+        attributes(_SPAN_ATTRIBUTES, encoded_attributes(evaluation_span_attributes(trajectory))),
+        attributes(_RECORD_ATTRIBUTES, encoded_attributes(session_record_attributes(trajectory))),
     )
 
 
