@@ -5,7 +5,6 @@ View changes the aggregation; stale series expire after `series_ttl_s`."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,12 +13,11 @@ from opentelemetry.sdk.metrics.export import AggregationTemporality, InMemoryMet
 from opentelemetry.sdk.metrics.view import SumAggregation, View
 from opentelemetry.sdk.trace import TracerProvider
 
-from spanjudge.emit.metrics import MetricsSink, score_views
+from spanjudge.emit.metrics import MetricsSink, SelfTelemetry, score_views
 from spanjudge.emit.sdk_series import sdk_checked
 from spanjudge.values import SessionResult
 from tests.support.fixture_reports import fixture_results
 
-ROOT = Path(__file__).resolve().parents[2]
 DELTA = {Counter: AggregationTemporality.DELTA, Histogram: AggregationTemporality.DELTA}
 
 
@@ -392,8 +390,6 @@ def test_collections_running_alongside_lose_and_double_nothing(
 def _telemetry_points(batch: bool, temporality: Any = None) -> list[dict[Any, Any]]:
     """Self-telemetry data points read while sessions close: after each of them (no flush: the
     collection takes what is held) and after a flush."""
-    from spanjudge.emit.metrics import SelfTelemetry
-
     reader = InMemoryMetricReader(preferred_temporality=temporality)
     other = InMemoryMetricReader()
     provider = MeterProvider(metric_readers=[reader, other])
@@ -427,8 +423,6 @@ def test_batched_self_telemetry_equals_one_call_per_session(temporality: Any) ->
 def test_batched_self_telemetry_keeps_the_order_of_metrics() -> None:
     """Exporters and /metrics list metrics in the order the SDK first saw them: sessions
     closed, then their evaluation time, batched or not."""
-    from spanjudge.emit.metrics import SelfTelemetry
-
     names = []
     for batch in (False, True):
         reader = InMemoryMetricReader()
