@@ -6,8 +6,6 @@ SDK path writes it, whatever was encoded before it, and long texts are not kept.
 from __future__ import annotations
 
 import dataclasses
-import gc
-import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +25,7 @@ from spanjudge.emit.otel import OtelVerdictSink
 from spanjudge.emit.otlp import OtlpVerdictEncoder
 from spanjudge.values import SessionResult, Target
 from tests.support.fixture_reports import fixture_results
+from tests.support.memory import bytes_kept
 from tests.support.otlp_messages import timeless
 
 RESOURCE = Resource.create({"service.name": "values-test"})
@@ -109,16 +108,12 @@ def _kept_after(
     """Bytes still allocated after ``encoder`` wrote ``session(n)`` for ``count`` sessions
     (after one more before, so that what every encoder keeps is there before)."""
     encoder.encode(session(-1))
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
+
+    def encode_all() -> None:
         for n in range(count):
             encoder.encode(session(n))
-        gc.collect()
-        return int(tracemalloc.get_traced_memory()[0] - before)
-    finally:
-        tracemalloc.stop()
+
+    return bytes_kept(encode_all)
 
 
 def test_long_verdict_texts_are_not_kept_after_their_sessions(

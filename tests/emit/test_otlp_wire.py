@@ -6,8 +6,6 @@ what the SDK path carries is `test_otel_contract.py`'s.)"""
 from __future__ import annotations
 
 import dataclasses
-import gc
-import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -32,6 +30,7 @@ from spanjudge.emit.otel import OtelVerdictSink
 from spanjudge.emit.otlp import OtlpVerdictEncoder
 from spanjudge.values import SessionResult
 from tests.support.fixture_reports import fixture_results
+from tests.support.memory import bytes_kept
 from tests.support.otlp_messages import timeless
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -218,14 +217,10 @@ def test_long_values_are_not_kept_after_their_sessions() -> None:
     them must not keep them (a cache of encodings keeps only short values)."""
     encoded = otlp.encoded_attributes({"gen_ai.skill.name": "warm"})
     assert encoded
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
+
+    def encode_all() -> None:
         for n in range(200):
             otlp.encoded_attributes({"gen_ai.skill.name": f"skill-{n:06d}" + "x" * 60_000})
-        gc.collect()
-        kept = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
+
+    kept = bytes_kept(encode_all)
     assert kept < 200 * 60_000 // 4, f"{kept / 1e6:.1f} MB kept"

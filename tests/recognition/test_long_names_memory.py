@@ -4,9 +4,7 @@ repeat on every span of a kind) must not keep long ones after their sessions are
 
 from __future__ import annotations
 
-import gc
 import json
-import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +12,7 @@ from spanjudge import CollectingSink
 from spanjudge.config import parse_config
 from spanjudge.engine import Engine
 from spanjudge.offline import run_offline
+from tests.support.memory import bytes_kept
 
 SESSIONS = 200
 CHARS = 60_000  # under the attribute value limit, so a tool name keeps its whole length
@@ -45,18 +44,13 @@ def _kept_after(warm: Path, path: Path, sessions: int) -> int:
     """Bytes still allocated after ``path``'s sessions are evaluated and dropped (after a run
     over ``warm``, so that what every run keeps is there before)."""
     run_offline([str(warm)], Engine(parse_config({})), CollectingSink())
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
+
+    def run() -> None:
         sink = CollectingSink()
         run_offline([str(path)], Engine(parse_config({})), sink)
         assert len(sink.results) == sessions
-        del sink
-        gc.collect()
-        return int(tracemalloc.get_traced_memory()[0] - before)
-    finally:
-        tracemalloc.stop()
+
+    return bytes_kept(run)
 
 
 def test_long_keys_and_names_are_not_kept_after_their_sessions(tmp_path: Path) -> None:
