@@ -133,8 +133,21 @@ def test_a_line_nested_too_deeply_is_bad_input_on_its_line(capsys, tmp_path, tra
         assert code == 2 and out == ""
 
 
-def test_a_value_nested_too_deeply_is_kept_as_the_text_it_is(capsys, tmp_path):  # type: ignore[no-untyped-def]
-    deep = "[" * 5_000 + "]" * 5_000
+@pytest.mark.parametrize(
+    ("levels", "recursion_limit"),
+    [(5_000, None), (1_000, None), (5_000, 20_000)],
+    ids=["beyond-every-parser", "within-orjson", "raised-recursion-limit"],
+)
+def test_a_value_nested_too_deeply_is_kept_as_the_text_it_is(  # type: ignore[no-untyped-def]
+    capsys, tmp_path, request, levels, recursion_limit
+):
+    """However deep the parser at hand reads (orjson reads 1,024 levels; json as deep as the
+    interpreter's recursion limit, which test tools raise), a value too deep to write back out
+    stays the text it is."""
+    deep = "[" * levels + "]" * levels
+    if recursion_limit is not None:
+        request.addfinalizer(lambda limit=sys.getrecursionlimit(): sys.setrecursionlimit(limit))
+        sys.setrecursionlimit(recursion_limit)
 
     def body(tracer):  # type: ignore[no-untyped-def]
         with tracer.start_as_current_span(

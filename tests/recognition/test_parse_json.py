@@ -98,3 +98,13 @@ def test_integers_at_the_64_bit_edges_and_float_forms_decode_as_json_loads_does(
             assert _same(parse_json(document), json.loads(document)), document
     # digits before a dot or an e inside strings only: the same decoded values either way
     assert parse_json('{"v": "1.2", "id": "0e0e"}') == {"v": "1.2", "id": "0e0e"}
+
+
+def test_json_nested_beyond_the_depth_limit_stays_text_and_within_it_decodes() -> None:
+    """Deep nesting is judged by levels, not by how many brackets a text holds."""
+    at_limit = '{"a": ' * 255 + "[1]" + "}" * 255  # 256 levels
+    beyond = "[" * 257 + "]" * 257
+    wide = json.dumps([[i] for i in range(1_000)])  # many brackets, two levels
+    assert parse_json(at_limit) == json.loads(at_limit)
+    assert parse_json(beyond) == beyond
+    assert parse_json(wide) == json.loads(wide)

@@ -67,16 +67,43 @@ class ClaimEvidence:
     attributes: tuple[str, ...] = ()
 
 
+MAX_DEPTH = 256
+"""How deep a decoded value may nest. A text nested deeper stays the text it is, whatever
+parser reads it and whatever the interpreter's recursion limit: whatever reads a value back
+(`json.dumps` for reports and judges among them) recurses once per level."""
+
+
 def parse_json(value: AttrValue) -> Any:
-    """Decode a JSON string attribute; non-JSON text is returned as-is."""
+    """Decode a JSON string attribute; non-JSON text, and JSON nested deeper than `MAX_DEPTH`,
+    are returned as-is."""
     if isinstance(value, str):
         text = value.strip()
         if text[:1] in ("{", "[", '"') or text in ("true", "false", "null"):
             try:
-                return _loads(text)
+                decoded = _loads(text)
             except (ValueError, RecursionError):  # nested too deeply for json: text too
                 return value
+            if (
+                isinstance(decoded, (dict, list))
+                and text.count("[") + text.count("{") > MAX_DEPTH
+                and _nests_deeper(decoded)
+            ):
+                return value
+            return decoded
     return value
+
+
+def _nests_deeper(value: Any) -> bool:
+    """Whether `value` nests more than `MAX_DEPTH` lists and objects deep."""
+    stack = [(value, 1)]
+    while stack:  # (not recursive: this is the check for what recursion cannot read)
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        for inner in item.values() if isinstance(item, dict) else item:
+            if isinstance(inner, (dict, list)):
+                stack.append((inner, depth + 1))
+    return False
 
 
 @remembered_within()
