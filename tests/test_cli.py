@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -146,7 +147,7 @@ def test_a_value_nested_too_deeply_is_kept_as_the_text_it_is(  # type: ignore[no
     stays the text it is."""
     deep = "[" * levels + "]" * levels
     if recursion_limit is not None:
-        request.addfinalizer(lambda limit=sys.getrecursionlimit(): sys.setrecursionlimit(limit))
+        request.addfinalizer(functools.partial(sys.setrecursionlimit, sys.getrecursionlimit()))
         sys.setrecursionlimit(recursion_limit)
 
     def body(tracer):  # type: ignore[no-untyped-def]
