@@ -329,11 +329,16 @@ def _verdict_messages(
 
 def _session_fields(trajectory: Trajectory) -> tuple[bytes, bytes]:
     """The evaluation span's attributes field (`evaluation_span_attributes`) and the session's
-    attributes each log record carries after its verdict's (`session_record_attributes`)."""
-    return (
-        attributes(_SPAN_ATTRIBUTES, encoded_attributes(evaluation_span_attributes(trajectory))),
-        attributes(_RECORD_ATTRIBUTES, encoded_attributes(session_record_attributes(trajectory))),
-    )
+    attributes each log record carries after its verdict's (`session_record_attributes`): an
+    attribute of both with the same value (the session id, the revision) is encoded once."""
+    on_span = evaluation_span_attributes(trajectory)
+    encoded = encoded_attributes(on_span)
+    by_key = dict(zip(on_span, encoded, strict=True))
+    on_record = [
+        by_key[key] if key in by_key and on_span[key] is value else key_value(key, value)
+        for key, value in session_record_attributes(trajectory).items()
+    ]
+    return attributes(_SPAN_ATTRIBUTES, encoded), attributes(_RECORD_ATTRIBUTES, on_record)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
