@@ -164,13 +164,20 @@ class Placement:
             latest = max(trajectory.steps, key=lambda s: s.end_unix_nano)
             self.parent = (latest.trace_id, latest.span_id)
         self.links = [(t.trace_id, t.span_id) for t in turns[:-1]][-_MAX_LINKS:]
-        self._step_trace: Mapping[str, str] = {s.span_id: s.trace_id for s in trajectory.steps}
+        # step span id -> its trace id, built when a verdict first targets a span (most are
+        # about the whole session or a turn)
+        self._step_trace: Mapping[str, str] | None = None
 
     def evaluated_span(self, verdict: Verdict) -> tuple[str, str] | None:
         """The span a verdict is about: its target span, else its turn, else the last turn."""
         target = verdict.target
-        if target.span_id and target.span_id in self._step_trace:
-            return (self._step_trace[target.span_id], target.span_id)
+        if target.span_id:
+            step_trace = self._step_trace
+            if step_trace is None:
+                steps = self.trajectory.steps
+                step_trace = self._step_trace = {s.span_id: s.trace_id for s in steps}
+            if target.span_id in step_trace:
+                return (step_trace[target.span_id], target.span_id)
         turns = self.trajectory.turns
         if target.turn is not None and 0 <= target.turn < len(turns):
             turn = turns[target.turn]
