@@ -8,7 +8,7 @@ section 5).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
@@ -77,18 +77,7 @@ class Verdict:
 
     def stable_id(self, session_id: str, revision: int) -> str:
         """Same session, revision, evaluator and target -> same id (downstream de-duplication)."""
-        key = "\x1f".join(
-            [
-                session_id,
-                str(revision),
-                self.evaluator,
-                self.target.skill or "",
-                self.target.span_id or "",
-                self.target.tool_call_id or "",
-                "" if self.target.turn is None else str(self.target.turn),
-            ]
-        )
-        return hashlib.sha256(key.encode()).hexdigest()[:32]
+        return verdict_ids(session_id, revision)(self)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -107,6 +96,34 @@ class Verdict:
         if self.details:
             out["details"] = self.details
         return out
+
+
+def verdict_ids(session_id: str, revision: int) -> Callable[[Verdict], str]:
+    """`Verdict.stable_id` of any verdict of one session and revision: the first 32 hex digits
+    of the SHA-256 of the session id, the revision, the evaluator and the target's skill, span
+    id, tool call id and turn, joined by U+001F. The session's part is hashed once, however
+    many verdicts are identified."""
+    session = hashlib.sha256(f"{session_id}\x1f{revision}\x1f".encode())
+
+    def stable_id(verdict: Verdict) -> str:
+        target = verdict.target
+        if target is NO_TARGET:  # most verdicts: about the whole session
+            rest = verdict.evaluator + "\x1f\x1f\x1f\x1f"
+        else:
+            rest = "\x1f".join(
+                (
+                    verdict.evaluator,
+                    target.skill or "",
+                    target.span_id or "",
+                    target.tool_call_id or "",
+                    "" if target.turn is None else str(target.turn),
+                )
+            )
+        digest = session.copy()
+        digest.update(rest.encode())
+        return digest.hexdigest()[:32]
+
+    return stable_id
 
 
 def not_evaluated(

@@ -4,6 +4,7 @@ providers."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -22,7 +23,7 @@ from spanjudge import CollectingSink
 from spanjudge.demo.agent import SCENARIOS, ScriptedAgent
 from spanjudge.emit.otel import OtelVerdictSink
 from spanjudge.processor import SpanJudgeProcessor
-from spanjudge.values import SessionResult
+from spanjudge.values import SessionResult, Target, Verdict, verdict_ids
 
 CSV, INCIDENT, _WEATHER = SCENARIOS
 
@@ -218,3 +219,30 @@ def test_the_no_tracer_warning_says_whether_log_records_still_carry_the_verdicts
     [warning] = [r.getMessage() for r in caplog.records if "was not recorded" in r.getMessage()]
     assert ("the log records still carry the verdicts" in warning) == sdk_logs, warning
     assert ("reach no exporter" in warning) != sdk_logs, warning
+
+
+def test_verdict_ids_hash_the_session_revision_evaluator_and_target() -> None:
+    """A verdict's id is the first 32 hex digits of the SHA-256 of its session id, revision,
+    evaluator and target (skill, span id, tool call id, turn) joined by U+001F, whichever
+    verdicts of the session are identified before it."""
+    targets = [
+        Target(),
+        Target(skill="pdf", span_id="00f067aa0ba902b7", tool_call_id="call-1", turn=0),
+        Target(span_id="00f067aa0ba902b7"),
+        Target(turn=3),
+    ]
+    verdicts = [
+        Verdict(evaluator=name, outcome="pass", score=1.0, label="ok", explanation="", target=t)
+        for name in ("skill_loaded", "tool_selection")
+        for t in targets
+    ]
+    ids = verdict_ids("sessión-1", 2)
+    for verdict in verdicts:
+        t = verdict.target
+        turn = "" if t.turn is None else str(t.turn)
+        fields = [t.skill or "", t.span_id or "", t.tool_call_id or "", turn]
+        key = "\x1f".join(["sessión-1", "2", verdict.evaluator, *fields])
+        expected = hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+        assert ids(verdict) == expected
+        assert verdict.stable_id("sessión-1", 2) == expected
+    assert ids(verdicts[0]) != verdict_ids("sessión-1", 3)(verdicts[0])

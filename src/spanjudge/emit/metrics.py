@@ -162,6 +162,8 @@ class MetricsTally:
         counts = self.counts
         # evaluator -> why its sample or filter left the session out (None: it judged it)
         left_out: dict[str, str | None] = {}
+        # (evaluator, its measures) of the verdicts that report measures, for the end
+        measures: list[tuple[str, dict[Any, Any]]] = []
         for verdict in result.verdicts:
             evaluator, reason = verdict.evaluator, verdict.reason
             if reason in NOT_SELECTED:
@@ -182,6 +184,11 @@ class MetricsTally:
             counts[series] = counts.get(series, 0) + 1
             if verdict.score is not None:
                 self._value((semconv.M_SCORE, evaluator, agent), verdict.score)
+            details = verdict.details
+            if details:
+                measured = details.get("measured")
+                if isinstance(measured, dict):
+                    measures.append((evaluator, measured))
         for evaluator, why in left_out.items():
             series = (semconv.M_EVALUATOR_SESSIONS, evaluator, agent, why)
             counts[series] = counts.get(series, 0) + 1
@@ -206,21 +213,22 @@ class MetricsTally:
         else:
             sums[0] += stats.retries
             sums[1] += stats.backtracks
-        for verdict in result.verdicts:
-            # The trajectory vector online: every numeric measure an evaluator reports,
-            # whatever its outcome, so Grafana can show each component's distribution.
-            details = verdict.details
-            measured = details.get("measured") if details else None
-            if not isinstance(measured, dict):
-                continue
-            evaluator = verdict.evaluator
+        # The trajectory vector online: every numeric measure an evaluator reports, whatever
+        # its outcome, so Grafana can show each component's distribution.
+        values = self.values
+        for evaluator, measured in measures:
             for name, value in measured.items():
                 if (
                     name not in _OWN_SERIES
                     and isinstance(value, (int, float))
                     and not isinstance(value, bool)
                 ):
-                    self._value((semconv.SJ_TRAJECTORY_MEASURE, evaluator, str(name), agent), value)
+                    series = (semconv.SJ_TRAJECTORY_MEASURE, evaluator, str(name), agent)
+                    recorded = values.get(series)
+                    if recorded is None:
+                        values[series] = [value]
+                    else:
+                        recorded.append(value)
 
 
 class MetricsSink:

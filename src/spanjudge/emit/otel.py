@@ -30,26 +30,45 @@ log = logging.getLogger("spanjudge")
 _SPAN_EVENT_LIMIT = 128  # the SDK default for events per span
 
 
+# A verdict's attributes (section 8) in the order both builders write them: these, then its id
+# (`Verdict.stable_id`), then its score when it has one, then those of `VERDICT_CLOSING` it has.
+VERDICT_OPENING = (
+    semconv.GEN_AI_EVALUATION_NAME,
+    semconv.GEN_AI_EVALUATION_SCORE_LABEL,
+    semconv.GEN_AI_EVALUATION_EXPLANATION,
+    semconv.SJ_OUTCOME,
+    semconv.SJ_JUDGE,
+)
+VERDICT_CLOSING = (semconv.SJ_REASON, semconv.GEN_AI_SKILL_NAME, semconv.ERROR_TYPE)
+
+
+def verdict_texts(verdict: Verdict) -> tuple[Any, ...]:
+    """The values of a verdict's `VERDICT_OPENING` and then `VERDICT_CLOSING` attributes, ""
+    for a closing one it does not have (left out)."""
+    return (
+        verdict.evaluator,
+        verdict.label,
+        verdict.explanation,
+        verdict.outcome,
+        verdict.judge,
+        verdict.reason or "",
+        verdict.target.skill or "",
+        verdict.error_type or "",
+    )
+
+
 def verdict_attributes(
     verdict: Verdict, session_id: str, revision: int
 ) -> dict[str, AttributeValue]:
     """The attributes of one `gen_ai.evaluation.result` event or log record (section 8)."""
-    attrs: dict[str, AttributeValue] = {
-        semconv.GEN_AI_EVALUATION_NAME: verdict.evaluator,
-        semconv.GEN_AI_EVALUATION_SCORE_LABEL: verdict.label,
-        semconv.GEN_AI_EVALUATION_EXPLANATION: verdict.explanation,
-        semconv.SJ_OUTCOME: verdict.outcome,
-        semconv.SJ_JUDGE: verdict.judge,
-        semconv.SJ_VERDICT_ID: verdict.stable_id(session_id, revision),
-    }
+    texts = verdict_texts(verdict)
+    attrs: dict[str, AttributeValue] = dict(zip(VERDICT_OPENING, texts, strict=False))
+    attrs[semconv.SJ_VERDICT_ID] = verdict.stable_id(session_id, revision)
     if verdict.score is not None:
         attrs[semconv.GEN_AI_EVALUATION_SCORE_VALUE] = float(verdict.score)
-    if verdict.reason:
-        attrs[semconv.SJ_REASON] = verdict.reason
-    if verdict.target.skill:
-        attrs[semconv.GEN_AI_SKILL_NAME] = verdict.target.skill
-    if verdict.error_type:
-        attrs[semconv.ERROR_TYPE] = verdict.error_type
+    for key, value in zip(VERDICT_CLOSING, texts[len(VERDICT_OPENING) :], strict=True):
+        if value:
+            attrs[key] = value
     return attrs
 
 
@@ -145,13 +164,20 @@ class Placement:
             latest = max(trajectory.steps, key=lambda s: s.end_unix_nano)
             self.parent = (latest.trace_id, latest.span_id)
         self.links = [(t.trace_id, t.span_id) for t in turns[:-1]][-_MAX_LINKS:]
-        self._step_trace: Mapping[str, str] = {s.span_id: s.trace_id for s in trajectory.steps}
+        # step span id -> its trace id, built when a verdict first targets a span (most are
+        # about the whole session or a turn)
+        self._step_trace: Mapping[str, str] | None = None
 
     def evaluated_span(self, verdict: Verdict) -> tuple[str, str] | None:
         """The span a verdict is about: its target span, else its turn, else the last turn."""
         target = verdict.target
-        if target.span_id and target.span_id in self._step_trace:
-            return (self._step_trace[target.span_id], target.span_id)
+        if target.span_id:
+            step_trace = self._step_trace
+            if step_trace is None:
+                steps = self.trajectory.steps
+                step_trace = self._step_trace = {s.span_id: s.trace_id for s in steps}
+            if target.span_id in step_trace:
+                return (step_trace[target.span_id], target.span_id)
         turns = self.trajectory.turns
         if target.turn is not None and 0 <= target.turn < len(turns):
             turn = turns[target.turn]

@@ -9,8 +9,8 @@ attribute mapping in between, and the encodings of the attributes that repeat fr
 verdict (names, labels, outcomes, most explanations) are remembered; what is the same for
 every session (keys, names, the resource, the scope) is encoded once. The placement, the
 timestamps and the severity come from `emit.otel`, as do the span's attributes and the
-session's on each log record; a verdict's are written in the order
-`emit.otel.verdict_attributes` gives them, and
+session's on each log record, and the order of a verdict's (`emit.otel.VERDICT_OPENING`, its
+id, its score, `emit.otel.VERDICT_CLOSING`, as `emit.otel.verdict_attributes` writes them too);
 `tests/emit/test_otel_contract.py` checks that the two paths send the same OTLP.
 
 Limits: the SDK's span event and link count limits (128 each, or the `OTEL_SPAN_EVENT_COUNT_LIMIT`
@@ -44,17 +44,20 @@ from spanjudge import semconv
 from spanjudge._version import __version__
 from spanjudge.emit import wire
 from spanjudge.emit.otel import (
+    VERDICT_CLOSING,
+    VERDICT_OPENING,
     Placement,
     evaluation_span_attributes,
     evaluation_times,
     failed,
     session_record_attributes,
     span_ids,
+    verdict_texts,
     warn_event_limit,
 )
 from spanjudge.remembered import SHORT_CHARS, remembered_when_short
 from spanjudge.trajectory.model import Trajectory
-from spanjudge.values import SessionResult, Verdict
+from spanjudge.values import SessionResult, Verdict, verdict_ids
 
 # The SDK's span flags for a parent or link context that is not remote (ours never are).
 _LOCAL = SpanFlags.SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK
@@ -218,10 +221,9 @@ def attributes(tag: bytes, key_values: list[bytes]) -> bytes:
 
 
 # A verdict's span event and log record are written straight from the verdict, its attributes
-# in the order `emit.otel.verdict_attributes` gives them (`test_otel_contract.py` holds the two
-# paths to the same output): its name, label, explanation, outcome and judge, its id and score,
-# then its reason, skill and error type when it has them. All but the id and the score come
-# from few texts (an explanation is mostly one of its evaluator's few sentences): their
+# in the order `emit.otel` gives them (`VERDICT_OPENING`, its id, its score, `VERDICT_CLOSING`;
+# `test_otel_contract.py` holds the two paths to the same output). All but the id and the score
+# come from few texts (an explanation is mostly one of its evaluator's few sentences): their
 # encodings are remembered, as event attributes and as log record attributes together, when
 # they are strings (values that compare equal can be written differently: `0.0` and `-0.0`,
 # `1` and `True`) and short ones (`SHORT_CHARS`, as `remembered_when_short` keeps them).
@@ -241,37 +243,15 @@ def _as_fields(key_values: list[bytes]) -> tuple[bytes, bytes]:
     )
 
 
-def _described(
-    evaluator: object,
-    label: object,
-    explanation: object,
-    outcome: object,
-    judge: object,
-    reason: object,
-    skill: object,
-    error_type: object,
-) -> tuple[bytes, bytes, bytes, bytes]:
-    """A verdict's attributes before its id (its name, label, explanation, outcome and judge)
-    and after its score (its reason, skill and error type, those it has), each as event and
-    as log record attributes."""
-    closing = []
-    if reason:
-        closing.append(key_value(semconv.SJ_REASON, reason))
-    if skill:
-        closing.append(key_value(semconv.GEN_AI_SKILL_NAME, skill))
-    if error_type:
-        closing.append(key_value(semconv.ERROR_TYPE, error_type))
+def _described(texts: tuple[object, ...]) -> tuple[bytes, bytes, bytes, bytes]:
+    """A verdict's attributes before its id and after its score (`emit.otel.verdict_texts`:
+    those after it only when set), each as event and as log record attributes."""
+    opening = len(VERDICT_OPENING)
     return (
+        *_as_fields([key_value(k, v) for k, v in zip(VERDICT_OPENING, texts, strict=False)]),
         *_as_fields(
-            [
-                key_value(semconv.GEN_AI_EVALUATION_NAME, evaluator),
-                key_value(semconv.GEN_AI_EVALUATION_SCORE_LABEL, label),
-                key_value(semconv.GEN_AI_EVALUATION_EXPLANATION, explanation),
-                key_value(semconv.SJ_OUTCOME, outcome),
-                key_value(semconv.SJ_JUDGE, judge),
-            ]
+            [key_value(k, v) for k, v in zip(VERDICT_CLOSING, texts[opening:], strict=True) if v]
         ),
-        *_as_fields(closing),
     )
 
 
@@ -288,9 +268,9 @@ def _described_remembered(values: tuple[object, ...]) -> tuple[bytes, bytes, byt
     try:
         found = _remembered_described.get(values)
     except TypeError:  # an unhashable value (a list): encoded, not remembered
-        return _described(*values)
+        return _described(values)
     if found is None:
-        found = _described(*values)
+        found = _described(values)
         if all(type(value) is str and len(value) <= SHORT_CHARS for value in values):
             if len(_remembered_described) >= _REMEMBERED:
                 _remembered_described.clear()
@@ -308,18 +288,7 @@ def _verdict_messages(
     """A verdict's span event, as the span's field, and its log record: the verdict's
     attributes between what the session's events and records have before and after them (a
     record's attributes are its event's, then the session's: `log_record_attributes`)."""
-    described = (
-        verdict.evaluator,
-        verdict.label,
-        verdict.explanation,
-        verdict.outcome,
-        verdict.judge,
-        # left out when empty: "" stands for None
-        verdict.reason or "",
-        verdict.target.skill or "",
-        verdict.error_type or "",
-    )
-    opening_e, opening_r, closing_e, closing_r = _described_remembered(described)
+    opening_e, opening_r, closing_e, closing_r = _described_remembered(verdict_texts(verdict))
     if len(verdict_id) == _VERDICT_ID_CHARS:
         identified = _VERDICT_ID_LEAD + verdict_id.encode()
     else:
@@ -360,11 +329,16 @@ def _verdict_messages(
 
 def _session_fields(trajectory: Trajectory) -> tuple[bytes, bytes]:
     """The evaluation span's attributes field (`evaluation_span_attributes`) and the session's
-    attributes each log record carries after its verdict's (`session_record_attributes`)."""
-    return (
-        attributes(_SPAN_ATTRIBUTES, encoded_attributes(evaluation_span_attributes(trajectory))),
-        attributes(_RECORD_ATTRIBUTES, encoded_attributes(session_record_attributes(trajectory))),
-    )
+    attributes each log record carries after its verdict's (`session_record_attributes`): an
+    attribute of both with the same value (the session id, the revision) is encoded once."""
+    on_span = evaluation_span_attributes(trajectory)
+    encoded = encoded_attributes(on_span)
+    by_key = dict(zip(on_span, encoded, strict=True))
+    on_record = [
+        by_key[key] if key in by_key and on_span[key] is value else key_value(key, value)
+        for key, value in session_record_attributes(trajectory).items()
+    ]
+    return attributes(_SPAN_ATTRIBUTES, encoded), attributes(_RECORD_ATTRIBUTES, on_record)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -446,7 +420,7 @@ class OtlpVerdictEncoder:
             self._warned_event_limit = True
             warn_event_limit(len(verdicts), len(verdicts) - dropped_events)
         span_id = (random.getrandbits(64) or 1).to_bytes(8, "big")
-        session_id, revision = trajectory.session_id, trajectory.revision
+        verdict_id = verdict_ids(trajectory.session_id, trajectory.revision)
         # What each event and each log record has before and after its verdict's attributes:
         # a log record's attributes are its event's, then the session's
         # (`log_record_attributes`), then the evaluated span's ids.
@@ -471,7 +445,7 @@ class OtlpVerdictEncoder:
                 )
             event, record = _verdict_messages(
                 verdict,
-                verdict.stable_id(session_id, revision),
+                verdict_id(verdict),
                 event_head,
                 record_heads[failed(verdict)],
                 tail,
