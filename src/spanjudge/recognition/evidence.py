@@ -186,16 +186,34 @@ def tool_step(
         declared=declared_skill,
         description=description,
     )
-    return Step(
-        kind="tool_call" if load is None else "skill_load",
+    if load is not None:
+        return Step(
+            kind="skill_load",
+            name=tool,
+            tool_call_id=call_id,
+            arguments=arguments,
+            result=text,
+            agent_name=agent_name,
+            tool_schemas={} if tool_schemas is None else tool_schemas,
+            **span_fields(span, preset),
+            **load,
+        )
+    return Step(  # (the fields `span_fields` copies, named here: most steps are tool calls)
+        kind="tool_call",
         name=tool,
+        span_id=span.span_id,
+        trace_id=span.trace_id,
+        parent_span_id=span.parent_span_id,
+        start_unix_nano=span.start_unix_nano,
+        end_unix_nano=span.end_unix_nano,
+        status=span.status,
+        preset=preset,
         tool_call_id=call_id,
         arguments=arguments,
         result=text,
+        error=error,
         agent_name=agent_name,
         tool_schemas={} if tool_schemas is None else tool_schemas,
-        **span_fields(span, preset),
-        **({"error": error} if load is None else load),
     )
 
 
@@ -428,10 +446,11 @@ def skill_of_call(tool: str, arguments: Any) -> str | None:
     if path is not None and DEFAULT_EFFECT_MAP.effect(tool) not in _CHANGES:
         return path  # (writing or deleting a SKILL.md loads nothing)
     args = arguments if isinstance(arguments, (dict, Mapping)) else {}  # (no ABC check: dict)
-    for key in SKILL_ARGS:
-        value = args.get(key)
-        if isinstance(value, str):
-            return value.strip()
+    if not args.keys().isdisjoint(SKILL_ARGS):  # (most calls: one look at the keys)
+        for key in SKILL_ARGS:
+            value = args.get(key)
+            if isinstance(value, str):
+                return value.strip()
     keys = known_loader(tool)
     if keys is None:
         return None

@@ -769,14 +769,15 @@ class GenAIRecogniser:
         is then the last user text of the trace's first model call, and the final answer the
         last model output with text and a stop finish reason that asked for no tool.
         """
-        out: list[Step] = []
-        answered = {s.trace_id for s in steps if s.kind == "final_answer" and s.preset == self.name}
         models: dict[str, list[Step]] = {}
         for step in steps:
             if step.kind == "model_call" and step.preset == self.name:
                 models.setdefault(step.trace_id, []).append(step)
-        # the spans of those model calls are all it reads: none, no index of the spans
-        by_id = {s.span_id: s for s in spans} if models else {}
+        if not models:  # both fill from this preset's model calls: with none, nothing to fill
+            return steps
+        out: list[Step] = []
+        answered = {s.trace_id for s in steps if s.kind == "final_answer" and s.preset == self.name}
+        by_id = {s.span_id: s for s in spans}
         for calls in models.values():
             calls.sort(key=lambda s: (s.start_unix_nano, s.end_unix_nano))
         for step in steps:
