@@ -184,6 +184,8 @@ def error_in_payload(payload: Any) -> str | None:
     """An error inside a result payload (`{"status": "error", ...}`, `is_error`, an error
     envelope with an HTTP-like status of 400 or more) while the span is OK."""
     if isinstance(payload, str):
+        if payload.lstrip()[:1] != "{":  # (decoded, only an object can hold an error)
+            return None
         decoded = parse_json(payload)
         if decoded is payload:
             return None

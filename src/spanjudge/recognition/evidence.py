@@ -514,11 +514,18 @@ def _add_md_strings(item: Any, depth: int, found: list[str]) -> None:
         return
     if depth >= 4:
         return
+    inners: Iterable[Any]
     if isinstance(item, (dict, Mapping)):  # (a dict first: no ABC check for it)
-        for inner in item.values():
-            _add_md_strings(inner, depth + 1, found)
+        inners = item.values()
     elif isinstance(item, (list, tuple)):
-        for inner in item:
+        inners = item
+    else:
+        return
+    for inner in inners:
+        if isinstance(inner, str):  # (most values: read here, not one call each)
+            if ".md" in inner or ".MD" in inner:
+                found.append(inner)
+        else:
             _add_md_strings(inner, depth + 1, found)
 
 
