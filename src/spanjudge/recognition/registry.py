@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import TypeGuard
 
 from spanjudge.guard import Guard
@@ -38,24 +37,7 @@ RECOGNISERS: Registry[RecogniserFactory] = Registry(
 _ROUTES_MAX = 4096
 _SCOPE_TYPES = (str, type(None))
 # A preset asked about every span (None), or only about spans carrying one of these attributes.
-_Asked = tuple[tuple[Recogniser, tuple[str, ...] | None], ...]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Route:
-    """The presets to ask about spans of one scope and name, in order (`asked`); the attributes
-    any of them claims by (`evidence`); and the presets left to ask about a span that carries
-    none of those (`unclaimed`: those asked always), found with one look at its keys."""
-
-    asked: _Asked
-    evidence: frozenset[str]
-    unclaimed: _Asked
-
-
-def _route_of(asked: _Asked) -> _Route:
-    evidence = frozenset(a for _, needed in asked for a in needed or ())
-    unclaimed = tuple(step for step in asked if step[1] is None)
-    return _Route(asked=asked, evidence=evidence, unclaimed=unclaimed)
+_Route = tuple[tuple[Recogniser, tuple[str, ...] | None], ...]
 
 
 def _finalises(recogniser: Recogniser) -> TypeGuard[SessionFinaliser]:
@@ -79,7 +61,7 @@ class RecogniserRegistry:
         self._planned: list[Recogniser] = []
         self._plan: list[tuple[Recogniser, ClaimEvidence | None]] = []
         self._routes: dict[tuple[str | None, str], _Route] = {}
-        self._every: _Route = _route_of(())
+        self._every: _Route = ()
 
     @classmethod
     def default(cls, first: Iterable[Recogniser] = ()) -> RecogniserRegistry:
@@ -99,7 +81,7 @@ class RecogniserRegistry:
         if self._planned != self.recognisers:  # (`recognisers` is a public, mutable list)
             self._planned = list(self.recognisers)
             self._plan = [(r, _claim_evidence(r)) for r in self._planned]
-            self._every = _route_of(tuple((r, None) for r in self._planned))
+            self._every = tuple((r, None) for r in self._planned)
             self._routes = {}
 
     def _route(self, key: tuple[str | None, str]) -> _Route:
@@ -112,7 +94,7 @@ class RecogniserRegistry:
                 route.append((recogniser, evidence.attributes))
         if len(self._routes) >= _ROUTES_MAX:
             self._routes = {}
-        found = self._routes[key] = _route_of(tuple(route))
+        found = self._routes[key] = tuple(route)
         return found
 
     def _recognise(self, span: SpanRecord) -> list[Step]:
@@ -122,10 +104,7 @@ class RecogniserRegistry:
         else:
             route = self._routes.get(key) or self._route(key)
         attributes = span.attributes
-        # (most spans carry none of the attributes a preset claims by: those presets are skipped
-        # with one look at the keys, as the loop below would skip each)
-        asked = route.asked if not attributes.keys().isdisjoint(route.evidence) else route.unclaimed
-        for recogniser, needed in asked:
+        for recogniser, needed in route:
             if needed is not None:
                 for attribute in needed:
                     if attribute in attributes:
