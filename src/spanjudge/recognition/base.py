@@ -85,6 +85,7 @@ def parse_json(value: AttrValue) -> Any:
                 return value
             if (
                 isinstance(decoded, (dict, list))
+                and len(text) > 2 * MAX_DEPTH  # (each level opens and closes: a short text is not)
                 and text.count("[") + text.count("{") > MAX_DEPTH
                 and _nests_deeper(decoded)
             ):
