@@ -85,6 +85,7 @@ def parse_json(value: AttrValue) -> Any:
                 return value
             if (
                 isinstance(decoded, (dict, list))
+                and len(text) > 2 * MAX_DEPTH  # (each level opens and closes: a short text is not)
                 and text.count("[") + text.count("{") > MAX_DEPTH
                 and _nests_deeper(decoded)
             ):
@@ -184,6 +185,8 @@ def error_in_payload(payload: Any) -> str | None:
     """An error inside a result payload (`{"status": "error", ...}`, `is_error`, an error
     envelope with an HTTP-like status of 400 or more) while the span is OK."""
     if isinstance(payload, str):
+        if payload.lstrip()[:1] != "{":  # (decoded, only an object can hold an error)
+            return None
         decoded = parse_json(payload)
         if decoded is payload:
             return None

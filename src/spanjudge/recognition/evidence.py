@@ -186,16 +186,34 @@ def tool_step(
         declared=declared_skill,
         description=description,
     )
-    return Step(
-        kind="tool_call" if load is None else "skill_load",
+    if load is not None:
+        return Step(
+            kind="skill_load",
+            name=tool,
+            tool_call_id=call_id,
+            arguments=arguments,
+            result=text,
+            agent_name=agent_name,
+            tool_schemas={} if tool_schemas is None else tool_schemas,
+            **span_fields(span, preset),
+            **load,
+        )
+    return Step(  # (the fields `span_fields` copies, named here: most steps are tool calls)
+        kind="tool_call",
         name=tool,
+        span_id=span.span_id,
+        trace_id=span.trace_id,
+        parent_span_id=span.parent_span_id,
+        start_unix_nano=span.start_unix_nano,
+        end_unix_nano=span.end_unix_nano,
+        status=span.status,
+        preset=preset,
         tool_call_id=call_id,
         arguments=arguments,
         result=text,
+        error=error,
         agent_name=agent_name,
         tool_schemas={} if tool_schemas is None else tool_schemas,
-        **span_fields(span, preset),
-        **({"error": error} if load is None else load),
     )
 
 
@@ -216,7 +234,7 @@ def _load_of(
     for a plain tool call (the step is then built once, as one or the other)."""
     skill = declared or skill_of_call(tool, arguments)
     described = None
-    if skill is None and describes_loader(description):
+    if skill is None and description and describes_loader(description):
         described = skill = named_argument(arguments)  # what it was asked to load
     if skill is None and not _may_hold_skill_md(text):
         return None
@@ -428,10 +446,11 @@ def skill_of_call(tool: str, arguments: Any) -> str | None:
     if path is not None and DEFAULT_EFFECT_MAP.effect(tool) not in _CHANGES:
         return path  # (writing or deleting a SKILL.md loads nothing)
     args = arguments if isinstance(arguments, (dict, Mapping)) else {}  # (no ABC check: dict)
-    for key in SKILL_ARGS:
-        value = args.get(key)
-        if isinstance(value, str):
-            return value.strip()
+    if not args.keys().isdisjoint(SKILL_ARGS):  # (most calls: one look at the keys)
+        for key in SKILL_ARGS:
+            value = args.get(key)
+            if isinstance(value, str):
+                return value.strip()
     keys = known_loader(tool)
     if keys is None:
         return None
@@ -495,11 +514,18 @@ def _add_md_strings(item: Any, depth: int, found: list[str]) -> None:
         return
     if depth >= 4:
         return
+    inners: Iterable[Any]
     if isinstance(item, (dict, Mapping)):  # (a dict first: no ABC check for it)
-        for inner in item.values():
-            _add_md_strings(inner, depth + 1, found)
+        inners = item.values()
     elif isinstance(item, (list, tuple)):
-        for inner in item:
+        inners = item
+    else:
+        return
+    for inner in inners:
+        if isinstance(inner, str):  # (most values: read here, not one call each)
+            if ".md" in inner or ".MD" in inner:
+                found.append(inner)
+        else:
             _add_md_strings(inner, depth + 1, found)
 
 

@@ -563,7 +563,8 @@ def catalogue(span: SpanRecord, system: str | None = None) -> tuple[CatalogueEnt
 
 def tool_schemas(span: SpanRecord, tool_name: str | None = None) -> dict[str, Any]:
     schemas: dict[str, Any] = {}
-    definitions = shared_json(span.attributes.get(sc.GEN_AI_TOOL_DEFINITIONS))
+    found = span.attributes.get(sc.GEN_AI_TOOL_DEFINITIONS)
+    definitions = shared_json(found) if found is not None else None
     if isinstance(definitions, (list, tuple)):
         for item in definitions:
             if not isinstance(item, dict):
@@ -576,16 +577,19 @@ def tool_schemas(span: SpanRecord, tool_name: str | None = None) -> dict[str, An
                 schema = schema["json"]  # Strands/Bedrock wrap the JSON schema
             if isinstance(name, str) and schema is not None:
                 schemas[name] = schema
-    schema = shared_json(span.attributes.get(sc.GEN_AI_TOOL_JSON_SCHEMA))
-    if tool_name and isinstance(schema, dict):
-        schemas[tool_name] = schema
+    found = span.attributes.get(sc.GEN_AI_TOOL_JSON_SCHEMA) if tool_name else None
+    if found is not None:  # (nothing recorded: nothing to decode)
+        schema = shared_json(found)
+        if tool_name and isinstance(schema, dict):
+            schemas[tool_name] = schema
     return schemas
 
 
 def tool_descriptions(span: SpanRecord) -> dict[str, str]:
     """Tool name -> description, from `gen_ai.tool.definitions` (flat or OpenAI-style)."""
     found: dict[str, str] = {}
-    definitions = shared_json(span.attributes.get(sc.GEN_AI_TOOL_DEFINITIONS))
+    recorded = span.attributes.get(sc.GEN_AI_TOOL_DEFINITIONS)
+    definitions = shared_json(recorded) if recorded is not None else None
     for item in definitions if isinstance(definitions, (list, tuple)) else ():
         nested = item.get("function") if isinstance(item, dict) else None
         function = nested if isinstance(nested, dict) else item
@@ -769,14 +773,15 @@ class GenAIRecogniser:
         is then the last user text of the trace's first model call, and the final answer the
         last model output with text and a stop finish reason that asked for no tool.
         """
-        out: list[Step] = []
-        answered = {s.trace_id for s in steps if s.kind == "final_answer" and s.preset == self.name}
         models: dict[str, list[Step]] = {}
         for step in steps:
             if step.kind == "model_call" and step.preset == self.name:
                 models.setdefault(step.trace_id, []).append(step)
-        # the spans of those model calls are all it reads: none, no index of the spans
-        by_id = {s.span_id: s for s in spans} if models else {}
+        if not models:  # both fill from this preset's model calls: with none, nothing to fill
+            return steps
+        out: list[Step] = []
+        answered = {s.trace_id for s in steps if s.kind == "final_answer" and s.preset == self.name}
+        by_id = {s.span_id: s for s in spans}
         for calls in models.values():
             calls.sort(key=lambda s: (s.start_unix_nano, s.end_unix_nano))
         for step in steps:

@@ -92,7 +92,8 @@ def reconcile(
     names = {e.name for s in out for e in s.catalogue} | set(library.skills)
     ordinary = _ordinary_uses(out, names)
     out = _unexecuted_requests(out, names, ordinary)
-    out = [_load_by_evidence(s, names, library, ordinary) for s in out]
+    if names or library.skills:  # (else no call names a skill: every step stays)
+        out = [_load_by_evidence(s, names, library, ordinary) for s in out]
     out = _failed_loads_by_schema(out)
     out = _loads_by_definition(out)
     out = _bodies_from_messages(out)
@@ -104,7 +105,7 @@ def reconcile(
     out = _catalogue_by_names(out, spans_by_id, _known_skills(since, library) - looked_for)
     out = not_concatenated(out)
     out = _turns_from_model_calls(out)
-    return [_with_body_source(s, library) for s in out]
+    return [_with_body_source(s, library) if s.kind == "skill_load" else s for s in out]
 
 
 def _turns_from_model_calls(steps: list[Step]) -> list[Step]:
@@ -215,7 +216,7 @@ def _known_skills(steps: list[Step], library: SkillLibrary) -> set[str]:
         if step.kind == "skill_load" and step.skill:
             known.add(step.skill)
         for text in (step.skill_body, step.result):
-            if (name := front_matter_name(text)) is not None:
+            if text and (name := front_matter_name(text)) is not None:
                 known.add(name)
         for _, body in step.bodies_seen:
             if (name := front_matter_name(body)) is not None:
@@ -801,6 +802,9 @@ def _failed_loads_by_schema(steps: list[Step]) -> list[Step]:
     """A failed call whose argument the tool's own schema (as the model was given it) describes
     as naming what to load ("The id of the capability to load.") tried to load that value, even
     when no catalogue has it (a misspelt name)."""
+    failed = (s for s in steps if s.kind == "tool_call" and s.error)
+    if not any(isinstance(s.arguments, Mapping) for s in failed):
+        return steps  # no failed call with arguments: none to read as a load
     schemas: dict[str, object] = {}
     for step in steps:
         if step.kind == "model_call":

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from spanjudge.remembered import remembered_within
+
 # A SKILL.md document: YAML front matter that names the skill.
 _FRONT_MATTER = re.compile(r"(?:\A|\n)---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
 _FM_DESCRIPTION = re.compile(r"^description:", re.M)
@@ -34,6 +36,7 @@ _EXEC_LINES = (
 _EXEC_HEADER = re.compile(r"\A(?:(?:" + "|".join(_EXEC_LINES) + r")[^\n]*\n){1,8}Output:\r?\n")
 
 
+@remembered_within()  # a skill's text comes back the same in every session that loads it
 def unwrap(text: str) -> str:
     """``text`` without a read window header, an exec output header or Strands' metadata tail."""
     if text.startswith("@@ lines "):
