@@ -348,21 +348,34 @@ def read_heads(
     return heads, problems
 
 
-def _field(number: int, payload: bytes) -> bytes:
-    """A length-delimited protobuf field: its key, its length as a varint, the bytes."""
-    size = len(payload)
+def _key(number: int, size: int) -> bytes:
+    """The start of a length-delimited protobuf field of ``size`` bytes: its key, its length
+    as a varint."""
     key = bytearray((number << 3 | 2,))
     while size > 0x7F:
         key.append(size & 0x7F | 0x80)
         size >>= 7
     key.append(size)
-    return bytes(key) + payload
+    return bytes(key)
 
 
 def wire_request(runs: Iterable[tuple[bytes, bytes, Sequence[bytes]]]) -> bytes:
     """A serialized `ExportTraceServiceRequest` of runs of spans that share a resource and a
-    scope, each (resource, scope, spans) as a `WireSpan` holds them, in order."""
-    return b"".join(
-        _field(1, resource + _field(2, scope + b"".join([_field(2, span) for span in spans])))
-        for resource, scope, spans in runs
-    )
+    scope, each (resource, scope, spans) as a `WireSpan` holds them, in order. Each field's
+    length is added up before it is written, so the spans are copied once, into the result."""
+    parts: list[bytes] = []
+    for resource, scope, spans in runs:
+        inner: list[bytes] = []
+        size = len(scope)
+        for span in spans:
+            key = _key(2, len(span))
+            inner.append(key)
+            inner.append(span)
+            size += len(key) + len(span)
+        scope_key = _key(2, size)
+        parts.append(_key(1, len(resource) + len(scope_key) + size))
+        parts.append(resource)
+        parts.append(scope_key)
+        parts.append(scope)
+        parts.extend(inner)
+    return b"".join(parts)
