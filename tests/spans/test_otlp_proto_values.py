@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import hashlib
 
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
 from spanjudge.sidecar.config import InputConfig
 from spanjudge.sidecar.intake import check_records
+from spanjudge.spans.files import read_input
 from spanjudge.spans.limits import TRUNCATION_MARK, Limits
 from spanjudge.spans.otlp_proto import decode_request
 from spanjudge.spans.record import SpanEvent, SpanLink
+from spanjudge.spans.sizes import estimate_size
+from tests.sidecar.helpers import FIXTURES, to_sdk
 
 
 def _sha256_16(text: str) -> str:
@@ -185,3 +189,47 @@ def test_cycles_are_found_beside_deep_chains() -> None:
     assert sorted(r.span_id for r in checked.records) == sorted(
         [ids(100 + i).hex() for i in range(6)] + [ids(50).hex(), ids(1).hex()]
     )
+
+
+def test_the_sizes_worked_out_while_decoding_are_the_stores_estimates() -> None:
+    """The decoder's sizes spare the store a second walk over each span: they must be exactly
+    what the store would work out, on every kind of value, cut or repeated, and on links."""
+    odd = [
+        _kv("text", AnyValue(string_value="hello")),
+        _kv("accented", AnyValue(string_value="café ☕")),
+        _kv("empty", AnyValue(string_value="")),
+        _kv("count", AnyValue(int_value=7)),
+        _kv("raw", AnyValue(bytes_value=b"\x01\xff")),
+        _kv("unset", AnyValue()),
+        _kv("tags", AnyValue(array_value=ArrayValue(values=[AnyValue(string_value="ab")]))),
+        _kv(
+            "nested",
+            AnyValue(kvlist_value=KeyValueList(values=[_kv("in", AnyValue(string_value="x"))])),
+        ),
+        _kv("long", AnyValue(string_value="y" * 50)),
+    ]
+    repeated = [_kv("a", AnyValue(string_value="first")), _kv("a", AnyValue(int_value=1))]
+    event = Span.Event(name="said", time_unix_nano=START + 1, attributes=odd[:3])
+    link = Span.Link(trace_id=TRACE, span_id=b"\x00" * 7 + b"\x09")
+    spans = [
+        _span(attributes=odd, events=[event, Span.Event(name="bare")], links=[link]),
+        _span(span_id=b"\x00" * 7 + b"\x03", attributes=repeated),
+        _span(span_id=b"\x00" * 7 + b"\x04"),
+    ]
+    request = ExportTraceServiceRequest(
+        resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=spans)])]
+    )
+    for limits in (Limits(), Limits(max_attr_chars=10, max_attrs_per_span=3)):
+        sizes: list[int] = []
+        records, problems = decode_request(request, limits, sizes)
+        assert problems == [] and len(records) == 3
+        assert sizes == [estimate_size(r) for r in records]
+
+
+def test_fixture_sizes_worked_out_while_decoding_are_the_stores_estimates() -> None:
+    for path in sorted(FIXTURES.rglob("*.jsonl")):
+        spans = [s for chunk in read_input(str(path)) for s in chunk.spans]
+        request = encode_spans(to_sdk(spans))
+        sizes: list[int] = []
+        records, _ = decode_request(request, Limits(), sizes)
+        assert sizes == [estimate_size(r) for r in records], path.name

@@ -45,7 +45,12 @@ def session_key(
     if extra_attributes:
         keys = (*keys, *extra_attributes)
     for attribute in keys:
-        for value in (attrs.get(attribute), resource.get(attribute)):
+        on_span = attrs.get(attribute)
+        if type(on_span) is str and 0 < len(on_span) <= MAX_KEY_CHARS:  # the usual key, as is
+            return on_span, attribute
+        if on_span is None and attribute not in resource:  # a key attribute the span lacks
+            continue
+        for value in (on_span, resource.get(attribute)):
             if value is None or value == "":
                 continue
             if isinstance(value, str):

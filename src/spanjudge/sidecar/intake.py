@@ -133,17 +133,20 @@ def decode_body(data: bytes, fmt: str, limits: Limits, checks: InputConfig) -> D
     _check_size(data, checks)
     if is_logs_format(fmt):
         return _decode_logs(data, fmt[len(_LOGS_PREFIX) :], limits, checks)
+    # each record's `estimate_size`, worked out while decoding (protobuf, the JSON fast road)
+    sizes: list[int] | None = None
     with _as_bad_request(fmt):
         if fmt == FORMAT_PROTOBUF:
             try:
                 request = parse_request(data)
             except ValueError as exc:
                 raise BadRequest(str(exc)) from None
-            records, problems = decode_request(request, limits)
+            sizes = []
+            records, problems = decode_request(request, limits, sizes)
         else:
             # The fast road answers the ordinary document with exactly the general road's records
             # (no problems); anything else (a lone surrogate, `{}`, an odd field) gets None.
-            sizes: list[int] = []
+            sizes = []
             fast = decode_fast(data, limits, sizes)
             if fast is not None:
                 return check_records(fast, [], checks, sizes=sizes)
@@ -154,7 +157,8 @@ def decode_body(data: bytes, fmt: str, limits: Limits, checks: InputConfig) -> D
                 # ignored, so `{}` is a valid empty request; OTLP answers it with success.
                 return Decoded([], [])
             records, problems = decode_json_document(doc, limits)
-    return check_records(records, problems, checks)
+            sizes = None  # the general road works none out: the store does
+    return check_records(records, problems, checks, sizes=sizes)
 
 
 def decode_heads(

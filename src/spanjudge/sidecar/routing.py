@@ -99,18 +99,10 @@ class Router:
             return routed
 
         known: Sequence[int] = () if sizes is None else sizes
-
-        def take(process: int, i: int, record: Routable) -> Routed:
-            target = part(process)
-            target.records.append(record)
-            if target.sizes is not None:  # a part with sizes: all of the request's are known
-                target.sizes.append(known[i])
-            return target
-
         if keys is None:
             keys = [session_key(record, self.key_attributes) for record in records]
-        # a request's spans share few keys: each one's owner hashed once
-        owners: dict[str, int] = {}
+        # a request's spans share few keys: each one's owner hashed, and its part found, once
+        owners: dict[str, tuple[int, Routed]] = {}
         now = self.clock()
         self._expire(now)
         for i, (record, found) in enumerate(zip(records, keys, strict=True)):
@@ -124,13 +116,17 @@ class Router:
                     held.spans.append(record)
                     self.held_spans += 1
                     process = held.process
-                take(process, i, record)
-                continue
-            process = owners.get(found[0], -1)
-            if process < 0:
-                process = owners[found[0]] = owner(found[0], self.workers)
-            target = take(process, i, record)
-            if trace_id in self._trace_owner:
+                target = part(process)
+            else:
+                known_owner = owners.get(found[0])
+                if known_owner is None:
+                    process = owner(found[0], self.workers)
+                    known_owner = owners[found[0]] = (process, part(process))
+                process, target = known_owner
+            target.records.append(record)
+            if target.sizes is not None:  # a part with sizes: all of the request's are known
+                target.sizes.append(known[i])
+            if found is None or trace_id in self._trace_owner:
                 continue
             self._remember(trace_id, process)
             waited = self._held.pop(trace_id, None)

@@ -64,6 +64,15 @@ def attributes_size(attrs: Attributes) -> int:
     return size
 
 
+def content_size(value: AttrValue) -> int:
+    """What `attributes_size` adds for one value beyond its entry."""
+    if type(value) is str:
+        return len(value) if value.isascii() else getsizeof(value) - _STR
+    if type(value) in _NESTED:
+        return nested_size(value)  # type: ignore[arg-type]
+    return 0
+
+
 def nested_size(value: tuple[AttrValue, ...] | dict[str, AttrValue]) -> int:
     """An array (tuple) or kvlist (dict) value beyond the value header already charged."""
     if isinstance(value, dict):
