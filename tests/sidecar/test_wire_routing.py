@@ -22,6 +22,7 @@ from spanjudge.sidecar.routing import Router
 from spanjudge.sidecar.spool import group_of
 from spanjudge.spans.files import read_input
 from spanjudge.spans.limits import TRUNCATION_MARK, Limits
+from spanjudge.spans.sizes import estimate_size
 from tests.sidecar.helpers import FIXTURES, to_sdk
 
 CHECKS = InputConfig()
@@ -124,6 +125,11 @@ def test_heads_route_and_decode_as_the_whole_request(bodies: list[bytes], limits
         kept_heads, _ = agent_spans(heads.records)
         kept, _ = agent_spans(whole.records)
         assert records_of(payload(kept_heads), limits) == list(kept)
+        # the store's sizes, worked out while decoding, are the records' own
+        sizes: list[int] = []
+        mixed = [*payload(kept_heads[:3]), *kept[3:]]  # wire runs, then decoded records
+        assert records_of(mixed, limits, sizes) == list(kept)
+        assert sizes == [estimate_size(record) for record in kept]
         # routed over three processes: each part decodes to the records routed there
         by_records = Router(3, KEYS, hold_s=60).route(kept)
         by_heads = Router(3, KEYS, hold_s=60).route(kept_heads)

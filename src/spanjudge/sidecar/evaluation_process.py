@@ -46,6 +46,7 @@ from spanjudge.sidecar.worker import Worker, collect_less
 from spanjudge.spans.limits import Limits
 from spanjudge.spans.otlp_proto import SpanHead, decode_request, parse_request, wire_request
 from spanjudge.spans.record import SpanRecord
+from spanjudge.spans.sizes import estimate_size
 from spanjudge.values import SessionResult
 
 log = logging.getLogger("spanjudge.sidecar")
@@ -159,9 +160,10 @@ def payload(records: Sequence[Routable]) -> Payload:
     return out
 
 
-def records_of(sent: Payload, limits: Limits) -> list[SpanRecord]:
+def records_of(sent: Payload, limits: Limits, sizes: list[int] | None = None) -> list[SpanRecord]:
     """The records of a payload in order, its wire runs decoded as the serve process would
-    have decoded their request (`decode_request`)."""
+    have decoded their request (`decode_request`). With ``sizes``, each record's
+    `estimate_size` is appended to it, in order (the decoder works it out as it reads)."""
     records: list[SpanRecord] = []
     runs: list[tuple[bytes, bytes, list[bytes]]] = []
     for item in sent:
@@ -169,16 +171,20 @@ def records_of(sent: Payload, limits: Limits) -> list[SpanRecord]:
             runs.append(item)
             continue
         if runs:
-            records.extend(_decoded(runs, limits))
+            records.extend(_decoded(runs, limits, sizes))
             runs = []
         records.append(item)
+        if sizes is not None:
+            sizes.append(estimate_size(item))
     if runs:
-        records.extend(_decoded(runs, limits))
+        records.extend(_decoded(runs, limits, sizes))
     return records
 
 
-def _decoded(runs: list[tuple[bytes, bytes, list[bytes]]], limits: Limits) -> list[SpanRecord]:
-    records, problems = decode_request(parse_request(wire_request(runs)), limits)
+def _decoded(
+    runs: list[tuple[bytes, bytes, list[bytes]]], limits: Limits, sizes: list[int] | None
+) -> list[SpanRecord]:
+    records, problems = decode_request(parse_request(wire_request(runs)), limits, sizes)
     if problems:  # the serve process checked them as `decode_request` does: a bug
         log.error("spans the serve process accepted do not decode: %s", problems[:3])
     return records
@@ -300,7 +306,11 @@ class _ProcessWorker(Worker):
             tuple[int, Payload, list[str], int, Any, int], item
         )
         started = time.monotonic()
-        records = records_of(sent, self.limits)
+        if sizes is None:  # wire runs: the store's sizes are worked out as they are decoded
+            sizes = []
+            records = records_of(sent, self.limits, sizes)
+        else:
+            records = records_of(sent, self.limits)
         self.lag.busy(time.monotonic() - started)
         if len(records) != n:
             with self._submit_lock:
