@@ -8,13 +8,22 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
 
 from spanjudge.cli import main
+from spanjudge.recognition.base import DEPTH_MARK
 from tests.conftest import FIXTURES, load_schema, recorded, write_jsonl
 from tests.support.sessions import agent_turn
+
+try:  # which parser reads JSON texts here: orjson (1,024 levels), else json
+    import orjson  # noqa: F401
+
+    ORJSON = True
+except ImportError:
+    ORJSON = False
 
 
 @pytest.fixture
@@ -134,41 +143,62 @@ def test_a_line_nested_too_deeply_is_bad_input_on_its_line(capsys, tmp_path, tra
         assert code == 2 and out == ""
 
 
-@pytest.mark.parametrize(
-    ("levels", "recursion_limit"),
-    [(5_000, None), (1_000, None), (5_000, 20_000)],
-    ids=["beyond-every-parser", "within-orjson", "raised-recursion-limit"],
-)
-def test_a_value_nested_too_deeply_is_kept_as_the_text_it_is(  # type: ignore[no-untyped-def]
-    capsys, tmp_path, request, levels, recursion_limit
-):
-    """However deep the parser at hand reads (orjson reads 1,024 levels; json as deep as the
-    interpreter's recursion limit, which test tools raise), a value too deep to write back out
-    stays the text it is."""
-    deep = "[" * levels + "]" * levels
-    if recursion_limit is not None:
-        request.addfinalizer(functools.partial(sys.setrecursionlimit, sys.getrecursionlimit()))
-        sys.setrecursionlimit(recursion_limit)
-
+def _recorded_tool_call(tmp_path: Path, tool: str, arguments: str, result: str) -> Path:
     def body(tracer):  # type: ignore[no-untyped-def]
         with tracer.start_as_current_span(
             "invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent"}
         ):
-            tool = {
+            attributes = {
                 "gen_ai.operation.name": "execute_tool",
-                "gen_ai.tool.name": "read",
-                "gen_ai.tool.call.arguments": deep,
-                "gen_ai.tool.call.result": deep,
+                "gen_ai.tool.name": tool,
+                "gen_ai.tool.call.arguments": arguments,
+                "gen_ai.tool.call.result": result,
             }
-            with tracer.start_as_current_span("execute_tool read", attributes=tool):
+            with tracer.start_as_current_span(f"execute_tool {tool}", attributes=attributes):
                 pass
 
-    path = write_jsonl(tmp_path / "t.jsonl", recorded(body))
+    return write_jsonl(tmp_path / "t.jsonl", recorded(body))
+
+
+@pytest.mark.parametrize(
+    ("levels", "recursion_limit", "readable"),
+    [(5_000, None, False), (1_000, None, ORJSON), (5_000, 20_000, True)],
+    ids=["beyond-every-parser", "within-orjson", "raised-recursion-limit"],
+)
+def test_a_value_nested_too_deeply_is_cut_where_it_can_be_written_out(  # type: ignore[no-untyped-def]
+    capsys, tmp_path, request, levels, recursion_limit, readable
+):
+    """What the parser at hand reads (orjson 1,024 levels; json as deep as the interpreter's
+    recursion limit, which test tools raise) is cut at 256 levels, where a report can write it
+    out; what it cannot read stays the text it is."""
+    deep = "[" * levels + "]" * levels
+    if recursion_limit is not None:
+        request.addfinalizer(functools.partial(sys.setrecursionlimit, sys.getrecursionlimit()))
+        sys.setrecursionlimit(recursion_limit)
+    path = _recorded_tool_call(tmp_path, "read", deep, deep)
     _, out, err = run(capsys, "eval", "--format", "json", str(path))
     assert "failed on span" not in err and "Traceback" not in err
     (session,) = json.loads(out)["sessions"]
     (call,) = [step for step in session["steps"] if step["kind"] == "tool_call"]
-    assert call["name"] == "read" and call["arguments"] == deep and call["result"] == deep
+    assert call["name"] == "read"
+    if readable:
+        cut: Any = [DEPTH_MARK]  # the 256th list holds the mark where the 257th was
+        for _ in range(255):
+            cut = [cut]
+        assert call["arguments"] == cut and json.loads(call["result"]) == cut
+    else:
+        assert call["arguments"] == deep and call["result"] == deep
+
+
+def test_a_skill_named_beside_a_deep_value_is_loaded(capsys, tmp_path):  # type: ignore[no-untyped-def]
+    arguments = '{"skill_name": "csv-report", "filters": ' + "[" * 300 + "]" * 300 + "}"
+    skill_md = "---\nname: csv-report\ndescription: Summarise a CSV file.\n---\n# Steps\n1. read"
+    path = _recorded_tool_call(tmp_path, "load_skill", arguments, skill_md)
+    _, out, err = run(capsys, "eval", "--format", "json", str(path))
+    assert "Traceback" not in err
+    (session,) = json.loads(out)["sessions"]
+    (load,) = [step for step in session["steps"] if step["kind"] == "skill_load"]
+    assert load["skill"] == "csv-report"
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spanjudge.recognition.base import parse_json
+from spanjudge.recognition.base import DEPTH_MARK, parse_json
 
 _SCALARS = st.one_of(
     st.none(),
@@ -100,11 +100,15 @@ def test_integers_at_the_64_bit_edges_and_float_forms_decode_as_json_loads_does(
     assert parse_json('{"v": "1.2", "id": "0e0e"}') == {"v": "1.2", "id": "0e0e"}
 
 
-def test_json_nested_beyond_the_depth_limit_stays_text_and_within_it_decodes() -> None:
-    """Deep nesting is judged by levels, not by how many brackets a text holds."""
+def test_json_nested_beyond_the_depth_limit_is_cut_there_and_within_it_decodes() -> None:
+    """Deep nesting is judged by levels, not by how many brackets a text holds; what lies
+    above the cut reads as written."""
     at_limit = '{"a": ' * 255 + "[1]" + "}" * 255  # 256 levels
-    beyond = "[" * 257 + "]" * 257
+    beyond = '{"skill": "csv-report", "filters": ' + "[" * 300 + "]" * 300 + "}"
     wide = json.dumps([[i] for i in range(1_000)])  # many brackets, two levels
     assert parse_json(at_limit) == json.loads(at_limit)
-    assert parse_json(beyond) == beyond
+    cut: Any = [DEPTH_MARK]  # the 256th level holds the mark where the 257th list was
+    for _ in range(254):
+        cut = [cut]
+    assert parse_json(beyond) == {"skill": "csv-report", "filters": cut}
     assert parse_json(wide) == json.loads(wide)

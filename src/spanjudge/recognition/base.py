@@ -68,14 +68,16 @@ class ClaimEvidence:
 
 
 MAX_DEPTH = 256
-"""How deep a decoded value may nest. A text nested deeper stays the text it is, whatever
-parser reads it and whatever the interpreter's recursion limit: whatever reads a value back
-(`json.dumps` for reports and judges among them) recurses once per level."""
+"""How deep a decoded value nests at most: a list or object deeper than this is cut, replaced
+by `DEPTH_MARK`, whatever parser read it and whatever the interpreter's recursion limit
+(whatever reads a value back, `json.dumps` for reports and judges among them, recurses once per
+level). What lies above the cut is read as it is: a skill named beside a deep value, a message
+history with one deep tool response. A text nested deeper than the parser reads stays text."""
+DEPTH_MARK = f"…[nested deeper than {MAX_DEPTH} levels: cut by spanjudge]"
 
 
 def parse_json(value: AttrValue) -> Any:
-    """Decode a JSON string attribute; non-JSON text, and JSON nested deeper than `MAX_DEPTH`,
-    are returned as-is."""
+    """Decode a JSON string attribute (cut at `MAX_DEPTH`); non-JSON text is returned as-is."""
     if isinstance(value, str):
         text = value.strip()
         if text[:1] in ("{", "[", '"') or text in ("true", "false", "null"):
@@ -89,7 +91,7 @@ def parse_json(value: AttrValue) -> Any:
                 and text.count("[") + text.count("{") > MAX_DEPTH
                 and _nests_deeper(decoded)
             ):
-                return value
+                return _cut(decoded, 1)
             return decoded
     return value
 
@@ -105,6 +107,22 @@ def _nests_deeper(value: Any) -> bool:
             if isinstance(inner, (dict, list)):
                 stack.append((inner, depth + 1))
     return False
+
+
+def _cut(value: dict[str, Any] | list[Any], level: int) -> Any:
+    """A copy of ``value``, a list or object at ``level``, with those below `MAX_DEPTH` levels
+    replaced by `DEPTH_MARK` (one frame per level, no comprehension's: at most `MAX_DEPTH`)."""
+    if level > MAX_DEPTH:
+        return DEPTH_MARK
+    if isinstance(value, dict):
+        copied: dict[str, Any] = {}
+        for key, inner in value.items():
+            copied[key] = _cut(inner, level + 1) if isinstance(inner, (dict, list)) else inner
+        return copied
+    items: list[Any] = []
+    for inner in value:
+        items.append(_cut(inner, level + 1) if isinstance(inner, (dict, list)) else inner)
+    return items
 
 
 @remembered_within()
