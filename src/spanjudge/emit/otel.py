@@ -62,11 +62,12 @@ def verdict_attributes(
 ) -> dict[str, AttributeValue]:
     """The attributes of one `gen_ai.evaluation.result` event or log record (section 8)."""
     texts = verdict_texts(verdict)
-    attrs: dict[str, AttributeValue] = dict(zip(VERDICT_OPENING, texts, strict=False))
+    opening, closing = texts[: len(VERDICT_OPENING)], texts[len(VERDICT_OPENING) :]
+    attrs: dict[str, AttributeValue] = dict(zip(VERDICT_OPENING, opening, strict=True))
     attrs[semconv.SJ_VERDICT_ID] = verdict.stable_id(session_id, revision)
     if verdict.score is not None:
         attrs[semconv.GEN_AI_EVALUATION_SCORE_VALUE] = float(verdict.score)
-    for key, value in zip(VERDICT_CLOSING, texts[len(VERDICT_OPENING) :], strict=True):
+    for key, value in zip(VERDICT_CLOSING, closing, strict=True):
         if value:
             attrs[key] = value
     return attrs

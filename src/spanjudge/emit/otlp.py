@@ -246,12 +246,10 @@ def _as_fields(key_values: list[bytes]) -> tuple[bytes, bytes]:
 def _described(texts: tuple[object, ...]) -> tuple[bytes, bytes, bytes, bytes]:
     """A verdict's attributes before its id and after its score (`emit.otel.verdict_texts`:
     those after it only when set), each as event and as log record attributes."""
-    opening = len(VERDICT_OPENING)
+    opening, closing = texts[: len(VERDICT_OPENING)], texts[len(VERDICT_OPENING) :]
     return (
-        *_as_fields([key_value(k, v) for k, v in zip(VERDICT_OPENING, texts, strict=False)]),
-        *_as_fields(
-            [key_value(k, v) for k, v in zip(VERDICT_CLOSING, texts[opening:], strict=True) if v]
-        ),
+        *_as_fields([key_value(k, v) for k, v in zip(VERDICT_OPENING, opening, strict=True)]),
+        *_as_fields([key_value(k, v) for k, v in zip(VERDICT_CLOSING, closing, strict=True) if v]),
     )
 
 

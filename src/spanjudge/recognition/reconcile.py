@@ -92,7 +92,7 @@ def reconcile(
     names = {e.name for s in out for e in s.catalogue} | set(library.skills)
     ordinary = _ordinary_uses(out, names)
     out = _unexecuted_requests(out, names, ordinary)
-    if names or library.skills:  # (else no call names a skill: every step stays)
+    if names:  # (else no call names a skill: every step stays)
         out = [_load_by_evidence(s, names, library, ordinary) for s in out]
     out = _failed_loads_by_schema(out)
     out = _loads_by_definition(out)

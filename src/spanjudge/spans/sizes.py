@@ -9,9 +9,9 @@ bench/bench_sidecar_load.py with the process's RSS; the first also times it agai
 previous estimate (a loop over string lengths as cheap as this one, that undercounted 1.5-1.9x:
 it charged too little per attribute and one byte per character of any text).
 
-The fast JSON decoder (`spans/jsonfast.py`) works out the same figure while it reads a span's
-attributes, string by string, so the store does not walk them a second time; `estimate_size`
-is the definition (tests/spans check the two agree).
+The fast JSON decoder (`spans/jsonfast.py`) and the protobuf decoder (`spans/otlp_proto.py`)
+work out the same figure while they read a span's attributes, so the store does not walk them a
+second time; `estimate_size` is the definition (tests/spans check that they agree).
 """
 
 from __future__ import annotations
