@@ -117,6 +117,15 @@ def test_recorded_tool_schema_is_used_by_default_and_can_be_switched_off():
     assert v.outcome == "not_evaluated" and v.reason == "no_constraints" and v.score is None
 
 
+def test_arguments_nested_deeper_than_json_reads_are_unchecked_not_an_evaluator_error():
+    schemas = {"lookup": {"type": "object", "properties": {"q": {"type": "string"}}}}
+    deep = '{"q": ' + "[" * 5_000 + "]" * 5_000 + "}"  # kept as text: no parser reads it
+    steps = [turn(1, "go"), tool(2, "lookup", args=deep), tool(3, "lookup", args={"q": 1})]
+    v = check(steps, {}, tool_schemas=schemas)
+    assert v.reason != "evaluator_error"
+    assert v.outcome == "fail" and [x["span_id"] for x in v.details["violations"]] == [sid(3)]
+
+
 def test_schema_violations_say_where_and_what_in_jsonschemas_words():
     schema = {
         "type": "object",

@@ -69,7 +69,7 @@ def _decoded(arguments: Any) -> Any:
     if isinstance(arguments, str):
         try:
             return json.loads(arguments)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested deeper than json reads
             return arguments
     return arguments
 

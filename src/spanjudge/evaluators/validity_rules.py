@@ -185,7 +185,7 @@ def unwrap_schema(raw: Any) -> Any:
     if isinstance(raw, str):
         try:
             raw = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested deeper than json reads
             return None
     if isinstance(raw, Mapping) and isinstance(raw.get("json"), Mapping):
         raw = raw["json"]
