@@ -67,14 +67,23 @@ def _every_transport(endpoints: dict[str, Any], spans: list[SpanRecord]) -> None
             body, content_type = request.SerializeToString(), "application/x-protobuf"
         else:
             body, content_type = json_format.MessageToJson(request).encode(), "application/json"
-        post = urllib.request.Request(
-            f"http://{endpoints['http']}/v1/traces",
-            data=body,
-            headers={"Content-Type": content_type},
-        )
-        with urllib.request.urlopen(post, timeout=30) as answer:
-            assert answer.status == 200
+        assert _post(f"http://{endpoints['http']}/v1/traces", body, content_type) == 200
     exporter.shutdown()
+
+
+def _post(url: str, body: bytes, content_type: str) -> int:
+    """POST as the OTLP/HTTP exporters do (and as the gRPC one above retries UNAVAILABLE): an
+    overloaded sidecar's 429 or 503 is sent again after its Retry-After."""
+    for _ in range(60):
+        post = urllib.request.Request(url, data=body, headers={"Content-Type": content_type})
+        try:
+            with urllib.request.urlopen(post, timeout=30) as answer:
+                return int(answer.status)
+        except urllib.error.HTTPError as refused:
+            if refused.code not in (429, 503):
+                raise
+            time.sleep(float(refused.headers.get("Retry-After") or 1))
+    raise AssertionError(f"{url} still refused the request after 60 tries")
 
 
 def _run(
