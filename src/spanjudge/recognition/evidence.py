@@ -186,34 +186,16 @@ def tool_step(
         declared=declared_skill,
         description=description,
     )
-    if load is not None:
-        return Step(
-            kind="skill_load",
-            name=tool,
-            tool_call_id=call_id,
-            arguments=arguments,
-            result=text,
-            agent_name=agent_name,
-            tool_schemas={} if tool_schemas is None else tool_schemas,
-            **span_fields(span, preset),
-            **load,
-        )
-    return Step(  # (the fields `span_fields` copies, named here: most steps are tool calls)
-        kind="tool_call",
+    return Step(
+        kind="tool_call" if load is None else "skill_load",
         name=tool,
-        span_id=span.span_id,
-        trace_id=span.trace_id,
-        parent_span_id=span.parent_span_id,
-        start_unix_nano=span.start_unix_nano,
-        end_unix_nano=span.end_unix_nano,
-        status=span.status,
-        preset=preset,
         tool_call_id=call_id,
         arguments=arguments,
         result=text,
-        error=error,
         agent_name=agent_name,
         tool_schemas={} if tool_schemas is None else tool_schemas,
+        **span_fields(span, preset),
+        **({"error": error} if load is None else load),
     )
 
 
