@@ -72,12 +72,17 @@ MAX_DEPTH = 256
 by `DEPTH_MARK`, whatever parser read it and whatever the interpreter's recursion limit
 (whatever reads a value back, `json.dumps` for reports and judges among them, recurses once per
 level). What lies above the cut is read as it is: a skill named beside a deep value, a message
-history with one deep tool response. A text nested deeper than the parser reads stays text."""
+history with one deep tool response."""
 DEPTH_MARK = f"…[nested deeper than {MAX_DEPTH} levels: cut by spanjudge]"
+READ_DEPTH = 1024
+"""A text nested deeper than this stays text: orjson reads no deeper, and json reads as deep as
+the recursion limit lets it, which differs between interpreters and the tools around them (so
+the answer for a text never depends on which read it first)."""
 
 
 def parse_json(value: AttrValue) -> Any:
-    """Decode a JSON string attribute (cut at `MAX_DEPTH`); non-JSON text is returned as-is."""
+    """Decode a JSON string attribute (cut at `MAX_DEPTH`); non-JSON text, and text nested
+    deeper than `READ_DEPTH`, are returned as-is."""
     if isinstance(value, str):
         text = value.strip()
         if text[:1] in ("{", "[", '"') or text in ("true", "false", "null"):
@@ -89,19 +94,19 @@ def parse_json(value: AttrValue) -> Any:
                 isinstance(decoded, (dict, list))
                 and len(text) > 2 * MAX_DEPTH  # (each level opens and closes: a short text is not)
                 and text.count("[") + text.count("{") > MAX_DEPTH
-                and _nests_deeper(decoded)
+                and _nests_deeper(decoded, MAX_DEPTH)
             ):
-                return _cut(decoded, 1)
+                return value if _nests_deeper(decoded, READ_DEPTH) else _cut(decoded, 1)
             return decoded
     return value
 
 
-def _nests_deeper(value: Any) -> bool:
-    """Whether `value` nests more than `MAX_DEPTH` lists and objects deep."""
+def _nests_deeper(value: Any, levels: int) -> bool:
+    """Whether `value` nests more than ``levels`` lists and objects deep."""
     stack = [(value, 1)]
     while stack:  # (not recursive: this is the check for what recursion cannot read)
         item, depth = stack.pop()
-        if depth > MAX_DEPTH:
+        if depth > levels:
             return True
         for inner in item.values() if isinstance(item, dict) else item:
             if isinstance(inner, (dict, list)):
