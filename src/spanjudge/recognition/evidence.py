@@ -216,7 +216,7 @@ def _load_of(
     for a plain tool call (the step is then built once, as one or the other)."""
     skill = declared or skill_of_call(tool, arguments)
     described = None
-    if skill is None and description and describes_loader(description):
+    if skill is None and describes_loader(description):
         described = skill = named_argument(arguments)  # what it was asked to load
     if skill is None and not _may_hold_skill_md(text):
         return None
