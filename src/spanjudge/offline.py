@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from spanjudge.emit.summary import Summary
 from spanjudge.engine import Engine
 from spanjudge.errors import InputError
-from spanjudge.pipeline import GC_THRESHOLD, EventClock, Pipeline
+from spanjudge.pipeline import EventClock, Pipeline, collect_less
 from spanjudge.semconv import (
     LOG_UNREAD_NO_SPAN_CONTEXT,
     LOG_UNREAD_NOT_CONTENT,
@@ -129,17 +129,13 @@ def run_offline(
     evaluated as soon as their close policy fires on event time, the rest at end of input.
 
     Raises `InputError` on the first bad line unless ``skip_invalid``."""
-    # Each span brings a dozen containers that live until its session closes: at the default
-    # threshold (700 allocations) the collector runs every few dozen spans and re-traverses
-    # them all. Cycles are rare here; a larger first threshold is enough.
+    # Collection is made rarer while spans wait for their sessions (`pipeline.collect_less`).
     # The thresholds are the process's: runs overlapping in threads raise them once, and the
     # last one to end (whichever it is) puts back what the first one found.
     global _gc_runs, _gc_found
     with _gc_lock:
         if not _gc_runs:
-            _gc_found = gc.get_threshold()
-            if _gc_found[0]:  # 0: automatic collection is off, and stays so
-                gc.set_threshold(max(_gc_found[0], GC_THRESHOLD), *_gc_found[1:])
+            _gc_found = collect_less()
         _gc_runs += 1
     try:
         files = expand_inputs(paths)

@@ -11,6 +11,7 @@ still run.
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -42,6 +43,15 @@ MAX_PENDING_SESSIONS = 1_000
 # its middle generation re-traverses them again and again; cycles are rare
 # (`bench/bench_collector.py` with `--profile` shows what collection costs).
 GC_THRESHOLD = 50_000
+
+
+def collect_less() -> tuple[int, int, int]:
+    """Raise the process's young-generation threshold to `GC_THRESHOLD` (collection left off if
+    it is off); returns the thresholds it found, for a caller that puts them back."""
+    found = gc.get_threshold()
+    if found[0]:
+        gc.set_threshold(max(found[0], GC_THRESHOLD), *found[1:])
+    return found
 
 
 def is_own_span(scope_name: str | None, span_name: str) -> bool:

@@ -166,7 +166,7 @@ def main(argv: Sequence[str] | None = None, *, process_ends: bool | None = None)
         print(f"spanjudge serve: {exc}", file=sys.stderr)
         return 2
     if ends:  # the process is serve's own
-        from spanjudge.sidecar.worker import collect_less
+        from spanjudge.pipeline import collect_less
 
         collect_less()
     with StopSignals() as signals:  # its module says why no Event

@@ -32,6 +32,7 @@ from opentelemetry.sdk.resources import Resource
 from spanjudge.config import Config
 from spanjudge.emit.metrics import MetricsTally, SelfTelemetry
 from spanjudge.engine import Engine
+from spanjudge.pipeline import collect_less
 from spanjudge.sessions.revisions import Completion
 from spanjudge.sidecar.asking_store import Asker, AskingStore
 from spanjudge.sidecar.config import ExportConfig, InputConfig
@@ -42,7 +43,7 @@ from spanjudge.sidecar.routing import Routable
 from spanjudge.sidecar.signals import STOP_SIGNALS
 from spanjudge.sidecar.spool import Stored, remember_revisions
 from spanjudge.sidecar.summary_log import Judged, log_judged, open_in
-from spanjudge.sidecar.worker import Worker, collect_less
+from spanjudge.sidecar.worker import Worker
 from spanjudge.spans.limits import Limits
 from spanjudge.spans.otlp_proto import SpanHead, decode_request, parse_request, wire_request
 from spanjudge.spans.record import SpanRecord

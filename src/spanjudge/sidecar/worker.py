@@ -10,7 +10,6 @@ revision, hence the same verdict ids.
 
 from __future__ import annotations
 
-import gc
 import logging
 import queue
 import threading
@@ -23,7 +22,7 @@ from spanjudge.emit.base import Sink
 from spanjudge.emit.metrics import SelfTelemetry
 from spanjudge.engine import Engine
 from spanjudge.guard import Guard
-from spanjudge.pipeline import GC_THRESHOLD, Pipeline, agent_spans
+from spanjudge.pipeline import Pipeline, agent_spans
 from spanjudge.sessions.keys import session_key
 from spanjudge.sessions.revisions import Completion, Revisions
 from spanjudge.sessions.store import ClosePolicy, SessionStore
@@ -41,14 +40,6 @@ _CYCLE_S = 1.0  # about how long one cycle of adding and evaluating takes under 
 # log record per verdict in the export backlog until its flush).
 _CLOSE_BATCH = 256
 _BEFORE_STOP = "busy with what closed before the stop"  # `Worker._finishing` until `_finish`
-
-
-def collect_less() -> None:
-    """Raise this process's young-generation threshold to `GC_THRESHOLD` (left off if off): a
-    process of serve's own (its main process, each evaluation process)."""
-    first, *older = gc.get_threshold()
-    if first:
-        gc.set_threshold(max(first, GC_THRESHOLD), *older)
 
 
 class Overloaded(Exception):
