@@ -215,7 +215,6 @@ class MetricsTally:
             sums[1] += stats.backtracks
         # The trajectory vector online: every numeric measure an evaluator reports, whatever
         # its outcome, so Grafana can show each component's distribution.
-        values = self.values
         for evaluator, measured in measures:
             for name, value in measured.items():
                 if (
@@ -223,12 +222,7 @@ class MetricsTally:
                     and isinstance(value, (int, float))
                     and not isinstance(value, bool)
                 ):
-                    series = (semconv.SJ_TRAJECTORY_MEASURE, evaluator, str(name), agent)
-                    recorded = values.get(series)
-                    if recorded is None:
-                        values[series] = [value]
-                    else:
-                        recorded.append(value)
+                    self._value((semconv.SJ_TRAJECTORY_MEASURE, evaluator, str(name), agent), value)
 
 
 class MetricsSink:
