@@ -210,6 +210,12 @@ M_SIDECAR_PENDING_SPANS = "spanjudge.sidecar.pending_spans"
 SIDECAR_TRANSPORT = "transport"
 SIDECAR_RESULT = "result"
 DROP_REJECTED = "rejected"
+# Verdict items (evaluation spans, verdict log records) `serve` could not export and dropped, by
+# `signal` (the OTLP signal: traces, logs) and `reason`.
+M_VERDICTS_DROPPED = "spanjudge.verdicts.dropped"
+EXPORT_SIGNAL = "signal"
+# one item alone over the endpoint's message size limit, refused as too large: no retry can help
+DROP_TOO_LARGE = "too_large"
 ADK_MERGED_TOOLS = "(merged tools)"  # ADK's summary span over parallel calls: not a call itself
 
 # --- collector-config alerts (helper: collector) ---

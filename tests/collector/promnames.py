@@ -151,6 +151,7 @@ KNOWN_LABELS = {
         semconv.GEN_AI_TOKEN_TYPE,
         semconv.SJ_SESSION_STATE,
         semconv.DROP_REASON,
+        semconv.EXPORT_SIGNAL,
         semconv.SJ_JUDGE,
         semconv.JUDGE_CALL_OUTCOME,
         semconv.SIDECAR_TRANSPORT,

@@ -94,6 +94,7 @@ def test_dashboard_shows_what_the_operator_needs() -> None:
         "spanjudge_judge_calls_total",  # judge errors and budget refusals
         "spanjudge_judge_cost_total",  # judge cost
         "spanjudge_spans_dropped_total",  # sidecar health
+        "spanjudge_verdicts_dropped_total",
         "spanjudge_sessions_open",
         "spanjudge_sidecar_spool_bytes",
     }

@@ -35,6 +35,7 @@ REQUIRED_ALERTS = {
     "SpanjudgeEvaluationCoverageLow",  # coverage falling
     "SpanjudgeJudgeErrors",  # judge_error verdicts
     "SpanjudgeSpansDropped",  # dropped spans
+    "SpanjudgeVerdictsDropped",  # verdicts the export dropped
     "SpanjudgeSpoolNearFull",  # spool near full
 }
 

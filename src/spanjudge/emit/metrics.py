@@ -482,7 +482,8 @@ class MetricsSink:
 
 
 class SelfTelemetry:
-    """spanjudge's own health: spans in and dropped, open sessions, evaluation time, closes.
+    """spanjudge's own health: spans in and dropped, open sessions, evaluation time, closes,
+    verdicts the sidecar's export dropped.
 
     With ``batch`` the two measurements taken once per session (`evaluation_duration` and
     `session_closed`) are held and handed to the SDK one step per series, as a batching
@@ -505,6 +506,11 @@ class SelfTelemetry:
         )
         self._dropped = meter.create_counter(
             semconv.M_SPANS_DROPPED, unit="1", description="Spans not evaluated, by reason"
+        )
+        self._verdicts_dropped = meter.create_counter(
+            semconv.M_VERDICTS_DROPPED,
+            unit="1",
+            description="Verdict spans and log records the export dropped, by signal and reason",
         )
         self._sessions = meter.create_counter(
             semconv.M_SESSIONS, unit="1", description="Closed sessions by spanjudge.session.state"
@@ -572,6 +578,12 @@ class SelfTelemetry:
     def spans_dropped(self, n: int, reason: str) -> None:
         if n:
             self._dropped.add(n, {semconv.DROP_REASON: reason})
+
+    def verdicts_dropped(self, n: int, signal: str, reason: str) -> None:
+        """Items of ``signal`` (traces: evaluation spans; logs: verdict log records) the verdict
+        export dropped. Zero creates the series: a verdict export starts it, so that the first
+        drop is an increase (Prometheus' `increase()` does not count a series' first sample)."""
+        self._verdicts_dropped.add(n, {semconv.EXPORT_SIGNAL: signal, semconv.DROP_REASON: reason})
 
     def log_records_unread(self, n: int, reason: str) -> None:
         """Log records not read as content of a span (`spans.logs`), by reason."""

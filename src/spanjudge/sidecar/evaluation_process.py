@@ -88,7 +88,8 @@ class _Telemetry(SelfTelemetry):
 
     def __init__(self) -> None:
         super().__init__(None)
-        self._counts: collections.Counter[tuple[str, str]] = collections.Counter()
+        # (what, label) or, for dropped verdicts, (what, signal, reason)
+        self._counts: collections.Counter[tuple[str, ...]] = collections.Counter()
         self._durations: list[float] = []
         self._lock = threading.Lock()
 
@@ -111,6 +112,11 @@ class _Telemetry(SelfTelemetry):
         if n:
             self._count("dropped", reason, n)
 
+    def verdicts_dropped(self, n: int, signal: str, reason: str) -> None:
+        # zero too: it creates the series in serve (`SelfTelemetry.verdicts_dropped`)
+        with self._lock:
+            self._counts[("verdicts_dropped", signal, reason)] += n
+
     def evaluation_duration(self, seconds: float) -> None:
         with self._lock:
             self._durations.append(seconds)
@@ -128,7 +134,7 @@ class _Telemetry(SelfTelemetry):
         if n:
             self._count("keys_refused", "", n)
 
-    def take(self) -> tuple[dict[tuple[str, str], int], list[float]]:
+    def take(self) -> tuple[dict[tuple[str, ...], int], list[float]]:
         with self._lock:
             counts, self._counts = dict(self._counts), collections.Counter()
             durations, self._durations = self._durations, []
@@ -192,11 +198,14 @@ def _decoded(
 
 
 def replay_telemetry(
-    telemetry: SelfTelemetry, counts: dict[tuple[str, str], int], durations: list[float]
+    telemetry: SelfTelemetry, counts: dict[tuple[str, ...], int], durations: list[float]
 ) -> None:
     """Record in the parent what an evaluation process counted since its last message."""
-    for (what, label), n in counts.items():
-        if what == "received":
+    for key, n in counts.items():
+        what, label = key[0], key[1]
+        if what == "verdicts_dropped":
+            telemetry.verdicts_dropped(n, label, key[2])
+        elif what == "received":
             telemetry.spans_received(n)
         elif what == "dropped":
             telemetry.spans_dropped(n, label)
@@ -392,7 +401,10 @@ def run(settings: ProcessSettings, conn: Connection, out: Connection, paused: An
         # Evaluation spans and log records are encoded and exported here; the parent
         # releases a session once this flush and its own succeeded.
         export = build_verdict_export(
-            settings.export, Resource.create(settings.resource), relay.internal_error
+            settings.export,
+            Resource.create(settings.resource),
+            relay.internal_error,
+            relay.verdicts_dropped,
         )
         sinks.append(export.sink())
         # failing / working again: said once, by serve, for every process

@@ -25,6 +25,7 @@ from typing import Any
 
 from opentelemetry.sdk.resources import Resource
 
+from spanjudge import semconv
 from spanjudge.emit.otlp import OtlpVerdictEncoder
 from spanjudge.guard import Guard
 from spanjudge.sidecar.config import ExportConfig, env_endpoint
@@ -73,7 +74,9 @@ class ConfirmingExport:
     request, so all of them). One item alone over the byte bound goes in a request of its own;
     if the endpoint refuses it as too large (gRPC `RESOURCE_EXHAUSTED` "larger than max", HTTP
     413), no retry can help and it would hold every session queued after it for ever: it is
-    logged as an error naming its session and dropped, counted in `dropped`.
+    logged as an error naming its session and dropped, counted in `dropped` and handed to
+    ``on_dropped`` (`SelfTelemetry.verdicts_dropped`: the metric `spanjudge.verdicts.dropped`,
+    whose series for this signal starts at zero when the export is built).
 
     Nothing else is ever dropped, however many wait: the spool releases a session once its
     flush succeeded, so a dropped item would be a verdict lost for good. The backlog is kept
@@ -96,10 +99,14 @@ class ConfirmingExport:
         timeout: ExportTimeout,
         guard: Guard,
         health: ExportHealth,
+        on_dropped: Callable[[int, str, str], None] | None = None,
     ) -> None:
         self.signal = signal
         self.sender = sender
         self.dropped = 0  # items refused as too large, dropped
+        self._on_dropped = on_dropped
+        if on_dropped is not None:
+            on_dropped(0, signal, semconv.DROP_TOO_LARGE)
         self._encoder = encoder
         self._empty_size = len(encoder.request([]))
         self._timeout = timeout
@@ -194,16 +201,21 @@ class ConfirmingExport:
             return False  # the abort's doing, not the endpoint's
         if not result.ok and result.too_large and batch.oversized is not None:
             self.dropped += batch.count
+            if self._on_dropped is not None:
+                self._on_dropped(batch.count, self.signal, semconv.DROP_TOO_LARGE)
             log.error(
                 "verdict export (%s): the endpoint refuses an item of session %s as too large"
                 " (%d bytes; %s); no retry can help, so it is dropped and that session's"
-                " verdicts are incomplete at the endpoint (%d item(s) dropped so far); raise"
-                " the endpoint's receive limit to keep such items",
+                " verdicts are incomplete at the endpoint (%d item(s) dropped so far, counted"
+                ' in %s: spanjudge_verdicts_dropped_total{signal="%s",reason="too_large"} in'
+                " Prometheus); raise the endpoint's receive limit to keep such items",
                 self.signal,
                 batch.oversized,
                 batch.size,
                 result.detail,
                 self.dropped,
+                semconv.M_VERDICTS_DROPPED,
+                self.signal,
             )
             return True
         why = result.detail or None
@@ -441,10 +453,14 @@ def exporter_kwargs(
 
 
 def build_verdict_export(
-    config: ExportConfig, resource: Resource, on_error: Callable[[str], None] | None = None
+    config: ExportConfig,
+    resource: Resource,
+    on_error: Callable[[str], None] | None = None,
+    on_dropped: Callable[[int, str, str], None] | None = None,
 ) -> VerdictExport:
     """The encoder and, when export is on, a confirming queue per signal sending to the
-    endpoint; ``on_error(where)`` counts a bug in sending (``spanjudge.internal_errors``)."""
+    endpoint; ``on_error(where)`` counts a bug in sending (``spanjudge.internal_errors``),
+    ``on_dropped(n, signal, reason)`` items dropped (``spanjudge.verdicts.dropped``)."""
     encoder = OtlpVerdictEncoder(resource.attributes, resource.schema_url)
     if not config.enabled:
         return VerdictExport(encoder, None, None, config.max_queue_spans)
@@ -463,6 +479,7 @@ def build_verdict_export(
         timeout,
         guard,
         health,
+        on_dropped,
     )
     logs = ConfirmingExport(
         "logs",
@@ -471,6 +488,7 @@ def build_verdict_export(
         timeout,
         guard,
         health,
+        on_dropped,
     )
     return VerdictExport(encoder, spans, logs, config.max_queue_spans)
 

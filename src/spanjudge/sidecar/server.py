@@ -192,7 +192,9 @@ class Sidecar:
         # Per-session measurements handed over with each flush of the sinks and before every
         # collection, one step per series.
         telemetry = SelfTelemetry(self.meter_provider, batch=True)
-        self.export = build_verdict_export(serve.export, resource, telemetry.internal_error)
+        self.export = build_verdict_export(
+            serve.export, resource, telemetry.internal_error, telemetry.verdicts_dropped
+        )
         sinks: list[Sink] = [
             MetricsSink(
                 self.meter_provider,
