@@ -359,3 +359,50 @@ def test_an_otlp_logs_file_alone_says_its_records_have_no_spans(capsys, tmp_path
     assert unread["span_not_seen"] == report["input"]["log_records"] > 0
     assert unread["no_span_context"] > 0
     assert "no spans found" in err and "only log records: give the traces too" in err
+
+
+def _lone_surrogates_trace(tmp_path: Path) -> Path:
+    """A turn whose session id, and whose expected skill (inside JSON text in an attribute),
+    hold a lone surrogate: `\\ud800` escapes, valid JSON, as writers that do not check their
+    strings write them (Python's `json.dumps` of a file name read with `surrogateescape`)."""
+
+    def body(tracer):  # type: ignore[no-untyped-def]
+        attributes = {
+            "session.id": "s-LONE",
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": "shop",
+            "spanjudge.expected_skills": json.dumps(["csv-NESTED"]),
+        }
+        with tracer.start_as_current_span("invoke_agent shop", attributes=attributes):
+            pass
+
+    path = write_jsonl(tmp_path / "traces.jsonl", recorded(body))
+    text = path.read_text()
+    assert "s-LONE" in text and "csv-NESTED" in text
+    path.write_text(text.replace("LONE", "\\ud800").replace("NESTED", "\\\\udc00"))
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["json", "junit", "html", "table"])
+def test_lone_surrogates_in_a_trace_are_reported_as_replacement_characters(  # type: ignore[no-untyped-def]
+    capsys, tmp_path, fmt
+):
+    path = _lone_surrogates_trace(tmp_path)
+    report = tmp_path / f"report.{fmt}"
+    code, _, err = run(
+        capsys, "eval", str(path), "--format", fmt, "--show", "all", "--output", str(report)
+    )
+    assert code == 1, err  # the expected skill was never loaded: a failing verdict, no crash
+    text = report.read_bytes().decode("utf-8")  # the report is UTF-8 text
+    assert "s-\ufffd" in text and "csv-\ufffd" in text
+    if fmt == "json":
+        document = json.loads(text)
+        jsonschema.validate(document, load_schema())
+        (session,) = document["sessions"]
+        assert session["session_id"] == "s-\ufffd"
+        (loaded,) = [v for v in session["verdicts"] if v["evaluator"] == "skill_loaded"]
+        assert loaded["outcome"] == "fail" and loaded["target"]["skill"] == "csv-\ufffd"
+    if fmt == "junit":
+        cases = ET.fromstring(text).iter("testcase")
+        failed = [c.get("name") for c in cases if c.find("failure") is not None]
+        assert failed == ["skill_loaded[csv-\ufffd]"]

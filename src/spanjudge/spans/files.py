@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from spanjudge.errors import InputError
+from spanjudge.spans import jsonfast
 from spanjudge.spans.jsonfast import decode_fast, decode_parsed
 from spanjudge.spans.limits import DEFAULT_LIMITS, Limits
 from spanjudge.spans.logs import (
@@ -135,7 +136,7 @@ def read_input(
                 yield Chunk(path, lineno, fast, [], len(line), sizes)
                 continue
             try:
-                doc = json.loads(stripped)
+                doc = jsonfast.parse(stripped)
             except RecursionError:
                 first = False
                 if on_error is None:
@@ -216,7 +217,7 @@ def _whole_document(path: str, start_line: int, text: str, limits: Limits) -> Ch
             line=start_line,
         )
     try:
-        doc = json.loads(text)
+        doc = jsonfast.parse(text)
     except RecursionError:
         raise _too_deep(path, start_line) from None
     except json.JSONDecodeError as exc:
