@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import gzip
 import http.client
+import json
 import socket
 import urllib.request
+from pathlib import Path
 
 import pytest
 from google.protobuf import json_format
@@ -14,7 +16,13 @@ from google.rpc import status_pb2
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
 from tests.sidecar.conftest import MakeSidecar
-from tests.sidecar.helpers import VerdictServer, synthetic_session, wait_for
+from tests.sidecar.helpers import (
+    SidecarProcess,
+    VerdictServer,
+    serve_config,
+    synthetic_session,
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -73,6 +81,51 @@ def test_lone_surrogate_in_json_becomes_replacement_char(
         if sidecar is not None:  # before its endpoint, or it retries until its deadline
             sidecar.stop()
         verdicts.stop()
+
+
+def _with_lone_surrogates() -> bytes:
+    """A session ended in one OTLP/JSON request whose session id holds a lone surrogate, and
+    whose expected skill, named in JSON text inside an attribute value, holds another."""
+    document = json.loads(json_format.MessageToJson(encode_spans(synthetic_session("s-LONE"))))
+    for resource in document["resourceSpans"]:
+        for scope in resource["scopeSpans"]:
+            for span in scope["spans"]:
+                if span["name"].startswith("invoke_agent"):
+                    expected = {"stringValue": json.dumps(["csv-NESTED"])}
+                    span["attributes"].append(
+                        {"key": "spanjudge.expected_skills", "value": expected}
+                    )
+    text = json.dumps(document)
+    assert text.count("LONE") == 3 and text.count("NESTED") == 1
+    # `\ud800` in the request; `\\udc00` in it is `\udc00` in the attribute's JSON text
+    return text.replace("LONE", "\\ud800").replace("NESTED", "\\\\udc00").encode()
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_lone_surrogates_in_the_session_id_and_in_json_text_reach_the_verdicts_as_u_fffd(
+    tmp_path: Path, workers: int
+) -> None:
+    verdicts = VerdictServer()
+    export = {"enabled": True, "endpoint": verdicts.endpoint, "insecure": True}
+    config = serve_config(tmp_path, workers=workers, http_endpoint="127.0.0.1:0", export=export)
+    sidecar = SidecarProcess(tmp_path, config)
+    try:
+        sidecar.start()
+        port = int(sidecar.endpoints["http"].rpartition(":")[2])
+        status, _ = _post(port, _with_lone_surrogates(), "application/json")
+        assert status == 200
+        assert wait_for(lambda: "s-\ufffd" in verdicts.received.log_ids(), 30)
+        assert wait_for(lambda: "s-\ufffd" in verdicts.received.span_ids(), 10)
+        (span,) = verdicts.received.eval_spans
+        (loaded,) = [e for e in span["events"] if e["gen_ai.evaluation.name"] == "skill_loaded"]
+        assert loaded["gen_ai.skill.name"] == "csv-\ufffd" and loaded["spanjudge.outcome"] == "fail"
+        # every verdict arrived as a span event and as a log record
+        assert verdicts.received.log_ids() == verdicts.received.span_ids()
+    finally:
+        if sidecar.proc is not None:  # before its endpoint, or it retries until its deadline
+            sidecar.terminate()
+        verdicts.stop()
+    assert "Traceback" not in sidecar.log.read_text()
 
 
 def _request(session_id: str) -> bytes:
