@@ -406,3 +406,37 @@ def test_lone_surrogates_in_a_trace_are_reported_as_replacement_characters(  # t
         cases = ET.fromstring(text).iter("testcase")
         failed = [c.get("name") for c in cases if c.find("failure") is not None]
         assert failed == ["skill_loaded[csv-\ufffd]"]
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".json"])
+def test_a_lone_surrogate_in_an_expectations_file_names_the_skill_the_trace_loaded(  # type: ignore[no-untyped-def]
+    capsys, tmp_path, suffix
+):
+    # The trace's lone surrogate and the expectations' are both read as U+FFFD: they still match.
+    skill_md = "---\nname: csv-LONE\ndescription: Summarise a CSV file.\n---\n# Steps\n1. read"
+    path = _recorded_tool_call(tmp_path, "load_skill", '{"skill_name": "csv-LONE"}', skill_md)
+    path.write_text(path.read_text().replace("LONE", "\\ud800"))
+    expect = tmp_path / f"expect{suffix}"
+    if suffix == ".json":
+        expect.write_text('{"sessions": {"*": {"skills": ["csv-\\ud800"]}}}')
+    else:
+        expect.write_text('sessions:\n  "*":\n    skills: ["csv-\\ud800"]\n')
+    report = tmp_path / "report.json"
+    code, _, err = run(
+        capsys, "eval", str(path), "--expect", str(expect), "--format", "json", "-o", str(report)
+    )
+    assert code == 0, err
+    (session,) = json.loads(report.read_bytes().decode("utf-8"))["sessions"]
+    (loaded,) = [v for v in session["verdicts"] if v["evaluator"] == "skill_loaded"]
+    assert loaded["outcome"] == "pass" and loaded["target"]["skill"] == "csv-\ufffd"
+
+
+@pytest.mark.parametrize("option", ["--config", "--expect"])
+def test_a_file_that_is_not_utf8_is_named_with_its_first_bad_byte(  # type: ignore[no-untyped-def]
+    capsys, tmp_path, trace_file, option
+):
+    path = tmp_path / "settings.yaml"
+    path.write_bytes(b"sessions:\n  idle_timeout_s: 60 # caf\xe9\n")  # Latin-1: 0xe9 at 10 + 26
+    code, out, err = run(capsys, "eval", str(trace_file), option, str(path))
+    assert code == 2 and out == ""
+    assert str(path) in err and "not UTF-8 text: byte 0xe9 at offset 36" in err

@@ -4,7 +4,9 @@ JSON allows a `\\ud800` escape and Python strings may hold the code point (an SD
 file name read with `surrogateescape`), but such a string cannot be encoded as UTF-8: every
 report, export and scrape it reached would fail. Each adapter replaces it as it reads, as the
 Collector's OTLP/JSON receiver does and as a UTF-8 decoder with ``errors="replace"`` would:
-`spans.jsonfast.parse` for JSON text, `spans.sdk` for SDK spans and log records.
+`spans.jsonfast.parse` for JSON text, `spans.sdk` for SDK spans and log records; the YAML and
+JSON files a user writes (configuration, expectations, labels) are read the same way, so their
+names match the trace's.
 """
 
 from __future__ import annotations
@@ -34,11 +36,12 @@ def valid_text(text: str) -> str:
 
 
 def valid_strings(value: Any) -> Any:
-    """``value`` (parsed JSON) with `valid_text` applied to every string in it, keys included."""
+    """``value`` (parsed JSON or YAML) with `valid_text` applied to every string in it, keys
+    included."""
     if isinstance(value, str):
         return valid_text(value)
     if isinstance(value, dict):
-        return {valid_text(k): valid_strings(v) for k, v in value.items()}
+        return {valid_strings(k): valid_strings(v) for k, v in value.items()}
     if isinstance(value, list):
         return [valid_strings(v) for v in value]
     return value
