@@ -440,3 +440,17 @@ def test_a_file_that_is_not_utf8_is_named_with_its_first_bad_byte(  # type: igno
     code, out, err = run(capsys, "eval", str(trace_file), option, str(path))
     assert code == 2 and out == ""
     assert str(path) in err and "not UTF-8 text: byte 0xe9 at offset 36" in err
+
+
+def test_bytes_that_are_not_utf8_in_a_string_are_reported_as_u_fffd(capsys, tmp_path):  # type: ignore[no-untyped-def]
+    # The Collector's file exporter writes a string's bytes as it received them, UTF-8 or not
+    # (here a lone surrogate's bytes): the file is read, each such byte as U+FFFD.
+    path = write_jsonl(tmp_path / "traces.jsonl", recorded(lambda t: agent_turn(t, "s-SUR")))
+    data = path.read_bytes()
+    assert data.count(b"SUR") == 1
+    path.write_bytes(data.replace(b"SUR", b"\xed\xa0\x80"))
+    report = tmp_path / "report.json"
+    code, _, err = run(capsys, "eval", str(path), "--format", "json", "-o", str(report))
+    assert code == 0, err
+    (session,) = json.loads(report.read_bytes().decode("utf-8"))["sessions"]
+    assert session["session_id"] == "s-\ufffd\ufffd\ufffd" and session["verdicts"]
