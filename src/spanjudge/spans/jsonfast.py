@@ -86,8 +86,17 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 def parse(data: str | bytes) -> Any:
     """``json.loads(data)`` with every lone surrogate in its strings (keys too) replaced by
     U+FFFD (`spans.text`). Every JSON text read from a trace (an OTLP JSON document, JSON
-    inside an attribute value) is parsed here or by `loads`. Raises what `json.loads` raises."""
-    doc = json.loads(data)
+    inside an attribute value) is parsed here or by `loads`. Bytes that are not UTF-8 inside a
+    string of a UTF-8 text are read as U+FFFD too; otherwise raises what `json.loads` raises."""
+    try:
+        doc = json.loads(data)
+    except UnicodeDecodeError:
+        if isinstance(data, str) or json.detect_encoding(data) != "utf-8":
+            raise
+        # bytes that are not UTF-8 in a string (the Collector passes them on unchecked): each
+        # is read as a lone surrogate, replaced below
+        data = data.decode("utf-8", "surrogateescape")
+        doc = json.loads(data)
     if isinstance(data, str):
         suspect = ("\\u" in data and _SURROGATE_ESCAPE.search(data) is not None) or (
             has_surrogates(data)
