@@ -98,9 +98,7 @@ def parse(data: str | bytes) -> Any:
         data = data.decode("utf-8", "surrogateescape")
         doc = json.loads(data)
     if isinstance(data, str):
-        suspect = ("\\u" in data and _SURROGATE_ESCAPE.search(data) is not None) or (
-            has_surrogates(data)
-        )
+        suspect = _SURROGATE_ESCAPE.search(data) is not None or has_surrogates(data)
     else:
         # a UTF-16/32 body (json.loads reads them) hides its escapes from the byte pattern
         suspect = (
