@@ -15,6 +15,7 @@ import pytest
 
 from spanjudge.cli import main
 from spanjudge.recognition.base import DEPTH_MARK
+from spanjudge.spans.otlp_json import sdk_spans_to_request
 from tests.conftest import FIXTURES, load_schema, recorded, write_jsonl
 from tests.support.sessions import agent_turn
 
@@ -448,6 +449,21 @@ def test_bytes_that_are_not_utf8_in_a_string_are_reported_as_u_fffd(capsys, tmp_
     path = write_jsonl(tmp_path / "traces.jsonl", recorded(lambda t: agent_turn(t, "s-SUR")))
     data = path.read_bytes()
     assert data.count(b"SUR") == 1
+    path.write_bytes(data.replace(b"SUR", b"\xed\xa0\x80"))
+    report = tmp_path / "report.json"
+    code, _, err = run(capsys, "eval", str(path), "--format", "json", "-o", str(report))
+    assert code == 0, err
+    (session,) = json.loads(report.read_bytes().decode("utf-8"))["sessions"]
+    assert session["session_id"] == "s-\ufffd\ufffd\ufffd" and session["verdicts"]
+
+
+def test_a_protobuf_string_that_is_not_utf8_is_reported_as_u_fffd(capsys, tmp_path):  # type: ignore[no-untyped-def]
+    # The protobuf runtime refuses a whole message for one such string; the Collector's file
+    # exporter writes the bytes it was given (here a lone surrogate's).
+    request = sdk_spans_to_request(recorded(lambda t: agent_turn(t, "s-SUR")))
+    data = request.SerializeToString()
+    assert data.count(b"SUR") == 1
+    path = tmp_path / "traces.pb"
     path.write_bytes(data.replace(b"SUR", b"\xed\xa0\x80"))
     report = tmp_path / "report.json"
     code, _, err = run(capsys, "eval", str(path), "--format", "json", "-o", str(report))
