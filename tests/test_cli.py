@@ -15,6 +15,7 @@ import pytest
 
 from spanjudge.cli import main
 from spanjudge.recognition.base import DEPTH_MARK
+from spanjudge.spans.otlp_json import sdk_spans_to_request
 from tests.conftest import FIXTURES, load_schema, recorded, write_jsonl
 from tests.support.sessions import agent_turn
 
@@ -359,3 +360,113 @@ def test_an_otlp_logs_file_alone_says_its_records_have_no_spans(capsys, tmp_path
     assert unread["span_not_seen"] == report["input"]["log_records"] > 0
     assert unread["no_span_context"] > 0
     assert "no spans found" in err and "only log records: give the traces too" in err
+
+
+def _lone_surrogates_trace(tmp_path: Path) -> Path:
+    """A turn whose session id, and whose expected skill (inside JSON text in an attribute),
+    hold a lone surrogate: `\\ud800` escapes, valid JSON, as writers that do not check their
+    strings write them (Python's `json.dumps` of a file name read with `surrogateescape`)."""
+
+    def body(tracer):  # type: ignore[no-untyped-def]
+        attributes = {
+            "session.id": "s-LONE",
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": "shop",
+            "spanjudge.expected_skills": json.dumps(["csv-NESTED"]),
+        }
+        with tracer.start_as_current_span("invoke_agent shop", attributes=attributes):
+            pass
+
+    path = write_jsonl(tmp_path / "traces.jsonl", recorded(body))
+    text = path.read_text()
+    assert "s-LONE" in text and "csv-NESTED" in text
+    path.write_text(text.replace("LONE", "\\ud800").replace("NESTED", "\\\\udc00"))
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["json", "junit", "html", "table"])
+def test_lone_surrogates_in_a_trace_are_reported_as_replacement_characters(  # type: ignore[no-untyped-def]
+    capsys, tmp_path, fmt
+):
+    path = _lone_surrogates_trace(tmp_path)
+    report = tmp_path / f"report.{fmt}"
+    code, _, err = run(
+        capsys, "eval", str(path), "--format", fmt, "--show", "all", "--output", str(report)
+    )
+    assert code == 1, err  # the expected skill was never loaded: a failing verdict, no crash
+    text = report.read_bytes().decode("utf-8")  # the report is UTF-8 text
+    assert "s-\ufffd" in text and "csv-\ufffd" in text
+    if fmt == "json":
+        document = json.loads(text)
+        jsonschema.validate(document, load_schema())
+        (session,) = document["sessions"]
+        assert session["session_id"] == "s-\ufffd"
+        (loaded,) = [v for v in session["verdicts"] if v["evaluator"] == "skill_loaded"]
+        assert loaded["outcome"] == "fail" and loaded["target"]["skill"] == "csv-\ufffd"
+    if fmt == "junit":
+        cases = ET.fromstring(text).iter("testcase")
+        failed = [c.get("name") for c in cases if c.find("failure") is not None]
+        assert failed == ["skill_loaded[csv-\ufffd]"]
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".json"])
+def test_a_lone_surrogate_in_an_expectations_file_names_the_skill_the_trace_loaded(  # type: ignore[no-untyped-def]
+    capsys, tmp_path, suffix
+):
+    # The trace's lone surrogate and the expectations' are both read as U+FFFD: they still match.
+    skill_md = "---\nname: csv-LONE\ndescription: Summarise a CSV file.\n---\n# Steps\n1. read"
+    path = _recorded_tool_call(tmp_path, "load_skill", '{"skill_name": "csv-LONE"}', skill_md)
+    path.write_text(path.read_text().replace("LONE", "\\ud800"))
+    expect = tmp_path / f"expect{suffix}"
+    if suffix == ".json":
+        expect.write_text('{"sessions": {"*": {"skills": ["csv-\\ud800"]}}}')
+    else:
+        expect.write_text('sessions:\n  "*":\n    skills: ["csv-\\ud800"]\n')
+    report = tmp_path / "report.json"
+    code, _, err = run(
+        capsys, "eval", str(path), "--expect", str(expect), "--format", "json", "-o", str(report)
+    )
+    assert code == 0, err
+    (session,) = json.loads(report.read_bytes().decode("utf-8"))["sessions"]
+    (loaded,) = [v for v in session["verdicts"] if v["evaluator"] == "skill_loaded"]
+    assert loaded["outcome"] == "pass" and loaded["target"]["skill"] == "csv-\ufffd"
+
+
+@pytest.mark.parametrize("option", ["--config", "--expect"])
+def test_a_file_that_is_not_utf8_is_named_with_its_first_bad_byte(  # type: ignore[no-untyped-def]
+    capsys, tmp_path, trace_file, option
+):
+    path = tmp_path / "settings.yaml"
+    path.write_bytes(b"sessions:\n  idle_timeout_s: 60 # caf\xe9\n")  # Latin-1: 0xe9 at 10 + 26
+    code, out, err = run(capsys, "eval", str(trace_file), option, str(path))
+    assert code == 2 and out == ""
+    assert str(path) in err and "not UTF-8 text: byte 0xe9 at offset 36" in err
+
+
+def test_bytes_that_are_not_utf8_in_a_string_are_reported_as_u_fffd(capsys, tmp_path):  # type: ignore[no-untyped-def]
+    # The Collector's file exporter writes a string's bytes as it received them, UTF-8 or not
+    # (here a lone surrogate's bytes): the file is read, each such byte as U+FFFD.
+    path = write_jsonl(tmp_path / "traces.jsonl", recorded(lambda t: agent_turn(t, "s-SUR")))
+    data = path.read_bytes()
+    assert data.count(b"SUR") == 1
+    path.write_bytes(data.replace(b"SUR", b"\xed\xa0\x80"))
+    report = tmp_path / "report.json"
+    code, _, err = run(capsys, "eval", str(path), "--format", "json", "-o", str(report))
+    assert code == 0, err
+    (session,) = json.loads(report.read_bytes().decode("utf-8"))["sessions"]
+    assert session["session_id"] == "s-\ufffd\ufffd\ufffd" and session["verdicts"]
+
+
+def test_a_protobuf_string_that_is_not_utf8_is_reported_as_u_fffd(capsys, tmp_path):  # type: ignore[no-untyped-def]
+    # The protobuf runtime refuses a whole message for one such string; the Collector's file
+    # exporter writes the bytes it was given (here a lone surrogate's).
+    request = sdk_spans_to_request(recorded(lambda t: agent_turn(t, "s-SUR")))
+    data = request.SerializeToString()
+    assert data.count(b"SUR") == 1
+    path = tmp_path / "traces.pb"
+    path.write_bytes(data.replace(b"SUR", b"\xed\xa0\x80"))
+    report = tmp_path / "report.json"
+    code, _, err = run(capsys, "eval", str(path), "--format", "json", "-o", str(report))
+    assert code == 0, err
+    (session,) = json.loads(report.read_bytes().decode("utf-8"))["sessions"]
+    assert session["session_id"] == "s-\ufffd\ufffd\ufffd" and session["verdicts"]

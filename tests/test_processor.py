@@ -16,6 +16,9 @@ from typing import Any
 import pytest
 from opentelemetry import context as otel_context
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+    OTLPSpanExporter as GrpcSpanExporter,
+)
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -32,6 +35,7 @@ from spanjudge.evaluators.base import EvaluationContext
 from spanjudge.processor import SpanJudgeProcessor
 from spanjudge.values import SessionResult, Verdict
 from tests.conftest import unavailable
+from tests.sidecar.helpers import VerdictServer
 
 ROOT = Path(__file__).resolve().parents[1]
 CSV, INCIDENT, WEATHER = SCENARIOS
@@ -192,6 +196,36 @@ def test_end_marker_closes_complete_on_flush() -> None:
     skill = [v for v in result.verdicts if v.evaluator == "skill_loaded"]
     assert [(v.outcome, v.target.skill) for v in skill] == [("fail", "incident-triage")]
     r.processor.shutdown()
+
+
+def test_lone_surrogates_in_sdk_strings_are_exported_as_replacement_characters() -> None:
+    # Python strings may hold lone surrogates (a file name read with `surrogateescape`), and the
+    # SDK passes them on; they have no UTF-8 form, so no OTLP exporter could send them.
+    verdicts = VerdictServer()
+    r = rig()
+    exporter = GrpcSpanExporter(endpoint=verdicts.endpoint, insecure=True)
+    r.provider.add_span_processor(SimpleSpanProcessor(exporter))
+    try:
+        attributes = {
+            "session.id": "s-\ud800",
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": "shop\udc00",
+            "spanjudge.session.end": True,
+        }
+        tracer = r.provider.get_tracer("agent")
+        with tracer.start_as_current_span("invoke_agent shop", attributes=attributes):
+            pass
+        assert r.processor.force_flush(10_000)
+        assert wait_for(lambda: bool(verdicts.received.eval_spans))
+        (span,) = verdicts.received.eval_spans
+        assert span["attrs"]["session.id"] == "s-\ufffd"
+        assert span["attrs"]["gen_ai.agent.name"] == "shop\ufffd"
+        (result,) = r.collect.results
+        assert len(span["events"]) == len(result.verdicts) > 0
+    finally:
+        r.processor.shutdown()
+        r.provider.shutdown()
+        verdicts.stop()
 
 
 # --- containment ---

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from spanjudge.errors import InputError
+from spanjudge.errors import InputError, not_utf8
 from spanjudge.reasons import OPT_IN_EVALUATORS
+from spanjudge.spans.text import valid_strings
 
 OUTCOME_VALUES = ("pass", "fail", "not_evaluated")
 
@@ -34,12 +35,16 @@ def load_labels(path: str) -> list[Label]:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(f"{path}: cannot read the labels file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: {not_utf8(exc)}") from None
     try:
         import yaml
 
         doc = yaml.safe_load(text)
     except Exception as exc:  # yaml.YAMLError and friends: the message names line and column
         raise InputError(f"{path}: not valid YAML/JSON: {exc}") from None
+    if "\\" in text:  # an escape in a double-quoted scalar may make a lone surrogate
+        doc = valid_strings(doc)
     sessions = doc.get("sessions") if isinstance(doc, Mapping) else None
     if not isinstance(sessions, Mapping) or not sessions:
         raise InputError(f"{path}: expected a top-level 'sessions' mapping of session id -> labels")

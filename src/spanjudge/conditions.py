@@ -16,6 +16,7 @@ from typing import Any
 
 from spanjudge.errors import unknown_options
 from spanjudge.patterns import PatternError, compile_user_pattern
+from spanjudge.spans import jsonfast
 
 RULE_KEYS = ("contains", "regex", "json_path", "equals", "ignore_case")
 # The keys that make a condition (the others qualify them).
@@ -62,7 +63,7 @@ def _json_in(text: str) -> Any:
         candidates.append(text[start : end + 1])
     for candidate in candidates:
         try:
-            return json.loads(candidate)
+            return jsonfast.parse(candidate)
         except ValueError:
             continue
     return _MISSING

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from spanjudge.emit.plugins import parse_emit
-from spanjudge.errors import ConfigError, did_you_mean
+from spanjudge.errors import ConfigError, did_you_mean, not_utf8
 from spanjudge.evaluators.base import build_evaluators
 from spanjudge.expectations import (
     Rule,
@@ -352,6 +352,8 @@ def load_config(path: str | None) -> Config:
             text = handle.read()
     except OSError as exc:
         raise ConfigError(f"cannot read configuration file: {exc.strerror}", source=path) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(not_utf8(exc), source=path) from None
     import yaml  # only when a file is read: `load_config(None)` needs no parser
 
     from spanjudge.config_values import load_yaml

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from spanjudge.errors import ConfigError, did_you_mean
+from spanjudge.spans.text import valid_strings
 
 if TYPE_CHECKING:
     from yaml.nodes import Node
@@ -148,9 +149,9 @@ _Loader.add_implicit_resolver(
 
 
 def load_yaml(text: str, source: str) -> Any:
-    """`yaml.safe_load` of ``text`` (numbers as JSON writes them too: `_Loader`), refused as a
-    `ConfigError` naming ``source`` when its aliases expand past `MAX_YAML_NODES` nodes
-    (`yaml.YAMLError` when it is not YAML)."""
+    """`yaml.safe_load` of ``text`` (numbers as JSON writes them too: `_Loader`; lone surrogates
+    replaced, `spans.text`), refused as a `ConfigError` naming ``source`` when its aliases
+    expand past `MAX_YAML_NODES` nodes (`yaml.YAMLError` when it is not YAML)."""
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
@@ -162,9 +163,11 @@ def load_yaml(text: str, source: str) -> Any:
                 "(write the repeated parts out, or alias fewer levels deep)",
                 source=source,
             )
-        return loader.construct_document(node)
+        doc = loader.construct_document(node)
     finally:
         loader.dispose()
+    # only an escape in a double-quoted scalar (`"\ud800"`) makes a lone surrogate
+    return valid_strings(doc) if "\\" in text else doc
 
 
 def _expanded_nodes(node: Node, sizes: dict[int, int]) -> int:

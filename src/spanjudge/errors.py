@@ -25,6 +25,11 @@ def unknown_options(
             problems.append(f"{path}.{key}: unknown option{did_you_mean(key, allowed)} ({hint})")
 
 
+def not_utf8(exc: UnicodeDecodeError) -> str:
+    """What a file that is not UTF-8 text is told: its first byte that is not, and where."""
+    return f"not UTF-8 text: byte 0x{exc.object[exc.start]:02x} at offset {exc.start}"
+
+
 class SpanJudgeError(Exception):
     """Base class for every error spanjudge raises on purpose."""
 

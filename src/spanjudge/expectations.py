@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import fnmatch
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -11,8 +10,9 @@ from typing import Any
 import yaml
 
 from spanjudge.conditions import validate_rules
-from spanjudge.errors import ConfigError, did_you_mean
+from spanjudge.errors import ConfigError, did_you_mean, not_utf8
 from spanjudge.patterns import PatternError, UserPattern, compile_user_pattern
+from spanjudge.spans import jsonfast
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.trajectory.reference import ReferenceTrajectory, parse_reference
 from spanjudge.values import Expectation
@@ -138,10 +138,12 @@ def load_expectations_file(path: str) -> list[SessionEntry]:
             text = handle.read()
     except OSError as exc:
         raise ConfigError(f"cannot read expectations file: {exc.strerror}", source=path) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(not_utf8(exc), source=path) from None
     from spanjudge.config_values import load_yaml
 
     try:
-        doc = json.loads(text) if path.endswith(".json") else load_yaml(text, path)
+        doc = jsonfast.parse(text) if path.endswith(".json") else load_yaml(text, path)
     except ValueError as exc:
         raise ConfigError(f"not valid JSON: {exc}", source=path) from None
     except yaml.YAMLError as exc:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import gzip
 import http.client
+import json
 import socket
 import urllib.request
+from pathlib import Path
 
 import pytest
 from google.protobuf import json_format
@@ -14,7 +16,13 @@ from google.rpc import status_pb2
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
 from tests.sidecar.conftest import MakeSidecar
-from tests.sidecar.helpers import VerdictServer, synthetic_session, wait_for
+from tests.sidecar.helpers import (
+    SidecarProcess,
+    VerdictServer,
+    serve_config,
+    synthetic_session,
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -73,6 +81,64 @@ def test_lone_surrogate_in_json_becomes_replacement_char(
         if sidecar is not None:  # before its endpoint, or it retries until its deadline
             sidecar.stop()
         verdicts.stop()
+
+
+def _with_lone_surrogates(encoding: str) -> tuple[bytes, str, str]:
+    """(body, content type, the session id spanjudge should read) of one request whose session
+    id holds a lone surrogate, and whose expected skill, named in JSON text inside an attribute
+    value, holds another (`\\udc00`, the escape, in that text). In JSON the first is the escape
+    `\\ud800`, or bytes that are not UTF-8; in protobuf, the surrogate's bytes. The Collector
+    passes such bytes on unchecked; they read as a UTF-8 decoder with ``errors="replace"`` reads
+    them: here one U+FFFD per byte."""
+    request = encode_spans(synthetic_session("s-SUR"))  # SUR: as long as its bytes below
+    for resource in request.resource_spans:
+        for scope in resource.scope_spans:
+            for span in scope.spans:
+                if span.name.startswith("invoke_agent"):
+                    expected = span.attributes.add(key="spanjudge.expected_skills")
+                    expected.value.string_value = json.dumps(["csv-NESTED"])
+    if encoding == "json":
+        text = json_format.MessageToJson(request, indent=None)
+        assert text.count("SUR") == 3 and text.count("NESTED") == 1
+        body = text.replace("SUR", "\\ud800").replace("NESTED", "\\\\udc00").encode()
+        return body, "application/json", "s-\ufffd"
+    if encoding == "json-bytes":  # as the Collector writes JSON: the bytes it was given
+        text = json_format.MessageToJson(request, indent=None).replace("NESTED", "\\\\udc00")
+        body = text.encode().replace(b"SUR", b"\xc0\xff\xfe")
+        return body, "application/json", "s-\ufffd\ufffd\ufffd"
+    data = request.SerializeToString()
+    assert data.count(b"SUR") == 3 and data.count(b"NESTED") == 1
+    body = data.replace(b"SUR", b"\xed\xa0\x80").replace(b"NESTED", b"\\udc00")
+    return body, "application/x-protobuf", "s-\ufffd\ufffd\ufffd"
+
+
+@pytest.mark.parametrize("encoding", ["json", "json-bytes", "protobuf"])
+@pytest.mark.parametrize("workers", [1, 2])
+def test_lone_surrogates_in_the_session_id_and_in_json_text_reach_the_verdicts_as_u_fffd(
+    tmp_path: Path, workers: int, encoding: str
+) -> None:
+    verdicts = VerdictServer()
+    export = {"enabled": True, "endpoint": verdicts.endpoint, "insecure": True}
+    config = serve_config(tmp_path, workers=workers, http_endpoint="127.0.0.1:0", export=export)
+    sidecar = SidecarProcess(tmp_path, config)
+    body, content_type, session = _with_lone_surrogates(encoding)
+    try:
+        sidecar.start()
+        port = int(sidecar.endpoints["http"].rpartition(":")[2])
+        status, _ = _post(port, body, content_type)
+        assert status == 200
+        assert wait_for(lambda: session in verdicts.received.log_ids(), 30)
+        assert wait_for(lambda: session in verdicts.received.span_ids(), 10)
+        (span,) = verdicts.received.eval_spans
+        (loaded,) = [e for e in span["events"] if e["gen_ai.evaluation.name"] == "skill_loaded"]
+        assert loaded["gen_ai.skill.name"] == "csv-\ufffd" and loaded["spanjudge.outcome"] == "fail"
+        # every verdict arrived as a span event and as a log record
+        assert verdicts.received.log_ids() == verdicts.received.span_ids()
+    finally:
+        if sidecar.proc is not None:  # before its endpoint, or it retries until its deadline
+            sidecar.terminate()
+        verdicts.stop()
+    assert "Traceback" not in sidecar.log.read_text()
 
 
 def _request(session_id: str) -> bytes:

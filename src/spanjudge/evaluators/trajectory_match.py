@@ -27,13 +27,13 @@ matched / listed (``exact``: / the larger of listed and made).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from spanjudge import reasons
 from spanjudge.evaluators.base import EvaluationContext, fixed_not_evaluated, unknown_options
+from spanjudge.spans import jsonfast
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.trajectory.reference import ReferenceCall, ReferenceTrajectory
 from spanjudge.trajectory.toolnames import same_tool
@@ -68,7 +68,7 @@ class _Call:
 def _decoded(arguments: Any) -> Any:
     if isinstance(arguments, str):
         try:
-            return json.loads(arguments)
+            return jsonfast.parse(arguments)
         except (ValueError, RecursionError):  # not JSON, or nested deeper than json reads
             return arguments
     return arguments

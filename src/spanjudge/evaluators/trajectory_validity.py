@@ -34,7 +34,6 @@ session has no violation so far. Score: 1.0 pass, 0.0 fail.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,6 +54,7 @@ from spanjudge.evaluators.validity_rules import (
     validate_schema,
 )
 from spanjudge.reasons import NO_CONSTRAINTS, SESSION_INCOMPLETE
+from spanjudge.spans import jsonfast
 from spanjudge.trajectory.steps import Step
 from spanjudge.trajectory.toolnames import candidates, same_tool
 from spanjudge.values import Target, Verdict, not_evaluated
@@ -313,7 +313,7 @@ def _decoded(arguments: Any) -> tuple[Any, bool]:
     """(arguments as JSON values, whether they can be checked)."""
     if isinstance(arguments, str):
         try:
-            return json.loads(arguments), True
+            return jsonfast.parse(arguments), True
         except (ValueError, RecursionError):  # not JSON, or nested deeper than json reads
             return arguments, False
     if arguments is None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from spanjudge.patterns import PatternError, UserPattern, compile_user_pattern
+from spanjudge.spans import jsonfast
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
@@ -184,7 +185,7 @@ def unwrap_schema(raw: Any) -> Any:
     """The JSON Schema inside a recorded tool definition (`{"json": {...}}`, JSON text)."""
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw)
+            raw = jsonfast.parse(raw)
         except (ValueError, RecursionError):  # not JSON, or nested deeper than json reads
             return None
     if isinstance(raw, Mapping) and isinstance(raw.get("json"), Mapping):

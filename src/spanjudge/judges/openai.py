@@ -29,6 +29,7 @@ from spanjudge.judges.reliability import (
     RetryableJudgeError,
     as_int,
 )
+from spanjudge.spans import jsonfast
 
 _RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 # Structured output, most to least precise; a server that refuses one is asked with the next.
@@ -213,7 +214,7 @@ class _Unsupported(Exception):
 
 def _reply(raw: bytes) -> Reply:
     try:
-        doc = json.loads(raw)
+        doc = jsonfast.parse(raw)
         message = doc["choices"][0]["message"]
         text = message.get("content")
     except (ValueError, KeyError, IndexError, TypeError, AttributeError):

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from spanjudge.errors import JudgeError
 from spanjudge.judges.base import Judgement, JudgeRequest, allowed_ratings, judgement_from
+from spanjudge.spans import jsonfast
 from spanjudge.trajectory.steps import Step
 from spanjudge.values import skill_key
 
@@ -275,7 +276,7 @@ def parse_reply(text: str | None, request: JudgeRequest, judge: str) -> Judgemen
             raise JudgeError("unterminated code fence in reply", error_type="judge_unparseable")
         body = "\n".join(lines[1:-1]).strip()
     try:
-        doc = json.loads(body)
+        doc = jsonfast.parse(body)
     except ValueError as exc:
         raise JudgeError(
             f"the reply is not a JSON object: {exc}; reply starts {body[:80]!r}",

@@ -24,7 +24,6 @@ too) and examples ("for example", "e.g.") are not catalogues.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import replace
@@ -32,6 +31,7 @@ from dataclasses import replace
 from spanjudge.recognition.catalogue_layouts import by_layout
 from spanjudge.recognition.evidence import describes_loader
 from spanjudge.remembered import remembered_within
+from spanjudge.spans import jsonfast
 from spanjudge.trajectory.steps import (
     LOADER_DESCRIPTION,
     TRACE_LAYOUT,
@@ -134,7 +134,7 @@ def tool_catalogue(definitions: str | None) -> tuple[CatalogueEntry, ...]:
     if not definitions or "skill" not in definitions.lower():
         return ()
     try:
-        tools = json.loads(definitions)
+        tools = jsonfast.parse(definitions)
     except ValueError:
         return ()
     found: list[CatalogueEntry] = []

@@ -9,8 +9,6 @@ says so (`logs-pb`, `logs-json`: what the spool keeps beside the body).
 from __future__ import annotations
 
 import contextlib
-import json
-import re
 import time
 import zlib
 from collections.abc import Iterator, Sequence
@@ -19,6 +17,7 @@ from typing import Any
 
 from spanjudge.sessions.keys import DEFAULT_KEY_ATTRIBUTES
 from spanjudge.sidecar.config import InputConfig
+from spanjudge.spans import jsonfast
 from spanjudge.spans.jsonfast import decode_fast
 from spanjudge.spans.limits import Limits
 from spanjudge.spans.logs import (
@@ -97,24 +96,6 @@ def gunzip(data: bytes, max_bytes: int) -> bytes:
         rest = inflater.unused_data
         if not rest:
             return bytes(out)
-
-
-# A lone surrogate can only come from a `\uD8xx`-`\uDFxx` escape or from raw surrogate bytes
-# (json.loads reads bytes with `surrogatepass`); only such bodies need the walk below.
-_MAYBE_SURROGATE = re.compile(rb"\\[uU][dD][89a-fA-F]|\xed[\xa0-\xbf]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _valid_strings(value: Any) -> Any:
-    """``value`` with every lone surrogate replaced by U+FFFD, as the Collector's decoder does:
-    such a string cannot be encoded as UTF-8, so it would fail every export and scrape later."""
-    if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value)
-    if isinstance(value, dict):
-        return {_valid_strings(k): _valid_strings(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_valid_strings(v) for v in value]
-    return value
 
 
 def stored_format(fmt: str, signal: str) -> str:
@@ -200,15 +181,12 @@ def _as_bad_request(what: str) -> Iterator[None]:
 
 
 def _json_document(data: bytes) -> Any:
-    """A JSON request body, its strings checked (traces and logs alike)."""
+    """A JSON request body, traces and logs alike (`jsonfast.parse`: lone surrogates
+    replaced)."""
     try:
-        doc = json.loads(data)
+        return jsonfast.parse(data)
     except (ValueError, RecursionError) as exc:
         raise BadRequest(f"not valid JSON: {exc}") from None
-    # A UTF-16/32 body (json.loads takes them) hides its escapes from the byte pattern.
-    if _MAYBE_SURROGATE.search(data) or json.detect_encoding(data) != "utf-8":
-        doc = _valid_strings(doc)
-    return doc
 
 
 def _decode_logs(data: bytes, fmt: str, limits: Limits, checks: InputConfig) -> Decoded:

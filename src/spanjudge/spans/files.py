@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from spanjudge.errors import InputError
+from spanjudge.spans import jsonfast
 from spanjudge.spans.jsonfast import decode_fast, decode_parsed
 from spanjudge.spans.limits import DEFAULT_LIMITS, Limits
 from spanjudge.spans.logs import (
@@ -28,6 +29,7 @@ from spanjudge.spans.logs import (
 )
 from spanjudge.spans.otlp_proto import SpanProblem, decode_request, parse_request
 from spanjudge.spans.record import SpanRecord
+from spanjudge.spans.text import has_surrogates
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,10 +97,12 @@ def expand_inputs(paths: Sequence[str]) -> list[str]:
 def _open_text(path: str) -> IO[str]:
     if path == "-":
         return sys.stdin
+    # utf-8-sig: a byte-order mark some editors add is not part of the first line.
+    # surrogateescape: a string the Collector wrote with bytes that are not UTF-8 (it passes
+    # them on unchecked) is read with U+FFFD (`jsonfast.parse`), not the whole file refused.
     if path.endswith(".gz"):
-        # utf-8-sig: a byte-order mark some editors add is not part of the first line
-        return gzip.open(path, "rt", encoding="utf-8-sig")
-    return open(path, encoding="utf-8-sig")
+        return gzip.open(path, "rt", encoding="utf-8-sig", errors="surrogateescape")
+    return open(path, encoding="utf-8-sig", errors="surrogateescape")
 
 
 def read_input(
@@ -135,7 +139,7 @@ def read_input(
                 yield Chunk(path, lineno, fast, [], len(line), sizes)
                 continue
             try:
-                doc = json.loads(stripped)
+                doc = jsonfast.parse(stripped)
             except RecursionError:
                 first = False
                 if on_error is None:
@@ -144,6 +148,8 @@ def read_input(
                 continue
             except json.JSONDecodeError as exc:
                 error = _json_error(path, lineno, stripped, exc)
+                if has_surrogates(stripped):  # bytes that are not UTF-8, outside any string
+                    error = _not_utf8(path, lineno)
                 if first and stripped[:1] in ("{", "["):
                     # Maybe not JSON lines but one pretty-printed document (as OTLP examples
                     # are), however its first line is laid out.
@@ -170,10 +176,8 @@ def read_input(
             yield Chunk(
                 path, lineno, decoded.carriers, decoded.problems, len(line), None, decoded.unread
             )
-    except UnicodeDecodeError:
-        raise InputError(
-            "not UTF-8 text (protobuf input needs a .pb or .pb.gz extension)", file=path
-        ) from None
+    except UnicodeDecodeError:  # standard input, read as Python reads it
+        raise _not_utf8(path, None) from None
     except (OSError, EOFError) as exc:  # corrupt or truncated .gz, read errors
         reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
         after = f" after line {lineno}" if lineno else ""
@@ -198,6 +202,12 @@ def _json_error(path: str, lineno: int, text: str, exc: json.JSONDecodeError) ->
     )
 
 
+def _not_utf8(path: str, lineno: int | None) -> InputError:
+    return InputError(
+        "not UTF-8 text (protobuf input needs a .pb or .pb.gz extension)", file=path, line=lineno
+    )
+
+
 def _too_deep(path: str, lineno: int) -> InputError:
     return InputError(
         "invalid JSON: values nested too deeply to read",
@@ -216,7 +226,7 @@ def _whole_document(path: str, start_line: int, text: str, limits: Limits) -> Ch
             line=start_line,
         )
     try:
-        doc = json.loads(text)
+        doc = jsonfast.parse(text)
     except RecursionError:
         raise _too_deep(path, start_line) from None
     except json.JSONDecodeError as exc:

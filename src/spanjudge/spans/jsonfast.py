@@ -12,11 +12,16 @@ comes back as a float) can only reach a ``doubleValue``, where both give the sam
 `decode_parsed` is the same decoder for a document `json.loads` already parsed (any line without
 orjson): it answers with exactly the general road's records for
 the ordinary document, more cheaply, and the general decoder takes the rest.
+
+`parse` (and `loads`, through orjson) reads every JSON text that comes from a trace: an OTLP
+JSON document on the general road, JSON inside an attribute value. A lone surrogate in a string
+becomes U+FFFD there, for everything downstream.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +39,7 @@ from spanjudge.spans.record import (
     SpanRecordDraft,
 )
 from spanjudge.spans.sizes import EVENT_BASE, LINK_SIZE, SPAN_BASE
+from spanjudge.spans.text import has_surrogates, valid_strings
 
 _orjson_loads: Callable[[str | bytes], Any] | None
 try:
@@ -58,16 +64,47 @@ def available() -> bool:
 
 
 def loads(data: str | bytes) -> Any:
-    """`json.loads`, through orjson where it can: input orjson refuses (a lone surrogate, NaN,
-    1e400, deep nesting) goes to `json.loads`, so errors and their messages are json's.
+    """`parse`, through orjson where it can: input orjson refuses (a lone surrogate, NaN,
+    1e400, deep nesting) goes to `parse`, so errors and their messages are json's.
     Unlike `json.loads`, an integer literal beyond 64 bits comes back as a float."""
-    parse = _orjson_loads
-    if parse is not None:
+    parse_fast = _orjson_loads
+    if parse_fast is not None:
         try:
-            return parse(data)
+            return parse_fast(data)
         except ValueError:
             pass
-    return json.loads(data)
+    return parse(data)
+
+
+# A parsed string holds a lone surrogate only where its text has a `\uD800`-`\uDFFF` escape or
+# the surrogate itself (bytes `json.loads` decodes with `surrogatepass`, text read with
+# `surrogateescape`); only such texts are walked.
+_MAYBE_SURROGATE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def parse(data: str | bytes) -> Any:
+    """``json.loads(data)`` with every lone surrogate in its strings (keys too) replaced by
+    U+FFFD (`spans.text`). Every JSON text read from a trace (an OTLP JSON document, JSON
+    inside an attribute value) is parsed here or by `loads`. Bytes that are not UTF-8 inside a
+    string of a UTF-8 text are read as U+FFFD too; otherwise raises what `json.loads` raises."""
+    try:
+        doc = json.loads(data)
+    except UnicodeDecodeError:
+        if isinstance(data, str) or json.detect_encoding(data) != "utf-8":
+            raise
+        # bytes that are not UTF-8 in a string (the Collector passes them on unchecked): each
+        # is read as a lone surrogate, replaced below
+        data = data.decode("utf-8", "surrogateescape")
+        doc = json.loads(data)
+    if isinstance(data, str):
+        suspect = _SURROGATE_ESCAPE.search(data) is not None or has_surrogates(data)
+    else:
+        # a UTF-16/32 body (json.loads reads them) hides its escapes from the byte pattern
+        suspect = (
+            _MAYBE_SURROGATE_BYTES.search(data) is not None or json.detect_encoding(data) != "utf-8"
+        )
+    return valid_strings(doc) if suspect else doc
 
 
 def decode_fast(

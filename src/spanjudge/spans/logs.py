@@ -37,6 +37,7 @@ from spanjudge.spans.otlp_json import FieldError, any_value_json, attrs_json, de
 from spanjudge.spans.otlp_proto import SpanProblem, any_value
 from spanjudge.spans.otlp_proto import _attrs as proto_attrs
 from spanjudge.spans.record import Attributes, AttrValue, SpanEvent, SpanRecord
+from spanjudge.spans.wire_text import parse_message
 
 if TYPE_CHECKING:
     from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
@@ -407,7 +408,7 @@ def parse_logs_request(data: bytes) -> ExportLogsServiceRequest:
 
     request = ExportLogsServiceRequest()
     try:
-        request.ParseFromString(data)
+        parse_message(request, data)  # a string that is not UTF-8 is read with U+FFFD
     except Exception as exc:  # protobuf raises DecodeError, a private-ish subclass
         raise ValueError(f"not a valid OTLP ExportLogsServiceRequest protobuf: {exc}") from None
     return request

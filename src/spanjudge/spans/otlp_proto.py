@@ -35,6 +35,7 @@ from spanjudge.spans.sizes import (
     attributes_size,
     content_size,
 )
+from spanjudge.spans.wire_text import parse_message
 
 if TYPE_CHECKING:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -267,7 +268,7 @@ def parse_request(data: bytes) -> ExportTraceServiceRequest:
     """Parse serialized protobuf; raises `ValueError` with a readable message."""
     request = ExportTraceServiceRequest()
     try:
-        request.ParseFromString(data)
+        parse_message(request, data)  # a string that is not UTF-8 is read with U+FFFD
     except Exception as exc:  # protobuf raises DecodeError, a private-ish subclass
         raise ValueError(f"not a valid OTLP ExportTraceServiceRequest protobuf: {exc}") from None
     return request

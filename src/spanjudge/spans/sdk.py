@@ -1,5 +1,6 @@
 """OpenTelemetry SDK `ReadableSpan` to `SpanRecord`, and SDK log records to their carriers
-(`spans.logs`); used by the in-process processor."""
+(`spans.logs`); used by the in-process processor. The SDK passes strings on as the application
+gave them: each lone surrogate becomes U+FFFD here (`spans.text`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from opentelemetry.trace import StatusCode as OtelStatusCode
 from spanjudge.spans.limits import DEFAULT_LIMITS, Limits, cap_value
 from spanjudge.spans.logs import LogDecoding, carrier
 from spanjudge.spans.record import AttrValue, SpanEvent, SpanLink, SpanRecord
+from spanjudge.spans.text import valid_text
 
 if TYPE_CHECKING:
     from spanjudge.spans.record import SpanKind, StatusCode
@@ -32,13 +34,19 @@ _STATUS: dict[OtelStatusCode, StatusCode] = {
 
 
 def _norm(value: Any) -> AttrValue:
-    if isinstance(value, (str, bool, int, float)) or value is None:
+    if isinstance(value, str):
+        return valid_text(value)
+    if isinstance(value, (bool, int, float)) or value is None:
         return value
     if isinstance(value, bytes):
         return value.hex()
     if isinstance(value, Mapping):
-        return {str(k): _norm(v) for k, v in value.items()}
+        return {valid_text(str(k)): _norm(v) for k, v in value.items()}
     return tuple(_norm(v) for v in value)
+
+
+def _optional(text: str | None) -> str | None:
+    return valid_text(text) if text else None
 
 
 def _attrs(raw: Mapping[str, Any] | None, limits: Limits) -> tuple[dict[str, AttrValue], int]:
@@ -47,9 +55,12 @@ def _attrs(raw: Mapping[str, Any] | None, limits: Limits) -> tuple[dict[str, Att
     if not raw:
         return out, 0
     for key, value in raw.items():
-        capped, n = cap_value(_norm(value), limits)
+        # the usual value, an ASCII string, has nothing to normalise
+        capped, n = cap_value(
+            value if type(value) is str and value.isascii() else _norm(value), limits
+        )
         cuts += n
-        out[key] = capped
+        out[key if key.isascii() else valid_text(key)] = capped
     return out, cuts
 
 
@@ -79,19 +90,21 @@ def span_from_sdk(span: ReadableSpan, limits: Limits = DEFAULT_LIMITS) -> SpanRe
     for ev in span.events[: limits.max_events_per_span]:
         ev_attrs, n = _attrs(ev.attributes, limits)
         cuts += n
-        events.append(SpanEvent(name=ev.name, time_unix_nano=ev.timestamp, attributes=ev_attrs))
+        events.append(
+            SpanEvent(name=valid_text(ev.name), time_unix_nano=ev.timestamp, attributes=ev_attrs)
+        )
     scope = span.instrumentation_scope
     start = span.start_time or 0
     return SpanRecord(
         trace_id=format(ctx.trace_id, "032x"),
         span_id=format(ctx.span_id, "016x"),
         parent_span_id=format(parent.span_id, "016x") if parent is not None else None,
-        name=span.name,
+        name=valid_text(span.name),
         kind=_KINDS.get(span.kind, "internal"),
         start_unix_nano=start,
         end_unix_nano=max(start, span.end_time or start),
         status=_STATUS.get(span.status.status_code, "unset"),
-        status_message=span.status.description or None,
+        status_message=_optional(span.status.description),
         attributes=attributes,
         events=tuple(events),
         links=tuple(
@@ -102,8 +115,8 @@ def span_from_sdk(span: ReadableSpan, limits: Limits = DEFAULT_LIMITS) -> SpanRe
             for link in span.links
         ),
         resource=_resource_attrs(span, limits),
-        scope_name=(scope.name or None) if scope else None,
-        scope_version=(scope.version or None) if scope else None,
+        scope_name=_optional(scope.name) if scope else None,
+        scope_version=_optional(scope.version) if scope else None,
         truncated=cuts,
     )
 
@@ -126,12 +139,12 @@ def carriers_from_sdk(records: Iterable[Any], limits: Limits = DEFAULT_LIMITS) -
             trace_id=format(trace_id, "032x") if joinable else None,
             span_id=format(span_id, "016x") if joinable else None,
             time_unix_nano=record.timestamp or record.observed_timestamp or 0,
-            event_name=record.event_name or None,
+            event_name=_optional(record.event_name),
             attributes=attributes,
             body=body,
             resource=_resource_attrs(item, limits),
-            scope_name=(scope.name or None) if scope is not None else None,
-            scope_version=(scope.version or None) if scope is not None else None,
+            scope_name=_optional(scope.name) if scope is not None else None,
+            scope_version=_optional(scope.version) if scope is not None else None,
             truncated=cuts,
             decoding=decoding,
         )

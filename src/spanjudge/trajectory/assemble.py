@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -10,6 +9,7 @@ from operator import attrgetter
 from typing import Any
 
 from spanjudge import semconv
+from spanjudge.spans import jsonfast
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.effects import DEFAULT_EFFECT_MAP, EffectMap
 from spanjudge.trajectory.model import SkillLoad, Trajectory, Turn
@@ -91,7 +91,7 @@ def _str_list(value: Any) -> tuple[str, ...]:
         text = value.strip()
         if text.startswith("["):
             try:
-                decoded = json.loads(text)
+                decoded = jsonfast.parse(text)
             except ValueError:
                 decoded = None
             if isinstance(decoded, list):
@@ -140,7 +140,7 @@ def _state(raw: Any, state: Mapping[str, Any] | None) -> Mapping[str, Any] | Non
     """A recorded terminal state (a JSON object, as text or a mapping), else ``state``."""
     if isinstance(raw, str):
         try:
-            decoded = json.loads(raw)
+            decoded = jsonfast.parse(raw)
         except ValueError:
             return state
         return decoded if isinstance(decoded, dict) else state
@@ -331,7 +331,7 @@ def _session_attrs(span: SpanRecord) -> tuple[Any, Any, Any]:
     metadata = own.get(semconv.OI_METADATA)
     if isinstance(metadata, str) and "spanjudge." in metadata:
         try:
-            decoded = json.loads(metadata)
+            decoded = jsonfast.parse(metadata)
         except ValueError:
             decoded = None
         if isinstance(decoded, dict):
