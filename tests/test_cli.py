@@ -191,6 +191,21 @@ def test_a_value_nested_too_deeply_is_cut_where_it_can_be_written_out(  # type: 
         assert call["arguments"] == deep and call["result"] == deep
 
 
+def test_a_deep_value_beside_a_lone_surrogate_is_read_as_any_deep_value(capsys, tmp_path):  # type: ignore[no-untyped-def]
+    # The surrogate is mended wherever it sits, and the deep list is cut as it is without one.
+    arguments = '{"path": "LONE", "filters": ' + "[" * 600 + "]" * 600 + "}"
+    path = _recorded_tool_call(tmp_path, "read", arguments, "done")
+    path.write_text(path.read_text().replace("LONE", "\\\\ud800"))
+    _, out, err = run(capsys, "eval", "--format", "json", str(path))
+    assert "Traceback" not in err
+    (session,) = json.loads(out)["sessions"]
+    (call,) = [step for step in session["steps"] if step["kind"] == "tool_call"]
+    cut: Any = [DEPTH_MARK]  # the filters list is the 2nd level: 255 lists of it are kept
+    for _ in range(254):
+        cut = [cut]
+    assert call["arguments"] == {"path": "\ufffd", "filters": cut}
+
+
 def test_a_skill_named_beside_a_deep_value_is_loaded(capsys, tmp_path):  # type: ignore[no-untyped-def]
     arguments = '{"skill_name": "csv-report", "filters": ' + "[" * 300 + "]" * 300 + "}"
     skill_md = "---\nname: csv-report\ndescription: Summarise a CSV file.\n---\n# Steps\n1. read"

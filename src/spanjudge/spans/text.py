@@ -36,12 +36,32 @@ def valid_text(text: str) -> str:
 
 
 def valid_strings(value: Any) -> Any:
-    """``value`` (parsed JSON or YAML) with `valid_text` applied to every string in it, keys
-    included."""
+    """``value`` (parsed JSON or YAML, fresh from its parser) with `valid_text` applied to every
+    string in it, keys included. Lists and dicts are mended in place, walked without recursion:
+    a document nested as deep as its parser reads, or a YAML alias that contains itself, is
+    mended like any other."""
     if isinstance(value, str):
         return valid_text(value)
-    if isinstance(value, dict):
-        return {valid_strings(k): valid_strings(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [valid_strings(v) for v in value]
+    pending = [value]
+    seen: set[int] = set()
+    while pending:
+        node = pending.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, list):
+            for i, item in enumerate(node):
+                if isinstance(item, str):
+                    node[i] = valid_text(item)
+                elif isinstance(item, (list, dict)):
+                    pending.append(item)
+        elif isinstance(node, dict):
+            items = list(node.items())
+            node.clear()  # a key may change: put back in order
+            for key, item in items:
+                if isinstance(item, str):
+                    item = valid_text(item)
+                elif isinstance(item, (list, dict)):
+                    pending.append(item)
+                node[valid_text(key) if isinstance(key, str) else key] = item
     return value
