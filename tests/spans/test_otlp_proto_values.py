@@ -4,6 +4,9 @@ a user sees them (the record's values, the problem's message), and the sidecar's
 from __future__ import annotations
 
 import hashlib
+import tracemalloc
+
+import pytest
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -14,7 +17,7 @@ from spanjudge.sidecar.config import InputConfig
 from spanjudge.sidecar.intake import check_records
 from spanjudge.spans.files import read_input
 from spanjudge.spans.limits import TRUNCATION_MARK, Limits
-from spanjudge.spans.otlp_proto import decode_request
+from spanjudge.spans.otlp_proto import decode_request, parse_request
 from spanjudge.spans.record import SpanEvent, SpanLink
 from spanjudge.spans.sizes import estimate_size
 from tests.sidecar.helpers import FIXTURES, to_sdk
@@ -233,3 +236,53 @@ def test_fixture_sizes_worked_out_while_decoding_are_the_stores_estimates() -> N
         sizes: list[int] = []
         records, _ = decode_request(request, Limits(), sizes)
         assert sizes == [estimate_size(r) for r in records], path.name
+
+
+def _wire(field: int, body: bytes) -> bytes:
+    """One length-delimited protobuf field, written by hand: nesting the classes refuse to build."""
+    length = bytearray()
+    n = len(body)
+    while n > 0x7F:
+        length.append((n & 0x7F) | 0x80)
+        n >>= 7
+    length.append(n)
+    return bytes([(field << 3) | 2]) + bytes(length) + body
+
+
+def _nested_request(levels: int, text: bytes) -> bytes:
+    """A request of one span whose attribute `a` holds ``text`` under ``levels`` nested
+    key-value lists, each keyed `k`."""
+    value = _wire(1, text)  # AnyValue.string_value
+    for _ in range(levels):
+        value = _wire(6, _wire(1, _wire(1, b"k") + _wire(2, value)))  # AnyValue.kvlist_value
+    span = (
+        _wire(1, TRACE)
+        + _wire(2, bytes(7) + b"\x02")
+        + _wire(5, b"execute_tool read")
+        + _wire(9, _wire(1, b"a") + _wire(2, value))
+    )
+    return _wire(1, _wire(2, _wire(2, span)))  # resource_spans / scope_spans / spans
+
+
+def test_a_string_that_is_not_utf8_is_read_with_u_fffd_however_deep_it_sits() -> None:
+    records, problems = decode_request(parse_request(_nested_request(30, b"ok\xffok")))
+    assert problems == []
+    (record,) = records
+    value = record.attributes["a"]
+    for _ in range(30):
+        value = value["k"]
+    assert value == "ok\ufffdok"
+
+
+def test_a_request_nested_deeper_than_protobuf_reads_is_refused_in_bounded_memory() -> None:
+    # The runtime refuses more than 100 levels; trying again with repaired strings must not
+    # copy the body at every level on the way down (that took gigabytes for one request).
+    data = _nested_request(150, b"x" * 2_000_000 + b"\xff")
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match="not a valid OTLP ExportTraceServiceRequest"):
+            parse_request(data)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 * len(data)

@@ -42,23 +42,34 @@ def parse_message(message: Message, data: bytes) -> None:
             raise first from None
 
 
+# The protobuf runtime's own nesting limit: a message nested deeper is refused whatever its
+# strings hold, so the walk stops there too.
+_MAX_DEPTH = 100
+
+
 def valid_utf8(data: bytes, descriptor: Any) -> bytes | None:
     """``data``, a serialized message of ``descriptor`` (a message class's `DESCRIPTOR`: the
     runtime's own type, or the pure-Python one), with every invalid UTF-8 sequence in its
     string fields (nested messages included) replaced by U+FFFD; None when it has none or the
-    bytes are not a well-formed message."""
+    bytes are not a well-formed message. The walk reads ``data`` in place and joins the
+    repaired message once: memory stays about one copy of ``data`` at any depth."""
     try:
-        repaired = _message(data, descriptor)
-    except (_Malformed, RecursionError):
+        repaired = _message(memoryview(data), descriptor, 0)
+    except _Malformed:
         return None
-    return repaired if repaired != data else None
+    return None if repaired is None else b"".join(repaired[0])
 
 
-def _message(data: bytes, descriptor: Any) -> bytes:
-    out = bytearray()
+def _message(data: memoryview, descriptor: Any, depth: int) -> tuple[list[Any], int] | None:
+    """The pieces of the message with its strings repaired and their total length, or None
+    when nothing in it needed repair."""
+    if depth > _MAX_DEPTH:
+        raise _Malformed
+    parts: list[Any] = []
+    size = 0
+    copied = 0  # data[:copied] is in parts
     pos, end = 0, len(data)
     while pos < end:
-        start = pos
         tag, pos = _varint(data, pos)
         tag_end = pos
         wire = tag & 7
@@ -74,25 +85,34 @@ def _message(data: bytes, descriptor: Any) -> bytes:
             if pos > end:
                 raise _Malformed
             field = descriptor.fields_by_number.get(tag >> 3)
-            if field is not None and field.type in (_STRING, _MESSAGE):
-                body = data[body_start:pos]
-                if field.type == _STRING:
-                    body = body.decode("utf-8", "replace").encode()
-                elif field.message_type is not None:
-                    body = _message(body, field.message_type)
-                out += data[start:tag_end]
-                out += _encode_varint(len(body))
-                out += body
+            if field is None or field.type not in (_STRING, _MESSAGE):
                 continue
+            body = data[body_start:pos]
+            inner: tuple[list[Any], int] | None = None
+            if field.type == _STRING:
+                try:
+                    str(body, "utf-8")
+                except UnicodeDecodeError:
+                    text = str(body, "utf-8", "replace").encode()
+                    inner = [text], len(text)
+            elif field.message_type is not None:
+                inner = _message(body, field.message_type, depth + 1)
+            if inner is not None:
+                head = _encode_varint(inner[1])
+                parts += (data[copied:tag_end], head, *inner[0])
+                size += tag_end - copied + len(head) + inner[1]
+                copied = pos
         else:  # groups (wire types 3 and 4) appear nowhere in OTLP
             raise _Malformed
         if pos > end:
             raise _Malformed
-        out += data[start:pos]
-    return bytes(out)
+    if copied == 0:
+        return None
+    parts.append(data[copied:])
+    return parts, size + end - copied
 
 
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
+def _varint(data: memoryview, pos: int) -> tuple[int, int]:
     value = shift = 0
     while pos < len(data) and shift < 64:
         byte = data[pos]
