@@ -101,7 +101,10 @@ def _has_text(parts: Any, key: str) -> bool:
 def _json_messages(span: SpanRecord, key: str, field: str, parts: str) -> list[_Message]:
     """Messages ``{"role", <parts>: [{"text": ...}, ...]}`` under ``field`` of a JSON attribute:
     ADK 1.x's `contents` / `parts`, Haystack's `messages` / `content`."""
-    decoded = parse_json(span.attributes.get(key))
+    value = span.attributes.get(key)
+    if value is None:  # (most spans: not this convention's)
+        return []
+    decoded = parse_json(value)
     found = decoded.get(field) if isinstance(decoded, dict) else None
     return [
         _Message(role=str(m.get("role") or "").lower(), has_text=_has_text(m.get(parts), "text"))

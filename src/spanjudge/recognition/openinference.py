@@ -212,12 +212,17 @@ def messages(span: SpanRecord, direction: str) -> list[Message]:
     `message.contents.N.message_content.text`: the parts are used when present, else the
     content, never both.
     """
+    prefix = f"llm.{direction}_messages."  # what every key _MESSAGE_KEY takes for it starts with
+    for key in span.attributes:
+        if key.startswith(prefix):
+            break
+    else:  # no message in this direction (every span of another convention): nothing to gather
+        return []
     roles: dict[int, str] = {}
     content: dict[int, str] = {}
     texts: dict[int, dict[int, str]] = {}
     calls: dict[int, dict[int, dict[str, str]]] = {}
     call_ids: dict[int, str] = {}
-    prefix = f"llm.{direction}_messages."  # what every key _MESSAGE_KEY takes for it starts with
     for key, value in span.attributes.items():
         if not key.startswith(prefix):
             continue

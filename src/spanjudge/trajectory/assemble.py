@@ -327,7 +327,10 @@ def _session_attrs(span: SpanRecord) -> tuple[Any, Any, Any]:
     given): on the span, its resource, or (OpenInference, where `using_attributes(metadata=...)`
     is the only way users can set them) inside `metadata` JSON."""
     own, resource = span.attributes, span.resource
-    found = [_own_or_resource(own, resource, key) for key in _SESSION_KEYS_IN_ORDER]
+    found: list[Any] = []
+    for key in _SESSION_KEYS_IN_ORDER:  # `span.attr(key)`, inline: read for most spans
+        value = own.get(key)
+        found.append(resource.get(key) if value is None else value)
     metadata = own.get(semconv.OI_METADATA)
     if isinstance(metadata, str) and "spanjudge." in metadata:
         try:
@@ -341,12 +344,6 @@ def _session_attrs(span: SpanRecord) -> tuple[Any, Any, Any]:
             ]
     named, task, seed = found
     return named, task, seed
-
-
-def _own_or_resource(own: Mapping[str, Any], resource: Mapping[str, Any], key: str) -> Any:
-    """`span.attr(key)`: the span's value, else its resource's."""
-    value = own.get(key)
-    return resource.get(key) if value is None else value
 
 
 def _from_json(value: Any) -> Any:
