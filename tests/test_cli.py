@@ -447,6 +447,52 @@ def test_a_lone_surrogate_in_an_expectations_file_names_the_skill_the_trace_load
     assert loaded["outcome"] == "pass" and loaded["target"]["skill"] == "csv-\ufffd"
 
 
+@pytest.mark.parametrize("suffix", [".yaml", ".json"])
+def test_a_character_escaped_as_a_surrogate_pair_in_an_expectations_file_is_that_character(  # type: ignore[no-untyped-def]
+    capsys, tmp_path, suffix
+):
+    # `json.dumps` escapes a character beyond the BMP as a pair; YAML reads such a file too.
+    skill_md = "---\nname: csv-\U0001f600\ndescription: Summarise a CSV.\n---\n# Steps\n1. read"
+    arguments = json.dumps({"skill_name": "csv-\U0001f600"})
+    path = _recorded_tool_call(tmp_path, "load_skill", arguments, skill_md)
+    expect = tmp_path / f"expect{suffix}"
+    expect.write_text(json.dumps({"sessions": {"*": {"skills": ["csv-\U0001f600"]}}}))
+    assert "\\ud83d\\ude00" in expect.read_text()
+    report = tmp_path / "report.json"
+    code, _, err = run(
+        capsys, "eval", str(path), "--expect", str(expect), "--format", "json", "-o", str(report)
+    )
+    assert code == 0, err
+    (session,) = json.loads(report.read_bytes().decode("utf-8"))["sessions"]
+    (loaded,) = [v for v in session["verdicts"] if v["evaluator"] == "skill_loaded"]
+    assert loaded["outcome"] == "pass" and loaded["target"]["skill"] == "csv-\U0001f600"
+
+
+def test_a_lone_surrogate_in_a_skills_directory_names_the_skill_the_trace_loaded(  # type: ignore[no-untyped-def]
+    capsys, tmp_path
+):
+    skill_dir = tmp_path / "skills" / "csv"
+    skill_dir.mkdir(parents=True)
+    skill_md = '---\nname: "csv-\\ud800"\ndescription: Summarise a CSV file.\n---\n# Steps\n1. read'
+    (skill_dir / "SKILL.md").write_text(skill_md)
+    config = tmp_path / "spanjudge.yaml"
+    config.write_text(f"skills:\n  paths: [{tmp_path / 'skills'}]\n")
+    arguments = '{"skill_name": "csv-LONE"}'
+    path = _recorded_tool_call(tmp_path, "load_skill", arguments, "# Steps\n1. read")
+    path.write_text(path.read_text().replace("LONE", "\\\\ud800"))
+    expect = tmp_path / "expect.yaml"
+    expect.write_text('sessions:\n  "*":\n    skills: ["csv-\\ud800"]\n')
+    report = tmp_path / "report.json"
+    code, _, err = run(
+        capsys, "eval", str(path), "--config", str(config), "--expect", str(expect),
+        "--format", "json", "-o", str(report),
+    )  # fmt: skip
+    assert code == 0, err
+    (session,) = json.loads(report.read_bytes().decode("utf-8"))["sessions"]
+    (loaded,) = [v for v in session["verdicts"] if v["evaluator"] == "skill_loaded"]
+    assert loaded["outcome"] == "pass" and loaded["target"]["skill"] == "csv-\ufffd"
+
+
 @pytest.mark.parametrize("option", ["--config", "--expect"])
 def test_a_file_that_is_not_utf8_is_named_with_its_first_bad_byte(  # type: ignore[no-untyped-def]
     capsys, tmp_path, trace_file, option

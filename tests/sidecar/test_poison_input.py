@@ -87,9 +87,9 @@ def _with_lone_surrogates(encoding: str) -> tuple[bytes, str, str]:
     """(body, content type, the session id spanjudge should read) of one request whose session
     id holds a lone surrogate, and whose expected skill, named in JSON text inside an attribute
     value, holds another (`\\udc00`, the escape, in that text). In JSON the first is the escape
-    `\\ud800`, or bytes that are not UTF-8; in protobuf, the surrogate's bytes. The Collector
-    passes such bytes on unchecked; they read as a UTF-8 decoder with ``errors="replace"`` reads
-    them: here one U+FFFD per byte."""
+    `\\ud800`, bytes that are not UTF-8, or the surrogate's own bytes; in protobuf, the
+    surrogate's bytes. The Collector passes such bytes on unchecked; each reads as one U+FFFD,
+    in JSON as in protobuf, so a session sent both ways is one session."""
     request = encode_spans(synthetic_session("s-SUR"))  # SUR: as long as its bytes below
     for resource in request.resource_spans:
         for scope in resource.scope_spans:
@@ -106,13 +106,17 @@ def _with_lone_surrogates(encoding: str) -> tuple[bytes, str, str]:
         text = json_format.MessageToJson(request, indent=None).replace("NESTED", "\\\\udc00")
         body = text.encode().replace(b"SUR", b"\xc0\xff\xfe")
         return body, "application/json", "s-\ufffd\ufffd\ufffd"
+    if encoding == "json-surrogate-bytes":  # what protobuf carries below, in JSON
+        text = json_format.MessageToJson(request, indent=None).replace("NESTED", "\\\\udc00")
+        body = text.encode().replace(b"SUR", b"\xed\xa0\x80")
+        return body, "application/json", "s-\ufffd\ufffd\ufffd"
     data = request.SerializeToString()
     assert data.count(b"SUR") == 3 and data.count(b"NESTED") == 1
     body = data.replace(b"SUR", b"\xed\xa0\x80").replace(b"NESTED", b"\\udc00")
     return body, "application/x-protobuf", "s-\ufffd\ufffd\ufffd"
 
 
-@pytest.mark.parametrize("encoding", ["json", "json-bytes", "protobuf"])
+@pytest.mark.parametrize("encoding", ["json", "json-bytes", "json-surrogate-bytes", "protobuf"])
 @pytest.mark.parametrize("workers", [1, 2])
 def test_lone_surrogates_in_the_session_id_and_in_json_text_reach_the_verdicts_as_u_fffd(
     tmp_path: Path, workers: int, encoding: str

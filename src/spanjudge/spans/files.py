@@ -10,6 +10,7 @@ logs request.
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
 import sys
@@ -96,6 +97,8 @@ def expand_inputs(paths: Sequence[str]) -> list[str]:
 
 def _open_text(path: str) -> IO[str]:
     if path == "-":
+        if isinstance(sys.stdin, io.TextIOWrapper):  # as a file is read (below)
+            sys.stdin.reconfigure(errors="surrogateescape")
         return sys.stdin
     # utf-8-sig: a byte-order mark some editors add is not part of the first line.
     # surrogateescape: a string the Collector wrote with bytes that are not UTF-8 (it passes
@@ -148,7 +151,11 @@ def read_input(
                 continue
             except json.JSONDecodeError as exc:
                 error = _json_error(path, lineno, stripped, exc)
-                if has_surrogates(stripped):  # bytes that are not UTF-8, outside any string
+                # bytes that are not UTF-8 where reading stopped, or a line that is no JSON at
+                # all and holds some (binary input): the encoding, not the JSON, is the problem
+                if has_surrogates(stripped[exc.pos : exc.pos + 1]) or (
+                    stripped[:1] not in ("{", "[") and has_surrogates(stripped)
+                ):
                     error = _not_utf8(path, lineno)
                 if first and stripped[:1] in ("{", "["):
                     # Maybe not JSON lines but one pretty-printed document (as OTLP examples

@@ -81,6 +81,7 @@ def loads(data: str | bytes) -> Any:
 # `surrogateescape`); only such texts are walked.
 _MAYBE_SURROGATE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_RAW_SURROGATE = re.compile(rb"\xed[\xa0-\xbf]")
 
 
 def parse(data: str | bytes) -> Any:
@@ -88,6 +89,15 @@ def parse(data: str | bytes) -> Any:
     U+FFFD (`spans.text`). Every JSON text read from a trace (an OTLP JSON document, JSON
     inside an attribute value) is parsed here or by `loads`. Bytes that are not UTF-8 inside a
     string of a UTF-8 text are read as U+FFFD too; otherwise raises what `json.loads` raises."""
+    suspect: bool | None = None  # whether the parsed strings may hold a lone surrogate
+    if isinstance(data, bytes):
+        utf8 = json.detect_encoding(data) == "utf-8"
+        # a UTF-16/32 body (json.loads reads them) hides its escapes from the byte pattern
+        suspect = not utf8 or _MAYBE_SURROGATE_BYTES.search(data) is not None
+        if suspect and utf8 and _RAW_SURROGATE.search(data) is not None:
+            # a surrogate's own bytes are no UTF-8 either: read byte by byte as any bad byte
+            # is (json.loads would join the three into one surrogate)
+            data = data.decode("utf-8", "surrogateescape")
     try:
         doc = json.loads(data)
     except UnicodeDecodeError:
@@ -97,13 +107,9 @@ def parse(data: str | bytes) -> Any:
         # is read as a lone surrogate, replaced below
         data = data.decode("utf-8", "surrogateescape")
         doc = json.loads(data)
-    if isinstance(data, str):
+        suspect = True
+    if suspect is None and isinstance(data, str):
         suspect = _SURROGATE_ESCAPE.search(data) is not None or has_surrogates(data)
-    else:
-        # a UTF-16/32 body (json.loads reads them) hides its escapes from the byte pattern
-        suspect = (
-            _MAYBE_SURROGATE_BYTES.search(data) is not None or json.detect_encoding(data) != "utf-8"
-        )
     return valid_strings(doc) if suspect else doc
 
 

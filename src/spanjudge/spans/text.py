@@ -3,7 +3,7 @@
 JSON allows a `\\ud800` escape and Python strings may hold the code point (an SDK attribute, a
 file name read with `surrogateescape`), but such a string cannot be encoded as UTF-8: every
 report, export and scrape it reached would fail. Each adapter replaces it as it reads, as the
-Collector's OTLP/JSON receiver does and as a UTF-8 decoder with ``errors="replace"`` would:
+Collector's OTLP/JSON receiver does:
 `spans.jsonfast.parse` for JSON text, `spans.sdk` for SDK spans and log records; the YAML and
 JSON files a user writes (configuration, expectations, labels) are read the same way, so their
 names match the trace's.
@@ -11,10 +11,7 @@ names match the trace's.
 
 from __future__ import annotations
 
-import re
 from typing import Any
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def has_surrogates(text: str) -> bool:
@@ -31,8 +28,12 @@ def has_surrogates(text: str) -> bool:
 
 
 def valid_text(text: str) -> str:
-    """``text`` with each lone surrogate replaced by U+FFFD (``text`` itself when it has none)."""
-    return _SURROGATE.sub("\ufffd", text) if has_surrogates(text) else text
+    """``text`` with each lone surrogate replaced by U+FFFD (``text`` itself when it has none).
+    A high surrogate followed by a low one is the character the pair encodes (YAML, unlike
+    JSON, leaves `"\\ud83d\\ude00"` as two code points), not two U+FFFD."""
+    if not has_surrogates(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def valid_strings(value: Any) -> Any:

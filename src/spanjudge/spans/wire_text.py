@@ -4,14 +4,15 @@ A proto3 `string` must be UTF-8, and the protobuf runtime refuses a whole messag
 not. The Collector does not check: it passes such bytes on from whatever sent them (a lone
 surrogate encoded as bytes, `\\xed\\xa0\\x80`, say), so one bad string would refuse every span of
 the Collector's batch. `parse_message` parses as the runtime does and, only when the runtime
-refuses the bytes, once more with each string field's invalid sequences replaced by U+FFFD, as
-a UTF-8 decoder with ``errors="replace"`` reads them (the JSON readers replace lone surrogates
-likewise, `spans.text`).
+refuses the bytes, once more with each byte of a string field that is not UTF-8 replaced by
+U+FFFD, as the JSON and file readers read such bytes (`spans.text`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+
+from spanjudge.spans.text import valid_text
 
 if TYPE_CHECKING:
     from google.protobuf.message import Message
@@ -49,7 +50,7 @@ _MAX_DEPTH = 100
 
 def valid_utf8(data: bytes, descriptor: Any) -> bytes | None:
     """``data``, a serialized message of ``descriptor`` (a message class's `DESCRIPTOR`: the
-    runtime's own type, or the pure-Python one), with every invalid UTF-8 sequence in its
+    runtime's own type, or the pure-Python one), with every byte that is not UTF-8 in its
     string fields (nested messages included) replaced by U+FFFD; None when it has none or the
     bytes are not a well-formed message. The walk reads ``data`` in place and joins the
     repaired message once: memory stays about one copy of ``data`` at any depth."""
@@ -93,7 +94,8 @@ def _message(data: memoryview, descriptor: Any, depth: int) -> tuple[list[Any], 
                 try:
                     str(body, "utf-8")
                 except UnicodeDecodeError:
-                    text = str(body, "utf-8", "replace").encode()
+                    # each bad byte one U+FFFD, as the JSON and file readers read them
+                    text = valid_text(str(body, "utf-8", "surrogateescape")).encode()
                     inner = [text], len(text)
             elif field.message_type is not None:
                 inner = _message(body, field.message_type, depth + 1)
