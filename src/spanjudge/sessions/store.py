@@ -77,6 +77,8 @@ class ClosedSession:
     spans: tuple[SpanRecord, ...]
     # re-opened after its earlier spans were released: this evaluation sees only part of it
     partial: bool = False
+    # the traces of its spans that carry no session key (joined to it by their trace)
+    keyless_traces: frozenset[str] = frozenset()
 
     @property
     def complete(self) -> bool:
@@ -110,8 +112,13 @@ class SessionStore:
         self._pending_since: dict[str, float] = {}
         self._pending_bytes: dict[str, int] = {}
         self._pending_turn_end: dict[str, float] = {}  # key-less traces whose root span ended
-        # spans of the last closed sessions, kept so a late span re-opens them whole
-        self._closed_spans: OrderedDict[str, tuple[tuple[SpanRecord, ...], int]] = OrderedDict()
+        # open sessions that hold spans with no session key of their own: their traces
+        self._keyless: dict[str, set[str]] = {}
+        # spans of the last closed sessions (their size and key-less traces), kept so a late
+        # span re-opens them whole
+        self._closed_spans: OrderedDict[str, tuple[tuple[SpanRecord, ...], int, frozenset[str]]] = (
+            OrderedDict()
+        )
         # The memory budget (`max_open_bytes`) covers all three: open sessions, the spans of
         # traces with no session key yet, and the retained spans of closed sessions.
         self.open_bytes = 0
@@ -165,7 +172,7 @@ class SessionStore:
                     self.latest_close_at = max(self.latest_close_at, close_at)
                     self._pending_deadlines.lower(span.trace_id, close_at)
                 return
-            self._append(key, "", span, now, size)
+            self._append(key, "", span, now, size, keyless=True)
             return
         key, source = found
         trace_id = span.trace_id
@@ -182,7 +189,7 @@ class SessionStore:
             self._forget_pending(trace_id)
         if waiting and self._trace_key[trace_id] == key:
             for earlier in waiting:
-                self._append(key, source, earlier, now)
+                self._append(key, source, earlier, now, keyless=True)
 
     def _refused_key(self) -> None:
         self.refused_keys += 1
@@ -204,16 +211,27 @@ class SessionStore:
             self.add(span)
 
     def _append(
-        self, key: str, source: str, span: SpanRecord, now: float, size: int | None = None
+        self,
+        key: str,
+        source: str,
+        span: SpanRecord,
+        now: float,
+        size: int | None = None,
+        *,
+        keyless: bool = False,
     ) -> None:
+        """Take ``span`` into the session of ``key`` (``keyless``: the span carries no session
+        key, it joins by its trace)."""
         session = self.open.get(key)
         if session is None:
             revision, reopened = self.revisions.open(key)
             kept = self._closed_spans.pop(key, None)
             earlier = None
             if kept is not None:
-                earlier, kept_bytes = kept
+                earlier, kept_bytes, kept_keyless = kept
                 self.retained_bytes -= kept_bytes
+                if kept_keyless:
+                    self._keyless[key] = set(kept_keyless)
             # Re-opened without its earlier spans: this evaluation sees only part of it.
             partial = reopened and earlier is None
             if reopened:
@@ -243,6 +261,8 @@ class SessionStore:
             return
         seen.add(ident)
         session.spans.append(span)
+        if keyless:
+            self._keyless.setdefault(key, set()).add(span.trace_id)
         if size is None:
             size = estimate_size(span)
         session.size_bytes += size
@@ -455,7 +475,7 @@ class SessionStore:
             return []
         now = self.clock()
         for span in spans:
-            self._append(trace_id, TRACE_ID_SOURCE, span, now)
+            self._append(trace_id, TRACE_ID_SOURCE, span, now, keyless=True)
         self._trace_key[trace_id] = trace_id
         return [self._close(trace_id, reason)]
 
@@ -464,8 +484,10 @@ class SessionStore:
         self._deadlines.discard(key)
         self.open_bytes -= session.size_bytes
         spans = tuple(session.spans)
+        found = self._keyless.pop(key, None)
+        keyless = frozenset(found) if found else frozenset()
         if self.policy.keep_closed_sessions > 0 and reason != "evicted":  # evicted for memory
-            self._closed_spans[key] = (spans, session.size_bytes)
+            self._closed_spans[key] = (spans, session.size_bytes, keyless)
             self.retained_bytes += session.size_bytes
             while len(self._closed_spans) > self.policy.keep_closed_sessions:
                 self.retained_bytes -= self._closed_spans.popitem(last=False)[1][1]
@@ -480,6 +502,7 @@ class SessionStore:
             reason=reason,
             spans=spans,
             partial=session.partial,
+            keyless_traces=keyless,
         )
 
 

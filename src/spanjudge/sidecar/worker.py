@@ -391,15 +391,15 @@ class Worker:
     def _confirm(self) -> None:
         for evaluated in self.revisions.take_evaluated():
             session = evaluated.session
-            # Its own group and the traces of its key-less spans: a trace whose key-less spans
-            # are another session's (one closed idle before the key came) keeps its rows.
-            groups = {group_of(s, self._key_attributes) for s in session.spans}
-            groups.discard("s:" + session.key)
+            # Its own group and the traces of its key-less spans (the store kept them): a trace
+            # whose key-less spans are another session's (one closed idle before the key came)
+            # keeps its rows.
+            keyless = sorted(group_for(None, trace_id) for trace_id in session.keyless_traces)
             self._unconfirmed.append(
                 Completion(
                     key=session.key,
                     revision=session.revision,
-                    groups=("s:" + session.key, *sorted(groups)),
+                    groups=("s:" + session.key, *keyless),
                     # The last request taken when the session closed: its judged verdicts may
                     # come ticks later, and rows added since belong to what is open now.
                     upto=evaluated.mark,
