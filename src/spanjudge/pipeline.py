@@ -171,10 +171,18 @@ class Pipeline:
         if telemetry is not None:
             telemetry.set_open_sessions_callback(lambda: len(self.store.open))
 
-    def add(self, spans: Sequence[SpanRecord], sizes: Sequence[int] | None = None) -> int:
+    def add(
+        self,
+        spans: Sequence[SpanRecord],
+        sizes: Sequence[int] | None = None,
+        *,
+        agent_only: bool = False,
+    ) -> int:
         """Take spans into their sessions, skipping spanjudge's own; returns the agent spans
-        taken. ``sizes``: each span's `estimate_size`, when the decoder worked them out."""
-        spans, sizes = agent_spans(spans, sizes)
+        taken. ``sizes``: each span's `estimate_size`, when the decoder worked them out;
+        ``agent_only``: the caller left spanjudge's own out already (`agent_spans`)."""
+        if not agent_only:
+            spans, sizes = agent_spans(spans, sizes)
         clock = self.event_clock
         if clock is not None and spans:  # before the store takes them: seen "now"
             latest = max(span.end_unix_nano for span in spans) / 1e9

@@ -320,7 +320,8 @@ class Worker:
         request_id, records, sizes = cast(tuple[int, list[SpanRecord], list[int] | None], item)
         started = time.monotonic()
         try:
-            self.pipeline.add(records, sizes)
+            # What is queued is agent spans only (`submit`, `replay`, the routing process).
+            self.pipeline.add(records, sizes, agent_only=True)
         except Exception:  # the pipeline contains its own errors; this is a last guard
             self.guard.failed("add")
         self.lag.busy(time.monotonic() - started)
