@@ -70,7 +70,12 @@ def agent_spans(
 ) -> tuple[Sequence[SpanRecord], Sequence[int] | None]:
     """``spans`` without spanjudge's own, with the ``sizes`` of those kept (None when not given
     or when some were left out: the store then works them out)."""
-    if not any(is_own_span(span.scope_name, span.name) for span in spans):
+    # Usually none is: each distinct scope name (a request's spans share a few) is looked at
+    # once, and the names compared in one pass, before any span is asked `is_own_span`.
+    scopes = {span.scope_name for span in spans}
+    if semconv.SPAN_EVALUATE not in [span.name for span in spans] and not any(
+        is_own_span(scope, "") for scope in scopes
+    ):
         return spans, sizes
     return [span for span in spans if not is_own_span(span.scope_name, span.name)], None
 

@@ -130,11 +130,16 @@ class Worker:
         keys = (
             [session_key(r, self._key_attributes) for r in records] if self._keys_needed() else None
         )
-        groups = (
-            {group_for(found, r.trace_id) for r, found in zip(records, keys, strict=True)}
-            if self.durable and keys is not None
-            else ()
-        )
+        groups: set[str] = set()
+        if self.durable and keys is not None:
+            # A request's spans share few keys: each distinct one's group made once.
+            groups = {group_for(found, "") for found in set(keys) if found is not None}
+            if None in keys:
+                groups.update(
+                    group_for(None, r.trace_id)
+                    for r, found in zip(records, keys, strict=True)
+                    if found is None
+                )
         with self._submit_lock:
             if (reason := self._refusal(len(body), n)) is not None:
                 raise Overloaded(reason)
