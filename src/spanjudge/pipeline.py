@@ -182,10 +182,14 @@ class Pipeline:
         sizes: Sequence[int] | None = None,
         *,
         agent_only: bool = False,
+        keys: Sequence[tuple[str, str] | None] | None = None,
+        refused: int = 0,
     ) -> int:
         """Take spans into their sessions, skipping spanjudge's own; returns the agent spans
         taken. ``sizes``: each span's `estimate_size`, when the decoder worked them out;
-        ``agent_only``: the caller left spanjudge's own out already (`agent_spans`)."""
+        ``agent_only``: the caller left spanjudge's own out already (`agent_spans`); ``keys``
+        (with ``agent_only``): each span's `session_key` with the store's key attributes,
+        when the caller looked them up, and ``refused`` the key attributes it skipped."""
         if not agent_only:
             spans, sizes = agent_spans(spans, sizes)
         clock = self.event_clock
@@ -194,8 +198,16 @@ class Pipeline:
             if latest > clock.now:
                 clock.now = latest
         store = self.store
-        refused = store.refused_keys
-        if sizes is None:
+        before = store.refused_keys
+        if keys is not None:
+            store.refused_keys += refused
+            if sizes is None:
+                for span, found in zip(spans, keys, strict=True):
+                    store.add(span, found=found, looked_up=True)
+            else:
+                for span, size, found in zip(spans, sizes, keys, strict=True):
+                    store.add(span, size, found=found, looked_up=True)
+        elif sizes is None:
             for span in spans:
                 store.add(span)
         else:
@@ -204,7 +216,7 @@ class Pipeline:
         n = len(spans)
         if self.telemetry is not None and n:
             self.telemetry.spans_received(n)
-            self.telemetry.session_keys_refused(store.refused_keys - refused)
+            self.telemetry.session_keys_refused(store.refused_keys - before)
         return n
 
     def tick(self, *, mark: int = 0, limit: int | None = None) -> list[SessionResult]:

@@ -145,10 +145,20 @@ class SessionStore:
 
     # --- intake ---
 
-    def add(self, span: SpanRecord, size: int | None = None) -> None:
-        """Take ``span`` into its session (``size``: its `estimate_size`, when known)."""
+    def add(
+        self,
+        span: SpanRecord,
+        size: int | None = None,
+        *,
+        found: tuple[str, str] | None = None,
+        looked_up: bool = False,
+    ) -> None:
+        """Take ``span`` into its session (``size``: its `estimate_size`, when known; with
+        ``looked_up``, ``found`` is its `session_key` with the policy's key attributes, and
+        the caller counts in `refused_keys` the key attributes it skipped)."""
         now = self.clock()
-        found = session_key(span, self.policy.key_attributes, self._refused_key)
+        if not looked_up:
+            found = session_key(span, self.policy.key_attributes, self._refused_key)
         if found is None:
             key = self._trace_key.get(span.trace_id)
             if key is None:
