@@ -27,6 +27,7 @@ INCOMPLETE_REASONS = frozenset({"shutdown", "evicted", "max_age"})
 _MAX_TRACE_KEYS = 200_000
 _SESSION_END = semconv.SJ_SESSION_END
 _END_VALUES = (True, "true", "True", 1)  # what marks a session's end (== comparisons)
+_NO_TRACES: frozenset[str] = frozenset()  # shared: each empty frozenset is an object of its own
 __all__ = ["ClosePolicy", "ClosedSession", "OpenSession", "SessionStore", "estimate_size"]
 
 
@@ -78,7 +79,7 @@ class ClosedSession:
     # re-opened after its earlier spans were released: this evaluation sees only part of it
     partial: bool = False
     # the traces of its spans that carry no session key (joined to it by their trace)
-    keyless_traces: frozenset[str] = frozenset()
+    keyless_traces: frozenset[str] = _NO_TRACES
 
     @property
     def complete(self) -> bool:
@@ -495,7 +496,7 @@ class SessionStore:
         self.open_bytes -= session.size_bytes
         spans = tuple(session.spans)
         found = self._keyless.pop(key, None)
-        keyless = frozenset(found) if found else frozenset()
+        keyless = frozenset(found) if found else _NO_TRACES
         if self.policy.keep_closed_sessions > 0 and reason != "evicted":  # evicted for memory
             self._closed_spans[key] = (spans, session.size_bytes, keyless)
             self.retained_bytes += session.size_bytes
