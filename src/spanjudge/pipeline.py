@@ -70,7 +70,12 @@ def agent_spans(
 ) -> tuple[Sequence[SpanRecord], Sequence[int] | None]:
     """``spans`` without spanjudge's own, with the ``sizes`` of those kept (None when not given
     or when some were left out: the store then works them out)."""
-    if not any(is_own_span(span.scope_name, span.name) for span in spans):
+    # Usually none is: each distinct scope name (a request's spans share a few) is looked at
+    # once, and the names compared in one pass, before any span is asked `is_own_span`.
+    scopes = {span.scope_name for span in spans}
+    if semconv.SPAN_EVALUATE not in [span.name for span in spans] and not any(
+        is_own_span(scope, "") for scope in scopes
+    ):
         return spans, sizes
     return [span for span in spans if not is_own_span(span.scope_name, span.name)], None
 
@@ -171,18 +176,38 @@ class Pipeline:
         if telemetry is not None:
             telemetry.set_open_sessions_callback(lambda: len(self.store.open))
 
-    def add(self, spans: Sequence[SpanRecord], sizes: Sequence[int] | None = None) -> int:
+    def add(
+        self,
+        spans: Sequence[SpanRecord],
+        sizes: Sequence[int] | None = None,
+        *,
+        agent_only: bool = False,
+        keys: Sequence[tuple[str, str] | None] | None = None,
+        refused: int = 0,
+    ) -> int:
         """Take spans into their sessions, skipping spanjudge's own; returns the agent spans
-        taken. ``sizes``: each span's `estimate_size`, when the decoder worked them out."""
-        spans, sizes = agent_spans(spans, sizes)
+        taken. ``sizes``: each span's `estimate_size`, when the decoder worked them out;
+        ``agent_only``: the caller left spanjudge's own out already (`agent_spans`); ``keys``
+        (with ``agent_only``): each span's `session_key` with the store's key attributes,
+        when the caller looked them up, and ``refused`` the key attributes it skipped."""
+        if not agent_only:
+            spans, sizes = agent_spans(spans, sizes)
         clock = self.event_clock
         if clock is not None and spans:  # before the store takes them: seen "now"
             latest = max(span.end_unix_nano for span in spans) / 1e9
             if latest > clock.now:
                 clock.now = latest
         store = self.store
-        refused = store.refused_keys
-        if sizes is None:
+        before = store.refused_keys
+        if keys is not None:
+            store.refused_keys += refused
+            if sizes is None:
+                for span, found in zip(spans, keys, strict=True):
+                    store.add(span, found=found, looked_up=True)
+            else:
+                for span, size, found in zip(spans, sizes, keys, strict=True):
+                    store.add(span, size, found=found, looked_up=True)
+        elif sizes is None:
             for span in spans:
                 store.add(span)
         else:
@@ -191,7 +216,7 @@ class Pipeline:
         n = len(spans)
         if self.telemetry is not None and n:
             self.telemetry.spans_received(n)
-            self.telemetry.session_keys_refused(store.refused_keys - refused)
+            self.telemetry.session_keys_refused(store.refused_keys - before)
         return n
 
     def tick(self, *, mark: int = 0, limit: int | None = None) -> list[SessionResult]:

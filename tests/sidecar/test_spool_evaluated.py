@@ -66,3 +66,15 @@ def test_a_sidecar_restarted_often_still_forgets_the_oldest(tmp_path: Path) -> N
         assert spool.revision("r19k998") == 1  # the latest are remembered
         assert spool.revision("r0k0") == 0  # the oldest forgotten
         assert spool.revision("r18k0") == 0
+
+
+def test_a_lower_revision_confirmed_later_does_not_lower_the_recorded_one(tmp_path: Path) -> None:
+    path = str(tmp_path / "spool.db")
+    with closing(Spool(path, max_bytes=1 << 20)) as spool:
+        assert spool.revision("k0") == 0
+        _complete(spool, 0, 1, revision=5)
+        _complete(spool, 0, 1, revision=2)  # an earlier revision's confirmation, late
+        assert spool.revision("k0") == 5
+        assert spool.revision("k1") == 0
+    with closing(Spool(path, max_bytes=1 << 20)) as spool:
+        assert spool.revision("k0") == 5

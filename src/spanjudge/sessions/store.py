@@ -27,6 +27,7 @@ INCOMPLETE_REASONS = frozenset({"shutdown", "evicted", "max_age"})
 _MAX_TRACE_KEYS = 200_000
 _SESSION_END = semconv.SJ_SESSION_END
 _END_VALUES = (True, "true", "True", 1)  # what marks a session's end (== comparisons)
+_NO_TRACES: frozenset[str] = frozenset()  # shared: each empty frozenset is an object of its own
 __all__ = ["ClosePolicy", "ClosedSession", "OpenSession", "SessionStore", "estimate_size"]
 
 
@@ -77,6 +78,8 @@ class ClosedSession:
     spans: tuple[SpanRecord, ...]
     # re-opened after its earlier spans were released: this evaluation sees only part of it
     partial: bool = False
+    # the traces of its spans that carry no session key (joined to it by their trace)
+    keyless_traces: frozenset[str] = _NO_TRACES
 
     @property
     def complete(self) -> bool:
@@ -110,8 +113,13 @@ class SessionStore:
         self._pending_since: dict[str, float] = {}
         self._pending_bytes: dict[str, int] = {}
         self._pending_turn_end: dict[str, float] = {}  # key-less traces whose root span ended
-        # spans of the last closed sessions, kept so a late span re-opens them whole
-        self._closed_spans: OrderedDict[str, tuple[tuple[SpanRecord, ...], int]] = OrderedDict()
+        # open sessions that hold spans with no session key of their own: their traces
+        self._keyless: dict[str, set[str]] = {}
+        # spans of the last closed sessions (their size and key-less traces), kept so a late
+        # span re-opens them whole
+        self._closed_spans: OrderedDict[str, tuple[tuple[SpanRecord, ...], int, frozenset[str]]] = (
+            OrderedDict()
+        )
         # The memory budget (`max_open_bytes`) covers all three: open sessions, the spans of
         # traces with no session key yet, and the retained spans of closed sessions.
         self.open_bytes = 0
@@ -138,10 +146,20 @@ class SessionStore:
 
     # --- intake ---
 
-    def add(self, span: SpanRecord, size: int | None = None) -> None:
-        """Take ``span`` into its session (``size``: its `estimate_size`, when known)."""
+    def add(
+        self,
+        span: SpanRecord,
+        size: int | None = None,
+        *,
+        found: tuple[str, str] | None = None,
+        looked_up: bool = False,
+    ) -> None:
+        """Take ``span`` into its session (``size``: its `estimate_size`, when known; with
+        ``looked_up``, ``found`` is its `session_key` with the policy's key attributes, and
+        the caller counts in `refused_keys` the key attributes it skipped)."""
         now = self.clock()
-        found = session_key(span, self.policy.key_attributes, self._refused_key)
+        if not looked_up:
+            found = session_key(span, self.policy.key_attributes, self._refused_key)
         if found is None:
             key = self._trace_key.get(span.trace_id)
             if key is None:
@@ -165,7 +183,7 @@ class SessionStore:
                     self.latest_close_at = max(self.latest_close_at, close_at)
                     self._pending_deadlines.lower(span.trace_id, close_at)
                 return
-            self._append(key, "", span, now, size)
+            self._append(key, "", span, now, size, keyless=True)
             return
         key, source = found
         trace_id = span.trace_id
@@ -182,7 +200,7 @@ class SessionStore:
             self._forget_pending(trace_id)
         if waiting and self._trace_key[trace_id] == key:
             for earlier in waiting:
-                self._append(key, source, earlier, now)
+                self._append(key, source, earlier, now, keyless=True)
 
     def _refused_key(self) -> None:
         self.refused_keys += 1
@@ -204,16 +222,27 @@ class SessionStore:
             self.add(span)
 
     def _append(
-        self, key: str, source: str, span: SpanRecord, now: float, size: int | None = None
+        self,
+        key: str,
+        source: str,
+        span: SpanRecord,
+        now: float,
+        size: int | None = None,
+        *,
+        keyless: bool = False,
     ) -> None:
+        """Take ``span`` into the session of ``key`` (``keyless``: the span carries no session
+        key, it joins by its trace)."""
         session = self.open.get(key)
         if session is None:
             revision, reopened = self.revisions.open(key)
             kept = self._closed_spans.pop(key, None)
             earlier = None
             if kept is not None:
-                earlier, kept_bytes = kept
+                earlier, kept_bytes, kept_keyless = kept
                 self.retained_bytes -= kept_bytes
+                if kept_keyless:
+                    self._keyless[key] = set(kept_keyless)
             # Re-opened without its earlier spans: this evaluation sees only part of it.
             partial = reopened and earlier is None
             if reopened:
@@ -243,6 +272,8 @@ class SessionStore:
             return
         seen.add(ident)
         session.spans.append(span)
+        if keyless:
+            self._keyless.setdefault(key, set()).add(span.trace_id)
         if size is None:
             size = estimate_size(span)
         session.size_bytes += size
@@ -455,7 +486,7 @@ class SessionStore:
             return []
         now = self.clock()
         for span in spans:
-            self._append(trace_id, TRACE_ID_SOURCE, span, now)
+            self._append(trace_id, TRACE_ID_SOURCE, span, now, keyless=True)
         self._trace_key[trace_id] = trace_id
         return [self._close(trace_id, reason)]
 
@@ -464,8 +495,10 @@ class SessionStore:
         self._deadlines.discard(key)
         self.open_bytes -= session.size_bytes
         spans = tuple(session.spans)
+        found = self._keyless.pop(key, None)
+        keyless = frozenset(found) if found else _NO_TRACES
         if self.policy.keep_closed_sessions > 0 and reason != "evicted":  # evicted for memory
-            self._closed_spans[key] = (spans, session.size_bytes)
+            self._closed_spans[key] = (spans, session.size_bytes, keyless)
             self.retained_bytes += session.size_bytes
             while len(self._closed_spans) > self.policy.keep_closed_sessions:
                 self.retained_bytes -= self._closed_spans.popitem(last=False)[1][1]
@@ -480,6 +513,7 @@ class SessionStore:
             reason=reason,
             spans=spans,
             partial=session.partial,
+            keyless_traces=keyless,
         )
 
 

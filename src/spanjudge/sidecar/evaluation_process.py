@@ -325,7 +325,7 @@ class _ProcessWorker(Worker):
         if len(records) != n:
             with self._submit_lock:
                 self.pending_spans -= n - len(records)
-        added = super()._add((request_id, records, sizes))
+        added = super()._add((request_id, records, sizes, None, 0))
         if resent:  # counted when they first arrived, in the process that released them
             self.relay.spans_received(-resent)
         for trace_id in released:

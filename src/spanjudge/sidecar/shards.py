@@ -226,6 +226,7 @@ class ShardedWorker(Worker):
         nbytes: int = 0,
         sizes: Any = None,
         keys: Sequence[tuple[str, str] | None] | None = None,
+        refused: int = 0,
     ) -> None:
         now = time.monotonic()
         total = len(records) or 1

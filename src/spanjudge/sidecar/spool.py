@@ -71,13 +71,17 @@ def read_acknowledged(path: str) -> int | None:
     return value if value >= 0 else None
 
 
-def _forget_oldest(db: sqlite3.Connection, rows: int) -> None:
+def _forget_oldest(db: sqlite3.Connection, rows: int) -> list[str]:
     """Forget the ``rows`` revisions evaluated longest ago: a sort of those few, not of the
-    whole table."""
-    db.execute(
-        "DELETE FROM evaluated WHERE skey IN (SELECT skey FROM evaluated ORDER BY at LIMIT ?)",
-        (rows,),
-    )
+    whole table. Returns their keys."""
+    return [
+        key
+        for (key,) in db.execute(
+            "DELETE FROM evaluated WHERE skey IN"
+            " (SELECT skey FROM evaluated ORDER BY at LIMIT ?) RETURNING skey",
+            (rows,),
+        )
+    ]
 
 
 class StorageError(Exception):
@@ -163,6 +167,10 @@ class Spool:
         self.bytes: int = row[0]
         self.requests: int = row[1]
         self._completions = 0
+        # The `evaluated` table as a dict, read on the first `revision` and kept up to date by
+        # `complete` (no query per session opened); None until then (a serve process whose
+        # evaluation processes read the file never asks).
+        self._evaluated: dict[str, int] | None = None
         # At least the rows of `evaluated` (a completion adds at most one): while it is not
         # above `keep_evaluated`, nothing needs pruning and the pruning query (a sort of the
         # whole table) is not run.
@@ -282,12 +290,13 @@ class Spool:
                         gone += 1
                 self._completions += len(done)
                 bound = self._evaluated_bound + len(done)
+                forgotten: list[str] = []
                 if self._completions >= 1000:
                     self._completions = 0
                     if bound > self.keep_evaluated:
                         bound = db.execute("SELECT COUNT(*) FROM evaluated").fetchone()[0]
                     if bound > self.keep_evaluated:
-                        _forget_oldest(db, bound - self.keep_evaluated)
+                        forgotten = _forget_oldest(db, bound - self.keep_evaluated)
                         bound = self.keep_evaluated
                 if gone:
                     self._record(self.requests - gone)
@@ -305,14 +314,24 @@ class Spool:
             self.bytes -= freed
             self.requests -= gone
             self._evaluated_bound = bound
+            evaluated = self._evaluated
+            if evaluated is not None:  # what the table now holds, in the statements' order
+                for item in done:
+                    if item.revision > evaluated.get(item.key, 0):
+                        evaluated[item.key] = item.revision
+                for key in forgotten:
+                    evaluated.pop(key, None)
 
     def revision(self, key: str) -> int:
         """The last revision of ``key`` recorded as evaluated (0: never)."""
         with self._lock:
-            row = self._db.execute(
-                "SELECT revision FROM evaluated WHERE skey = ?", (key,)
-            ).fetchone()
-        return int(row[0]) if row else 0
+            evaluated = self._evaluated
+            if evaluated is None:
+                evaluated = self._evaluated = {
+                    skey: int(revision)
+                    for skey, revision in self._db.execute("SELECT skey, revision FROM evaluated")
+                }
+            return evaluated.get(key, 0)
 
     def close(self) -> None:
         with self._lock:

@@ -40,6 +40,7 @@ _CYCLE_S = 1.0  # about how long one cycle of adding and evaluating takes under 
 # log record per verdict in the export backlog until its flush).
 _CLOSE_BATCH = 256
 _BEFORE_STOP = "busy with what closed before the stop"  # `Worker._finishing` until `_finish`
+_Key = tuple[str, str] | None  # a span's `session_key`
 
 
 class Overloaded(Exception):
@@ -126,15 +127,27 @@ class Worker:
         if not records:
             return
         n = len(records)
-        # Each span's session key, looked up once for its spool group and its routing.
-        keys = (
-            [session_key(r, self._key_attributes) for r in records] if self._keys_needed() else None
-        )
-        groups = (
-            {group_for(found, r.trace_id) for r, found in zip(records, keys, strict=True)}
-            if self.durable and keys is not None
-            else ()
-        )
+        # Each span's session key, looked up once for its spool group, its routing and its
+        # session (the store is given them, with the key attributes skipped for their type).
+        keys = None
+        refused = 0
+        if self._keys_needed():
+
+            def count_refused() -> None:
+                nonlocal refused
+                refused += 1
+
+            keys = [session_key(r, self._key_attributes, count_refused) for r in records]
+        groups: set[str] = set()
+        if self.durable and keys is not None:
+            # A request's spans share few keys: each distinct one's group made once.
+            groups = {group_for(found, "") for found in set(keys) if found is not None}
+            if None in keys:
+                groups.update(
+                    group_for(None, r.trace_id)
+                    for r, found in zip(records, keys, strict=True)
+                    if found is None
+                )
         with self._submit_lock:
             if (reason := self._refusal(len(body), n)) is not None:
                 raise Overloaded(reason)
@@ -145,7 +158,7 @@ class Worker:
                 self._storage_failed(exc)
                 raise Overloaded(f"the spool cannot store the request: {exc}") from None
             self._storage_ok()
-            self._enqueue(request_id, records, len(body), sizes, keys)
+            self._enqueue(request_id, records, len(body), sizes, keys, refused)
 
     def _keys_needed(self) -> bool:
         """Whether `submit` needs the spans' session keys (for their spool groups)."""
@@ -225,11 +238,13 @@ class Worker:
         nbytes: int = 0,
         sizes: Any = None,
         keys: Sequence[tuple[str, str] | None] | None = None,
+        refused: int = 0,
     ) -> None:
         """Hand one spooled request's spans to evaluation, in spool id order (lock held);
-        ``keys``: each span's `session_key`, when `submit` looked them up."""
+        ``keys``: each span's `session_key`, when `submit` looked them up (``refused``: the
+        key attributes it skipped for their type)."""
         self.pending_spans += len(records)
-        self._queue.put((request_id, records, sizes))
+        self._queue.put((request_id, records, sizes, keys, refused))
         self.lag.accepted(request_id, len(records), time.monotonic(), nbytes)
 
     def _storage_failed(self, exc: StorageError) -> None:
@@ -317,10 +332,13 @@ class Worker:
 
     def _add(self, item: object) -> int:
         """Feed one request's spans to the pipeline; returns how many."""
-        request_id, records, sizes = cast(tuple[int, list[SpanRecord], list[int] | None], item)
+        request_id, records, sizes, keys, refused = cast(
+            tuple[int, list[SpanRecord], list[int] | None, list[_Key] | None, int], item
+        )
         started = time.monotonic()
         try:
-            self.pipeline.add(records, sizes)
+            # What is queued is agent spans only (`submit`, `replay`, the routing process).
+            self.pipeline.add(records, sizes, agent_only=True, keys=keys, refused=refused)
         except Exception:  # the pipeline contains its own errors; this is a last guard
             self.guard.failed("add")
         self.lag.busy(time.monotonic() - started)
@@ -391,15 +409,15 @@ class Worker:
     def _confirm(self) -> None:
         for evaluated in self.revisions.take_evaluated():
             session = evaluated.session
-            # Its own group and the traces of its key-less spans: a trace whose key-less spans
-            # are another session's (one closed idle before the key came) keeps its rows.
-            groups = {group_of(s, self._key_attributes) for s in session.spans}
-            groups.discard("s:" + session.key)
+            # Its own group and the traces of its key-less spans (the store kept them): a trace
+            # whose key-less spans are another session's (one closed idle before the key came)
+            # keeps its rows.
+            keyless = sorted(group_for(None, trace_id) for trace_id in session.keyless_traces)
             self._unconfirmed.append(
                 Completion(
                     key=session.key,
                     revision=session.revision,
-                    groups=("s:" + session.key, *sorted(groups)),
+                    groups=("s:" + session.key, *keyless),
                     # The last request taken when the session closed: its judged verdicts may
                     # come ticks later, and rows added since belong to what is open now.
                     upto=evaluated.mark,

@@ -188,7 +188,8 @@ def span_from_proto(
     ``sizes``, the span's `estimate_size` is appended to it."""
     trace_id, span_id, parent, start, end, status, span_links = _checked(span)
     attributes, cuts, size = _sized_attrs(span.attributes, limits)
-    size += SPAN_BASE + len(span.name)
+    name = span.name  # each read of a field builds its value again
+    size += SPAN_BASE + len(name)
     events: tuple[SpanEvent, ...] = ()
     span_events = span.events
     if span_events:
@@ -215,7 +216,7 @@ def span_from_proto(
     record.trace_id = trace_id
     record.span_id = span_id
     record.parent_span_id = parent
-    record.name = span.name
+    record.name = name
     record.start_unix_nano = start
     record.end_unix_nano = end
     record.kind = SPAN_KINDS[span.kind]
