@@ -99,8 +99,13 @@ def test_all_attributes_in_their_order() -> None:
 
 def test_equal_values_of_other_types_stay_apart() -> None:
     """`True == 1 == 1.0` and `0.0 == -0.0` in Python; each is written as itself, whichever
-    came first, for a score and for a label (a plugin may return any attribute value)."""
-    for key in ("gen_ai.evaluation.score.value", "gen_ai.evaluation.score.label"):
+    came first, for a score, for a label (a plugin may return any attribute value) and for
+    an evaluation span's revision (whose encodings are kept for booleans and integers too)."""
+    for key in (
+        "gen_ai.evaluation.score.value",
+        "gen_ai.evaluation.score.label",
+        "spanjudge.revision",
+    ):
         for value, expected in [
             (1.0, AnyValue(double_value=1.0)),
             (1, AnyValue(int_value=1)),

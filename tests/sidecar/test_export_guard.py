@@ -164,7 +164,7 @@ def test_a_session_whose_encoding_fails_sends_none_of_it(monkeypatch: pytest.Mon
         ExportConfig(enabled=True, endpoint=f"http://127.0.0.1:{receiver.port}", insecure=True),
         Resource.create({}),
     )
-    real = otlp._verdict_messages
+    real = otlp._shape_of
     calls = [0]
 
     def failing_third(*args: Any) -> Any:
@@ -175,7 +175,7 @@ def test_a_session_whose_encoding_fails_sends_none_of_it(monkeypatch: pytest.Mon
 
     try:
         sink = export.sink()
-        monkeypatch.setattr(otlp, "_verdict_messages", failing_third)
+        monkeypatch.setattr(otlp, "_shape_of", failing_third)
         with pytest.raises(TypeError):
             sink.emit(broken)
         monkeypatch.undo()

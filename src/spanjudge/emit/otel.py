@@ -22,7 +22,7 @@ from opentelemetry.util.types import AttributeValue
 from spanjudge import semconv
 from spanjudge._version import __version__
 from spanjudge.trajectory.model import Trajectory
-from spanjudge.values import SessionResult, Verdict
+from spanjudge.values import SessionResult, Target, Verdict
 
 _MAX_LINKS = 128  # the SDK's default span link limit; more turns than that keep the latest
 
@@ -169,9 +169,9 @@ class Placement:
         # about the whole session or a turn)
         self._step_trace: Mapping[str, str] | None = None
 
-    def evaluated_span(self, verdict: Verdict) -> tuple[str, str] | None:
-        """The span a verdict is about: its target span, else its turn, else the last turn."""
-        target = verdict.target
+    def evaluated_span(self, target: Target) -> tuple[str, str] | None:
+        """The span a verdict of ``target`` is about: its target span, else its turn, else the
+        last turn."""
         if target.span_id:
             step_trace = self._step_trace
             if step_trace is None:
@@ -259,7 +259,7 @@ class OtelVerdictSink:
         for verdict in result.verdicts:
             attrs = verdict_attributes(verdict, trajectory.session_id, trajectory.revision)
             span.add_event(semconv.EV_EVALUATION_RESULT, attrs, timestamp=end_ns)
-            evaluated = placement.evaluated_span(verdict)
+            evaluated = placement.evaluated_span(verdict.target)
             context = contexts.get(evaluated)
             if context is None:
                 context = contexts[evaluated] = _context_of(evaluated) or Context()

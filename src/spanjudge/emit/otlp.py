@@ -57,7 +57,7 @@ from spanjudge.emit.otel import (
 )
 from spanjudge.remembered import SHORT_CHARS, remembered_when_short
 from spanjudge.trajectory.model import Trajectory
-from spanjudge.values import SessionResult, Verdict, verdict_ids
+from spanjudge.values import NO_TARGET, SessionResult, Verdict, verdict_ids
 
 # The SDK's span flags for a parent or link context that is not remote (ours never are).
 _LOCAL = SpanFlags.SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK
@@ -131,8 +131,10 @@ _RECORD_SEVERITY = {
 _RECORD_BODY_EMPTY = wire.message(_RECORD_BODY, b"")  # an empty `AnyValue`, set
 _RECORD_EVENT_NAME_FIELD = wire.string(_RECORD_EVENT_NAME, semconv.EV_EVALUATION_RESULT)
 
-# Verdict attributes whose values come from small sets of strings (evaluator names, labels,
-# outcomes, judges, reasons, skills, error types): each pair is encoded once.
+# Attributes whose values come from small sets: verdict attributes (evaluator names, labels,
+# outcomes, judges, reasons, skills, error types), and all of an evaluation span's but the
+# session id (the revision, whether the session is complete, the agent's name). Each pair is
+# encoded once, when the value is a string, a boolean or an integer.
 _FEW_VALUES = frozenset(
     {
         semconv.GEN_AI_EVALUATION_NAME,
@@ -142,6 +144,9 @@ _FEW_VALUES = frozenset(
         semconv.SJ_REASON,
         semconv.GEN_AI_SKILL_NAME,
         semconv.ERROR_TYPE,
+        semconv.SJ_REVISION,
+        semconv.SJ_SESSION_COMPLETE,
+        semconv.GEN_AI_AGENT_NAME,
     }
 )
 
@@ -201,18 +206,24 @@ def key_value(key: str, value: object) -> bytes:
 
 
 _few_key_value = remembered_when_short(maxsize=1024)(key_value)
+# Booleans and integers by type as well as value: `1 == True`, and each is written as itself.
+_few_number_key_value = functools.lru_cache(maxsize=1024, typed=True)(key_value)
 
 
 def encoded_attributes(attributes: Mapping[str, object]) -> list[bytes]:
-    """Each attribute's `key_value`, in order. Only strings are looked up among the kept
-    encodings (`remembered_when_short`: short ones): values that compare equal can be written
-    differently (`0.0` and `-0.0`, `1` and `True`), and a list cannot be a key."""
-    return [
-        _few_key_value(key, value)
-        if key in _FEW_VALUES and isinstance(value, str)
-        else key_value(key, value)
-        for key, value in attributes.items()
-    ]
+    """Each attribute's `key_value`, in order. Only strings, booleans and integers are looked
+    up among the kept encodings (strings through `remembered_when_short`: short ones; the others
+    by type and value): values that compare equal can be written differently (`0.0` and `-0.0`,
+    `1` and `True`), and a list cannot be a key."""
+    encoded = []
+    for key, value in attributes.items():
+        if key in _FEW_VALUES and type(value) is str:
+            encoded.append(_few_key_value(key, value))
+        elif key in _FEW_VALUES and (type(value) is bool or type(value) is int):
+            encoded.append(_few_number_key_value(key, value))
+        else:
+            encoded.append(key_value(key, value))
+    return encoded
 
 
 def attributes(tag: bytes, key_values: list[bytes]) -> bytes:
@@ -223,106 +234,79 @@ def attributes(tag: bytes, key_values: list[bytes]) -> bytes:
 # A verdict's span event and log record are written straight from the verdict, its attributes
 # in the order `emit.otel` gives them (`VERDICT_OPENING`, its id, its score, `VERDICT_CLOSING`;
 # `test_otel_contract.py` holds the two paths to the same output). All but the id and the score
-# come from few texts (an explanation is mostly one of its evaluator's few sentences): their
-# encodings are remembered, as event attributes and as log record attributes together, when
-# they are strings (values that compare equal can be written differently: `0.0` and `-0.0`,
+# come from few texts (an explanation is mostly one of its evaluator's few sentences): what the
+# event and the record are around the id and the score is remembered (`_Shape`), by those texts,
+# when they are strings (values that compare equal can be written differently: `0.0` and `-0.0`,
 # `1` and `True`) and short ones (`SHORT_CHARS`, as `remembered_when_short` keeps them).
-_VERDICT_ID_CHARS = 32  # `Verdict.stable_id`: hex digits
+_VERDICT_ID_CHARS = 32  # `values.verdict_ids`: hex digits
 _VERDICT_ID_LEAD = key_value(semconv.SJ_VERDICT_ID, "0" * _VERDICT_ID_CHARS)[
     :-_VERDICT_ID_CHARS
 ]  # the id's attribute but for the id's characters
 _SCORE_LEAD = key_value(semconv.GEN_AI_EVALUATION_SCORE_VALUE, 0.0)[:-8]  # but for the double
-_REMEMBERED = 1024  # encodings kept of verdicts' few-valued attributes
+_EVENT_SCORED = _EVENT_ATTRIBUTES + _SCORE_LEAD  # a score in an event, but for the double
+_RECORD_SCORED = _RECORD_ATTRIBUTES + _SCORE_LEAD
+_SCORED_SIZE = len(_EVENT_SCORED) + 8
+_REMEMBERED = 1024  # shapes kept of verdicts' few-valued attributes
+
+# A verdict's span event and log record but for the session's time, the verdict's id and score,
+# and (the record's) what follows its attributes: (the event's name and its attributes up to
+# the id's value, its attributes after the score, the size of the event but for its time and
+# score, the record's severity, body and attributes up to the id's value, its attributes after
+# the score). An event is its time, then the first, the id, the score (`_EVENT_SCORED` and the
+# double) and the second; a record its time, then the fourth, the id, the score
+# (`_RECORD_SCORED` and the double), the fifth and what the session's records end with.
+_Shape = tuple[bytes, bytes, int, bytes, bytes]
 
 
-def _as_fields(key_values: list[bytes]) -> tuple[bytes, bytes]:
-    """Attributes (`key_value`s) as a span event's and as a log record's attributes field."""
-    return (
-        attributes(_EVENT_ATTRIBUTES, key_values),
-        attributes(_RECORD_ATTRIBUTES, key_values),
-    )
-
-
-def _described(texts: tuple[object, ...]) -> tuple[bytes, bytes, bytes, bytes]:
-    """A verdict's attributes before its id and after its score (`emit.otel.verdict_texts`:
-    those after it only when set), each as event and as log record attributes."""
+def _shape(verdict: Verdict, texts: tuple[object, ...]) -> _Shape:
+    """The shape of ``verdict``'s event and record (``texts``: its `verdict_texts`; the
+    severity follows the outcome, one of them)."""
     opening, closing = texts[: len(VERDICT_OPENING)], texts[len(VERDICT_OPENING) :]
+    opened = [key_value(k, v) for k, v in zip(VERDICT_OPENING, opening, strict=True)]
+    closed = [key_value(k, v) for k, v in zip(VERDICT_CLOSING, closing, strict=True) if v]
+    event_open = b"".join(
+        (_EVENT_NAME_FIELD, attributes(_EVENT_ATTRIBUTES, opened), _EVENT_ATTRIBUTES)
+    )
+    event_close = attributes(_EVENT_ATTRIBUTES, closed)
     return (
-        *_as_fields([key_value(k, v) for k, v in zip(VERDICT_OPENING, opening, strict=True)]),
-        *_as_fields([key_value(k, v) for k, v in zip(VERDICT_CLOSING, closing, strict=True) if v]),
+        event_open + _VERDICT_ID_LEAD,
+        event_close,
+        len(event_open) + len(_VERDICT_ID_LEAD) + _VERDICT_ID_CHARS + len(event_close),
+        b"".join(
+            (
+                _RECORD_SEVERITY[failed(verdict)],
+                _RECORD_BODY_EMPTY,
+                attributes(_RECORD_ATTRIBUTES, opened),
+                _RECORD_ATTRIBUTES,
+                _VERDICT_ID_LEAD,
+            )
+        ),
+        attributes(_RECORD_ATTRIBUTES, closed),
     )
 
 
-# The remembered encodings, by the values they encode. Only tuples of short strings are put
-# in, so a lookup finds nothing for any other values (they are encoded each time) and needs no
-# check first; at `_REMEMBERED` tuples it starts over. (`functools.lru_cache` would keep any
-# values it is called with: each verdict's values would have to be checked before the lookup,
-# which costs several times the lookup.)
-_remembered_described: dict[tuple[object, ...], tuple[bytes, bytes, bytes, bytes]] = {}
+# The remembered shapes, by the texts they encode. Only tuples of short strings are put in, so
+# a lookup finds nothing for any other values (they are encoded each time) and needs no check
+# first; at `_REMEMBERED` tuples it starts over. (`functools.lru_cache` would keep any values
+# it is called with: each verdict's values would have to be checked before the lookup, which
+# costs several times the lookup.)
+_remembered_shapes: dict[tuple[object, ...], _Shape] = {}
 
 
-def _described_remembered(values: tuple[object, ...]) -> tuple[bytes, bytes, bytes, bytes]:
-    """`_described` of ``values``, remembered when they are all short strings."""
+def _shape_of(verdict: Verdict) -> _Shape:
+    """`_shape` of ``verdict``, remembered when its texts are all short strings."""
+    texts = verdict_texts(verdict)
     try:
-        found = _remembered_described.get(values)
+        found = _remembered_shapes.get(texts)
     except TypeError:  # an unhashable value (a list): encoded, not remembered
-        return _described(values)
+        return _shape(verdict, texts)
     if found is None:
-        found = _described(values)
-        if all(type(value) is str and len(value) <= SHORT_CHARS for value in values):
-            if len(_remembered_described) >= _REMEMBERED:
-                _remembered_described.clear()
-            _remembered_described[values] = found
+        found = _shape(verdict, texts)
+        if all(type(value) is str and len(value) <= SHORT_CHARS for value in texts):
+            if len(_remembered_shapes) >= _REMEMBERED:
+                _remembered_shapes.clear()
+            _remembered_shapes[texts] = found
     return found
-
-
-def _verdict_messages(
-    verdict: Verdict,
-    verdict_id: str,
-    event_head: bytes,
-    record_head: bytes,
-    record_tail: bytes,
-) -> tuple[bytes, bytes]:
-    """A verdict's span event, as the span's field, and its log record: the verdict's
-    attributes between what the session's events and records have before and after them (a
-    record's attributes are its event's, then the session's: `log_record_attributes`)."""
-    opening_e, opening_r, closing_e, closing_r = _described_remembered(verdict_texts(verdict))
-    if len(verdict_id) == _VERDICT_ID_CHARS:
-        identified = _VERDICT_ID_LEAD + verdict_id.encode()
-    else:
-        identified = key_value(semconv.SJ_VERDICT_ID, verdict_id)
-    score = verdict.score
-    if score is None:
-        event = b"".join((event_head, opening_e, _EVENT_ATTRIBUTES, identified, closing_e))
-        record = b"".join(
-            (record_head, opening_r, _RECORD_ATTRIBUTES, identified, closing_r, record_tail)
-        )
-    else:
-        scored = _SCORE_LEAD + wire.double(float(score))
-        event = b"".join(
-            (
-                event_head,
-                opening_e,
-                _EVENT_ATTRIBUTES,
-                identified,
-                _EVENT_ATTRIBUTES,
-                scored,
-                closing_e,
-            )
-        )
-        record = b"".join(
-            (
-                record_head,
-                opening_r,
-                _RECORD_ATTRIBUTES,
-                identified,
-                _RECORD_ATTRIBUTES,
-                scored,
-                closing_r,
-                record_tail,
-            )
-        )
-    return wire.message(_SPAN_EVENTS, event), record
 
 
 def _session_fields(trajectory: Trajectory) -> tuple[bytes, bytes]:
@@ -337,6 +321,11 @@ def _session_fields(trajectory: Trajectory) -> tuple[bytes, bytes]:
         for key, value in session_record_attributes(trajectory).items()
     ]
     return attributes(_SPAN_ATTRIBUTES, encoded), attributes(_RECORD_ATTRIBUTES, on_record)
+
+
+@functools.lru_cache(maxsize=4096)
+def _item_head(size: int) -> bytes:
+    return _ITEM + wire.varint(size)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -373,11 +362,9 @@ class OtlpVerdictEncoder:
         self.max_links: int | None = limits.max_links
         self._warned_event_limit = False
 
-    @staticmethod
-    def item_head(size: int) -> bytes:
-        """What makes a span or a log record of ``size`` bytes an item of a `request` when
-        written before it: the field's tag and the length."""
-        return _item_head(size)
+    # What makes a span or a log record of ``size`` bytes an item of a `request` when written
+    # before it: the field's tag and the length (``item_head(size)``).
+    item_head = staticmethod(_item_head)
 
     def request(self, items: Sequence[bytes]) -> bytes:
         """An `ExportTraceServiceRequest` of spans or an `ExportLogsServiceRequest` of log
@@ -419,38 +406,73 @@ class OtlpVerdictEncoder:
             warn_event_limit(len(verdicts), len(verdicts) - dropped_events)
         span_id = (random.getrandbits(64) or 1).to_bytes(8, "big")
         verdict_id = verdict_ids(trajectory.session_id, trajectory.revision)
-        # What each event and each log record has before and after its verdict's attributes:
-        # a log record's attributes are its event's, then the session's
-        # (`log_record_attributes`), then the evaluated span's ids.
-        event_head = wire.fixed64(_EVENT_TIME, end_ns) + _EVENT_NAME_FIELD
+        # What each event and each log record has around its verdict's shape (`_Shape`): its
+        # time, and a log record's attributes end with the session's (`log_record_attributes`),
+        # then come the evaluated span's ids.
+        event_time = wire.fixed64(_EVENT_TIME, end_ns)
+        event_time_size = len(event_time)
         record_time = wire.fixed64(_RECORD_TIME, end_ns)
-        record_heads = {
-            warn: record_time + severity + _RECORD_BODY_EMPTY
-            for warn, severity in _RECORD_SEVERITY.items()
-        }
         span_fields, session_fields = _session_fields(trajectory)
         record_end = wire.fixed64(_RECORD_OBSERVED_TIME, end_ns) + _RECORD_EVENT_NAME_FIELD
-        # A session's verdicts are about a few spans (most about its last turn).
-        record_tails: dict[tuple[str, str] | None, bytes] = {}
-        events: list[bytes] = []
+        # A session's verdicts are about a few spans, most about the whole session (its last
+        # turn): each span's tail is worked out once.
+        whole = placement.evaluated_span(NO_TARGET)
+        whole_tail = session_fields + _record_ids(whole) + record_end
+        record_tails = {whole: whole_tail}
+        events: list[bytes] = []  # each event as the span's field: its tag and size, then it
         log_records: list[bytes] = []
         for index, verdict in enumerate(verdicts):
-            evaluated = placement.evaluated_span(verdict)
-            tail = record_tails.get(evaluated)
-            if tail is None:
-                tail = record_tails[evaluated] = (
-                    session_fields + _record_ids(evaluated) + record_end
+            event_open, event_close, event_size, record_open, record_close = _shape_of(verdict)
+            target = verdict.target
+            if target is NO_TARGET:
+                tail = whole_tail
+            else:
+                evaluated = placement.evaluated_span(target)
+                found = record_tails.get(evaluated)
+                if found is None:
+                    found = record_tails[evaluated] = (
+                        session_fields + _record_ids(evaluated) + record_end
+                    )
+                tail = found
+            identified = verdict_id(verdict).encode()
+            score = verdict.score
+            if score is None:
+                if index >= dropped_events:  # the SDK keeps the latest events
+                    events += (
+                        _event_head(event_time_size + event_size),
+                        event_time,
+                        event_open,
+                        identified,
+                        event_close,
+                    )
+                log_records.append(
+                    b"".join((record_time, record_open, identified, record_close, tail))
                 )
-            event, record = _verdict_messages(
-                verdict,
-                verdict_id(verdict),
-                event_head,
-                record_heads[failed(verdict)],
-                tail,
-            )
-            if index >= dropped_events:  # the SDK keeps the latest events
-                events.append(event)
-            log_records.append(record)
+            else:
+                scored = wire.double(float(score))
+                if index >= dropped_events:
+                    events += (
+                        _event_head(event_time_size + event_size + _SCORED_SIZE),
+                        event_time,
+                        event_open,
+                        identified,
+                        _EVENT_SCORED,
+                        scored,
+                        event_close,
+                    )
+                log_records.append(
+                    b"".join(
+                        (
+                            record_time,
+                            record_open,
+                            identified,
+                            _RECORD_SCORED,
+                            scored,
+                            record_close,
+                            tail,
+                        )
+                    )
+                )
         span = b"".join(
             (
                 wire.data(_SPAN_TRACE_ID, trace_id.to_bytes(16, "big")),
@@ -480,8 +502,9 @@ class OtlpVerdictEncoder:
 
 
 @functools.lru_cache(maxsize=4096)
-def _item_head(size: int) -> bytes:
-    return _ITEM + wire.varint(size)
+def _event_head(size: int) -> bytes:
+    """What makes a span event of ``size`` bytes a field of its span: the tag and the size."""
+    return _SPAN_EVENTS + wire.varint(size)
 
 
 def _record_ids(evaluated: tuple[str, str] | None) -> bytes:
