@@ -261,12 +261,12 @@ def decode_request(
 
 
 def parse_request(data: bytes) -> ExportTraceServiceRequest:
+    """Parse serialized protobuf; raises `ValueError` with a readable message."""
     # The protobuf classes load on first use: `spanjudge eval` of JSON never needs them.
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
         ExportTraceServiceRequest,
     )
 
-    """Parse serialized protobuf; raises `ValueError` with a readable message."""
     request = ExportTraceServiceRequest()
     try:
         parse_message(request, data)  # a string that is not UTF-8 is read with U+FFFD
