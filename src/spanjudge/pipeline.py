@@ -187,10 +187,11 @@ class Pipeline:
     ) -> int:
         """Take spans into their sessions, skipping spanjudge's own; returns the agent spans
         taken. ``sizes``: each span's `estimate_size`, when the decoder worked them out;
-        ``agent_only``: the caller left spanjudge's own out already (`agent_spans`); ``keys``
-        (with ``agent_only``): each span's `session_key` with the store's key attributes,
-        when the caller looked them up, and ``refused`` the key attributes it skipped."""
-        if not agent_only:
+        ``agent_only``: the caller left spanjudge's own out already (`agent_spans`); ``keys``:
+        each span's `session_key` with the store's key attributes, when the caller looked them
+        up (for agent spans only: it implies ``agent_only``), and ``refused`` the key attributes
+        it skipped."""
+        if not agent_only and keys is None:
             spans, sizes = agent_spans(spans, sizes)
         clock = self.event_clock
         if clock is not None and spans:  # before the store takes them: seen "now"

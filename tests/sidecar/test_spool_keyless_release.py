@@ -5,7 +5,6 @@ that carries the session key or those that do not."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from spanjudge.sidecar.spool import Spool
 from spanjudge.sidecar.worker import Worker
 from spanjudge.spans.otlp_json import sdk_spans_to_request
 from tests.conftest import recorded
+from tests.sidecar.helpers import wait_for
 
 CONFIG = parse_config({"sessions": {"end_grace_s": 0.05}})
 
@@ -67,15 +67,6 @@ def _submit(worker: Worker, spans: list[ReadableSpan]) -> None:
     worker.submit(body, FORMAT_PROTOBUF, decoded.records, decoded.sizes)
 
 
-def _wait_for(predicate: Callable[[], bool], timeout_s: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
-
-
 @pytest.mark.parametrize("keyed_first", [True, False])
 def test_key_less_spans_of_a_session_leave_the_spool_with_it(
     tmp_path: Path, keyed_first: bool
@@ -88,7 +79,7 @@ def test_key_less_spans_of_a_session_leave_the_spool_with_it(
     try:
         for spans in (keyed, keyless) if keyed_first else (keyless, keyed):
             _submit(worker, spans)
-        assert _wait_for(lambda: worker.evaluated_sessions == 1)
+        assert wait_for(lambda: worker.evaluated_sessions == 1)
         assert [len(r.trajectory.steps) > 0 for r in sink.results] == [True]
         assert worker.spool.requests == 0
     finally:

@@ -13,6 +13,7 @@ import pytest
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace.export import SpanExportResult
 
+from spanjudge.sidecar.spool import read_acknowledged
 from tests.sidecar.helpers import (
     SidecarProcess,
     VerdictServer,
@@ -30,9 +31,10 @@ _LOST = re.compile(
 
 
 def _config(tmp: Path, idle_timeout_s: float) -> dict[str, Any]:
-    return serve_config(
-        tmp, sessions={"idle_timeout_s": idle_timeout_s}, workers=2, tick_interval_s=0.1
-    )
+    # per_turn off: a turn would close 2 s after its root span ended, and sessions evaluated
+    # before the kill would lower the count acknowledged and owed, and with it what is missing
+    sessions = {"idle_timeout_s": idle_timeout_s, "per_turn": False}
+    return serve_config(tmp, sessions=sessions, workers=2, tick_interval_s=0.1)
 
 
 def _killed_with_open_sessions(tmp: Path) -> Path:
@@ -46,6 +48,7 @@ def _killed_with_open_sessions(tmp: Path) -> Path:
     exporter.shutdown()
     sidecar.kill9()
     spool = tmp / "spool.db"
+    assert read_acknowledged(str(spool)) == SESSIONS  # every one open and owed when killed
     assert Path(str(spool) + "-wal").stat().st_size > 0
     return spool
 

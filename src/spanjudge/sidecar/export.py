@@ -120,7 +120,7 @@ class ConfirmingExport:
         """Queue ``messages`` (spans or log records, each its encoding) of ``session``, in the
         last request while it stays within `_BATCH` items and `MAX_REQUEST_BYTES`, else in
         further requests."""
-        heads = list(map(self._encoder.item_head, map(len, messages)))
+        heads = [self._encoder.item_head(len(message)) for message in messages]
         size = sum(map(len, heads)) + sum(map(len, messages))
         with self._lock:
             batch = self._batches[-1] if self._batches else None
