@@ -8,7 +8,7 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import jsonschema
 import pytest
@@ -424,6 +424,17 @@ def test_lone_surrogates_in_a_trace_are_reported_as_replacement_characters(  # t
         assert failed == ["skill_loaded[csv-\ufffd]"]
 
 
+def _skill_loaded(capsys, tmp_path: Path, path: Path, *options: str) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    """The one `skill_loaded` verdict of ``path``'s session, after an `eval` with ``options``
+    that passed."""
+    report = tmp_path / "report.json"
+    code, _, err = run(capsys, "eval", str(path), *options, "--format", "json", "-o", str(report))
+    assert code == 0, err
+    (session,) = json.loads(report.read_bytes().decode("utf-8"))["sessions"]
+    (loaded,) = [v for v in session["verdicts"] if v["evaluator"] == "skill_loaded"]
+    return cast(dict[str, Any], loaded)
+
+
 @pytest.mark.parametrize("suffix", [".yaml", ".json"])
 def test_a_lone_surrogate_in_an_expectations_file_names_the_skill_the_trace_loaded(  # type: ignore[no-untyped-def]
     capsys, tmp_path, suffix
@@ -437,13 +448,7 @@ def test_a_lone_surrogate_in_an_expectations_file_names_the_skill_the_trace_load
         expect.write_text('{"sessions": {"*": {"skills": ["csv-\\ud800"]}}}')
     else:
         expect.write_text('sessions:\n  "*":\n    skills: ["csv-\\ud800"]\n')
-    report = tmp_path / "report.json"
-    code, _, err = run(
-        capsys, "eval", str(path), "--expect", str(expect), "--format", "json", "-o", str(report)
-    )
-    assert code == 0, err
-    (session,) = json.loads(report.read_bytes().decode("utf-8"))["sessions"]
-    (loaded,) = [v for v in session["verdicts"] if v["evaluator"] == "skill_loaded"]
+    loaded = _skill_loaded(capsys, tmp_path, path, "--expect", str(expect))
     assert loaded["outcome"] == "pass" and loaded["target"]["skill"] == "csv-\ufffd"
 
 
@@ -458,13 +463,7 @@ def test_a_character_escaped_as_a_surrogate_pair_in_an_expectations_file_is_that
     expect = tmp_path / f"expect{suffix}"
     expect.write_text(json.dumps({"sessions": {"*": {"skills": ["csv-\U0001f600"]}}}))
     assert "\\ud83d\\ude00" in expect.read_text()
-    report = tmp_path / "report.json"
-    code, _, err = run(
-        capsys, "eval", str(path), "--expect", str(expect), "--format", "json", "-o", str(report)
-    )
-    assert code == 0, err
-    (session,) = json.loads(report.read_bytes().decode("utf-8"))["sessions"]
-    (loaded,) = [v for v in session["verdicts"] if v["evaluator"] == "skill_loaded"]
+    loaded = _skill_loaded(capsys, tmp_path, path, "--expect", str(expect))
     assert loaded["outcome"] == "pass" and loaded["target"]["skill"] == "csv-\U0001f600"
 
 
@@ -482,14 +481,7 @@ def test_a_lone_surrogate_in_a_skills_directory_names_the_skill_the_trace_loaded
     path.write_text(path.read_text().replace("LONE", "\\\\ud800"))
     expect = tmp_path / "expect.yaml"
     expect.write_text('sessions:\n  "*":\n    skills: ["csv-\\ud800"]\n')
-    report = tmp_path / "report.json"
-    code, _, err = run(
-        capsys, "eval", str(path), "--config", str(config), "--expect", str(expect),
-        "--format", "json", "-o", str(report),
-    )  # fmt: skip
-    assert code == 0, err
-    (session,) = json.loads(report.read_bytes().decode("utf-8"))["sessions"]
-    (loaded,) = [v for v in session["verdicts"] if v["evaluator"] == "skill_loaded"]
+    loaded = _skill_loaded(capsys, tmp_path, path, "--config", str(config), "--expect", str(expect))
     assert loaded["outcome"] == "pass" and loaded["target"]["skill"] == "csv-\ufffd"
 
 
