@@ -245,7 +245,6 @@ _VERDICT_ID_LEAD = key_value(semconv.SJ_VERDICT_ID, "0" * _VERDICT_ID_CHARS)[
 _SCORE_LEAD = key_value(semconv.GEN_AI_EVALUATION_SCORE_VALUE, 0.0)[:-8]  # but for the double
 _EVENT_SCORED = _EVENT_ATTRIBUTES + _SCORE_LEAD  # a score in an event, but for the double
 _RECORD_SCORED = _RECORD_ATTRIBUTES + _SCORE_LEAD
-_SCORED_SIZE = len(_EVENT_SCORED) + 8
 _REMEMBERED = 1024  # shapes kept of verdicts' few-valued attributes
 
 # A verdict's span event and log record but for the session's time, the verdict's id and score,
@@ -436,43 +435,23 @@ class OtlpVerdictEncoder:
                 tail = found
             identified = verdict_id(verdict).encode()
             score = verdict.score
-            if score is None:
-                if index >= dropped_events:  # the SDK keeps the latest events
-                    events += (
-                        _event_head(event_time_size + event_size),
-                        event_time,
-                        event_open,
-                        identified,
-                        event_close,
-                    )
-                log_records.append(
-                    b"".join((record_time, record_open, identified, record_close, tail))
-                )
-            else:
+            # a score goes between the id and what follows it, in the event and the record
+            event_scored = record_scored = b""
+            if score is not None:
                 scored = wire.double(float(score))
-                if index >= dropped_events:
-                    events += (
-                        _event_head(event_time_size + event_size + _SCORED_SIZE),
-                        event_time,
-                        event_open,
-                        identified,
-                        _EVENT_SCORED,
-                        scored,
-                        event_close,
-                    )
-                log_records.append(
-                    b"".join(
-                        (
-                            record_time,
-                            record_open,
-                            identified,
-                            _RECORD_SCORED,
-                            scored,
-                            record_close,
-                            tail,
-                        )
-                    )
+                event_scored, record_scored = _EVENT_SCORED + scored, _RECORD_SCORED + scored
+            if index >= dropped_events:  # the SDK keeps the latest events
+                events += (
+                    _event_head(event_time_size + event_size + len(event_scored)),
+                    event_time,
+                    event_open,
+                    identified,
+                    event_scored,
+                    event_close,
                 )
+            log_records.append(
+                b"".join((record_time, record_open, identified, record_scored, record_close, tail))
+            )
         span = b"".join(
             (
                 wire.data(_SPAN_TRACE_ID, trace_id.to_bytes(16, "big")),
