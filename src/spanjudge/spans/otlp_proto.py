@@ -35,7 +35,7 @@ from spanjudge.spans.sizes import (
     attributes_size,
     content_size,
 )
-from spanjudge.spans.wire_text import parse_message
+from spanjudge.spans.wire_text import parse_message, varint
 
 if TYPE_CHECKING:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -352,12 +352,7 @@ def read_heads(
 def _key(number: int, size: int) -> bytes:
     """The start of a length-delimited protobuf field of ``size`` bytes: its key, its length
     as a varint."""
-    key = bytearray((number << 3 | 2,))
-    while size > 0x7F:
-        key.append(size & 0x7F | 0x80)
-        size >>= 7
-    key.append(size)
-    return bytes(key)
+    return bytes((number << 3 | 2,)) + varint(size)
 
 
 def wire_request(runs: Iterable[tuple[bytes, bytes, Sequence[bytes]]]) -> bytes:

@@ -100,7 +100,7 @@ def _message(data: memoryview, descriptor: Any, depth: int) -> tuple[list[Any], 
             elif field.message_type is not None:
                 inner = _message(body, field.message_type, depth + 1)
             if inner is not None:
-                head = _encode_varint(inner[1])
+                head = varint(inner[1])
                 parts += (data[copied:tag_end], head, *inner[0])
                 size += tag_end - copied + len(head) + inner[1]
                 copied = pos
@@ -126,7 +126,9 @@ def _varint(data: memoryview, pos: int) -> tuple[int, int]:
     raise _Malformed
 
 
-def _encode_varint(value: int) -> bytes:
+def varint(value: int) -> bytes:
+    """A non-negative integer as a protobuf varint (a length, a tag): what this module reads
+    back (`_varint`), and what `spans.otlp_proto.wire_request` writes lengths with."""
     out = bytearray()
     while value > 0x7F:
         out.append((value & 0x7F) | 0x80)
