@@ -496,27 +496,21 @@ def test_a_file_that_is_not_utf8_is_named_with_its_first_bad_byte(  # type: igno
     assert str(path) in err and "not UTF-8 text: byte 0xe9 at offset 36" in err
 
 
-def test_bytes_that_are_not_utf8_in_a_string_are_reported_as_u_fffd(capsys, tmp_path):  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("suffix", [".jsonl", ".pb"])
+def test_bytes_that_are_not_utf8_in_a_string_are_reported_as_u_fffd(  # type: ignore[no-untyped-def]
+    capsys, tmp_path, suffix
+):
     # The Collector's file exporter writes a string's bytes as it received them, UTF-8 or not
-    # (here a lone surrogate's bytes): the file is read, each such byte as U+FFFD.
-    path = write_jsonl(tmp_path / "traces.jsonl", recorded(lambda t: agent_turn(t, "s-SUR")))
+    # (here a lone surrogate's bytes): the file is read, each such byte as U+FFFD. In protobuf
+    # the runtime refuses a whole message for one such string.
+    spans = recorded(lambda t: agent_turn(t, "s-SUR"))
+    path = tmp_path / f"traces{suffix}"
+    if suffix == ".pb":
+        path.write_bytes(sdk_spans_to_request(spans).SerializeToString())
+    else:
+        write_jsonl(path, spans)
     data = path.read_bytes()
     assert data.count(b"SUR") == 1
-    path.write_bytes(data.replace(b"SUR", b"\xed\xa0\x80"))
-    report = tmp_path / "report.json"
-    code, _, err = run(capsys, "eval", str(path), "--format", "json", "-o", str(report))
-    assert code == 0, err
-    (session,) = json.loads(report.read_bytes().decode("utf-8"))["sessions"]
-    assert session["session_id"] == "s-\ufffd\ufffd\ufffd" and session["verdicts"]
-
-
-def test_a_protobuf_string_that_is_not_utf8_is_reported_as_u_fffd(capsys, tmp_path):  # type: ignore[no-untyped-def]
-    # The protobuf runtime refuses a whole message for one such string; the Collector's file
-    # exporter writes the bytes it was given (here a lone surrogate's).
-    request = sdk_spans_to_request(recorded(lambda t: agent_turn(t, "s-SUR")))
-    data = request.SerializeToString()
-    assert data.count(b"SUR") == 1
-    path = tmp_path / "traces.pb"
     path.write_bytes(data.replace(b"SUR", b"\xed\xa0\x80"))
     report = tmp_path / "report.json"
     code, _, err = run(capsys, "eval", str(path), "--format", "json", "-o", str(report))
