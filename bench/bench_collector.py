@@ -179,6 +179,7 @@ def serve_round(binary: str, directory: str, name: str, workers: int,
         )  # fmt: skip
         if args.profile:
             out = Path(args.profile) / f"{name}.speedscope.json"
+            out.parent.mkdir(parents=True, exist_ok=True)
             profiler = subprocess.Popen(
                 ["py-spy", "record", "--format", "speedscope", "--subprocesses",
                  "--rate", "200", "--pid", str(proc.pid), "--output", str(out)],
