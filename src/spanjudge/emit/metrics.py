@@ -137,13 +137,6 @@ class MetricsTally:
     def _use(self, attribute: str, raw: Any) -> None:
         self.labels[(attribute, raw)] = self.labels.get((attribute, raw), 0) + 1
 
-    def _value(self, series: tuple[Any, ...], value: float) -> None:
-        values = self.values.get(series)
-        if values is None:
-            self.values[series] = [value]
-        else:
-            values.append(value)
-
     def add(self, result: SessionResult) -> None:
         """Count one evaluated session (ARCHITECTURE.md section 8 lists what is recorded)."""
         trajectory = result.trajectory
@@ -159,7 +152,7 @@ class MetricsTally:
             self._use(_SKILL, raw)
             return raw
 
-        counts = self.counts
+        counts, values = self.counts, self.values
         # evaluator -> why its sample or filter left the session out (None: it judged it)
         left_out: dict[str, str | None] = {}
         # (evaluator, its measures) of the verdicts that report measures, for the end
@@ -183,7 +176,7 @@ class MetricsTally:
             )
             counts[series] = counts.get(series, 0) + 1
             if verdict.score is not None:
-                self._value((semconv.M_SCORE, evaluator, agent), verdict.score)
+                values.setdefault((semconv.M_SCORE, evaluator, agent), []).append(verdict.score)
             details = verdict.details
             if details:
                 measured = details.get("measured")
@@ -192,21 +185,23 @@ class MetricsTally:
         for evaluator, why in left_out.items():
             series = (semconv.M_EVALUATOR_SESSIONS, evaluator, agent, why)
             counts[series] = counts.get(series, 0) + 1
-        for name in dict.fromkeys(skill_key(s) for s in result.expectation.skills):
-            series = (semconv.M_SKILL_EXPECTED, agent, skill(name))
-            counts[series] = counts.get(series, 0) + 1
-        loaded = dict.fromkeys(
-            skill_key(load.skill) for load in trajectory.skill_loads if load.status == "loaded"
-        )
-        for name in loaded:
-            series = (semconv.M_SKILL_OBSERVED, agent, skill(name))
-            counts[series] = counts.get(series, 0) + 1
+        if result.expectation.skills:
+            for name in dict.fromkeys(skill_key(s) for s in result.expectation.skills):
+                series = (semconv.M_SKILL_EXPECTED, agent, skill(name))
+                counts[series] = counts.get(series, 0) + 1
+        if trajectory.skill_loads:
+            loaded = dict.fromkeys(
+                skill_key(load.skill) for load in trajectory.skill_loads if load.status == "loaded"
+            )
+            for name in loaded:
+                series = (semconv.M_SKILL_OBSERVED, agent, skill(name))
+                counts[series] = counts.get(series, 0) + 1
         stats = trajectory.stats
-        self._value((semconv.M_SESSION_TOOL_CALLS, agent), stats.tool_calls)
+        values.setdefault((semconv.M_SESSION_TOOL_CALLS, agent), []).append(stats.tool_calls)
         for token_type, count in (("input", stats.input_tokens), ("output", stats.output_tokens)):
             if count is not None:
-                self._value((semconv.M_SESSION_TOKENS, agent, token_type), count)
-        self._value((semconv.M_SESSION_DURATION, agent), stats.duration_s)
+                values.setdefault((semconv.M_SESSION_TOKENS, agent, token_type), []).append(count)
+        values.setdefault((semconv.M_SESSION_DURATION, agent), []).append(stats.duration_s)
         sums = self.agents.get(agent)
         if sums is None:
             self.agents[agent] = [stats.retries, stats.backtracks]
@@ -217,12 +212,22 @@ class MetricsTally:
         # its outcome, so Grafana can show each component's distribution.
         for evaluator, measured in measures:
             for name, value in measured.items():
-                if (
-                    name not in _OWN_SERIES
-                    and isinstance(value, (int, float))
-                    and not isinstance(value, bool)
-                ):
-                    self._value((semconv.SJ_TRAJECTORY_MEASURE, evaluator, str(name), agent), value)
+                if name in _OWN_SERIES:
+                    continue
+                kind = type(value)
+                # ints and floats (a bool is an int, and no measure)
+                if kind is int or kind is float or (kind is not bool and _number(value)):
+                    series = (semconv.SJ_TRAJECTORY_MEASURE, evaluator, str(name), agent)
+                    found = values.get(series)
+                    if found is None:
+                        values[series] = [value]
+                    else:
+                        found.append(value)
+
+
+def _number(value: object) -> bool:
+    """An int or a float, or of a subclass of them (a bool is not one)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 class MetricsSink:
