@@ -78,17 +78,15 @@ _OWN_SERIES = frozenset(
 )
 
 
-# A series as `MetricsSink` records it: (attribute, value) pairs, where the agent's value is its
-# raw name (None: unknown) and a skill's is (name, the spelling its session names it in, or
-# None): the label budgets bound them where the series is recorded.
-RawAttributes = tuple[tuple[str, Any], ...]
 _AGENT = semconv.GEN_AI_AGENT_NAME
 _SKILL = semconv.GEN_AI_SKILL_NAME
 _EVALUATOR = semconv.GEN_AI_EVALUATION_NAME
 _REASON = semconv.SJ_REASON
 # A series as `MetricsTally` holds it: a flat tuple, the metric's name and then the values of
 # its attributes, in this order (one tuple per verdict, not one per attribute). A skill or a
-# reason of None is one the series does not have; the agent's None is the unknown agent.
+# reason of None is one the series does not have; the agent's None is the unknown agent. The
+# agent's value is its raw name and a skill's is (name, the spelling its session names it in,
+# or None): the label budgets bound them where the series is recorded (`MetricsSink`).
 SERIES_ATTRIBUTES: dict[str, tuple[str, ...]] = {
     semconv.M_VERDICTS: (_EVALUATOR, semconv.SJ_OUTCOME, _AGENT, _SKILL, _REASON),
     semconv.M_SCORE: (_EVALUATOR, _AGENT),
@@ -101,16 +99,7 @@ SERIES_ATTRIBUTES: dict[str, tuple[str, ...]] = {
     semconv.SJ_TRAJECTORY_MEASURE: (_EVALUATOR, semconv.SJ_MEASURE_NAME, _AGENT),
 }
 _OPTIONAL = frozenset({_SKILL, _REASON})  # attributes a series may not have
-
-
-def raw_attributes(series: tuple[Any, ...]) -> tuple[str, RawAttributes]:
-    """A series as `MetricsTally` holds it, as its metric's name and its attributes."""
-    name = series[0]
-    return name, tuple(
-        (attribute, value)
-        for attribute, value in zip(SERIES_ATTRIBUTES[name], series[1:], strict=True)
-        if value is not None or attribute not in _OPTIONAL
-    )
+_BOUNDED = frozenset({_AGENT, _SKILL})  # attributes whose values the label budgets bound
 
 
 class MetricsTally:
@@ -363,42 +352,48 @@ class MetricsSink:
             else:
                 labels[(attribute, raw)] = self._labels(raw[0], raw[1], calls)
 
-        def bounded(series: tuple[Any, ...]) -> tuple[Any, dict[str, str]]:
-            name, items = raw_attributes(series)
-            return instruments[name], {
-                attribute: labels[(attribute, value)] if attribute in (_AGENT, _SKILL) else value
-                for attribute, value in items
-            }
+        def bounded(series: tuple[Any, ...]) -> tuple[Any, tuple[tuple[str, Any], ...]]:
+            # the series' (attribute, value) pairs, but for a skill or a reason it does not
+            # have, agents and skills bounded
+            name = series[0]
+            return instruments[name], tuple(
+                (attribute, labels[(attribute, value)] if attribute in _BOUNDED else value)
+                for attribute, value in zip(SERIES_ATTRIBUTES[name], series[1:], strict=True)
+                if value is not None or attribute not in _OPTIONAL
+            )
 
         instruments = self._instruments
         for series, total in tally.counts.items():
-            instrument, attrs = bounded(series)
-            self._add(instrument, total, attrs)
+            instrument, items = bounded(series)
+            self._add(instrument, total, items)
         for series, values in tally.values.items():
-            instrument, attrs = bounded(series)
-            self._record(instrument, values, attrs)
+            instrument, items = bounded(series)
+            self._record(instrument, values, items)
         for raw, (retries, backtracks) in tally.agents.items():
             agent = labels[(_AGENT, raw)]
-            attrs = {_AGENT: agent}
+            agent_items = ((_AGENT, agent),)
             # Zero adds only create the series (so "absent" and "zero" differ once an agent
             # was seen).
             if retries or agent not in self._seen_agents:
-                self._add(self.retries, retries, attrs)
+                self._add(self.retries, retries, agent_items)
             if backtracks or agent not in self._seen_agents:
-                self._add(self.backtracks, backtracks, attrs)
+                self._add(self.backtracks, backtracks, agent_items)
             self._seen_agents.add(agent)
 
-    def _add(self, counter: Any, value: float, attrs: dict[str, str]) -> None:
-        key = (counter, tuple(attrs.items()))
+    def _add(self, counter: Any, value: float, items: tuple[tuple[str, str], ...]) -> None:
+        key = (counter, items)
         if self._batched is None:
-            counter.add(value, attrs)
+            counter.add(value, dict(items))
             self._updated[key] = self._clock()
             return
         self._batched[key] = self._batched.get(key, 0) + value
 
-    def _record(self, histogram: Any, values: list[float], attrs: dict[str, str]) -> None:
-        key = (histogram, tuple(attrs.items()))
+    def _record(
+        self, histogram: Any, values: list[float], items: tuple[tuple[str, str], ...]
+    ) -> None:
+        key = (histogram, items)
         if self._batched is None:
+            attrs = dict(items)
             for value in values:
                 histogram.record(value, attrs)
             self._updated[key] = self._clock()

@@ -115,7 +115,7 @@ class SdkSeries:
         histogram = isinstance(values, list)
         if not plan.matches:  # no reader: record() would store nothing (bad values: its warnings)
             if histogram:
-                return all(math.isfinite(v) and v >= 0 for v in values)
+                return _recordable(values)
             return bool(math.isfinite(values) and values >= 0)
         if not plan.forgettable:
             return False
@@ -132,7 +132,7 @@ class SdkSeries:
             return False
         key = self._key(items)
         if histogram:
-            if not all(math.isfinite(v) and v >= 0 for v in values):  # what record() drops
+            if not _recordable(values):  # what record() drops
                 return False  # the SDK's own warnings for those
             _merge_histogram(plan.matches, key, items, values)
         else:
@@ -182,6 +182,14 @@ def _exemplars(exemplar_filter: Any) -> str:
     if type(exemplar_filter) is AlwaysOffExemplarFilter:
         return "off"
     return "trace" if type(exemplar_filter) is TraceBasedExemplarFilter else "any"
+
+
+def _recordable(values: list[float]) -> bool:
+    """Whether every one of ``values`` is finite and not negative, as record() takes them: their
+    float sum is finite only if none is infinite or NaN, and then the least tells whether one
+    is negative (one pass in C, not a test per value). Finite values whose sum overflows say no
+    as well: they go through the public API, which records them the same."""
+    return not values or (math.isfinite(sum(values, 0.0)) and min(values) >= 0)
 
 
 def _aggregation(match: Any, key: Any, items: tuple[tuple[str, str], ...]) -> Any:
