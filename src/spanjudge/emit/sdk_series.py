@@ -75,6 +75,8 @@ class SdkSeries:
         self.checked = sdk_checked()
         self._plans: dict[int, _Plan | None] = {}
         self._keys: dict[tuple[tuple[str, str], ...], Any] = {}
+        # (trace-based exemplar filter, context, its answer) of the last write that asked
+        self._last_sampled: tuple[Any, Any, bool] | None = None
 
     def _plan(self, instrument: Any) -> _Plan | None:
         """The SDK's storages of ``instrument``, or None: not an SDK instrument we know."""
@@ -95,6 +97,18 @@ class SdkSeries:
         plan = _Plan(storages, real, matches, consumer)
         self._plans[id(instrument)] = plan
         return plan
+
+    def _sampled(self, exemplar_filter: Any) -> bool:
+        """Whether the trace-based ``exemplar_filter`` would offer a value recorded now to the
+        reservoir. Its answer follows the current context alone (is its span sampled?), and
+        contexts are immutable: asked once for each context writes come in, not per series."""
+        context = get_current()
+        last = self._last_sampled
+        if last is not None and last[0] is exemplar_filter and last[1] is context:
+            return last[2]
+        sampled = bool(exemplar_filter.should_sample(0.0, 0, None, context))
+        self._last_sampled = (exemplar_filter, context, sampled)
+        return sampled
 
     def _key(self, items: tuple[tuple[str, str], ...]) -> Any:
         key = self._keys.get(items)
@@ -126,8 +140,7 @@ class SdkSeries:
             return False
         if plan.exemplars != "off" and (
             # the merge offers nothing to the exemplar reservoir: only where the SDK would not
-            plan.exemplars == "any"
-            or plan.exemplar_filter.should_sample(0.0, 0, None, get_current())
+            plan.exemplars == "any" or self._sampled(plan.exemplar_filter)
         ):
             return False
         key = self._key(items)
