@@ -78,17 +78,15 @@ _OWN_SERIES = frozenset(
 )
 
 
-# A series as `MetricsSink` records it: (attribute, value) pairs, where the agent's value is its
-# raw name (None: unknown) and a skill's is (name, the spelling its session names it in, or
-# None): the label budgets bound them where the series is recorded.
-RawAttributes = tuple[tuple[str, Any], ...]
 _AGENT = semconv.GEN_AI_AGENT_NAME
 _SKILL = semconv.GEN_AI_SKILL_NAME
 _EVALUATOR = semconv.GEN_AI_EVALUATION_NAME
 _REASON = semconv.SJ_REASON
 # A series as `MetricsTally` holds it: a flat tuple, the metric's name and then the values of
 # its attributes, in this order (one tuple per verdict, not one per attribute). A skill or a
-# reason of None is one the series does not have; the agent's None is the unknown agent.
+# reason of None is one the series does not have; the agent's None is the unknown agent. The
+# agent's value is its raw name and a skill's is (name, the spelling its session names it in,
+# or None): the label budgets bound them where the series is recorded (`MetricsSink`).
 SERIES_ATTRIBUTES: dict[str, tuple[str, ...]] = {
     semconv.M_VERDICTS: (_EVALUATOR, semconv.SJ_OUTCOME, _AGENT, _SKILL, _REASON),
     semconv.M_SCORE: (_EVALUATOR, _AGENT),
@@ -101,16 +99,7 @@ SERIES_ATTRIBUTES: dict[str, tuple[str, ...]] = {
     semconv.SJ_TRAJECTORY_MEASURE: (_EVALUATOR, semconv.SJ_MEASURE_NAME, _AGENT),
 }
 _OPTIONAL = frozenset({_SKILL, _REASON})  # attributes a series may not have
-
-
-def raw_attributes(series: tuple[Any, ...]) -> tuple[str, RawAttributes]:
-    """A series as `MetricsTally` holds it, as its metric's name and its attributes."""
-    name = series[0]
-    return name, tuple(
-        (attribute, value)
-        for attribute, value in zip(SERIES_ATTRIBUTES[name], series[1:], strict=True)
-        if value is not None or attribute not in _OPTIONAL
-    )
+_BOUNDED = frozenset({_AGENT, _SKILL})  # attributes whose values the label budgets bound
 
 
 class MetricsTally:
@@ -137,13 +126,6 @@ class MetricsTally:
     def _use(self, attribute: str, raw: Any) -> None:
         self.labels[(attribute, raw)] = self.labels.get((attribute, raw), 0) + 1
 
-    def _value(self, series: tuple[Any, ...], value: float) -> None:
-        values = self.values.get(series)
-        if values is None:
-            self.values[series] = [value]
-        else:
-            values.append(value)
-
     def add(self, result: SessionResult) -> None:
         """Count one evaluated session (ARCHITECTURE.md section 8 lists what is recorded)."""
         trajectory = result.trajectory
@@ -159,7 +141,7 @@ class MetricsTally:
             self._use(_SKILL, raw)
             return raw
 
-        counts = self.counts
+        counts, values = self.counts, self.values
         # evaluator -> why its sample or filter left the session out (None: it judged it)
         left_out: dict[str, str | None] = {}
         # (evaluator, its measures) of the verdicts that report measures, for the end
@@ -183,7 +165,7 @@ class MetricsTally:
             )
             counts[series] = counts.get(series, 0) + 1
             if verdict.score is not None:
-                self._value((semconv.M_SCORE, evaluator, agent), verdict.score)
+                values.setdefault((semconv.M_SCORE, evaluator, agent), []).append(verdict.score)
             details = verdict.details
             if details:
                 measured = details.get("measured")
@@ -192,21 +174,23 @@ class MetricsTally:
         for evaluator, why in left_out.items():
             series = (semconv.M_EVALUATOR_SESSIONS, evaluator, agent, why)
             counts[series] = counts.get(series, 0) + 1
-        for name in dict.fromkeys(skill_key(s) for s in result.expectation.skills):
-            series = (semconv.M_SKILL_EXPECTED, agent, skill(name))
-            counts[series] = counts.get(series, 0) + 1
-        loaded = dict.fromkeys(
-            skill_key(load.skill) for load in trajectory.skill_loads if load.status == "loaded"
-        )
-        for name in loaded:
-            series = (semconv.M_SKILL_OBSERVED, agent, skill(name))
-            counts[series] = counts.get(series, 0) + 1
+        if result.expectation.skills:
+            for name in dict.fromkeys(skill_key(s) for s in result.expectation.skills):
+                series = (semconv.M_SKILL_EXPECTED, agent, skill(name))
+                counts[series] = counts.get(series, 0) + 1
+        if trajectory.skill_loads:
+            loaded = dict.fromkeys(
+                skill_key(load.skill) for load in trajectory.skill_loads if load.status == "loaded"
+            )
+            for name in loaded:
+                series = (semconv.M_SKILL_OBSERVED, agent, skill(name))
+                counts[series] = counts.get(series, 0) + 1
         stats = trajectory.stats
-        self._value((semconv.M_SESSION_TOOL_CALLS, agent), stats.tool_calls)
+        values.setdefault((semconv.M_SESSION_TOOL_CALLS, agent), []).append(stats.tool_calls)
         for token_type, count in (("input", stats.input_tokens), ("output", stats.output_tokens)):
             if count is not None:
-                self._value((semconv.M_SESSION_TOKENS, agent, token_type), count)
-        self._value((semconv.M_SESSION_DURATION, agent), stats.duration_s)
+                values.setdefault((semconv.M_SESSION_TOKENS, agent, token_type), []).append(count)
+        values.setdefault((semconv.M_SESSION_DURATION, agent), []).append(stats.duration_s)
         sums = self.agents.get(agent)
         if sums is None:
             self.agents[agent] = [stats.retries, stats.backtracks]
@@ -217,12 +201,22 @@ class MetricsTally:
         # its outcome, so Grafana can show each component's distribution.
         for evaluator, measured in measures:
             for name, value in measured.items():
-                if (
-                    name not in _OWN_SERIES
-                    and isinstance(value, (int, float))
-                    and not isinstance(value, bool)
-                ):
-                    self._value((semconv.SJ_TRAJECTORY_MEASURE, evaluator, str(name), agent), value)
+                if name in _OWN_SERIES:
+                    continue
+                kind = type(value)
+                # ints and floats (a bool is an int, and no measure)
+                if kind is int or kind is float or (kind is not bool and _number(value)):
+                    series = (semconv.SJ_TRAJECTORY_MEASURE, evaluator, str(name), agent)
+                    found = values.get(series)
+                    if found is None:
+                        values[series] = [value]
+                    else:
+                        found.append(value)
+
+
+def _number(value: object) -> bool:
+    """An int or a float, or of a subclass of them (a bool is not one)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 class MetricsSink:
@@ -358,42 +352,48 @@ class MetricsSink:
             else:
                 labels[(attribute, raw)] = self._labels(raw[0], raw[1], calls)
 
-        def bounded(series: tuple[Any, ...]) -> tuple[Any, dict[str, str]]:
-            name, items = raw_attributes(series)
-            return instruments[name], {
-                attribute: labels[(attribute, value)] if attribute in (_AGENT, _SKILL) else value
-                for attribute, value in items
-            }
+        def bounded(series: tuple[Any, ...]) -> tuple[Any, tuple[tuple[str, Any], ...]]:
+            # the series' (attribute, value) pairs, but for a skill or a reason it does not
+            # have, agents and skills bounded
+            name = series[0]
+            return instruments[name], tuple(
+                (attribute, labels[(attribute, value)] if attribute in _BOUNDED else value)
+                for attribute, value in zip(SERIES_ATTRIBUTES[name], series[1:], strict=True)
+                if value is not None or attribute not in _OPTIONAL
+            )
 
         instruments = self._instruments
         for series, total in tally.counts.items():
-            instrument, attrs = bounded(series)
-            self._add(instrument, total, attrs)
+            instrument, items = bounded(series)
+            self._add(instrument, total, items)
         for series, values in tally.values.items():
-            instrument, attrs = bounded(series)
-            self._record(instrument, values, attrs)
+            instrument, items = bounded(series)
+            self._record(instrument, values, items)
         for raw, (retries, backtracks) in tally.agents.items():
             agent = labels[(_AGENT, raw)]
-            attrs = {_AGENT: agent}
+            agent_items = ((_AGENT, agent),)
             # Zero adds only create the series (so "absent" and "zero" differ once an agent
             # was seen).
             if retries or agent not in self._seen_agents:
-                self._add(self.retries, retries, attrs)
+                self._add(self.retries, retries, agent_items)
             if backtracks or agent not in self._seen_agents:
-                self._add(self.backtracks, backtracks, attrs)
+                self._add(self.backtracks, backtracks, agent_items)
             self._seen_agents.add(agent)
 
-    def _add(self, counter: Any, value: float, attrs: dict[str, str]) -> None:
-        key = (counter, tuple(attrs.items()))
+    def _add(self, counter: Any, value: float, items: tuple[tuple[str, str], ...]) -> None:
+        key = (counter, items)
         if self._batched is None:
-            counter.add(value, attrs)
+            counter.add(value, dict(items))
             self._updated[key] = self._clock()
             return
         self._batched[key] = self._batched.get(key, 0) + value
 
-    def _record(self, histogram: Any, values: list[float], attrs: dict[str, str]) -> None:
-        key = (histogram, tuple(attrs.items()))
+    def _record(
+        self, histogram: Any, values: list[float], items: tuple[tuple[str, str], ...]
+    ) -> None:
+        key = (histogram, items)
         if self._batched is None:
+            attrs = dict(items)
             for value in values:
                 histogram.record(value, attrs)
             self._updated[key] = self._clock()

@@ -365,12 +365,15 @@ class OtlpVerdictEncoder:
     # before it: the field's tag and the length (``item_head(size)``).
     item_head = staticmethod(_item_head)
 
-    def request(self, items: Sequence[bytes]) -> bytes:
+    def request(self, items: Sequence[bytes], items_size: int | None = None) -> bytes:
         """An `ExportTraceServiceRequest` of spans or an `ExportLogsServiceRequest` of log
         records (the same bytes for both): the resource, the scope and the items, ``items``
-        being each one's `item_head` and then its encoding (copied once, into the request)."""
+        being each one's `item_head` and then its encoding (copied once, into the request);
+        ``items_size``: their total length, when the caller kept count of it."""
         # joined once: each envelope's length is counted, not measured on a copy
-        scoped_size = len(self._scope) + sum(map(len, items))
+        if items_size is None:
+            items_size = sum(map(len, items))
+        scoped_size = len(self._scope) + items_size
         scoped_head = _SCOPE_ITEMS + wire.varint(scoped_size)
         size = len(self._resource) + len(scoped_head) + scoped_size + len(self._schema_url)
         return b"".join(
@@ -416,12 +419,21 @@ class OtlpVerdictEncoder:
         # A session's verdicts are about a few spans, most about the whole session (its last
         # turn): each span's tail is worked out once.
         whole = placement.evaluated_span(NO_TARGET)
-        whole_tail = session_fields + _record_ids(whole) + record_end
+        # most often the parent, whose ids were read above
+        whole_ids = parent if whole == placement.parent else _ids(whole)
+        whole_tail = session_fields + _record_ids(whole_ids) + record_end
         record_tails = {whole: whole_tail}
         events: list[bytes] = []  # each event as the span's field: its tag and size, then it
         log_records: list[bytes] = []
+        shapes = _remembered_shapes
         for index, verdict in enumerate(verdicts):
-            event_open, event_close, event_size, record_open, record_close = _shape_of(verdict)
+            try:  # `_shape_of`'s lookup, without the call
+                shape = shapes.get(verdict_texts(verdict))
+            except TypeError:
+                shape = None
+            if shape is None:
+                shape = _shape_of(verdict)
+            event_open, event_close, event_size, record_open, record_close = shape
             target = verdict.target
             if target is NO_TARGET:
                 tail = whole_tail
@@ -430,7 +442,7 @@ class OtlpVerdictEncoder:
                 found = record_tails.get(evaluated)
                 if found is None:
                     found = record_tails[evaluated] = (
-                        session_fields + _record_ids(evaluated) + record_end
+                        session_fields + _record_ids(_ids(evaluated)) + record_end
                     )
                 tail = found
             identified = verdict_id(verdict).encode()
@@ -486,9 +498,14 @@ def _event_head(size: int) -> bytes:
     return _SPAN_EVENTS + wire.varint(size)
 
 
-def _record_ids(evaluated: tuple[str, str] | None) -> bytes:
-    """A log record's flags, trace id and span id fields: the evaluated span's context, if any."""
-    numbers = span_ids(evaluated) if evaluated is not None else None
+def _ids(evaluated: tuple[str, str] | None) -> tuple[int, int] | None:
+    """`span_ids` of an evaluated span, if any."""
+    return span_ids(evaluated) if evaluated is not None else None
+
+
+def _record_ids(numbers: tuple[int, int] | None) -> bytes:
+    """A log record's flags, trace id and span id fields: the evaluated span's context (its
+    `_ids`), if any."""
     if numbers is None:
         return b""
     return (

@@ -75,6 +75,8 @@ class SdkSeries:
         self.checked = sdk_checked()
         self._plans: dict[int, _Plan | None] = {}
         self._keys: dict[tuple[tuple[str, str], ...], Any] = {}
+        # (trace-based exemplar filter, context, its answer) of the last write that asked
+        self._last_sampled: tuple[Any, Any, bool] | None = None
 
     def _plan(self, instrument: Any) -> _Plan | None:
         """The SDK's storages of ``instrument``, or None: not an SDK instrument we know."""
@@ -96,6 +98,18 @@ class SdkSeries:
         self._plans[id(instrument)] = plan
         return plan
 
+    def _sampled(self, exemplar_filter: Any) -> bool:
+        """Whether the trace-based ``exemplar_filter`` would offer a value recorded now to the
+        reservoir. Its answer follows the current context alone (is its span sampled?), and
+        contexts are immutable: asked once for each context writes come in, not per series."""
+        context = get_current()
+        last = self._last_sampled
+        if last is not None and last[0] is exemplar_filter and last[1] is context:
+            return last[2]
+        sampled = bool(exemplar_filter.should_sample(0.0, 0, None, context))
+        self._last_sampled = (exemplar_filter, context, sampled)
+        return sampled
+
     def _key(self, items: tuple[tuple[str, str], ...]) -> Any:
         key = self._keys.get(items)
         if key is None:
@@ -115,7 +129,7 @@ class SdkSeries:
         histogram = isinstance(values, list)
         if not plan.matches:  # no reader: record() would store nothing (bad values: its warnings)
             if histogram:
-                return all(math.isfinite(v) and v >= 0 for v in values)
+                return _recordable(values)
             return bool(math.isfinite(values) and values >= 0)
         if not plan.forgettable:
             return False
@@ -126,13 +140,12 @@ class SdkSeries:
             return False
         if plan.exemplars != "off" and (
             # the merge offers nothing to the exemplar reservoir: only where the SDK would not
-            plan.exemplars == "any"
-            or plan.exemplar_filter.should_sample(0.0, 0, None, get_current())
+            plan.exemplars == "any" or self._sampled(plan.exemplar_filter)
         ):
             return False
         key = self._key(items)
         if histogram:
-            if not all(math.isfinite(v) and v >= 0 for v in values):  # what record() drops
+            if not _recordable(values):  # what record() drops
                 return False  # the SDK's own warnings for those
             _merge_histogram(plan.matches, key, items, values)
         else:
@@ -182,6 +195,14 @@ def _exemplars(exemplar_filter: Any) -> str:
     if type(exemplar_filter) is AlwaysOffExemplarFilter:
         return "off"
     return "trace" if type(exemplar_filter) is TraceBasedExemplarFilter else "any"
+
+
+def _recordable(values: list[float]) -> bool:
+    """Whether every one of ``values`` is finite and not negative, as record() takes them: their
+    float sum is finite only if none is infinite or NaN, and then the least tells whether one
+    is negative (one pass in C, not a test per value). Finite values whose sum overflows say no
+    as well: they go through the public API, which records them the same."""
+    return not values or (math.isfinite(sum(values, 0.0)) and min(values) >= 0)
 
 
 def _aggregation(match: Any, key: Any, items: tuple[tuple[str, str], ...]) -> Any:
