@@ -44,7 +44,7 @@ def _attrs(items: Any, limits: Limits) -> tuple[dict[str, AttrValue], int]:
     for kv in items:
         value = kv["value"]  # a missing value (or kv not a dict) declines
         key = kv["key"]
-        text = value.get("stringValue")
+        text = value.get("stringValue")  # AttributeError (value not a dict) declines
         if text.__class__ is str and key.__class__ is str:
             n = len(text)
             if n > cap:
@@ -52,7 +52,7 @@ def _attrs(items: Any, limits: Limits) -> tuple[dict[str, AttrValue], int]:
             out[key] = text
             size += n if text.isascii() else getsizeof(text) - STR_HEADER
             continue
-        if key.__class__ is not str or text is not None or type(value) is not dict:
+        if key.__class__ is not str or text is not None:
             raise _DECLINE
         number = value.get("intValue")
         if number.__class__ is str:  # int64 as a decimal string (the Collector's spelling)
