@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from sys import getsizeof
 from typing import Any
 
 from spanjudge.spans.ids import id_from_text
@@ -38,7 +39,15 @@ from spanjudge.spans.record import (
     SpanRecord,
     SpanRecordDraft,
 )
-from spanjudge.spans.sizes import EVENT_BASE, LINK_SIZE, SPAN_BASE
+from spanjudge.spans.sizes import (
+    ENTRY_BASE,
+    ENTRY_SIZE,
+    EVENT_BASE,
+    LINK_SIZE,
+    SPAN_BASE,
+    STR_HEADER,
+    attributes_size,
+)
 from spanjudge.spans.text import has_surrogates, valid_strings
 
 _orjson_loads: Callable[[str | bytes], Any] | None
@@ -56,6 +65,7 @@ _ZERO_SPAN = "0" * 16
 
 
 _new = object.__new__
+_EVENT_WITH_ATTRS = EVENT_BASE + ENTRY_BASE
 
 
 def available() -> bool:
@@ -219,11 +229,9 @@ def _span(
     limits: Limits,
     state: _Document,
 ) -> SpanRecord:
-    if type(span) is not dict:
-        raise _DECLINE
     trace_ids = state.trace_ids
     span_ids = state.span_ids
-    get = span.get
+    get = span.get  # AttributeError (span not a dict) declines
     text: Any = get("traceId")
     trace_id = trace_ids.get(text)  # an unhashable id raises TypeError: declines
     if trace_id is None:
@@ -253,9 +261,7 @@ def _span(
     status = "unset"
     message = None
     if status_obj:
-        if type(status_obj) is not dict:
-            raise _DECLINE
-        code = status_obj.get("code")
+        code = status_obj.get("code")  # AttributeError (not a dict) declines
         if code.__class__ is int and 0 <= code < 3:
             status = STATUS_CODES[code]
         elif code is not None:
@@ -284,13 +290,14 @@ def _span(
     events: tuple[SpanEvent, ...] = ()
     raw_events = get("events")
     if raw_events:
-        if type(raw_events) is not list or len(raw_events) > limits.max_events_per_span:
+        # not a list: declines when its items are read
+        if len(raw_events) > limits.max_events_per_span:
             raise _DECLINE
         out = []
+        cap = limits.max_attr_chars
+        max_attrs = limits.max_attrs_per_span
         for ev in raw_events:
-            if type(ev) is not dict:
-                raise _DECLINE
-            ev_name = ev.get("name", "")
+            ev_name = ev.get("name", "")  # AttributeError (ev not a dict) declines
             when = ev.get("timeUnixNano", 0)
             if ev_name.__class__ is not str:
                 raise _DECLINE
@@ -301,9 +308,38 @@ def _span(
             event = _new(SpanEventDraft)
             event.name = ev_name
             event.time_unix_nano = when
-            event.attributes, ev_size = _attrs(ev.get("attributes"), limits)
+            items = ev.get("attributes")
+            if items:
+                # `_attrs`'s reading of string values, inlined: an event's list is short (a
+                # string or two), so the call would cost as much as the reading. Anything else
+                # (and a repeated key) is `_attrs`'s to read.
+                count = len(items)
+                if count > max_attrs:  # not a list: declines when its items are read
+                    raise _DECLINE
+                ev_attrs: dict[str, AttrValue] = {}
+                ev_size = _EVENT_WITH_ATTRS + len(ev_name) + count * ENTRY_SIZE
+                for kv in items:
+                    key = kv["key"]
+                    text = kv["value"].get("stringValue")
+                    if text.__class__ is str and key.__class__ is str:
+                        n = len(text)
+                        if n > cap:
+                            raise _DECLINE
+                        ev_attrs[key] = text
+                        ev_size += n if text.isascii() else getsizeof(text) - STR_HEADER
+                        continue
+                    ev_attrs, n = _attrs(items, limits)
+                    ev_size = EVENT_BASE + len(ev_name) + n
+                    break
+                else:
+                    if len(ev_attrs) != count:
+                        ev_size = EVENT_BASE + len(ev_name) + attributes_size(ev_attrs)
+            else:
+                ev_attrs = {}
+                ev_size = EVENT_BASE + len(ev_name)
+            event.attributes = ev_attrs
             event.__class__ = SpanEvent
-            size += EVENT_BASE + len(ev_name) + ev_size
+            size += ev_size
             out.append(event)
         events = tuple(out)
     links: tuple[SpanLink, ...] = ()

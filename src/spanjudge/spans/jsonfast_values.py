@@ -35,15 +35,16 @@ def _attrs(items: Any, limits: Limits) -> tuple[dict[str, AttrValue], int]:
     """The attributes and, when there are any, their `attributes_size` (else 0)."""
     if not items:
         return {}, 0
-    if type(items) is not list or len(items) > limits.max_attrs_per_span:
+    count = len(items)
+    if count > limits.max_attrs_per_span:  # not a list: declines when its items are read
         raise _DECLINE
     cap = limits.max_attr_chars
     out: dict[str, AttrValue] = {}
-    size = ENTRY_BASE + len(items) * ENTRY_SIZE
+    size = ENTRY_BASE + count * ENTRY_SIZE
     for kv in items:
         value = kv["value"]  # a missing value (or kv not a dict) declines
         key = kv["key"]
-        text = value.get("stringValue")
+        text = value.get("stringValue")  # AttributeError (value not a dict) declines
         if text.__class__ is str and key.__class__ is str:
             n = len(text)
             if n > cap:
@@ -51,7 +52,7 @@ def _attrs(items: Any, limits: Limits) -> tuple[dict[str, AttrValue], int]:
             out[key] = text
             size += n if text.isascii() else getsizeof(text) - STR_HEADER
             continue
-        if key.__class__ is not str or text is not None or type(value) is not dict:
+        if key.__class__ is not str or text is not None:
             raise _DECLINE
         number = value.get("intValue")
         if number.__class__ is str:  # int64 as a decimal string (the Collector's spelling)
@@ -60,7 +61,7 @@ def _attrs(items: Any, limits: Limits) -> tuple[dict[str, AttrValue], int]:
         decoded = out[key] = _other_value(value, limits)
         if decoded.__class__ is tuple:
             size += nested_size(decoded)
-    if len(out) != len(items):  # a repeated key: the last value counts, as in the dict
+    if len(out) != count:  # a repeated key: the last value counts, as in the dict
         return out, attributes_size(out)
     return out, size
 
