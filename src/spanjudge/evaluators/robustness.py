@@ -68,7 +68,10 @@ class Robustness:
     def evaluate(self, ctx: EvaluationContext) -> list[Verdict]:
         t = ctx.trajectory
         s = t.stats
-        error_spans = [x.span_id for x in t.tool_calls() if x.failed]
+        # `errors` counts the failed tool calls: none, no pass over the steps to list them
+        error_spans = (
+            [x.span_id for x in t.steps if x.kind == "tool_call" and x.failed] if s.errors else []
+        )
         failed_loads = [x.span_id for x in t.skill_loads if x.status == "failed"]
         counts: dict[str, float] = {
             "retries": s.retries,
@@ -123,7 +126,11 @@ class Robustness:
                 SESSION_INCOMPLETE,
                 f"within thresholds so far, cut short ({t.close_reason})",
             )
-        stumbles = tuple(dict.fromkeys([*t.retry_span_ids, *t.backtrack_span_ids]))
+        stumbles = (
+            tuple(dict.fromkeys([*t.retry_span_ids, *t.backtrack_span_ids]))
+            if t.retry_span_ids or t.backtrack_span_ids
+            else ()
+        )
         if reason:
             return [
                 not_evaluated(

@@ -186,15 +186,19 @@ class SideEffects:
         ledger = Ledger()
         seen: set[str] = set()
         calls = t.tool_calls()
-        # a repeat has its tool's name: only the calls of a tool called more than once need
-        # their arguments encoded to compare them
+        # the calls that act on something (each name classified once per map); most sessions
+        # mostly read, and a read leaves nothing to record
+        acting = []
+        for step in calls:
+            effect = effects.effect(step.name)
+            if effect is not None and effect != "read":
+                acting.append((step, effect))
+        # a repeat has its tool's name (and so its effect): only the calls of a tool called more
+        # than once need their arguments encoded to compare them
         called: dict[str, int] = {}
-        for step in calls:
+        for step, _ in acting:
             called[step.name] = called.get(step.name, 0) + 1
-        for step in calls:
-            effect = effects.effect(step.name)  # each name classified once per map
-            if effect is None or effect == "read":
-                continue
+        for step, effect in acting:
             resource = effects.resource(step.arguments)
             if effect != "external" and resource is None:
                 effect = "external"  # no local resource named: a ticket, a message, an API

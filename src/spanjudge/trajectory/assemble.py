@@ -15,10 +15,17 @@ from spanjudge.trajectory.effects import DEFAULT_EFFECT_MAP, EffectMap
 from spanjudge.trajectory.model import SkillLoad, Trajectory, Turn
 from spanjudge.trajectory.skills import EMPTY_LIBRARY, SkillLibrary
 from spanjudge.trajectory.stats import compute_stats
-from spanjudge.trajectory.steps import SKILLS_DIRECTORY, TRACE_LAYOUT, CatalogueEntry, Step
+from spanjudge.trajectory.steps import (
+    SKILLS_DIRECTORY,
+    TRACE_LAYOUT,
+    CatalogueEntry,
+    CatalogueSource,
+    Step,
+)
 
 _START = attrgetter("start_unix_nano")
 _TRACE_ID = attrgetter("trace_id")
+_TRUNCATED = attrgetter("truncated")
 _STOP_REASONS = frozenset({"stop", "end_turn", "complete", "completed", "finish", "eos"})
 # spanjudge's own session attributes (`_session_attrs`), on a span or its resource; on a span
 # also inside OpenInference `metadata` JSON
@@ -107,9 +114,8 @@ def _trace_ids(spans: Sequence[SpanRecord]) -> tuple[str, ...]:
     case, needs no sorting)."""
     if not spans:
         return ()
-    first = spans[0].trace_id
-    if all(s.trace_id == first for s in spans):
-        return (first,)
+    if len(set(map(_TRACE_ID, spans))) == 1:
+        return (spans[0].trace_id,)
     return tuple(dict.fromkeys(map(_TRACE_ID, sorted(spans, key=_START))))
 
 
@@ -200,51 +206,42 @@ def assemble(
     roots = _root_turns(ordered, spans_by_id)
     root_ids = {r.span_id: i for i, r in enumerate(roots)}
     root_starts = [r.start_unix_nano for r in roots]  # sorted: roots come in `position` order
-    numbered = []
-    for step in ordered:
-        turn = _turn_of(step, root_ids, root_starts, spans_by_id)
-        # replace() builds a new Step: only when the turn differs.
-        numbered.append(step if step.turn == turn else replace(step, turn=turn))
+    if len(roots) > 1:
+        numbered = []
+        for step in ordered:
+            turn = _turn_of(step, root_ids, root_starts, spans_by_id)
+            # replace() builds a new Step: only when the turn differs.
+            numbered.append(step if step.turn == turn else replace(step, turn=turn))
+    else:  # one turn or none: every step is in turn 0
+        numbered = [step if step.turn == 0 else replace(step, turn=0) for step in ordered]
     derived = _derive_final_answers(numbered)
     if len(derived) != len(numbered):  # answers added: place them (the rest is in order)
         derived.sort(key=position)
     numbered = derived
     answers: dict[int, str] = {}
-    for step in numbered:
-        if step.kind == "final_answer" and step.text:
-            answers[step.turn] = step.text.strip()
-    turns = tuple(
-        Turn(
-            index=i,
-            span_id=r.span_id,
-            trace_id=r.trace_id,
-            request=r.text,
-            final_answer=answers.get(i),
-            agent_name=r.agent_name,
-            start_unix_nano=r.start_unix_nano,
-            end_unix_nano=r.end_unix_nano,
-        )
-        for i, r in enumerate(roots)
-    )
-    skill_loads = tuple(
-        SkillLoad(
-            skill=skill,
-            status=s.skill_status or "unresolved",
-            span_id=s.span_id,
-            tool_name=s.name,
-            body=body,
-            body_source=s.skill_body_source,
-            error=s.error,
-            turn=s.turn,
-            tool_call_id=s.tool_call_id,
-        )
-        for s in numbered
-        if s.kind == "skill_load" and s.activation_of is None
-        for skill, body in ((s.skill or "", s.skill_body), *s.also_loaded)
-    )
+    loads: list[SkillLoad] = []
     catalogue: dict[str, CatalogueEntry] = {}
     schemas: dict[str, Any] = {}
-    for step in numbered:
+    for step in numbered:  # one pass: answers, skill loads, catalogue and tool schemas
+        kind = step.kind
+        if kind == "final_answer":
+            if step.text:
+                answers[step.turn] = step.text.strip()
+        elif kind == "skill_load" and step.activation_of is None:
+            loads.extend(
+                SkillLoad(
+                    skill=skill,
+                    status=step.skill_status or "unresolved",
+                    span_id=step.span_id,
+                    tool_name=step.name,
+                    body=body,
+                    body_source=step.skill_body_source,
+                    error=step.error,
+                    turn=step.turn,
+                    tool_call_id=step.tool_call_id,
+                )
+                for skill, body in ((step.skill or "", step.skill_body), *step.also_loaded)
+            )
         if step.catalogue:
             for entry in step.catalogue:
                 known = catalogue.get(entry.name)
@@ -252,9 +249,28 @@ def assemble(
                     catalogue[entry.name] = entry
         if step.tool_schemas:
             schemas.update(step.tool_schemas)
-    # a preset that reads one harness's own listing does not say where: a prompt's layout
-    catalogue_source = next((e.source or TRACE_LAYOUT for e in catalogue.values()), None)
-    if not catalogue:  # the trace recorded no catalogue: the configured skills are the offer
+    turns = tuple(
+        [
+            Turn(
+                index=i,
+                span_id=r.span_id,
+                trace_id=r.trace_id,
+                request=r.text,
+                final_answer=answers.get(i),
+                agent_name=r.agent_name,
+                start_unix_nano=r.start_unix_nano,
+                end_unix_nano=r.end_unix_nano,
+            )
+            for i, r in enumerate(roots)
+        ]
+    )
+    skill_loads = tuple(loads)
+    if catalogue:
+        # a preset that reads one harness's own listing does not say where: a prompt's layout
+        catalogue_source: CatalogueSource | None = (
+            next(iter(catalogue.values())).source or TRACE_LAYOUT
+        )
+    else:  # the trace recorded no catalogue: the configured skills are the offer
         catalogue = {e.name: e for e in skills.catalogue()}
         catalogue_source = SKILLS_DIRECTORY if catalogue else None
     stats, retried, undone = compute_stats(numbered, spans, len(turns), effects)
@@ -316,9 +332,9 @@ def assemble(
         terminal_state=_terminal_state(spans),
         tool_schemas=schemas,
         span_count=len(spans),
-        truncated_values=sum(s.truncated for s in spans),
-        retry_span_ids=tuple(s.span_id for s in retried),
-        backtrack_span_ids=tuple(s.span_id for s in undone),
+        truncated_values=sum(map(_TRUNCATED, spans)),
+        retry_span_ids=retried,
+        backtrack_span_ids=undone,
     )
 
 

@@ -10,42 +10,6 @@ from spanjudge.trajectory.effects import DEFAULT_EFFECT_MAP, EffectMap
 from spanjudge.trajectory.model import Stats
 from spanjudge.trajectory.steps import Step
 
-
-def retries(steps: Sequence[Step]) -> list[Step]:
-    """Calls whose previous call to the same tool in the session failed."""
-    last_failed: dict[str, bool] = {}
-    out = []
-    for step in steps:
-        if step.kind not in ("tool_call", "skill_load"):
-            continue
-        if last_failed.get(step.name):
-            out.append(step)
-        last_failed[step.name] = step.failed
-    return out
-
-
-def backtracks(steps: Sequence[Step], effects: EffectMap = DEFAULT_EFFECT_MAP) -> list[Step]:
-    """Successful deletes of a resource that an earlier successful call in the session created
-    or wrote (a failed delete undid nothing)."""
-    written: set[str] = set()
-    out = []
-    for step in steps:
-        if step.kind != "tool_call":
-            continue
-        effect = effects.effect(step.name)
-        if effect not in ("create", "modify", "delete"):
-            continue  # reads and external calls neither write nor undo anything
-        resource = effects.resource(step.arguments)
-        if resource is None:
-            continue
-        if effect in ("create", "modify") and not step.failed:
-            written.add(resource)
-        elif effect == "delete" and resource in written and not step.failed:
-            out.append(step)
-            written.discard(resource)
-    return out
-
-
 _START = attrgetter("start_unix_nano")
 _END = attrgetter("end_unix_nano")
 
@@ -55,27 +19,53 @@ def compute_stats(
     spans: Sequence[SpanRecord],
     turns: int,
     effects: EffectMap = DEFAULT_EFFECT_MAP,
-) -> tuple[Stats, list[Step], list[Step]]:
-    retried = retries(steps)
-    undone = backtracks(steps, effects)
+) -> tuple[Stats, tuple[str, ...], tuple[str, ...]]:
+    """The statistics and the span ids of the retries and the backtracks, in one pass.
+
+    A retry is a call (tool call or skill load) whose previous call to the same tool in the
+    session failed. A backtrack is a successful delete of a resource that an earlier successful
+    call in the session created or wrote (a failed delete undid nothing; reads and external
+    calls neither write nor undo anything)."""
+    last_failed: dict[str, bool] = {}
+    written: set[str] = set()
+    retried: list[str] = []
+    undone: list[str] = []
     tool_calls = errors = model_calls = skill_loads = 0
     # token counts: the sum of those recorded, None when no model call recorded any
     input_tokens: int | None = None
     output_tokens: int | None = None
     for s in steps:  # one pass counts every kind
         kind = s.kind
-        if kind == "tool_call":
+        if kind == "tool_call" or kind == "skill_load":
+            failed = s.failed
+            name = s.name
+            if last_failed.get(name):
+                retried.append(s.span_id)
+            last_failed[name] = failed
+            if kind == "skill_load":
+                if s.activation_of is None:
+                    skill_loads += 1 + len(s.also_loaded)
+                continue
             tool_calls += 1
-            if s.failed:
+            if failed:
                 errors += 1
+                continue  # a failed call neither writes nor undoes anything
+            effect = effects.effect(name)
+            if effect == "create" or effect == "modify":
+                resource = effects.resource(s.arguments)
+                if resource is not None:
+                    written.add(resource)
+            elif effect == "delete":
+                resource = effects.resource(s.arguments)
+                if resource is not None and resource in written:
+                    undone.append(s.span_id)
+                    written.discard(resource)
         elif kind == "model_call":
             model_calls += 1
             if s.input_tokens is not None:
                 input_tokens = (input_tokens or 0) + s.input_tokens
             if s.output_tokens is not None:
                 output_tokens = (output_tokens or 0) + s.output_tokens
-        elif kind == "skill_load" and s.activation_of is None:
-            skill_loads += 1 + len(s.also_loaded)
     start = min(map(_START, spans), default=0)
     end = max(map(_END, spans), default=0)
     stats = Stats(
@@ -90,4 +80,4 @@ def compute_stats(
         retries=len(retried),
         backtracks=len(undone),
     )
-    return stats, retried, undone
+    return stats, tuple(retried), tuple(undone)
