@@ -190,17 +190,18 @@ class SessionStore:
         trace_keys = self._trace_key
         if trace_id not in trace_keys:
             trace_keys[trace_id] = key
-        if len(trace_keys) > _MAX_TRACE_KEYS:
-            # Oldest traces first (insertion order); their sessions are long closed.
-            for old in list(trace_keys)[: _MAX_TRACE_KEYS // 4]:
-                del trace_keys[old]
+            if len(trace_keys) > _MAX_TRACE_KEYS:
+                # Oldest traces first (insertion order); their sessions are long closed.
+                for old in list(trace_keys)[: _MAX_TRACE_KEYS // 4]:
+                    del trace_keys[old]
         self._append(key, source, span, now, size)
-        waiting = self._pending.pop(trace_id, None)
-        if waiting is not None or trace_id in self._pending_since:
+        # Spans of its trace that waited for a key (each has its `_pending_since` entry).
+        if trace_id in self._pending_since:
+            waiting = self._pending.pop(trace_id, None)
             self._forget_pending(trace_id)
-        if waiting and self._trace_key[trace_id] == key:
-            for earlier in waiting:
-                self._append(key, source, earlier, now, keyless=True)
+            if waiting and self._trace_key[trace_id] == key:
+                for earlier in waiting:
+                    self._append(key, source, earlier, now, keyless=True)
 
     def _refused_key(self) -> None:
         self.refused_keys += 1

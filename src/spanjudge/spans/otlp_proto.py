@@ -87,18 +87,13 @@ def _sized_attrs(kvs: Sequence[KeyValue], limits: Limits) -> tuple[dict[str, Att
     out: dict[str, AttrValue] = {}
     if not kvs:
         return out, 0, 0
+    stored = len(kvs)
+    if stored > limits.max_attrs_per_span:  # the count cap cuts some: the general road
+        return _capped_attrs(kvs, limits)
     cuts = 0
     cap = limits.max_attr_chars
-    max_attrs = limits.max_attrs_per_span
-    # Under the count cap (the usual case) no attribute can be cut for it: skip that check.
-    check_count = len(kvs) > max_attrs
     chars = 0  # what `attributes_size` adds for the values beyond their entries
-    stored = 0
     for kv in kvs:
-        if check_count and len(out) >= max_attrs:
-            cuts += 1
-            continue
-        stored += 1
         value = kv.value
         # Hot path: most attribute values are non-empty strings (a non-empty `string_value` is
         # the oneof's member); skip the generic conversion for them.
@@ -108,25 +103,42 @@ def _sized_attrs(kvs: Sequence[KeyValue], limits: Limits) -> tuple[dict[str, Att
             out[kv.key] = text
             chars += n if text.isascii() else getsizeof(text) - STR_HEADER
             continue
-        which = "string_value" if text else value.WhichOneof("value")
-        converted: AttrValue
-        if which == "string_value":
-            converted = text
-            if n > cap:
-                converted, cut = cap_value(text, limits)
-                cuts += cut
-        elif which in _PLAIN:  # an int, float or bool is never cut
-            converted = getattr(value, which)
-        else:
-            converted, cut = cap_value(any_value(value), limits)
-            cuts += cut
+        converted, cut = _converted(value, text, limits)
+        cuts += cut
         out[kv.key] = converted
         chars += content_size(converted)
-    if not out:
-        return out, cuts, 0
     if len(out) != stored:  # a repeated key: the last value counts, as in the dict
         return out, cuts, attributes_size(out)
     return out, cuts, ENTRY_BASE + stored * ENTRY_SIZE + chars
+
+
+def _converted(value: AnyValue, text: str, limits: Limits) -> tuple[AttrValue, int]:
+    """An attribute value that is not a short non-empty string (``text``: its `string_value`),
+    converted and capped, and the count of values cut."""
+    which = "string_value" if text else value.WhichOneof("value")
+    if which == "string_value":
+        if len(text) > limits.max_attr_chars:
+            return cap_value(text, limits)
+        return text, 0
+    if which in _PLAIN:  # an int, float or bool is never cut
+        return getattr(value, which), 0
+    return cap_value(any_value(value), limits)
+
+
+def _capped_attrs(kvs: Sequence[KeyValue], limits: Limits) -> tuple[dict[str, AttrValue], int, int]:
+    """`_sized_attrs` of more attributes than the count cap keeps: those past it are cut."""
+    out: dict[str, AttrValue] = {}
+    max_attrs = limits.max_attrs_per_span
+    cuts = 0
+    for kv in kvs:
+        if len(out) >= max_attrs:
+            cuts += 1
+            continue
+        value = kv.value
+        converted, cut = _converted(value, value.string_value, limits)
+        cuts += cut
+        out[kv.key] = converted
+    return out, cuts, attributes_size(out) if out else 0
 
 
 _PLAIN = frozenset(("int_value", "double_value", "bool_value"))
@@ -139,11 +151,13 @@ _N_STATUS = len(STATUS_CODES)
 _new = object.__new__
 
 
-def _checked(span: Span) -> tuple[str, str, str | None, int, int, Status, Sequence[Span.Link]]:
-    """The span's trace id, span id, parent, start and end times, status and links, every field
-    the decoders keep checked (kind too); raises `IdError`/`ValueError` naming the field. The
-    status and links are handed on because each read of a sub-message (even an empty one)
-    builds a new Python object for it."""
+def _checked(
+    span: Span,
+) -> tuple[str, str, str | None, int, int, int, int, Status, Sequence[Span.Link]]:
+    """The span's trace id, span id, parent, start and end times, kind, status code, status and
+    links, every field the decoders keep checked; raises `IdError`/`ValueError` naming the
+    field. What was read is handed on because each read of a field builds its value again
+    (of a sub-message, even an empty one, a new Python object)."""
     raw = span.trace_id
     if len(raw) != 16 or raw == _ZERO_TRACE:
         id_from_bytes(raw, 16, "traceId")  # raises with the reason
@@ -163,17 +177,19 @@ def _checked(span: Span) -> tuple[str, str, str | None, int, int, Status, Sequen
     end = span.end_time_unix_nano
     if end < start:
         raise ValueError(f"endTimeUnixNano: {end} is before startTimeUnixNano {start}")
-    if not 0 <= span.kind < _N_KINDS:
-        raise ValueError(f"kind: unknown span kind {span.kind}")
+    kind = span.kind
+    if not 0 <= kind < _N_KINDS:
+        raise ValueError(f"kind: unknown span kind {kind}")
     status = span.status
-    if not 0 <= status.code < _N_STATUS:
-        raise ValueError(f"status.code: unknown status code {status.code}")
+    code = status.code
+    if not 0 <= code < _N_STATUS:
+        raise ValueError(f"status.code: unknown status code {code}")
     links = span.links
     if links:
         for link in links:
             id_from_bytes(link.trace_id, 16, "links.traceId")
             id_from_bytes(link.span_id, 8, "links.spanId")
-    return trace_id, span_id, parent, start, end, status, links
+    return trace_id, span_id, parent, start, end, kind, code, status, links
 
 
 def span_from_proto(
@@ -186,7 +202,7 @@ def span_from_proto(
 ) -> SpanRecord:
     """Decode one span; raises `IdError`/`ValueError` with the field name on bad input. With
     ``sizes``, the span's `estimate_size` is appended to it."""
-    trace_id, span_id, parent, start, end, status, span_links = _checked(span)
+    trace_id, span_id, parent, start, end, kind, code, status, span_links = _checked(span)
     attributes, cuts, size = _sized_attrs(span.attributes, limits)
     name = span.name  # each read of a field builds its value again
     size += SPAN_BASE + len(name)
@@ -219,8 +235,8 @@ def span_from_proto(
     record.name = name
     record.start_unix_nano = start
     record.end_unix_nano = end
-    record.kind = SPAN_KINDS[span.kind]
-    record.status = STATUS_CODES[status.code]
+    record.kind = SPAN_KINDS[kind]
+    record.status = STATUS_CODES[code]
     record.status_message = status.message or None
     record.attributes = attributes
     record.events = events
@@ -321,7 +337,7 @@ def read_heads(
             scope_wire = ScopeSpans(scope=ss.scope, schema_url=ss.schema_url).SerializeToString()
             for pi, span in enumerate(ss.spans):
                 try:
-                    trace_id, span_id, parent, start, end, _, _ = _checked(span)
+                    trace_id, span_id, parent, start, end, *_ = _checked(span)
                 except (IdError, ValueError) as exc:
                     path = f"resourceSpans[{ri}].scopeSpans[{si}].spans[{pi}]"
                     problems.append(SpanProblem(path, str(exc)))
