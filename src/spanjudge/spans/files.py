@@ -281,12 +281,13 @@ def _protobuf_chunk(path: str, index: int, message: bytes, limits: Limits) -> Ch
     error: ValueError | None = None
     spans: list[SpanRecord] = []
     problems: list[SpanProblem] = []
+    sizes: list[int] = []  # worked out while decoding: the store need not measure again
     try:
-        spans, problems = decode_request(parse_request(message), limits)
+        spans, problems = decode_request(parse_request(message), limits, sizes)
     except ValueError as exc:
         error = exc
     if spans:
-        return Chunk(path, index, spans, problems, len(message))
+        return Chunk(path, index, spans, problems, len(message), sizes)
     try:
         logs = decode_logs_request(parse_logs_request(message), limits)
     except ValueError:
