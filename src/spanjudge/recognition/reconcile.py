@@ -216,7 +216,7 @@ def _known_skills(steps: list[Step], library: SkillLibrary) -> set[str]:
         if step.kind == "skill_load" and step.skill:
             known.add(step.skill)
         for text in (step.skill_body, step.result):
-            if (name := front_matter_name(text)) is not None:
+            if text is not None and (name := front_matter_name(text)) is not None:
                 known.add(name)
         for _, body in step.bodies_seen:
             if (name := front_matter_name(body)) is not None:
