@@ -390,12 +390,20 @@ def _printed_anyway(error: str | None, result: str | None, skill: str, body: str
 def payload_error(result: Any, text: str | None) -> str | None:
     """An error inside a result whose span said OK, structured or with text around it
     (`{"status": "error", ...}` followed by a line of prose is still an error)."""
-    found = error_in_payload(result if isinstance(result, (dict, list)) else text)
-    if found or not text:
-        return found
-    start = text.lstrip()
-    if start[:1] != "{":
-        return None
+    if isinstance(result, (dict, list)):
+        found = error_in_payload(result)
+        if found or not text:
+            return found
+        start = text.lstrip()
+        if start[:1] != "{":
+            return None
+    else:  # the text is the payload: only an object can hold an error
+        start = text.lstrip() if text else ""
+        if start[:1] != "{":
+            return None
+        found = error_in_payload(text)
+        if found:
+            return found
     try:
         leading, _ = _DECODER.raw_decode(start)
     except ValueError:

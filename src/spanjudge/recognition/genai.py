@@ -79,18 +79,23 @@ def messages(span: SpanRecord, key: str) -> list[dict[str, Any]]:
     return found
 
 
+# The attributes `_messages` reads messages from, in any of its forms.
+_MESSAGE_KEYS = frozenset(
+    (
+        sc.GEN_AI_INPUT_MESSAGES,
+        sc.GEN_AI_OUTPUT_MESSAGES,
+        sc.GCP_VERTEX_AGENT_LLM_REQUEST,
+        sc.GEN_AI_LEGACY_PROMPT,
+        sc.GEN_AI_LEGACY_COMPLETION,
+        *INDEXED_MARKERS,
+    )
+)
+
+
 def _none_recorded(span: SpanRecord) -> dict[str, list[dict[str, Any]]]:
     """Both message lists when the span records messages in none of the forms `_messages`
     reads (most spans: v1.36 events, or no content at all), with one look at it; else {}."""
-    attributes = span.attributes
-    if (
-        sc.GEN_AI_INPUT_MESSAGES in attributes
-        or sc.GEN_AI_OUTPUT_MESSAGES in attributes
-        or sc.GCP_VERTEX_AGENT_LLM_REQUEST in attributes
-        or sc.GEN_AI_LEGACY_PROMPT in attributes
-        or sc.GEN_AI_LEGACY_COMPLETION in attributes
-        or not attributes.keys().isdisjoint(INDEXED_MARKERS)
-    ):
+    if not span.attributes.keys().isdisjoint(_MESSAGE_KEYS):
         return {}
     for event in span.events:
         if event.name == sc.EV_GEN_AI_INFERENCE_DETAILS:
@@ -602,15 +607,14 @@ def tool_descriptions(span: SpanRecord) -> dict[str, str]:
 
 def tool_io(span: SpanRecord) -> tuple[Any, Any, bool]:
     """(arguments, result payload, has result) of an `execute_tool` span, in any convention."""
-    arguments: Any = None
-    raw_args = span.attributes.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS)
-    if raw_args is not None:
-        arguments = parse_json(raw_args)
-    result: Any = None
-    has_result = False
-    raw_result = span.attributes.get(sc.GEN_AI_TOOL_CALL_RESULT)
-    if raw_result is not None:
-        result, has_result = parse_json(raw_result), True
+    attributes = span.attributes
+    raw_args = attributes.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS)
+    arguments: Any = None if raw_args is None else parse_json(raw_args)
+    raw_result = attributes.get(sc.GEN_AI_TOOL_CALL_RESULT)
+    has_result = raw_result is not None
+    result: Any = parse_json(raw_result) if has_result else None
+    if arguments is not None and has_result:
+        return arguments, result, True  # (the messages and events below fill only what lacks)
     for message in messages(span, sc.GEN_AI_INPUT_MESSAGES):
         for part in parts(message, "tool_call"):
             if arguments is None:
@@ -638,6 +642,25 @@ def result_text(result: Any) -> str | None:
     ):
         return content_text(result)
     return as_text(result)
+
+
+# The text attributes a tool span's step takes (`_texts`), in the order `_tool` unpacks them.
+_TOOL_TEXTS = (
+    sc.GEN_AI_SKILL_NAME,
+    sc.GEN_AI_TOOL_STATUS,
+    sc.ERROR_TYPE,
+    sc.GEN_AI_TOOL_CALL_ID,
+    sc.GEN_AI_AGENT_NAME,
+    sc.GEN_AI_TOOL_DESCRIPTION,
+)
+
+
+def _texts(span: SpanRecord, keys: tuple[str, ...]) -> list[str | None]:
+    """`SpanRecord.str_attr` of each of ``keys``, read in one pass."""
+    return [
+        value if value is None or isinstance(value, str) else str(value)
+        for value in map(span.attributes.get, keys)
+    ]
 
 
 # --------------------------------------------------------------------------- the recogniser
@@ -742,12 +765,11 @@ class GenAIRecogniser:
 
     def _tool(self, span: SpanRecord, tool: str) -> Step:
         arguments, result, has_result = tool_io(span)
-        declared = span.str_attr(sc.GEN_AI_SKILL_NAME)
+        declared, status, error_type, call_id, agent, description = _texts(span, _TOOL_TEXTS)
         # ADK stamps gen_ai.skill.name on resource reads and skill scripts too; those carry
         # gen_ai.skill.resource.name and are tool calls, not loads.
         if span.attributes.get(sc.GEN_AI_SKILL_RESOURCE_NAME) is not None:
             declared = None
-        error_type = span.str_attr(sc.ERROR_TYPE) if span.status != "error" else None
         return tool_step(
             span,
             self.name,
@@ -757,13 +779,13 @@ class GenAIRecogniser:
             result_text=result_text(result) if has_result else None,
             has_result=has_result,
             failure=span_error(span),
-            tool_status=span.str_attr(sc.GEN_AI_TOOL_STATUS) or None,
-            error_type=error_type,
+            tool_status=status or None,
+            error_type=error_type if span.status != "error" else None,
             declared_skill=declared or None,
-            call_id=span.str_attr(sc.GEN_AI_TOOL_CALL_ID),
-            agent_name=span.str_attr(sc.GEN_AI_AGENT_NAME),
+            call_id=call_id,
+            agent_name=agent,
             tool_schemas=tool_schemas(span, tool),
-            description=span.str_attr(sc.GEN_AI_TOOL_DESCRIPTION),
+            description=description,
         )
 
     def finalise(self, steps: list[Step], spans: Sequence[SpanRecord]) -> list[Step]:
@@ -779,8 +801,13 @@ class GenAIRecogniser:
                 models.setdefault(step.trace_id, []).append(step)
         if not models:  # both fill from this preset's model calls: with none, nothing to fill
             return steps
-        out: list[Step] = []
         answered = {s.trace_id for s in steps if s.kind == "final_answer" and s.preset == self.name}
+        turn_traces = {s.trace_id for s in steps if s.kind == "agent_turn"}
+        if turn_traces.issubset(answered) and all(
+            s.text for s in steps if s.kind == "agent_turn" and s.preset == self.name
+        ):
+            return steps  # every turn has its request and its answer: nothing to fill
+        out: list[Step] = []
         by_id = {s.span_id: s for s in spans}
         for calls in models.values():
             calls.sort(key=lambda s: (s.start_unix_nano, s.end_unix_nano))
@@ -791,7 +818,6 @@ class GenAIRecogniser:
                 if span is not None and (request := last_user_text(span)):
                     step = replace(step, text=request)
             out.append(step)
-        turn_traces = {s.trace_id for s in steps if s.kind == "agent_turn"}
         for trace_id, calls in models.items():
             if trace_id in answered or trace_id not in turn_traces:
                 continue

@@ -86,16 +86,17 @@ class OpenInferenceRecogniser:
 
     def finalise(self, steps: list[Step], spans: Sequence[SpanRecord]) -> list[Step]:
         """Tool call ids and arguments from the parent ToolNode span; pinned skills; answers."""
+        if not any(step.preset == PRESET for step in steps):
+            # the first four below change and add only this preset's steps; these two read
+            # every step (the spans by id only where a handoff may be)
+            return _without_handoffs(_without_answer_channel(steps), spans)
         by_id = {s.span_id: s for s in spans}
-        if any(step.preset == PRESET for step in steps):
-            out = _requests_from_model_input(
-                [_with_call_from_parent(step, by_id) for step in steps], by_id
-            )
-            out.extend(_pinned_skill_loads(out, by_id))
-            out.extend(_final_answers(out))
-        else:  # those four change and add only this preset's steps; these two read every step:
-            out = list(steps)
-        return _without_handoffs(_without_answer_channel(out), by_id)
+        out = _requests_from_model_input(
+            [_with_call_from_parent(step, by_id) for step in steps], by_id
+        )
+        out.extend(_pinned_skill_loads(out, by_id))
+        out.extend(_final_answers(out))
+        return _without_handoffs(_without_answer_channel(out), spans, by_id)
 
     # --- one span -> one step -------------------------------------------------------------
 
@@ -552,33 +553,42 @@ def _without_answer_channel(steps: list[Step]) -> list[Step]:
     ]
 
 
-def _without_handoffs(steps: list[Step], by_id: Mapping[str, SpanRecord]) -> list[Step]:
+def _without_handoffs(
+    steps: list[Step],
+    spans: Sequence[SpanRecord],
+    by_id: Mapping[str, SpanRecord] | None = None,
+) -> list[Step]:
     """A TOOL span that names no tool and whose output is an agent that runs after it in the
-    trace (OpenAI Agents' `handoff to <agent>`) moved the conversation; it ran no tool."""
+    trace (OpenAI Agents' `handoff to <agent>`) moved the conversation; it ran no tool.
+    (``by_id``: the spans by id, when already at hand.)"""
     agents = [
         (s.trace_id, s.agent_name, s.start_unix_nano)
         for s in steps
         if s.kind == "agent_turn" and s.agent_name
     ]
-    if not agents:
+    if not agents or not any(s.kind == "tool_call" for s in steps):
         return steps
-
-    def handoff(step: Step) -> bool:
+    if by_id is None:
+        by_id = {s.span_id: s for s in spans}
+    handoffs = set()
+    for step in steps:
         if step.kind != "tool_call":
-            return False
+            continue
         span = by_id.get(step.span_id)
         if span is None or semconv.OI_TOOL_NAME in span.attributes:
-            return False
+            continue
         output = span.attributes.get(semconv.OI_OUTPUT_VALUE)
         if output is None:  # no agent name to hand off to
-            return False
+            continue
         target = as_text(output)
-        return any(
+        if any(
             t == step.trace_id and name == target and start >= step.start_unix_nano
             for t, name, start in agents
-        )
-
-    return [s for s in steps if not handoff(s)]
+        ):
+            handoffs.add(id(step))
+    if not handoffs:
+        return steps
+    return [s for s in steps if id(s) not in handoffs]
 
 
 def _argument_texts(arguments: Any) -> list[str]:

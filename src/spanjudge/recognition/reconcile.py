@@ -82,7 +82,12 @@ def reconcile(
     """The session's steps with every whole-session evidence rule applied."""
     spans_by_id = {s.span_id: s for s in spans}
     parents = {s.parent_span_id for s in spans}  # the spans some span sits under
-    out = _merge_nested(list(steps), spans_by_id, parents, "model_call")
+    # No rule makes a model call: a session without one (tools under a turn) skips the rules
+    # that read only model calls (their requests, results sent back, schemas, texts).
+    calls = any(s.kind == "model_call" for s in steps)
+    out = list(steps)
+    if calls:
+        out = _merge_nested(out, spans_by_id, parents, "model_call")
     out = _merge_nested(out, spans_by_id, parents, "tool")
     out = _resumed_calls(out)
     out = _requested_arguments(out)
@@ -91,20 +96,23 @@ def reconcile(
     out = _catalogue_by_names(out, spans_by_id, looked_for)
     names = {e.name for s in out for e in s.catalogue} | set(library.skills)
     ordinary = _ordinary_uses(out, names)
-    out = _unexecuted_requests(out, names, ordinary)
+    if calls:
+        out = _unexecuted_requests(out, names, ordinary)
     if names:  # (else no call names a skill: every step stays)
         out = [_load_by_evidence(s, names, library, ordinary) for s in out]
-    out = _failed_loads_by_schema(out)
+    if calls:
+        out = _failed_loads_by_schema(out)
     out = _loads_by_definition(out)
-    out = _bodies_from_messages(out)
+    if calls:
+        out = _bodies_from_messages(out)
     out = each_document(_one_activation(out))
     # Skills known only from the loads found since: a prompt naming one of the others was
     # found above, and rescanning for them would find nothing more. (A step looked at above
     # shows what it showed then: only the steps made since are read.)
     since = [step for step in out if looked_at.get(id(step)) is not step]
     out = _catalogue_by_names(out, spans_by_id, _known_skills(since, library) - looked_for)
-    out = not_concatenated(out)
-    out = _turns_from_model_calls(out)
+    if calls:
+        out = _turns_from_model_calls(not_concatenated(out))
     return [_with_body_source(s, library) if s.kind == "skill_load" else s for s in out]
 
 
@@ -216,7 +224,7 @@ def _known_skills(steps: list[Step], library: SkillLibrary) -> set[str]:
         if step.kind == "skill_load" and step.skill:
             known.add(step.skill)
         for text in (step.skill_body, step.result):
-            if (name := front_matter_name(text)) is not None:
+            if text is not None and (name := front_matter_name(text)) is not None:
                 known.add(name)
         for _, body in step.bodies_seen:
             if (name := front_matter_name(body)) is not None:

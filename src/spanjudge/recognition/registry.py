@@ -37,7 +37,10 @@ RECOGNISERS: Registry[RecogniserFactory] = Registry(
 _ROUTES_MAX = 4096
 _SCOPE_TYPES = (str, type(None))
 # A preset asked about every span (None), or only about spans carrying one of these attributes.
-_Route = tuple[tuple[Recogniser, tuple[str, ...] | None], ...]
+_Asked = tuple[tuple[Recogniser, tuple[str, ...] | None], ...]
+# The presets to ask, the attributes any of them claims by, and those asked about every span
+# (all there are to ask about a span carrying none of those attributes: most spans).
+_Route = tuple[_Asked, frozenset[str], _Asked]
 
 
 def _finalises(recogniser: Recogniser) -> TypeGuard[SessionFinaliser]:
@@ -61,7 +64,7 @@ class RecogniserRegistry:
         self._planned: list[Recogniser] = []
         self._plan: list[tuple[Recogniser, ClaimEvidence | None]] = []
         self._routes: dict[tuple[str | None, str], _Route] = {}
-        self._every: _Route = ()
+        self._every: _Route = ((), frozenset(), ())
 
     @classmethod
     def default(cls, first: Iterable[Recogniser] = ()) -> RecogniserRegistry:
@@ -81,7 +84,8 @@ class RecogniserRegistry:
         if self._planned != self.recognisers:  # (`recognisers` is a public, mutable list)
             self._planned = list(self.recognisers)
             self._plan = [(r, _claim_evidence(r)) for r in self._planned]
-            self._every = tuple((r, None) for r in self._planned)
+            every = tuple((r, None) for r in self._planned)
+            self._every = (every, frozenset(), every)
             self._routes = {}
 
     def _route(self, key: tuple[str | None, str]) -> _Route:
@@ -94,7 +98,10 @@ class RecogniserRegistry:
                 route.append((recogniser, evidence.attributes))
         if len(self._routes) >= _ROUTES_MAX:
             self._routes = {}
-        found = self._routes[key] = tuple(route)
+        asked = tuple(route)
+        claimed_by = frozenset(a for _, needed in asked for a in needed or ())
+        always = tuple(entry for entry in asked if entry[1] is None) if claimed_by else asked
+        found = self._routes[key] = (asked, claimed_by, always)
         return found
 
     def _recognise(self, span: SpanRecord) -> list[Step]:
@@ -104,7 +111,10 @@ class RecogniserRegistry:
         else:
             route = self._routes.get(key) or self._route(key)
         attributes = span.attributes
-        for recogniser, needed in route:
+        asked, claimed_by, always = route
+        if always is not asked and attributes.keys().isdisjoint(claimed_by):
+            asked = always  # it carries none of what the others claim by: they would say None
+        for recogniser, needed in asked:
             if needed is not None:
                 for attribute in needed:
                     if attribute in attributes:
