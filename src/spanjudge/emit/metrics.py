@@ -203,20 +203,10 @@ class MetricsTally:
             for name, value in measured.items():
                 if name in _OWN_SERIES:
                     continue
-                kind = type(value)
                 # ints and floats (a bool is an int, and no measure)
-                if kind is int or kind is float or (kind is not bool and _number(value)):
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
                     series = (semconv.SJ_TRAJECTORY_MEASURE, evaluator, str(name), agent)
-                    found = values.get(series)
-                    if found is None:
-                        values[series] = [value]
-                    else:
-                        found.append(value)
-
-
-def _number(value: object) -> bool:
-    """An int or a float, or of a subclass of them (a bool is not one)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+                    values.setdefault(series, []).append(value)
 
 
 class MetricsSink:

@@ -365,15 +365,12 @@ class OtlpVerdictEncoder:
     # before it: the field's tag and the length (``item_head(size)``).
     item_head = staticmethod(_item_head)
 
-    def request(self, items: Sequence[bytes], items_size: int | None = None) -> bytes:
+    def request(self, items: Sequence[bytes]) -> bytes:
         """An `ExportTraceServiceRequest` of spans or an `ExportLogsServiceRequest` of log
         records (the same bytes for both): the resource, the scope and the items, ``items``
-        being each one's `item_head` and then its encoding (copied once, into the request);
-        ``items_size``: their total length, when the caller kept count of it."""
+        being each one's `item_head` and then its encoding (copied once, into the request)."""
         # joined once: each envelope's length is counted, not measured on a copy
-        if items_size is None:
-            items_size = sum(map(len, items))
-        scoped_size = len(self._scope) + items_size
+        scoped_size = len(self._scope) + sum(map(len, items))
         scoped_head = _SCOPE_ITEMS + wire.varint(scoped_size)
         size = len(self._resource) + len(scoped_head) + scoped_size + len(self._schema_url)
         return b"".join(
@@ -425,15 +422,8 @@ class OtlpVerdictEncoder:
         record_tails = {whole: whole_tail}
         events: list[bytes] = []  # each event as the span's field: its tag and size, then it
         log_records: list[bytes] = []
-        shapes = _remembered_shapes
         for index, verdict in enumerate(verdicts):
-            try:  # `_shape_of`'s lookup, without the call
-                shape = shapes.get(verdict_texts(verdict))
-            except TypeError:
-                shape = None
-            if shape is None:
-                shape = _shape_of(verdict)
-            event_open, event_close, event_size, record_open, record_close = shape
+            event_open, event_close, event_size, record_open, record_close = _shape_of(verdict)
             target = verdict.target
             if target is NO_TARGET:
                 tail = whole_tail

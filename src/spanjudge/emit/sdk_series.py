@@ -200,7 +200,7 @@ def _exemplars(exemplar_filter: Any) -> str:
 def _recordable(values: list[float]) -> bool:
     """Whether every one of ``values`` is finite and not negative, as record() takes them: their
     float sum is finite only if none is infinite or NaN, and then the least tells whether one
-    is negative (one pass in C, not a test per value). Finite values whose sum overflows say no
+    is negative (two C-level passes, not a test per value). Finite values whose sum overflows say no
     as well: they go through the public API, which records them the same."""
     return not values or (math.isfinite(sum(values, 0.0)) and min(values) >= 0)
 

@@ -188,9 +188,7 @@ class ConfirmingExport:
     def _send(self, batch: _Batch) -> bool:
         """Whether ``batch`` is done with: accepted, or dropped as too large for the endpoint."""
         try:
-            # the batch kept count of its items' length: the request need not measure them
-            request = self._encoder.request(batch.parts, batch.size - self._empty_size)
-            result = self._timed(request)
+            result = self._timed(self._encoder.request(batch.parts))
         except Exception as exc:
             if self.sender.aborted:  # shut down under a call in flight
                 return False

@@ -88,7 +88,7 @@ def _sized_attrs(kvs: Sequence[KeyValue], limits: Limits) -> tuple[dict[str, Att
     if not kvs:
         return out, 0, 0
     stored = len(kvs)
-    if stored > limits.max_attrs_per_span:  # the count cap cuts some: the general road
+    if stored > limits.max_attrs_per_span:  # the count cap cuts some: read by `_capped_attrs`
         return _capped_attrs(kvs, limits)
     cuts = 0
     cap = limits.max_attr_chars
