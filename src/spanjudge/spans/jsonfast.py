@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from sys import getsizeof
 from typing import Any
 
 from spanjudge.spans.ids import id_from_text
@@ -34,19 +33,14 @@ from spanjudge.spans.record import (
     STATUS_CODES,
     AttrValue,
     SpanEvent,
-    SpanEventDraft,
     SpanLink,
     SpanRecord,
-    SpanRecordDraft,
+    StatusCode,
 )
 from spanjudge.spans.sizes import (
-    ENTRY_BASE,
-    ENTRY_SIZE,
     EVENT_BASE,
     LINK_SIZE,
     SPAN_BASE,
-    STR_HEADER,
-    attributes_size,
 )
 from spanjudge.spans.text import has_surrogates, valid_strings
 
@@ -62,10 +56,6 @@ _STATUS_NAMES = {f"STATUS_CODE_{s.upper()}": s for s in STATUS_CODES}
 _HEX_DIGITS = "0123456789abcdefABCDEF"
 _ZERO_TRACE = "0" * 32
 _ZERO_SPAN = "0" * 16
-
-
-_new = object.__new__
-_EVENT_WITH_ATTRS = EVENT_BASE + ENTRY_BASE
 
 
 def available() -> bool:
@@ -258,7 +248,7 @@ def _span(
     else:
         kind = _KIND_NAMES[kind]  # KeyError (or TypeError) declines
     status_obj = get("status")
-    status = "unset"
+    status: StatusCode = "unset"
     message = None
     if status_obj:
         code = status_obj.get("code")  # AttributeError (not a dict) declines
@@ -294,8 +284,6 @@ def _span(
         if len(raw_events) > limits.max_events_per_span:
             raise _DECLINE
         out = []
-        cap = limits.max_attr_chars
-        max_attrs = limits.max_attrs_per_span
         for ev in raw_events:
             ev_name = ev.get("name", "")  # AttributeError (ev not a dict) declines
             when = ev.get("timeUnixNano", 0)
@@ -305,42 +293,9 @@ def _span(
                 when = int(when)  # ValueError declines
             elif when.__class__ is not int:
                 raise _DECLINE
-            event = _new(SpanEventDraft)
-            event.name = ev_name
-            event.time_unix_nano = when
-            items = ev.get("attributes")
-            if items:
-                # `_attrs`'s reading of string values, inlined: an event's list is short (a
-                # string or two), so the call would cost as much as the reading. Anything else
-                # (and a repeated key) is `_attrs`'s to read.
-                count = len(items)
-                if count > max_attrs:  # not a list: declines when its items are read
-                    raise _DECLINE
-                ev_attrs: dict[str, AttrValue] = {}
-                ev_size = _EVENT_WITH_ATTRS + len(ev_name) + count * ENTRY_SIZE
-                for kv in items:
-                    key = kv["key"]
-                    text = kv["value"].get("stringValue")
-                    if text.__class__ is str and key.__class__ is str:
-                        n = len(text)
-                        if n > cap:
-                            raise _DECLINE
-                        ev_attrs[key] = text
-                        ev_size += n if text.isascii() else getsizeof(text) - STR_HEADER
-                        continue
-                    ev_attrs, n = _attrs(items, limits)
-                    ev_size = EVENT_BASE + len(ev_name) + n
-                    break
-                else:
-                    if len(ev_attrs) != count:
-                        ev_size = EVENT_BASE + len(ev_name) + attributes_size(ev_attrs)
-            else:
-                ev_attrs = {}
-                ev_size = EVENT_BASE + len(ev_name)
-            event.attributes = ev_attrs
-            event.__class__ = SpanEvent
-            size += ev_size
-            out.append(event)
+            ev_attrs, ev_size = _attrs(ev.get("attributes"), limits)
+            out.append(SpanEvent(name=ev_name, time_unix_nano=when, attributes=ev_attrs))
+            size += EVENT_BASE + len(ev_name) + ev_size
         events = tuple(out)
     links: tuple[SpanLink, ...] = ()
     raw_links = get("links")
@@ -355,23 +310,22 @@ def _span(
             for link in raw_links
         )
         size += len(links) * LINK_SIZE
-    record = _new(SpanRecordDraft)
-    record.trace_id = trace_id
-    record.span_id = span_id
-    record.parent_span_id = parent
-    record.name = name
-    record.start_unix_nano = start
-    record.end_unix_nano = end
-    record.kind = kind
-    record.status = status
-    record.status_message = message
-    record.attributes = attributes
-    record.events = events
-    record.links = links
-    record.resource = resource
-    record.scope_name = scope_name
-    record.scope_version = scope_version
-    record.truncated = 0
-    record.__class__ = SpanRecord
+    record = SpanRecord(
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_span_id=parent,
+        name=name,
+        start_unix_nano=start,
+        end_unix_nano=end,
+        kind=kind,
+        status=status,
+        status_message=message,
+        attributes=attributes,
+        events=events,
+        links=links,
+        resource=resource,
+        scope_name=scope_name,
+        scope_version=scope_version,
+    )
     state.sizes.append(size)
-    return record  # type: ignore[no-any-return]
+    return record

@@ -20,10 +20,8 @@ from spanjudge.spans.record import (
     STATUS_CODES,
     AttrValue,
     SpanEvent,
-    SpanEventDraft,
     SpanLink,
     SpanRecord,
-    SpanRecordDraft,
 )
 from spanjudge.spans.sizes import (
     ENTRY_BASE,
@@ -148,9 +146,6 @@ _N_KINDS = len(SPAN_KINDS)
 _N_STATUS = len(STATUS_CODES)
 
 
-_new = object.__new__
-
-
 def _checked(
     span: Span,
 ) -> tuple[str, str, str | None, int, int, int, int, Status, Sequence[Span.Link]]:
@@ -211,13 +206,13 @@ def span_from_proto(
     if span_events:
         decoded = []
         for ev in span_events[: limits.max_events_per_span]:
-            event = _new(SpanEventDraft)
-            event.name = ev.name
-            event.time_unix_nano = ev.time_unix_nano
-            event.attributes, n, ev_size = _sized_attrs(ev.attributes, limits)
-            event.__class__ = SpanEvent
+            ev_name = ev.name
+            ev_attributes, n, ev_size = _sized_attrs(ev.attributes, limits)
+            event = SpanEvent(
+                name=ev_name, time_unix_nano=ev.time_unix_nano, attributes=ev_attributes
+            )
             cuts += n
-            size += EVENT_BASE + len(event.name) + ev_size
+            size += EVENT_BASE + len(ev_name) + ev_size
             decoded.append(event)
         events = tuple(decoded)
         cuts += max(0, len(span_events) - limits.max_events_per_span)
@@ -228,27 +223,27 @@ def span_from_proto(
             for link in span_links
         )
         size += len(links) * LINK_SIZE
-    record = _new(SpanRecordDraft)
-    record.trace_id = trace_id
-    record.span_id = span_id
-    record.parent_span_id = parent
-    record.name = name
-    record.start_unix_nano = start
-    record.end_unix_nano = end
-    record.kind = SPAN_KINDS[kind]
-    record.status = STATUS_CODES[code]
-    record.status_message = status.message or None
-    record.attributes = attributes
-    record.events = events
-    record.links = links
-    record.resource = resource
-    record.scope_name = scope_name or None
-    record.scope_version = scope_version or None
-    record.truncated = cuts
-    record.__class__ = SpanRecord
+    record = SpanRecord(
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_span_id=parent,
+        name=name,
+        start_unix_nano=start,
+        end_unix_nano=end,
+        kind=SPAN_KINDS[kind],
+        status=STATUS_CODES[code],
+        status_message=status.message or None,
+        attributes=attributes,
+        events=events,
+        links=links,
+        resource=resource,
+        scope_name=scope_name or None,
+        scope_version=scope_version or None,
+        truncated=cuts,
+    )
     if sizes is not None:
         sizes.append(size)
-    return record  # type: ignore[no-any-return]
+    return record
 
 
 def decode_request(

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
-from typing import Any, Literal, TypeAlias, get_args
+from dataclasses import dataclass, field
+from typing import Literal, TypeAlias, get_args
 
 StatusCode = Literal["unset", "ok", "error"]
 SpanKind = Literal["unspecified", "internal", "server", "client", "producer", "consumer"]
@@ -74,49 +74,3 @@ class SpanRecord:
     @property
     def duration_s(self) -> float:
         return max(0, self.end_unix_nano - self.start_unix_nano) / 1e9
-
-
-# The field order the fast decoders (spans/jsonfast.py, spans/otlp_proto.py) build records in
-# (`draft_class` checks it against the class).
-SPAN_RECORD_FIELDS = (
-    "trace_id",
-    "span_id",
-    "parent_span_id",
-    "name",
-    "start_unix_nano",
-    "end_unix_nano",
-    "kind",
-    "status",
-    "status_message",
-    "attributes",
-    "events",
-    "links",
-    "resource",
-    "scope_name",
-    "scope_version",
-    "truncated",
-)
-
-
-def draft_class(cls: type, names: tuple[str, ...]) -> type:
-    """A mutable twin of the slotted record ``cls``, whose fields are exactly ``names`` in order.
-
-    A decoder fills a draft with plain attribute stores (which the interpreter specialises to
-    a slot write) and turns it into a ``cls`` with one ``__class__`` assignment: cheaper
-    than calling each slot's setter. Python allows that assignment only between classes of the
-    same layout (same slots, same base), and checks it here once. The decoder must set every
-    field: a slot left unset would raise AttributeError when read."""
-    if tuple(f.name for f in fields(cls)) != names or cls.__slots__ != names:  # type: ignore[attr-defined]
-        raise RuntimeError(
-            f"{cls.__name__} gained or lost a field: update the fast decoders' field list"
-            " (spans/record.py SPAN_RECORD_FIELDS, spans/jsonfast.py, spans/otlp_proto.py)"
-        )
-    twin = type(cls.__name__ + "Draft", (), {"__slots__": names, "__module__": cls.__module__})
-    probe: Any = object.__new__(twin)
-    probe.__class__ = cls  # TypeError here if the layouts ever differ
-    return twin
-
-
-SPAN_EVENT_FIELDS = ("name", "time_unix_nano", "attributes")
-SpanRecordDraft: Any = draft_class(SpanRecord, SPAN_RECORD_FIELDS)
-SpanEventDraft: Any = draft_class(SpanEvent, SPAN_EVENT_FIELDS)
