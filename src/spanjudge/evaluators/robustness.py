@@ -126,11 +126,7 @@ class Robustness:
                 SESSION_INCOMPLETE,
                 f"within thresholds so far, cut short ({t.close_reason})",
             )
-        stumbles = (
-            tuple(dict.fromkeys([*t.retry_span_ids, *t.backtrack_span_ids]))
-            if t.retry_span_ids or t.backtrack_span_ids
-            else ()
-        )
+        stumbles = tuple(dict.fromkeys([*t.retry_span_ids, *t.backtrack_span_ids]))
         if reason:
             return [
                 not_evaluated(

@@ -112,7 +112,7 @@ class RecogniserRegistry:
             route = self._routes.get(key) or self._route(key)
         attributes = span.attributes
         asked, claimed_by, always = route
-        if always is not asked and attributes.keys().isdisjoint(claimed_by):
+        if claimed_by and attributes.keys().isdisjoint(claimed_by):
             asked = always  # it carries none of what the others claim by: they would say None
         for recogniser, needed in asked:
             if needed is not None:
