@@ -13,7 +13,7 @@ from typing import Any
 
 from spanjudge.errors import InputError, not_utf8
 from spanjudge.reasons import OPT_IN_EVALUATORS
-from spanjudge.spans.text import valid_strings
+from spanjudge.spans.text import valid_yaml_strings
 
 OUTCOME_VALUES = ("pass", "fail", "not_evaluated")
 
@@ -43,8 +43,7 @@ def load_labels(path: str) -> list[Label]:
         doc = yaml.safe_load(text)
     except Exception as exc:  # yaml.YAMLError and friends: the message names line and column
         raise InputError(f"{path}: not valid YAML/JSON: {exc}") from None
-    if "\\" in text:  # an escape in a double-quoted scalar may make a lone surrogate
-        doc = valid_strings(doc)
+    doc = valid_yaml_strings(doc, text)
     sessions = doc.get("sessions") if isinstance(doc, Mapping) else None
     if not isinstance(sessions, Mapping) or not sessions:
         raise InputError(f"{path}: expected a top-level 'sessions' mapping of session id -> labels")

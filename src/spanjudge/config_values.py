@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from spanjudge.errors import ConfigError, did_you_mean
-from spanjudge.spans.text import valid_strings
+from spanjudge.spans.text import valid_yaml_strings
 
 if TYPE_CHECKING:
     from yaml.nodes import Node
@@ -166,8 +166,7 @@ def load_yaml(text: str, source: str) -> Any:
         doc = loader.construct_document(node)
     finally:
         loader.dispose()
-    # only an escape in a double-quoted scalar (`"\ud800"`) makes a lone surrogate
-    return valid_strings(doc) if "\\" in text else doc
+    return valid_yaml_strings(doc, text)
 
 
 def _expanded_nodes(node: Node, sizes: dict[int, int]) -> int:

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from spanjudge.spans.text import valid_strings
+from spanjudge.spans.text import valid_yaml_strings
 from spanjudge.trajectory.skills import EMPTY_LIBRARY, Skill, SkillLibrary
 
 _FRONT_MATTER = re.compile(r"\A\ufeff?---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)(.*)\Z", re.S)
@@ -34,8 +34,7 @@ def parse_skill_md(text: str, path: str) -> tuple[Skill | None, str | None]:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 2}" if mark is not None else ""
         return None, f"front matter is not valid YAML{where}"
-    if "\\" in match.group(1):  # an escape in a double-quoted scalar may make a lone surrogate
-        meta = valid_strings(meta)
+    meta = valid_yaml_strings(meta, match.group(1))
     if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str):
         return None, "front matter has no `name`"
     description = meta.get("description")

@@ -66,3 +66,10 @@ def valid_strings(value: Any) -> Any:
                     pending.append(item)
                 node[valid_text(key) if isinstance(key, str) else key] = item
     return value
+
+
+def valid_yaml_strings(doc: Any, text: str) -> Any:
+    """`valid_strings` of ``doc``, a YAML loader's reading of ``text`` (UTF-8 text, so no
+    surrogate in it as such): only an escape in a double-quoted scalar (`"\\ud800"`) makes a
+    lone surrogate, so a text with no backslash is not walked."""
+    return valid_strings(doc) if "\\" in text else doc
