@@ -275,7 +275,7 @@ def test_a_string_that_is_not_utf8_is_read_with_u_fffd_however_deep_it_sits() ->
 
 def test_a_request_nested_deeper_than_protobuf_reads_is_refused_in_bounded_memory() -> None:
     # The runtime refuses more than 100 levels; trying again with repaired strings must not
-    # copy the body at every level on the way down (that took gigabytes for one request).
+    # copy the body at every level on the way down (gigabytes for one such request).
     data = _nested_request(150, b"x" * 2_000_000 + b"\xff")
     tracemalloc.start()
     try:
