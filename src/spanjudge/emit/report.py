@@ -95,39 +95,18 @@ def _session_json(result: SessionResult, t: Trajectory) -> dict[str, Any]:
 
 
 def _session_encoder() -> Callable[[Any], str]:
-    """``json.dumps(obj, ensure_ascii=False, default=str)`` for one session, the same text:
-    CPython's C encoder made once instead of once a session, without the cycle check (a session's
-    JSON form is a tree of fresh dicts and lists). Any other Python gets the plain encoder."""
-    fast = _unchecked_encoder()
+    """``json.dumps(obj, ensure_ascii=False, default=str)`` for one session, the same text: one
+    encoder made once, without the cycle check (a session's JSON form is a tree of fresh dicts
+    and lists)."""
+    unchecked = json.JSONEncoder(ensure_ascii=False, default=str, check_circular=False).encode
 
     def dumps(obj: Any) -> str:
         try:
-            return fast(obj)
+            return unchecked(obj)
         except RecursionError:  # a cycle (a plugin's details) or a deep tree: json.dumps' error
             return json.dumps(obj, ensure_ascii=False, default=str)
 
     return dumps
-
-
-def _unchecked_encoder() -> Callable[[Any], str]:
-    plain = json.JSONEncoder(ensure_ascii=False, default=str, check_circular=False).encode
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:
-        return plain
-    try:
-        encode = make(
-            None, str, json.encoder.encode_basestring, None, ": ", ", ", False, False, True
-        )
-
-        def dumps(obj: Any) -> str:
-            return "".join(encode(obj, 0))
-
-        probe = {"a": [1.5, 1e16, None, True, '\u00e9\n"', 10**20], "b": {"c": ()}, "d": {1}}
-        if dumps(probe) == json.dumps(probe, ensure_ascii=False, default=str):
-            return dumps
-    except Exception:  # a C encoder with another signature: the plain one says the same
-        pass
-    return plain
 
 
 _dumps_session = _session_encoder()
