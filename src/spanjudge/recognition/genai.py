@@ -529,27 +529,33 @@ def _add_result(
 
 def system_text(span: SpanRecord) -> str | None:
     # `values` of the system instructions, then the system message events: one pass
-    texts = []
+    texts: list[str] = []
+    events: list[str] = []
     found = span.attributes.get(sc.GEN_AI_SYSTEM_INSTRUCTIONS)
-    if found is not None:
-        texts.append(content_text(found))
-    events = []
+    if found is not None and (text := content_text(found)):
+        texts.append(text)
     for event in span.events:
-        if event.name == sc.EV_GEN_AI_SYSTEM_MESSAGE:
-            events.append(content_text(event.attributes.get("content")))
-        elif event.name == sc.EV_GEN_AI_INFERENCE_DETAILS:
+        name = event.name
+        if name == sc.EV_GEN_AI_SYSTEM_MESSAGE:
+            if text := content_text(event.attributes.get("content")):
+                events.append(text)
+        elif name == sc.EV_GEN_AI_INFERENCE_DETAILS:
             found = event.attributes.get(sc.GEN_AI_SYSTEM_INSTRUCTIONS)
-            if found is not None:
-                texts.append(content_text(found))
-    joined = "\n".join(t for t in (*texts, *events) if t)
-    if not joined:  # legacy conventions: the system prompt is an input message
+            if found is not None and (text := content_text(found)):
+                texts.append(text)
+    if texts or events:
+        return "\n".join(texts + events)
+    inputs = messages(span, sc.GEN_AI_INPUT_MESSAGES)
+    if inputs:  # legacy conventions: the system prompt is an input message
         joined = "\n".join(
             t
-            for m in messages(span, sc.GEN_AI_INPUT_MESSAGES)
+            for m in inputs
             if m.get("role") == "system"
             and (t := content_text(parts(m, "text")) or message_text(m))
         )
-    return joined or vertex_agent.system_text(span)
+        if joined:
+            return joined
+    return vertex_agent.system_text(span)
 
 
 def catalogue(span: SpanRecord, system: str | None = None) -> tuple[CatalogueEntry, ...]:
