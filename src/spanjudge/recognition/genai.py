@@ -369,24 +369,27 @@ def model_output(
             message = event.attributes.get("message")
             reason = event.attributes.get("finish_reason")
             decoded = read_json(message) if isinstance(message, str) else message
-            blocks = decoded if isinstance(decoded, (list, tuple)) else ()
-            asked_tools = any(
-                isinstance(b, dict) and ("toolUse" in b or b.get("type") == "tool_call")
-                for b in blocks
-            )
-            uses = (
-                [b["toolUse"] for b in blocks if isinstance(b, dict) and "toolUse" in b]
-                if requests and asked_tools
-                else ()
-            )
-            asked = tuple(
-                ToolRequest(
-                    name=str(u.get("name") or ""),
-                    call_id=str(u["toolUseId"]) if u.get("toolUseId") else None,
-                    arguments=u.get("input"),
+            asked_tools = False
+            uses = []  # (one pass over the blocks for both)
+            for block in decoded if isinstance(decoded, (list, tuple)) else ():
+                if isinstance(block, dict):
+                    if "toolUse" in block:
+                        asked_tools = True
+                        uses.append(block["toolUse"])
+                    elif block.get("type") == "tool_call":
+                        asked_tools = True
+            asked = (
+                tuple(
+                    ToolRequest(
+                        name=str(u.get("name") or ""),
+                        call_id=str(u["toolUseId"]) if u.get("toolUseId") else None,
+                        arguments=u.get("input"),
+                    )
+                    for u in uses
+                    if isinstance(u, dict)
                 )
-                for u in uses
-                if isinstance(u, dict)
+                if requests and uses
+                else ()
             )
             if not asked_tools:  # a chat completions choice: its message's `tool_calls`
                 held = decoded.get("tool_calls") if isinstance(decoded, dict) else None
