@@ -369,24 +369,27 @@ def model_output(
             message = event.attributes.get("message")
             reason = event.attributes.get("finish_reason")
             decoded = read_json(message) if isinstance(message, str) else message
-            blocks = decoded if isinstance(decoded, (list, tuple)) else ()
-            asked_tools = any(
-                isinstance(b, dict) and ("toolUse" in b or b.get("type") == "tool_call")
-                for b in blocks
-            )
-            uses = (
-                [b["toolUse"] for b in blocks if isinstance(b, dict) and "toolUse" in b]
-                if requests and asked_tools
-                else ()
-            )
-            asked = tuple(
-                ToolRequest(
-                    name=str(u.get("name") or ""),
-                    call_id=str(u["toolUseId"]) if u.get("toolUseId") else None,
-                    arguments=u.get("input"),
+            asked_tools = False
+            uses = []  # (one pass over the blocks for both)
+            for block in decoded if isinstance(decoded, (list, tuple)) else ():
+                if isinstance(block, dict):
+                    if "toolUse" in block:
+                        asked_tools = True
+                        uses.append(block["toolUse"])
+                    elif block.get("type") == "tool_call":
+                        asked_tools = True
+            asked = (
+                tuple(
+                    ToolRequest(
+                        name=str(u.get("name") or ""),
+                        call_id=str(u["toolUseId"]) if u.get("toolUseId") else None,
+                        arguments=u.get("input"),
+                    )
+                    for u in uses
+                    if isinstance(u, dict)
                 )
-                for u in uses
-                if isinstance(u, dict)
+                if requests and uses
+                else ()
             )
             if not asked_tools:  # a chat completions choice: its message's `tool_calls`
                 held = decoded.get("tool_calls") if isinstance(decoded, dict) else None
@@ -529,27 +532,33 @@ def _add_result(
 
 def system_text(span: SpanRecord) -> str | None:
     # `values` of the system instructions, then the system message events: one pass
-    texts = []
+    texts: list[str] = []
+    events: list[str] = []
     found = span.attributes.get(sc.GEN_AI_SYSTEM_INSTRUCTIONS)
-    if found is not None:
-        texts.append(content_text(found))
-    events = []
+    if found is not None and (text := content_text(found)):
+        texts.append(text)
     for event in span.events:
-        if event.name == sc.EV_GEN_AI_SYSTEM_MESSAGE:
-            events.append(content_text(event.attributes.get("content")))
-        elif event.name == sc.EV_GEN_AI_INFERENCE_DETAILS:
+        name = event.name
+        if name == sc.EV_GEN_AI_SYSTEM_MESSAGE:
+            if text := content_text(event.attributes.get("content")):
+                events.append(text)
+        elif name == sc.EV_GEN_AI_INFERENCE_DETAILS:
             found = event.attributes.get(sc.GEN_AI_SYSTEM_INSTRUCTIONS)
-            if found is not None:
-                texts.append(content_text(found))
-    joined = "\n".join(t for t in (*texts, *events) if t)
-    if not joined:  # legacy conventions: the system prompt is an input message
+            if found is not None and (text := content_text(found)):
+                texts.append(text)
+    if texts or events:
+        return "\n".join(texts + events)
+    inputs = messages(span, sc.GEN_AI_INPUT_MESSAGES)
+    if inputs:  # legacy conventions: the system prompt is an input message
         joined = "\n".join(
             t
-            for m in messages(span, sc.GEN_AI_INPUT_MESSAGES)
+            for m in inputs
             if m.get("role") == "system"
             and (t := content_text(parts(m, "text")) or message_text(m))
         )
-    return joined or vertex_agent.system_text(span)
+        if joined:
+            return joined
+    return vertex_agent.system_text(span)
 
 
 def catalogue(span: SpanRecord, system: str | None = None) -> tuple[CatalogueEntry, ...]:

@@ -231,18 +231,57 @@ def _read_above(span: SpanRecord, by_id: dict[str, SpanRecord], read: set[str]) 
 def _tool_keys(span: SpanRecord) -> tuple[str, Any, str | None] | None:
     """(tool name, arguments, result key) when the span is a tool call by its shape."""
     attributes = span.attributes
-    for key, value in attributes.items():
-        if key[-4:].lower() != "name":  # most keys: no pattern run
+    for key, prefix_keys in _layout(attributes)[0]:
+        value = attributes[key]
+        if not isinstance(value, str) or not value.strip():
             continue
-        prefix = _tool_prefix(key)
-        if prefix is None or not isinstance(value, str) or not value.strip():
-            continue
-        arguments = _under(attributes, prefix, _ARGUMENT_WORDS)
-        result = _under(attributes, prefix, _RESULT_WORDS)
+        arguments, result = prefix_keys
         if arguments is not None or result is not None or _named_call(span.name):
             decoded = parse_json(attributes[arguments]) if arguments is not None else None
             return value.strip(), decoded, result
     return None
+
+
+# What a span's keys alone say, per distinct key layout (spans of one kind repeat theirs): the
+# keys that may name a tool, each with its arguments and result keys, and the keys with a
+# shape (`_SHAPES`), each with its shapes; their values are read per span.
+_Layout = tuple[
+    tuple[tuple[str, tuple[str | None, str | None]], ...],
+    tuple[tuple[str, tuple[bool, ...]], ...],
+]
+_LAYOUTS_MAX = 1024  # layouts kept: dropped all at once when full
+_LAYOUT_CHARS = 2048  # a layout whose keys come to more characters is read, not kept
+_layouts: dict[tuple[str, ...], _Layout] = {}
+
+
+def _layout(attributes: Any) -> _Layout:
+    """The span's key layout, read once per distinct layout."""
+    keys = tuple(attributes)
+    found = _layouts.get(keys)
+    if found is None:
+        found = _read_layout(keys)
+        if sum(map(len, keys)) <= _LAYOUT_CHARS:
+            if len(_layouts) >= _LAYOUTS_MAX:
+                _layouts.clear()
+            _layouts[keys] = found
+    return found
+
+
+def _read_layout(keys: tuple[str, ...]) -> _Layout:
+    """`_Layout` of ``keys``, in their order (a key that needs no pattern is not matched)."""
+    present = frozenset(keys)
+    named = []
+    shaped = []
+    for key in keys:
+        prefix = _tool_prefix(key) if key[-4:].lower() == "name" else None
+        if prefix is not None:
+            arguments = _under(present, prefix, _ARGUMENT_WORDS)
+            named.append((key, (arguments, _under(present, prefix, _RESULT_WORDS))))
+        if not key.startswith("gen_ai."):
+            shapes = _shapes_of(key)
+            if True in shapes:
+                shaped.append((key, shapes))
+    return tuple(named), tuple(shaped)
 
 
 @remembered_when_short(maxsize=1024)  # spans of one kind carry the same keys: matched once
@@ -295,11 +334,10 @@ def _shaped_keys(span: SpanRecord) -> _Shaped:
     GenAI preset reads them, and a span it left alone that carries them (an event-loop cycle
     repeating the conversation) is no call."""
     found: list[str | None] = [None, None, None]
-    for key, value in span.attributes.items():
-        if key.startswith("gen_ai.") or not isinstance(value, str):
-            continue
-        shapes = _shapes_of(key)
-        if True in shapes and value.strip():
+    attributes = span.attributes
+    for key, shapes in _layout(attributes)[1]:
+        value = attributes[key]
+        if isinstance(value, str) and value.strip():
             for at, shaped in enumerate(shapes):
                 if shaped and found[at] is None:
                     found[at] = key

@@ -95,7 +95,9 @@ def vertex_messages(span: SpanRecord, key: str) -> list[dict[str, Any]]:
 
 def system_text(span: SpanRecord) -> str | None:
     request = _payload(span, sc.GCP_VERTEX_AGENT_LLM_REQUEST)
-    config = request.get("config") if request else None
+    if request is None:  # (most spans: not ADK 1.x's)
+        return None
+    config = request.get("config")
     instruction = config.get("system_instruction") if isinstance(config, dict) else None
     if isinstance(instruction, str):
         return instruction or None
