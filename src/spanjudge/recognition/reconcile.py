@@ -87,23 +87,29 @@ def reconcile(
     # No rule makes a model call: a session without one (tools under a turn) skips the rules
     # that read only model calls (their requests, results sent back, schemas, texts).
     calls = False
-    # Whether a call waits (no result, not failed) and whether one kept only a bare string as
-    # its arguments, asked once: merging calls only fills in what a call lacked from a call
-    # of the same tool, so neither appears after this.
-    waiting = bare = False
+    # Whether some model call or tool call has a span under it (else none is nested in
+    # another), whether a call waits (no result, not failed) and whether one kept only a bare
+    # string as its arguments, asked once: merging calls only fills in what a call lacked
+    # from a call of the same tool, so none of these appears after this.
+    nested_calls = nested_tools = waiting = bare = False
     for step in steps:
         kind = step.kind
         if kind == "model_call":
             calls = True
+            if step.span_id in parents:
+                nested_calls = True
         elif kind == "tool_call" or kind == "skill_load":
+            if step.span_id in parents:
+                nested_tools = True
             if step.result is None and not step.failed:
                 waiting = True
             if isinstance(step.arguments, str):
                 bare = True
     out = list(steps)
-    if calls:
+    if nested_calls:
         out = _merge_nested(out, spans_by_id, parents, "model_call")
-    out = _merge_nested(out, spans_by_id, parents, "tool")
+    if nested_tools:
+        out = _merge_nested(out, spans_by_id, parents, "tool")
     if waiting:
         out = _resumed_calls(out)
     if bare:
