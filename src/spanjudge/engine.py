@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from spanjudge.config import Config
@@ -211,6 +211,8 @@ class Engine:
             complete=closed.complete,
             revision=closed.revision,
             close_reason=closed.reason,
+            log_records=joined.records,
+            log_records_unjoined=joined.unjoined,
         )
         trajectory = assemble(
             meta,
@@ -219,10 +221,6 @@ class Engine:
             effects=self.config.effects,
             skills=library,
         )
-        if joined.records:
-            trajectory = replace(
-                trajectory, log_records=joined.records, log_records_unjoined=joined.unjoined
-            )
         return without_hidden_text(continuity.check(trajectory, spans))
 
     def evaluate(

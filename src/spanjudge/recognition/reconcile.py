@@ -34,6 +34,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 
 from spanjudge.recognition.answers import not_concatenated
 from spanjudge.recognition.base import as_text, is_refusal, parse_json, read_json
@@ -57,6 +58,7 @@ from spanjudge.trajectory.skills import EMPTY_LIBRARY, SkillLibrary
 from spanjudge.trajectory.steps import TRACE_LAYOUT, CatalogueEntry, Step, ToolResult
 
 _TOOL_KINDS = ("tool_call", "skill_load")
+_KIND = attrgetter("kind")
 # Argument names that may carry a skill's name for a loader nobody listed.
 _NAME_KEY = re.compile(r"skill|name|capabilit|^id$", re.I)
 # A schema's description of the argument that names what a loader loads.
@@ -84,15 +86,37 @@ def reconcile(
     parents = {s.parent_span_id for s in spans}  # the spans some span sits under
     # No rule makes a model call: a session without one (tools under a turn) skips the rules
     # that read only model calls (their requests, results sent back, schemas, texts).
-    calls = any(s.kind == "model_call" for s in steps)
+    calls = False
+    # Whether some model call or tool call has a span under it (else none is nested in
+    # another), whether a call waits (no result, not failed) and whether one kept only a bare
+    # string as its arguments, asked once: merging calls only fills in what a call lacked
+    # from a call of the same tool, so none of these appears after this.
+    nested_calls = nested_tools = waiting = bare = False
+    for step in steps:
+        kind = step.kind
+        if kind == "model_call":
+            calls = True
+            if step.span_id in parents:
+                nested_calls = True
+        elif kind == "tool_call" or kind == "skill_load":
+            if step.span_id in parents:
+                nested_tools = True
+            if step.result is None and not step.failed:
+                waiting = True
+            if isinstance(step.arguments, str):
+                bare = True
     out = list(steps)
-    if calls:
+    if nested_calls:
         out = _merge_nested(out, spans_by_id, parents, "model_call")
-    out = _merge_nested(out, spans_by_id, parents, "tool")
-    out = _resumed_calls(out)
-    out = _requested_arguments(out)
+    if nested_tools:
+        out = _merge_nested(out, spans_by_id, parents, "tool")
+    if waiting:
+        out = _resumed_calls(out)
+    if bare:
+        out = _requested_arguments(out)
     looked_for = _known_skills(out, library)
-    looked_at = {id(step): step for step in out}  # (holding them: no id is reused)
+    looked_at = tuple(out)  # (held: no id of theirs is reused meanwhile)
+    ids_looked_at = set(map(id, looked_at))
     out = _catalogue_by_names(out, spans_by_id, looked_for)
     names = {e.name for s in out for e in s.catalogue} | set(library.skills)
     ordinary = _ordinary_uses(out, names)
@@ -109,10 +133,14 @@ def reconcile(
     # Skills known only from the loads found since: a prompt naming one of the others was
     # found above, and rescanning for them would find nothing more. (A step looked at above
     # shows what it showed then: only the steps made since are read.)
-    since = [step for step in out if looked_at.get(id(step)) is not step]
-    out = _catalogue_by_names(out, spans_by_id, _known_skills(since, library) - looked_for)
+    made = set(map(id, out)) - ids_looked_at
+    if made:  # (most sessions: no step made since)
+        since = [step for step in out if id(step) in made]
+        out = _catalogue_by_names(out, spans_by_id, _known_skills(since, library) - looked_for)
     if calls:
         out = _turns_from_model_calls(not_concatenated(out))
+    if "skill_load" not in map(_KIND, out):
+        return out
     return [_with_body_source(s, library) if s.kind == "skill_load" else s for s in out]
 
 
@@ -835,7 +863,8 @@ def _loads_by_definition(steps: list[Step]) -> list[Step]:
     SKILL.md or instructions, loaded; answered with data, still a tool call."""
     descriptions: dict[str, str] = {}
     for step in steps:
-        descriptions.update(step.tool_descriptions)
+        if step.tool_descriptions:
+            descriptions.update(step.tool_descriptions)
     if not descriptions:
         return steps
     out = []

@@ -504,9 +504,11 @@ class SessionStore:
             while len(self._closed_spans) > self.policy.keep_closed_sessions:
                 self.retained_bytes -= self._closed_spans.popitem(last=False)[1][1]
         self.revisions.closed(key, session.revision)
-        for trace_id in {s.trace_id for s in spans}:
-            if self._trace_key.get(trace_id) == key and reason in ("end_of_input", "shutdown"):
-                self._trace_key.pop(trace_id, None)
+        if reason == "end_of_input" or reason == "shutdown":  # nothing more is coming
+            trace_keys = self._trace_key
+            for trace_id in {s.trace_id for s in spans}:
+                if trace_keys.get(trace_id) == key:
+                    del trace_keys[trace_id]
         return ClosedSession(
             key=key,
             key_source=session.key_source or TRACE_ID_SOURCE,

@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from spanjudge import semconv
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 
 LOG_RECORD_SPAN = semconv.SPAN_LOG_RECORD
+_NAME = attrgetter("name")
 # Why a record was not carried (`LogDecoding.unread` keys, the `reason` of the counter).
 UNREAD_NO_SPAN = semconv.LOG_UNREAD_NO_SPAN_CONTEXT
 UNREAD_NOT_CONTENT = semconv.LOG_UNREAD_NOT_CONTENT
@@ -206,7 +208,7 @@ def join(spans: Sequence[SpanRecord]) -> Joined:
     """Move each carrier's event onto the span it names (in time order with the span's own
     events). Carriers never reach recognition: one whose span is not in the session is
     counted in ``unjoined``."""
-    if not any(span.name == LOG_RECORD_SPAN for span in spans):
+    if LOG_RECORD_SPAN not in map(_NAME, spans):  # (most sessions: no log records)
         return Joined(spans=spans)
     carried: dict[tuple[str, str | None], list[SpanEvent]] = {}
     kept: list[SpanRecord] = []

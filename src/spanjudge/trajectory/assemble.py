@@ -24,6 +24,8 @@ from spanjudge.trajectory.steps import (
 )
 
 _START = attrgetter("start_unix_nano")
+_KIND = attrgetter("kind")
+_TURN = attrgetter("turn")
 _TRACE_ID = attrgetter("trace_id")
 _TRUNCATED = attrgetter("truncated")
 _STOP_REASONS = frozenset({"stop", "end_turn", "complete", "completed", "finish", "eos"})
@@ -43,6 +45,9 @@ class SessionMeta:
     complete: bool
     revision: int = 1
     close_reason: str = "end_of_input"
+    # log records read as content of the session's spans, and those whose span never came
+    log_records: int = 0
+    log_records_unjoined: int = 0
 
 
 def _root_turns(steps: Sequence[Step], spans_by_id: Mapping[str, SpanRecord]) -> list[Step]:
@@ -196,6 +201,7 @@ def assemble(
     trace recorded none)."""
     order = {(s.trace_id, s.span_id): i for i, s in enumerate(spans)}
     spans_by_id = {s.span_id: s for s in spans}
+    kinds = set(map(_KIND, steps))
 
     def position(s: Step) -> tuple[int, int, int]:
         # A final answer is delivered when its span ends, after everything the turn did.
@@ -203,7 +209,7 @@ def assemble(
         return (at, order.get((s.trace_id, s.span_id), 0), s.seq)
 
     ordered = sorted(steps, key=position)
-    roots = _root_turns(ordered, spans_by_id)
+    roots = _root_turns(ordered, spans_by_id) if "agent_turn" in kinds else []
     root_ids = {r.span_id: i for i, r in enumerate(roots)}
     root_starts = [r.start_unix_nano for r in roots]  # sorted: roots come in `position` order
     if len(roots) > 1:
@@ -212,12 +218,15 @@ def assemble(
             turn = _turn_of(step, root_ids, root_starts, spans_by_id)
             # replace() builds a new Step: only when the turn differs.
             numbered.append(step if step.turn == turn else replace(step, turn=turn))
-    else:  # one turn or none: every step is in turn 0
+    elif any(map(_TURN, ordered)):  # one turn or none: every step is in turn 0
         numbered = [step if step.turn == 0 else replace(step, turn=0) for step in ordered]
-    derived = _derive_final_answers(numbered)
-    if len(derived) != len(numbered):  # answers added: place them (the rest is in order)
-        derived.sort(key=position)
-    numbered = derived
+    else:
+        numbered = ordered
+    if "model_call" in kinds:  # (an answer is derived from a model call's output)
+        derived = _derive_final_answers(numbered)
+        if len(derived) != len(numbered):  # answers added: place them (the rest is in order)
+            derived.sort(key=position)
+        numbered = derived
     answers: dict[int, str] = {}
     loads: list[SkillLoad] = []
     catalogue: dict[str, CatalogueEntry] = {}
@@ -280,7 +289,9 @@ def assemble(
     elif answers:
         final_answer = answers[max(answers)]
     expected: list[str] = []
-    task_id = run_seed = agent_name = None
+    task_id = run_seed = None
+    # the first turn's agent, else the first span's that names one, else the service's
+    agent_name = (turns[0].agent_name if turns else None) or None
     listed: Any = None
     resource: Any = None  # the last resource looked at: a request's spans share theirs
     in_resource = read_resource = False
@@ -307,8 +318,6 @@ def assemble(
             task_id = _opt_str(task)
         if run_seed is None and seed is not None:
             run_seed = _opt_str(seed)
-    if turns and turns[0].agent_name:
-        agent_name = turns[0].agent_name
     if agent_name is None:
         agent_name = _service_name(spans)
     return Trajectory(
@@ -335,6 +344,8 @@ def assemble(
         truncated_values=sum(map(_TRUNCATED, spans)),
         retry_span_ids=retried,
         backtrack_span_ids=undone,
+        log_records=meta.log_records,
+        log_records_unjoined=meta.log_records_unjoined,
     )
 
 
