@@ -277,7 +277,9 @@ class Engine:
 
     def _run(self, evaluator: Evaluator, ctx: EvaluationContext) -> list[Verdict]:
         try:
-            produced = list(evaluator.evaluate(ctx))
+            produced = evaluator.evaluate(ctx)
+            if type(produced) is not list:  # any iterable of verdicts will do
+                produced = list(produced)
             if not produced:
                 raise RuntimeError("evaluator returned no verdict")
             return produced
