@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from spanjudge.config import Config
-from spanjudge.emit.summary import outside_coverage
+from spanjudge.emit.summary import coverage_gaps
 from spanjudge.errors import ConfigError
 from spanjudge.evaluators.base import EvaluationContext, build_suite
 from spanjudge.evaluators.custom import needs_llm_judge
@@ -57,10 +57,7 @@ def coverage_of(
             with_body += 1
         if load.body_source == "directory":
             from_directory += 1
-    skipped: dict[str, int] = {}
-    for verdict in verdicts:
-        if verdict.outcome == "not_evaluated" and not outside_coverage(verdict):
-            skipped[verdict.evaluator] = skipped.get(verdict.evaluator, 0) + 1
+    skipped = coverage_gaps(verdicts)
     expected = expectation.skills
     return Coverage(
         expected_skills=len(expected),
@@ -275,7 +272,9 @@ class Engine:
 
     def _run(self, evaluator: Evaluator, ctx: EvaluationContext) -> list[Verdict]:
         try:
-            produced = list(evaluator.evaluate(ctx))
+            produced = evaluator.evaluate(ctx)
+            if type(produced) is not list:  # any iterable of verdicts will do
+                produced = list(produced)
             if not produced:
                 raise RuntimeError("evaluator returned no verdict")
             return produced

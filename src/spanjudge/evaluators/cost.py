@@ -168,8 +168,9 @@ class Cost:
     def evaluate(self, ctx: EvaluationContext) -> list[Verdict]:
         t = ctx.trajectory
         measured, unpriced = self.measure(t)
-        limits = [(k, v, "budget", v) for k, v in self.budget.items()]
-        limits += [(k, v * self.max_ratio, "reference", v) for k, v in self.reference.items()]
+        limits = [(k, v, "budget", v) for k, v in self.budget.items()] if self.budget else []
+        if self.reference:
+            limits += [(k, v * self.max_ratio, "reference", v) for k, v in self.reference.items()]
         checks: list[dict[str, Any]] = []
         unmeasured: list[str] = []
         for key, limit, source, given in limits:
@@ -182,7 +183,7 @@ class Cost:
                 check["reference"] = given
                 check["ratio"] = value / given if given else None
             checks.append(check)
-        over = [c for c in checks if c["value"] > c["limit"]]
+        over = [c for c in checks if c["value"] > c["limit"]] if checks else []
         details: dict[str, Any] = {
             "measured": {k: v for k, v in measured.items() if v is not None},
             "checks": checks,

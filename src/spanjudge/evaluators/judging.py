@@ -120,6 +120,8 @@ class Judgments:
     """One session's verdicts, some still with their judges: `ready` says whether `verdicts`
     would return without waiting."""
 
+    __slots__ = ("_all", "_clock", "_done", "_names", "_pending")
+
     def __init__(
         self,
         names: Sequence[str],
@@ -131,6 +133,14 @@ class Judgments:
         self._done = done
         self._pending = pending
         self._clock = clock
+        self._all: list[Verdict] | None = None
+
+    @classmethod
+    def complete(cls, verdicts: list[Verdict]) -> Judgments:
+        """A session whose every verdict is in: the evaluators' verdicts in their order."""
+        judgments = cls((), {}, {}, time.monotonic)
+        judgments._all = verdicts
+        return judgments
 
     def ready(self) -> bool:
         """Every judged verdict is in or past its deadline."""
@@ -141,6 +151,8 @@ class Judgments:
         """Verdicts in evaluator order; waits for each judged one until its deadline (or
         ``until``, a clock time, when that comes first: a flush or shutdown cutting it short).
         One still running then is `not_evaluated` / `judge_timeout`, its late result dropped."""
+        if self._all is not None:
+            return list(self._all)
         done = dict(self._done)
         for i, flight in self._pending.items():
             from concurrent.futures import TimeoutError as FutureTimeout
@@ -182,13 +194,14 @@ class Judging:
         """Submit the judged evaluators, run the rest here; ``on_judged`` is called (from a
         judge's thread) as each judged one finishes. ``run_one`` never raises (the engine's
         guard)."""
+        waits = [_waits(ctx.judge) for ctx in contexts]
+        if True not in waits:  # every judge answers at once (the default): all run here
+            verdicts: list[Verdict] = []
+            for evaluator, ctx in zip(evaluators, contexts, strict=True):
+                verdicts += run_one(evaluator, ctx)
+            return Judgments.complete(verdicts)
         started = self._clock()
         pending: dict[int, _InFlight] = {}
-        pairs = list(zip(evaluators, contexts, strict=True))
-        waits = [_waits(ctx.judge) for ctx in contexts]
-        if not any(waits):  # every judge answers at once (the default): all run here
-            inline = {i: run_one(e, ctx) for i, (e, ctx) in enumerate(pairs)}
-            return Judgments([e.name for e in evaluators], inline, pending, self._clock)
         for i, (evaluator, ctx) in enumerate(zip(evaluators, contexts, strict=True)):
             if waits[i]:
                 deadline_s = _setting(ctx.judge, "deadline_s", DEFAULT_DEADLINE_S)

@@ -72,12 +72,14 @@ class Robustness:
         error_spans = (
             [x.span_id for x in t.steps if x.kind == "tool_call" and x.failed] if s.errors else []
         )
-        failed_loads = [x.span_id for x in t.skill_loads if x.status == "failed"]
+        failed_loads = (
+            [x.span_id for x in t.skill_loads if x.status == "failed"] if t.skill_loads else []
+        )
         counts: dict[str, float] = {
             "retries": s.retries,
             "backtracks": s.backtracks,
             "errors": s.errors,
-            "error_rate": round(s.errors / s.tool_calls, 6) if s.tool_calls else 0.0,
+            "error_rate": round(s.errors / s.tool_calls, 6) if s.errors and s.tool_calls else 0.0,
             "failed_skill_loads": len(failed_loads),
         }
         details: dict[str, Any] = {
@@ -92,7 +94,11 @@ class Robustness:
         }
         rate = counts["error_rate"]
         shown = _shown(s.retries, s.backtracks, s.errors, len(failed_loads), rate, s.tool_calls > 0)
-        over = {k: counts[k] for k, limit in self.thresholds.items() if counts[k] > limit}
+        over = (
+            {k: counts[k] for k, limit in self.thresholds.items() if counts[k] > limit}
+            if self.thresholds
+            else None
+        )
         if over:
             spans_of = {
                 "retries": t.retry_span_ids,
@@ -126,7 +132,11 @@ class Robustness:
                 SESSION_INCOMPLETE,
                 f"within thresholds so far, cut short ({t.close_reason})",
             )
-        stumbles = tuple(dict.fromkeys([*t.retry_span_ids, *t.backtrack_span_ids]))
+        stumbles = (
+            tuple(dict.fromkeys([*t.retry_span_ids, *t.backtrack_span_ids]))
+            if t.retry_span_ids or t.backtrack_span_ids
+            else ()
+        )
         if reason:
             return [
                 not_evaluated(

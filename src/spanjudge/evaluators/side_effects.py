@@ -42,6 +42,7 @@ from spanjudge.evaluators.base import EvaluationContext, unknown_options
 from spanjudge.evaluators.validity_rules import glob_to_regex
 from spanjudge.reasons import NO_TOOL_CALLS, SESSION_INCOMPLETE
 from spanjudge.trajectory.effects import EFFECTS, EffectMap
+from spanjudge.trajectory.model import Trajectory
 from spanjudge.trajectory.steps import Step
 from spanjudge.values import Target, Verdict, not_evaluated
 
@@ -183,8 +184,6 @@ class SideEffects:
     def evaluate(self, ctx: EvaluationContext) -> list[Verdict]:
         t = ctx.trajectory
         effects = self.effect_map(ctx)
-        ledger = Ledger()
-        seen: set[str] = set()
         calls = t.tool_calls()
         # the calls that act on something (each name classified once per map); most sessions
         # mostly read, and a read leaves nothing to record
@@ -193,6 +192,10 @@ class SideEffects:
             effect = effects.effect(step.name)
             if effect is not None and effect != "read":
                 acting.append((step, effect))
+        if not acting and t.terminal_state is None:  # nothing done, nothing recorded: no finding
+            return self._without_findings(t, _NOTHING_DONE, None, calls)
+        ledger = Ledger()
+        seen: set[str] = set()
         # a repeat has its tool's name (and so its effect): only the calls of a tool called more
         # than once need their arguments encoded to compare them
         called: dict[str, int] = {}
@@ -228,8 +231,8 @@ class SideEffects:
                 ledger.apply(effect, resource, step.span_id)
         terminal = self._terminal(t.terminal_state, ledger)
         findings = self._findings(ledger, terminal)
-        details = self._details(ledger, terminal, calls)
         if findings:
+            details = self._details(ledger, terminal, calls)
             first_kind, first_span, _ = findings[0]
             listed = "; ".join(f"{kind}: {text}" for kind, _, text in findings)
             return [
@@ -244,6 +247,12 @@ class SideEffects:
                     details=details,
                 )
             ]
+        return self._without_findings(t, ledger, terminal, calls)
+
+    def _without_findings(
+        self, t: Trajectory, ledger: Ledger, terminal: dict[str, Any] | None, calls: list[Step]
+    ) -> list[Verdict]:
+        details = self._details(ledger, terminal, calls)
         reason = None
         if not calls and t.terminal_state is None:
             reason, why = (
@@ -390,6 +399,10 @@ class SideEffects:
             len(ledger.duplicates),
             len(ledger.create_then_delete),
         )
+
+
+# The ledger of a session whose calls only read: read, never written.
+_NOTHING_DONE = Ledger()
 
 
 @lru_cache(maxsize=1024)
