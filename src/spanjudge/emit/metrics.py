@@ -212,9 +212,9 @@ class MetricsTally:
         # The trajectory vector online: every numeric measure an evaluator reports, whatever
         # its outcome, so Grafana can show each component's distribution.
         for evaluator, measured in measures:
-            named = self._measures.get((evaluator, agent))
-            if named is None:
-                named = self._measures[(evaluator, agent)] = {}
+            by_name = self._measures.get((evaluator, agent))
+            if by_name is None:
+                by_name = self._measures[(evaluator, agent)] = {}
             for name, value in measured.items():
                 # ints and floats (a bool is an int, and no measure)
                 kind = type(value)
@@ -222,12 +222,12 @@ class MetricsTally:
                     not isinstance(value, (int, float)) or isinstance(value, bool)
                 ):
                     continue
-                recorded = named.get(name)
+                recorded = by_name.get(name)
                 if recorded is None:
                     if name in _OWN_SERIES:
                         continue
                     series = (semconv.SJ_TRAJECTORY_MEASURE, evaluator, str(name), agent)
-                    recorded = named[name] = values.setdefault(series, [])
+                    recorded = by_name[name] = values.setdefault(series, [])
                 recorded.append(value)
 
 
