@@ -109,7 +109,7 @@ class MetricsTally:
     evaluated (an evaluation process of `serve.workers` > 1) is recorded in the serve process
     as if each session had been emitted there, one step per series."""
 
-    __slots__ = ("agents", "counts", "labels", "values")
+    __slots__ = ("_measures", "agents", "counts", "labels", "values")
 
     def __init__(self) -> None:
         # (attribute, raw value) -> uses, in the order of first use (the budgets admit first come)
@@ -119,6 +119,18 @@ class MetricsTally:
         self.values: dict[tuple[Any, ...], list[float]] = {}
         # raw agent name -> [retries, backtracks] (`spanjudge.session.*` counters)
         self.agents: dict[str | None, list[int]] = {}
+        # (evaluator, raw agent) -> measure name -> its `values` list: a session's measures
+        # are a dozen or more, the same names session after session, each found by its name
+        # instead of by a series built and hashed for every value
+        self._measures: dict[tuple[str, str | None], dict[Any, list[float]]] = {}
+
+    def __getstate__(self) -> tuple[Any, ...]:
+        # what another process replays; the index of `values` is rebuilt as sessions are added
+        return self.labels, self.counts, self.values, self.agents
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        self.labels, self.counts, self.values, self.agents = state
+        self._measures = {}
 
     def __bool__(self) -> bool:
         return bool(self.labels or self.counts or self.values or self.agents)
@@ -200,13 +212,23 @@ class MetricsTally:
         # The trajectory vector online: every numeric measure an evaluator reports, whatever
         # its outcome, so Grafana can show each component's distribution.
         for evaluator, measured in measures:
+            by_name = self._measures.get((evaluator, agent))
+            if by_name is None:
+                by_name = self._measures[(evaluator, agent)] = {}
             for name, value in measured.items():
-                if name in _OWN_SERIES:
-                    continue
                 # ints and floats (a bool is an int, and no measure)
-                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                kind = type(value)
+                if (kind is not int and kind is not float) and (
+                    not isinstance(value, (int, float)) or isinstance(value, bool)
+                ):
+                    continue
+                recorded = by_name.get(name)
+                if recorded is None:
+                    if name in _OWN_SERIES:
+                        continue
                     series = (semconv.SJ_TRAJECTORY_MEASURE, evaluator, str(name), agent)
-                    values.setdefault(series, []).append(value)
+                    recorded = by_name[name] = values.setdefault(series, [])
+                recorded.append(value)
 
 
 class MetricsSink:

@@ -122,6 +122,16 @@ _SPAN_NAME_AND_KIND = wire.string(_SPAN_NAME, semconv.SPAN_EVALUATE) + wire.uint
     _SPAN_KIND, Span.SpanKind.SPAN_KIND_INTERNAL
 )
 _SPAN_STATUS_UNSET = wire.message(_SPAN_STATUS, b"")  # an empty `Status`, set
+# The heads of id fields: the ids written are never 0 (a new span's are random and not 0, the
+# others `span_ids` gave), so each is always written, at its full length.
+_SPAN_TRACE_ID_HEAD = _SPAN_TRACE_ID + wire.varint(16)
+_SPAN_SPAN_ID_HEAD = _SPAN_SPAN_ID + wire.varint(8)
+_LINK_SIZE = len(_LINK_TRACE_ID) + 1 + 16 + len(_LINK_SPAN_ID) + 1 + 8 + len(_LINK_FLAGS) + 4
+# A link (a `Span.Link` field of its span): its head and its trace id's, then the trace id,
+# the span id's head, the span id and the flags.
+_LINK_TRACE_ID_HEAD = _SPAN_LINKS + wire.varint(_LINK_SIZE) + _LINK_TRACE_ID + wire.varint(16)
+_LINK_SPAN_ID_HEAD = _LINK_SPAN_ID + wire.varint(8)
+_LINK_FLAGS_LOCAL = wire.fixed32(_LINK_FLAGS, _LOCAL)
 _SPAN_FLAGS_LOCAL = wire.fixed32(_SPAN_FLAGS, _LOCAL)
 _EVENT_NAME_FIELD = wire.string(_EVENT_NAME, semconv.EV_EVALUATION_RESULT)
 _RECORD_SEVERITY = {
@@ -202,7 +212,9 @@ def _key(key: str) -> bytes:
 def key_value(key: str, value: object) -> bytes:
     """A `KeyValue` after its length (`wire.sized`): written as an attribute of any message by
     the attribute field's tag before it (`attributes`)."""
-    return wire.sized(_key(key) + wire.message(_VALUE, any_value_bytes(value)))
+    # a string (most values) as `any_value_bytes` writes it, without its checks
+    encoded = _STRING + wire.sized(value.encode()) if type(value) is str else any_value_bytes(value)
+    return wire.sized(_key(key) + _VALUE + wire.sized(encoded))
 
 
 _few_key_value = remembered_when_short(maxsize=1024)(key_value)
@@ -217,12 +229,15 @@ def encoded_attributes(attributes: Mapping[str, object]) -> list[bytes]:
     `1` and `True`), and a list cannot be a key."""
     encoded = []
     for key, value in attributes.items():
-        if key in _FEW_VALUES and type(value) is str:
-            encoded.append(_few_key_value(key, value))
-        elif key in _FEW_VALUES and (type(value) is bool or type(value) is int):
-            encoded.append(_few_number_key_value(key, value))
-        else:
-            encoded.append(key_value(key, value))
+        if key in _FEW_VALUES:
+            kind = type(value)
+            if kind is str:
+                encoded.append(_few_key_value(key, value))
+                continue
+            if kind is bool or kind is int:
+                encoded.append(_few_number_key_value(key, value))
+                continue
+        encoded.append(key_value(key, value))
     return encoded
 
 
@@ -408,11 +423,12 @@ class OtlpVerdictEncoder:
         # What each event and each log record has around its verdict's shape (`_Shape`): its
         # time, and a log record's attributes end with the session's (`log_record_attributes`),
         # then come the evaluated span's ids.
-        event_time = wire.fixed64(_EVENT_TIME, end_ns)
+        end = wire.fixed64(b"", end_ns)  # the end's value: each field of it is left out at 0
+        event_time = _EVENT_TIME + end if end else b""
         event_time_size = len(event_time)
-        record_time = wire.fixed64(_RECORD_TIME, end_ns)
+        record_time = _RECORD_TIME + end if end else b""
         span_fields, session_fields = _session_fields(trajectory)
-        record_end = wire.fixed64(_RECORD_OBSERVED_TIME, end_ns) + _RECORD_EVENT_NAME_FIELD
+        record_end = (_RECORD_OBSERVED_TIME + end if end else b"") + _RECORD_EVENT_NAME_FIELD
         # A session's verdicts are about a few spans, most about the whole session (its last
         # turn): each span's tail is worked out once.
         whole = placement.evaluated_span(NO_TARGET)
@@ -456,21 +472,26 @@ class OtlpVerdictEncoder:
             )
         span = b"".join(
             (
-                wire.data(_SPAN_TRACE_ID, trace_id.to_bytes(16, "big")),
-                wire.data(_SPAN_SPAN_ID, span_id),
+                _SPAN_TRACE_ID_HEAD,
+                trace_id.to_bytes(16, "big"),
+                _SPAN_SPAN_ID_HEAD,
+                span_id,
                 wire.data(_SPAN_PARENT_SPAN_ID, parent_span_id),
                 _SPAN_NAME_AND_KIND,
                 wire.fixed64(_SPAN_START, start_ns),
-                wire.fixed64(_SPAN_END, end_ns),
+                _SPAN_END + end if end else b"",
                 span_fields,
                 *events,
                 wire.uint(_SPAN_DROPPED_EVENTS, dropped_events),
                 *(
-                    wire.message(
-                        _SPAN_LINKS,
-                        wire.data(_LINK_TRACE_ID, link_trace_id.to_bytes(16, "big"))
-                        + wire.data(_LINK_SPAN_ID, link_span_id.to_bytes(8, "big"))
-                        + wire.fixed32(_LINK_FLAGS, _LOCAL),
+                    b"".join(
+                        (
+                            _LINK_TRACE_ID_HEAD,
+                            link_trace_id.to_bytes(16, "big"),
+                            _LINK_SPAN_ID_HEAD,
+                            link_span_id.to_bytes(8, "big"),
+                            _LINK_FLAGS_LOCAL,
+                        )
                     )
                     for link_trace_id, link_span_id in links[dropped_links:]  # the latest
                 ),
@@ -493,15 +514,24 @@ def _ids(evaluated: tuple[str, str] | None) -> tuple[int, int] | None:
     return span_ids(evaluated) if evaluated is not None else None
 
 
+# A log record's flags and the heads of its trace and span id fields: ids that `span_ids`
+# gave are never 0, so the fields are always written, at their full length.
+_RECORD_CONTEXT = wire.fixed32(_RECORD_FLAGS, _SAMPLED) + _RECORD_TRACE_ID + wire.varint(16)
+_RECORD_SPAN_ID_HEAD = _RECORD_SPAN_ID + wire.varint(8)
+
+
 def _record_ids(numbers: tuple[int, int] | None) -> bytes:
     """A log record's flags, trace id and span id fields: the evaluated span's context (its
     `_ids`), if any."""
     if numbers is None:
         return b""
-    return (
-        wire.fixed32(_RECORD_FLAGS, _SAMPLED)
-        + wire.data(_RECORD_TRACE_ID, numbers[0].to_bytes(16, "big"))
-        + wire.data(_RECORD_SPAN_ID, numbers[1].to_bytes(8, "big"))
+    return b"".join(
+        (
+            _RECORD_CONTEXT,
+            numbers[0].to_bytes(16, "big"),
+            _RECORD_SPAN_ID_HEAD,
+            numbers[1].to_bytes(8, "big"),
+        )
     )
 
 

@@ -12,7 +12,6 @@ within that time.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 import socket
@@ -59,11 +58,18 @@ def endpoint_failure(exc: BaseException) -> bool:
 class _Batch:
     """One export request being filled or waiting to be sent: its items, encoded."""
 
-    parts: list[bytes]  # each item's `OtlpVerdictEncoder.item_head`, then its encoding
-    count: int  # items
+    heads: list[bytes]  # each item's `OtlpVerdictEncoder.item_head`
+    items: list[bytes]  # each item's encoding
     size: int  # the request's encoded size, but for its envelopes' lengths growing
     # set when the request holds one item alone over `MAX_REQUEST_BYTES`: whose it is
     oversized: str | None = None
+
+    def parts(self) -> list[bytes]:
+        """Each item's head and then its encoding, as `OtlpVerdictEncoder.request` takes them."""
+        parts = self.heads + self.items  # the right length; each half then overwritten
+        parts[::2] = self.heads
+        parts[1::2] = self.items
+        return parts
 
 
 class ConfirmingExport:
@@ -108,6 +114,7 @@ class ConfirmingExport:
         if on_dropped is not None:
             on_dropped(0, signal, semconv.DROP_TOO_LARGE)
         self._encoder = encoder
+        self._item_head = encoder.item_head
         self._empty_size = len(encoder.request([]))
         self._timeout = timeout
         self._guard = guard
@@ -120,18 +127,18 @@ class ConfirmingExport:
         """Queue ``messages`` (spans or log records, each its encoding) of ``session``, in the
         last request while it stays within `_BATCH` items and `MAX_REQUEST_BYTES`, else in
         further requests."""
-        heads = [self._encoder.item_head(len(message)) for message in messages]
+        heads = list(map(self._item_head, map(len, messages)))
         size = sum(map(len, heads)) + sum(map(len, messages))
         with self._lock:
             batch = self._batches[-1] if self._batches else None
             if (
                 batch is not None
                 and batch.oversized is None
-                and batch.count + len(messages) <= _BATCH
+                and len(batch.items) + len(messages) <= _BATCH
                 and batch.size + size <= MAX_REQUEST_BYTES
             ):  # all of them fit in the last request, as most sessions' do
-                batch.parts.extend(itertools.chain.from_iterable(zip(heads, messages, strict=True)))
-                batch.count += len(messages)
+                batch.heads += heads
+                batch.items += messages
                 batch.size += size
                 return
             for head, message in zip(heads, messages, strict=True):
@@ -139,13 +146,13 @@ class ConfirmingExport:
                 if (
                     batch is None
                     or batch.oversized is not None
-                    or batch.count >= _BATCH
-                    or (batch.count > 0 and batch.size + item_size > MAX_REQUEST_BYTES)
+                    or len(batch.items) >= _BATCH
+                    or (batch.items and batch.size + item_size > MAX_REQUEST_BYTES)
                 ):
-                    batch = _Batch(parts=[], count=0, size=self._empty_size)
+                    batch = _Batch(heads=[], items=[], size=self._empty_size)
                     self._batches.append(batch)
-                batch.parts += (head, message)
-                batch.count += 1
+                batch.heads.append(head)
+                batch.items.append(message)
                 batch.size += item_size
                 if batch.size > MAX_REQUEST_BYTES:  # one item alone over the bound
                     batch.oversized = session or "a session"
@@ -164,7 +171,7 @@ class ConfirmingExport:
     def backlog(self) -> int:
         """Items waiting to be sent."""
         with self._lock:
-            return sum(batch.count for batch in self._batches)
+            return sum(len(batch.items) for batch in self._batches)
 
     def flush(self) -> bool:
         with self._flush_lock:
@@ -176,7 +183,7 @@ class ConfirmingExport:
             try:
                 while sent < len(batches):
                     batch = batches[sent]
-                    if batch.count and not self._send(batch):
+                    if batch.items and not self._send(batch):
                         break
                     sent += 1
             finally:
@@ -188,7 +195,7 @@ class ConfirmingExport:
     def _send(self, batch: _Batch) -> bool:
         """Whether ``batch`` is done with: accepted, or dropped as too large for the endpoint."""
         try:
-            result = self._timed(self._encoder.request(batch.parts))
+            result = self._timed(self._encoder.request(batch.parts()))
         except Exception as exc:
             if self.sender.aborted:  # shut down under a call in flight
                 return False
@@ -200,9 +207,9 @@ class ConfirmingExport:
         if not result.ok and self.sender.aborted:
             return False  # the abort's doing, not the endpoint's
         if not result.ok and result.too_large and batch.oversized is not None:
-            self.dropped += batch.count
+            self.dropped += len(batch.items)
             if self._on_dropped is not None:
-                self._on_dropped(batch.count, self.signal, semconv.DROP_TOO_LARGE)
+                self._on_dropped(len(batch.items), self.signal, semconv.DROP_TOO_LARGE)
             log.error(
                 "verdict export (%s): the endpoint refuses an item of session %s as too large"
                 " (%d bytes; %s); no retry can help, so it is dropped and that session's"
