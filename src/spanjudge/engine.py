@@ -272,9 +272,8 @@ class Engine:
 
     def _run(self, evaluator: Evaluator, ctx: EvaluationContext) -> list[Verdict]:
         try:
-            produced = evaluator.evaluate(ctx)
-            if type(produced) is not list:  # any iterable of verdicts will do
-                produced = list(produced)
+            # a copy: an evaluator may return a list it keeps (and reuses for its next session)
+            produced = list(evaluator.evaluate(ctx))
             if not produced:
                 raise RuntimeError("evaluator returned no verdict")
             return produced

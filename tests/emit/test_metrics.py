@@ -285,3 +285,29 @@ def test_tallies_replayed_record_what_emitting_each_session_records() -> None:
     cut = sum(v for k, v in expected.items() if k[0] == "spanjudge.label_values_cut")
     assert cut == 2 * len(results)  # each long name, once per session
     assert _points(replayed) == expected
+
+
+def test_measures_named_alike_but_written_differently_are_separate_series() -> None:
+    # A plugin's measures keyed 1, True and 1.0 are equal as dict keys, but their series are
+    # named by their text: three series, each with its own value.
+    from spanjudge.emit.metrics import MetricsTally
+    from spanjudge.values import Verdict
+
+    result = _scripted_results()[0]
+    tally = MetricsTally()
+    for key, value in ((1, 5), (True, 6), (1.0, 7)):
+        verdict = Verdict(
+            evaluator="plugin_measures",
+            outcome="pass",
+            score=1.0,
+            label="pass",
+            explanation="measured",
+            details={"measured": {key: value}},
+        )
+        tally.add(replace(result, verdicts=[verdict]))
+    measures = {
+        series[2]: values
+        for series, values in tally.values.items()
+        if series[0] == "spanjudge.trajectory.measure" and series[1] == "plugin_measures"
+    }
+    assert measures == {"1": [5], "True": [6], "1.0": [7]}

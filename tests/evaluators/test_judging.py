@@ -222,3 +222,75 @@ def test_offline_judgments_of_different_sessions_overlap_and_the_report_keeps_cl
     order = [r.trajectory.session_id for r in plain.results]
     assert [r.trajectory.session_id for r in keep.results] == order
     assert relay.first == order[0]
+
+
+def test_an_evaluator_reusing_its_list_cannot_change_a_pending_sessions_verdicts() -> None:
+    # One session waits for a judge while the next is evaluated: an evaluator that hands back
+    # the same list each time (cleared and refilled) must not rewrite the first one's verdicts.
+    from spanjudge.trajectory.assemble import SessionMeta, assemble
+
+    class Reusing:
+        name = "reusing"
+
+        def __init__(self) -> None:
+            self.out: list[Verdict] = []
+
+        def evaluate(self, ctx: EvaluationContext) -> list[Verdict]:
+            self.out.clear()
+            session = ctx.trajectory.session_id
+            self.out.append(
+                Verdict(
+                    evaluator="reusing",
+                    outcome="pass",
+                    score=1.0,
+                    label=session,
+                    explanation="its own list",
+                )
+            )
+            return self.out
+
+    gate = threading.Event()
+
+    class Waiting:
+        name = "waiting"
+
+        def evaluate(self, ctx: EvaluationContext) -> list[Verdict]:
+            gate.wait(10)
+            return [
+                Verdict(
+                    evaluator="waiting",
+                    outcome="pass",
+                    score=1.0,
+                    label="judged",
+                    explanation="after the gate",
+                )
+            ]
+
+    class SlowJudge:
+        name = "llm:slow"
+        policy = CallPolicy(deadline_s=10, concurrency=1)
+
+        def judge(self, request: JudgeRequest) -> Judgement:
+            raise AssertionError("not asked: the evaluator itself waits")
+
+    judge = SlowJudge()
+    engine = Engine(
+        evaluators=[Reusing(), Waiting()],
+        judge_for=lambda name: judge if name == "waiting" else None,
+        start_warnings=False,
+    )
+
+    def trajectory(session: str) -> object:
+        meta = SessionMeta(session_id=session, key_source="trace_id", complete=True)
+        return assemble(meta, [], [])
+
+    try:
+        first = engine.begin(None, trajectory("session-1"))  # type: ignore[arg-type]
+        second = engine.begin(None, trajectory("session-2"))  # type: ignore[arg-type]
+        gate.set()
+        labels = [(v.evaluator, v.label) for v in first.result().verdicts]
+        assert labels == [("reusing", "session-1"), ("waiting", "judged")]
+        assert second.result().verdicts[0].label == "session-2"
+    finally:
+        gate.set()
+        engine.judging.shutdown()

@@ -222,12 +222,14 @@ class MetricsTally:
                     not isinstance(value, (int, float)) or isinstance(value, bool)
                 ):
                     continue
-                recorded = by_name.get(name)
+                if name in _OWN_SERIES:
+                    continue
+                # by the name as its series is named: 1, True and 1.0 are equal keys, three series
+                label = name if type(name) is str else str(name)
+                recorded = by_name.get(label)
                 if recorded is None:
-                    if name in _OWN_SERIES:
-                        continue
-                    series = (semconv.SJ_TRAJECTORY_MEASURE, evaluator, str(name), agent)
-                    recorded = by_name[name] = values.setdefault(series, [])
+                    series = (semconv.SJ_TRAJECTORY_MEASURE, evaluator, label, agent)
+                    recorded = by_name[label] = values.setdefault(series, [])
                 recorded.append(value)
 
 

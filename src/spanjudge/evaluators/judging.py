@@ -194,15 +194,16 @@ class Judging:
         """Submit the judged evaluators, run the rest here; ``on_judged`` is called (from a
         judge's thread) as each judged one finishes. ``run_one`` never raises (the engine's
         guard)."""
+        pairs = list(zip(evaluators, contexts, strict=True))
         waits = [_waits(ctx.judge) for ctx in contexts]
         if True not in waits:  # every judge answers at once (the default): all run here
             verdicts: list[Verdict] = []
-            for evaluator, ctx in zip(evaluators, contexts, strict=True):
+            for evaluator, ctx in pairs:
                 verdicts += run_one(evaluator, ctx)
             return Judgments.complete(verdicts)
         started = self._clock()
         pending: dict[int, _InFlight] = {}
-        for i, (evaluator, ctx) in enumerate(zip(evaluators, contexts, strict=True)):
+        for i, (evaluator, ctx) in enumerate(pairs):
             if waits[i]:
                 deadline_s = _setting(ctx.judge, "deadline_s", DEFAULT_DEADLINE_S)
                 job = self.pool_for(ctx.judge).submit(partial(run_one, evaluator, ctx))

@@ -193,7 +193,7 @@ class SideEffects:
             if effect is not None and effect != "read":
                 acting.append((step, effect))
         if not acting and t.terminal_state is None:  # nothing done, nothing recorded: no finding
-            return self._without_findings(t, _NOTHING_DONE, None, calls)
+            return self._without_findings(t, Ledger(), None, calls)
         ledger = Ledger()
         seen: set[str] = set()
         # a repeat has its tool's name (and so its effect): only the calls of a tool called more
@@ -399,10 +399,6 @@ class SideEffects:
             len(ledger.duplicates),
             len(ledger.create_then_delete),
         )
-
-
-# The ledger of a session whose calls only read: read, never written.
-_NOTHING_DONE = Ledger()
 
 
 @lru_cache(maxsize=1024)

@@ -561,16 +561,11 @@ def _without_handoffs(
     """A TOOL span that names no tool and whose output is an agent that runs after it in the
     trace (OpenAI Agents' `handoff to <agent>`) moved the conversation; it ran no tool.
     (``by_id``: the spans by id, when already at hand.)"""
-    if by_id is None:
-        # only a span that records an output and names no tool can hand off: the others
-        # are never looked up
-        by_id = {
-            s.span_id: s
-            for s in spans
-            if semconv.OI_OUTPUT_VALUE in s.attributes and semconv.OI_TOOL_NAME not in s.attributes
-        }
-        if not by_id:
-            return steps
+    if not any(
+        semconv.OI_OUTPUT_VALUE in s.attributes and semconv.OI_TOOL_NAME not in s.attributes
+        for s in spans
+    ):  # only a span that records an output and names no tool can hand off
+        return steps
     agents = [
         (s.trace_id, s.agent_name, s.start_unix_nano)
         for s in steps
@@ -578,6 +573,8 @@ def _without_handoffs(
     ]
     if not agents or not any(s.kind == "tool_call" for s in steps):
         return steps
+    if by_id is None:
+        by_id = {s.span_id: s for s in spans}
     handoffs = set()
     for step in steps:
         if step.kind != "tool_call":

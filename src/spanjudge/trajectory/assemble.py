@@ -218,7 +218,7 @@ def assemble(
             turn = _turn_of(step, root_ids, root_starts, spans_by_id)
             # replace() builds a new Step: only when the turn differs.
             numbered.append(step if step.turn == turn else replace(step, turn=turn))
-    elif any(map(_TURN, ordered)):  # one turn or none: every step is in turn 0
+    elif any(turn != 0 for turn in map(_TURN, ordered)):  # one turn or none: all in turn 0
         numbered = [step if step.turn == 0 else replace(step, turn=0) for step in ordered]
     else:
         numbered = ordered
