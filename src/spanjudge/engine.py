@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from spanjudge.config import Config
-from spanjudge.emit.summary import coverage_gaps
+from spanjudge.emit.summary import outside_coverage
 from spanjudge.errors import ConfigError
 from spanjudge.evaluators.base import EvaluationContext, build_suite
 from spanjudge.evaluators.custom import needs_llm_judge
@@ -57,7 +57,10 @@ def coverage_of(
             with_body += 1
         if load.body_source == "directory":
             from_directory += 1
-    skipped = coverage_gaps(verdicts)
+    skipped: dict[str, int] = {}
+    for verdict in verdicts:
+        if verdict.outcome == "not_evaluated" and not outside_coverage(verdict):
+            skipped[verdict.evaluator] = skipped.get(verdict.evaluator, 0) + 1
     expected = expectation.skills
     return Coverage(
         expected_skills=len(expected),

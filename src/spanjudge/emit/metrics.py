@@ -217,10 +217,7 @@ class MetricsTally:
                 by_name = self._measures[(evaluator, agent)] = {}
             for name, value in measured.items():
                 # ints and floats (a bool is an int, and no measure)
-                kind = type(value)
-                if (kind is not int and kind is not float) and (
-                    not isinstance(value, (int, float)) or isinstance(value, bool)
-                ):
+                if not isinstance(value, (int, float)) or isinstance(value, bool):
                     continue
                 if name in _OWN_SERIES:
                     continue

@@ -31,16 +31,6 @@ def outside_coverage(verdict: Verdict) -> bool:
     return verdict.outcome == "not_evaluated" and verdict.reason in OUTSIDE_COVERAGE
 
 
-def coverage_gaps(verdicts: Sequence[Verdict]) -> dict[str, int]:
-    """Per evaluator, how many of its verdicts are not_evaluated and not `outside_coverage`:
-    the same rule, in one pass over a session's verdicts."""
-    gaps: dict[str, int] = {}
-    for verdict in verdicts:
-        if verdict.outcome == "not_evaluated" and verdict.reason not in OUTSIDE_COVERAGE:
-            gaps[verdict.evaluator] = gaps.get(verdict.evaluator, 0) + 1
-    return gaps
-
-
 def rates(counts: dict[str, int]) -> tuple[float | None, float | None]:
     """(pass rate, coverage): pass/(pass+fail) and (pass+fail)/(what could have been judged);
     None when undefined."""

@@ -120,7 +120,7 @@ class Judgments:
     """One session's verdicts, some still with their judges: `ready` says whether `verdicts`
     would return without waiting."""
 
-    __slots__ = ("_all", "_clock", "_done", "_names", "_pending")
+    __slots__ = ("_clock", "_done", "_names", "_pending")
 
     def __init__(
         self,
@@ -133,14 +133,12 @@ class Judgments:
         self._done = done
         self._pending = pending
         self._clock = clock
-        self._all: list[Verdict] | None = None
 
     @classmethod
     def complete(cls, verdicts: list[Verdict]) -> Judgments:
-        """A session whose every verdict is in: the evaluators' verdicts in their order."""
-        judgments = cls((), {}, {}, time.monotonic)
-        judgments._all = verdicts
-        return judgments
+        """A session whose every verdict is in: the evaluators' verdicts in their order, as
+        one part (nothing pending, so no part is ever named)."""
+        return cls(("",), {0: verdicts}, {}, time.monotonic)
 
     def ready(self) -> bool:
         """Every judged verdict is in or past its deadline."""
@@ -151,8 +149,6 @@ class Judgments:
         """Verdicts in evaluator order; waits for each judged one until its deadline (or
         ``until``, a clock time, when that comes first: a flush or shutdown cutting it short).
         One still running then is `not_evaluated` / `judge_timeout`, its late result dropped."""
-        if self._all is not None:
-            return list(self._all)
         done = dict(self._done)
         for i, flight in self._pending.items():
             from concurrent.futures import TimeoutError as FutureTimeout

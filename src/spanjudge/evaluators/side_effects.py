@@ -192,9 +192,9 @@ class SideEffects:
             effect = effects.effect(step.name)
             if effect is not None and effect != "read":
                 acting.append((step, effect))
-        if not acting and t.terminal_state is None:  # nothing done, nothing recorded: no finding
-            return self._without_findings(t, Ledger(), None, calls)
         ledger = Ledger()
+        if not acting and t.terminal_state is None:  # nothing done, nothing recorded: no finding
+            return self._without_findings(t, ledger, None, calls)
         seen: set[str] = set()
         # a repeat has its tool's name (and so its effect): only the calls of a tool called more
         # than once need their arguments encoded to compare them
