@@ -187,13 +187,8 @@ class SessionStore:
             return
         key, source = found
         trace_id = span.trace_id
-        trace_keys = self._trace_key
-        if trace_id not in trace_keys:
-            trace_keys[trace_id] = key
-            if len(trace_keys) > _MAX_TRACE_KEYS:
-                # Oldest traces first (insertion order); their sessions are long closed.
-                for old in list(trace_keys)[: _MAX_TRACE_KEYS // 4]:
-                    del trace_keys[old]
+        if trace_id not in self._trace_key:
+            self._remember_trace(trace_id, key)
         self._append(key, source, span, now, size)
         # Spans of its trace that waited for a key (each has its `_pending_since` entry).
         if trace_id in self._pending_since:
@@ -202,6 +197,16 @@ class SessionStore:
             if waiting and self._trace_key[trace_id] == key:
                 for earlier in waiting:
                     self._append(key, source, earlier, now, keyless=True)
+
+    def _remember_trace(self, trace_id: str, key: str) -> None:
+        """Later spans of ``trace_id`` join session ``key``. The map is bounded: past
+        `_MAX_TRACE_KEYS` traces the oldest quarter is forgotten (insertion order; their
+        sessions are long closed), whichever way a trace came in, keyed or judged alone."""
+        trace_keys = self._trace_key
+        trace_keys[trace_id] = key
+        if len(trace_keys) > _MAX_TRACE_KEYS:
+            for old in list(trace_keys)[: _MAX_TRACE_KEYS // 4]:
+                del trace_keys[old]
 
     def _refused_key(self) -> None:
         self.refused_keys += 1
@@ -488,7 +493,7 @@ class SessionStore:
         now = self.clock()
         for span in spans:
             self._append(trace_id, TRACE_ID_SOURCE, span, now, keyless=True)
-        self._trace_key[trace_id] = trace_id
+        self._remember_trace(trace_id, trace_id)
         return [self._close(trace_id, reason)]
 
     def _close(self, key: str, reason: CloseReason) -> ClosedSession:
