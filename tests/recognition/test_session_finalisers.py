@@ -14,6 +14,7 @@ from spanjudge.spans.files import read_input
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.steps import Step
 from tests.conftest import FIXTURES
+from tests.conftest import span as made_span
 
 
 def _sessions(path: Path) -> list[list[SpanRecord]]:
@@ -110,3 +111,35 @@ def test_a_convention_named_as_a_preset_gets_that_presets_finaliser(
         assert [s.text for s in steps if s.kind == "agent_turn"] == [_ASKED]
     else:
         assert [s.name for s in steps if s.kind == "final_answer"] == ["llm.call"]
+
+
+def test_a_tool_called_with_a_bare_number_leaves_the_session_finalised() -> None:
+    # OpenInference records a call's input as `input.value`, here a double rather than text;
+    # the answer channel check (is this call how the answer was delivered?) reads its texts.
+    kind = "openinference.span.kind"
+    spans = [
+        made_span(
+            1,
+            name="agent",
+            attrs={kind: "AGENT", "input.value": "What is 6 times 7?", "output.value": "42"},
+        ),
+        made_span(
+            2,
+            parent=1,
+            name="calculator",
+            start=1,
+            attrs={
+                kind: "TOOL",
+                "tool.name": "calculator",
+                "input.value": 6.5,
+                "output.value": "42",  # the answer: the call is asked whether it delivered it
+            },
+        ),
+    ]
+    registry = RecogniserRegistry.default()
+    steps = registry.recognise_session(spans)
+    assert registry.errors == 0
+    assert [(s.kind, s.name) for s in steps if s.kind in ("tool_call", "final_answer")] == [
+        ("final_answer", "agent"),
+        ("tool_call", "calculator"),
+    ]

@@ -9,10 +9,14 @@ import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from spanjudge.config import parse_config
+from spanjudge.sessions import store as store_module
 from spanjudge.sessions.store import ClosePolicy, SessionStore
 from spanjudge.spans.files import read_input
 from tests.conftest import span
+from tests.support.memory import bytes_kept
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = sorted((ROOT / "fixtures").glob("*/*.jsonl"))
@@ -121,3 +125,30 @@ def test_estimate_follows_real_memory_of_array_and_kvlist_values() -> None:
 
     real, store = _traced(fill)
     assert 0.77 <= real / store.open_bytes <= 1.3, (real, store.open_bytes)
+
+
+def test_a_stream_of_keyless_traces_stays_within_bounded_memory(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A trace judged alone is remembered, so that a late span of it joins it, up to a bound on
+    # the traces remembered; lowered here so that a short stream outruns it.
+    monkeypatch.setattr(store_module, "_MAX_TRACE_KEYS", 400)
+    kept: list[SessionStore] = []
+
+    def stream(traces: int) -> Callable[[], None]:
+        def work() -> None:
+            clock = Clock()
+            store = SessionStore(
+                ClosePolicy(idle_timeout_s=1, keep_closed_sessions=0, keep_closed_revisions=10),
+                clock=clock,
+            )
+            kept.append(store)
+            for i in range(1, traces + 1):  # no session key: each trace is its own session
+                store.add(span(i, trace=i, attrs={"gen_ai.operation.name": "chat"}))
+                clock.now += 2
+                assert len(store.close()) == 1  # judged alone
+
+        return work
+
+    short, long = bytes_kept(stream(2_000)), bytes_kept(stream(8_000))
+    assert long < 1.5 * short + 50_000, (short, long)

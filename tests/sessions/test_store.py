@@ -5,6 +5,9 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING
 
+import pytest
+
+from spanjudge.sessions import store as store_module
 from spanjudge.sessions.store import ClosedSession, ClosePolicy, SessionStore
 from tests.conftest import span
 
@@ -366,3 +369,20 @@ def test_per_turn_in_the_configuration_is_true_or_false() -> None:
         assert "sessions.per_turn: expected true or false, got 'yes'" in str(exc)
     else:
         raise AssertionError("accepted")
+
+
+def test_a_late_span_joins_its_open_session_however_many_traces_came_since(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The store remembers a bounded number of traces (lowered here); a session still open keeps
+    # its traces remembered while closed sessions' are forgotten.
+    monkeypatch.setattr(store_module, "_MAX_TRACE_KEYS", 40)
+    store = SessionStore(ClosePolicy(idle_timeout_s=1e9, max_age_s=None))
+    store.add(span(1, trace=1, parent=99, attrs={"session.id": "open"}))  # not the trace's root
+    for i in range(2, 400):  # sessions that end at once, one trace each
+        store.add(span(i, trace=i, attrs={"session.id": f"s{i}", "spanjudge.session.end": True}))
+        store.close()
+    store.add(span(400, trace=1, parent=1))  # no session key: it joins by its trace
+    closed = {c.key: c for c in store.close("end_of_input")}
+    assert sorted(s.span_id for s in closed["open"].spans) == [format(i, "016x") for i in (1, 400)]
+    assert format(1, "032x") not in closed  # not a session of its own

@@ -64,7 +64,8 @@ def block_parts(content: Any) -> list[dict[str, Any]] | None:
     `content`, `is_error`) as a `tool_call_response` keeping `is_error`, `text` as text.
     None when the content holds no such block (it is read as it is)."""
     if not isinstance(content, list) or not any(
-        isinstance(b, dict) and b.get("type") in _TOOL_BLOCKS for b in content
+        isinstance(b, dict) and isinstance(b.get("type"), str) and b["type"] in _TOOL_BLOCKS
+        for b in content
     ):
         return None
     parts: list[dict[str, Any]] = []

@@ -21,7 +21,7 @@ messages in `input.value` / `output.value`, and tool schemas from `llm.tools.N.t
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -597,10 +597,17 @@ def _without_handoffs(
 
 
 def _argument_texts(arguments: Any) -> list[str]:
-    values = arguments.values() if isinstance(arguments, Mapping) else arguments
-    if isinstance(values, str):
-        return [values.strip()]
-    return [v.strip() for v in values or () if isinstance(v, str)]
+    """The texts a tool was called with: the arguments themselves, the values of a mapping or
+    the items of a list; a number or a boolean holds none."""
+    if isinstance(arguments, str):
+        return [arguments.strip()]
+    if isinstance(arguments, Mapping):
+        values: Iterable[Any] = arguments.values()
+    elif isinstance(arguments, (list, tuple)):
+        values = arguments
+    else:
+        return []
+    return [v.strip() for v in values if isinstance(v, str)]
 
 
 def _final_answers(steps: Sequence[Step]) -> list[Step]:

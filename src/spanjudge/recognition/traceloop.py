@@ -113,6 +113,8 @@ def _arguments(decoded: Any) -> Any:
     if not isinstance(decoded, dict) or set(decoded) - {"args", "kwargs"}:
         return decoded
     args, kwargs = decoded.get("args") or [], decoded.get("kwargs") or {}
+    if not isinstance(args, list):  # positional arguments are a list; anything else is kept whole
+        return decoded
     if kwargs and not args:
         return kwargs
     if args and not kwargs:

@@ -109,6 +109,9 @@ class SessionStore:
         )
         self.open: OrderedDict[str, OpenSession] = OrderedDict()
         self._trace_key: dict[str, str] = {}
+        # its size that makes `_remember_trace` forget (`_MAX_TRACE_KEYS`, or more while open
+        # sessions hold more traces)
+        self._trace_key_bound = _MAX_TRACE_KEYS
         self._pending: dict[str, list[SpanRecord]] = {}  # spans of traces with no key yet
         self._pending_since: dict[str, float] = {}
         self._pending_bytes: dict[str, int] = {}
@@ -187,13 +190,8 @@ class SessionStore:
             return
         key, source = found
         trace_id = span.trace_id
-        trace_keys = self._trace_key
-        if trace_id not in trace_keys:
-            trace_keys[trace_id] = key
-            if len(trace_keys) > _MAX_TRACE_KEYS:
-                # Oldest traces first (insertion order); their sessions are long closed.
-                for old in list(trace_keys)[: _MAX_TRACE_KEYS // 4]:
-                    del trace_keys[old]
+        if trace_id not in self._trace_key:
+            self._remember_trace(trace_id, key)
         self._append(key, source, span, now, size)
         # Spans of its trace that waited for a key (each has its `_pending_since` entry).
         if trace_id in self._pending_since:
@@ -202,6 +200,23 @@ class SessionStore:
             if waiting and self._trace_key[trace_id] == key:
                 for earlier in waiting:
                     self._append(key, source, earlier, now, keyless=True)
+
+    def _remember_trace(self, trace_id: str, key: str) -> None:
+        """Later spans of ``trace_id`` join session ``key``, whichever way the trace came in,
+        keyed or judged alone. The map is bounded: past its bound the oldest quarter
+        (insertion order) is looked at, and the traces whose session has closed are forgotten.
+        An open session's trace is kept, as the newest, so that its late spans still join it;
+        the open sessions' budgets bound those. The next look comes a quarter later at the
+        earliest, so each trace costs about the same whatever is open."""
+        trace_keys = self._trace_key
+        trace_keys[trace_id] = key
+        if len(trace_keys) > self._trace_key_bound:
+            quarter = _MAX_TRACE_KEYS // 4
+            for old in list(trace_keys)[:quarter]:
+                session = trace_keys.pop(old)
+                if session in self.open:
+                    trace_keys[old] = session
+            self._trace_key_bound = max(_MAX_TRACE_KEYS, len(trace_keys) + quarter)
 
     def _refused_key(self) -> None:
         self.refused_keys += 1
@@ -488,7 +503,7 @@ class SessionStore:
         now = self.clock()
         for span in spans:
             self._append(trace_id, TRACE_ID_SOURCE, span, now, keyless=True)
-        self._trace_key[trace_id] = trace_id
+        self._remember_trace(trace_id, trace_id)
         return [self._close(trace_id, reason)]
 
     def _close(self, key: str, reason: CloseReason) -> ClosedSession:
