@@ -286,16 +286,27 @@ def first_attr(span: SpanRecord, *keys: str) -> AttrValue:
     return None
 
 
+# A count a span can carry: OTLP's integers are 64-bit. Beyond that (a decimal string of
+# hundreds of digits, a superscript digit) it is no count: it would overflow the arithmetic
+# and the floats of the cost checks and the report.
+_COUNT_LIMIT = 2**63
+_COUNT_DIGITS = 19
+
+
 def int_attr(span: SpanRecord, *keys: str) -> int | None:
     value = first_attr(span, *keys)
     if isinstance(value, bool):
         return None
-    if isinstance(value, int):
-        return value
     if isinstance(value, float):
-        return int(value) if math.isfinite(value) else None  # NaN is no count
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
+        if not math.isfinite(value):  # NaN is no count
+            return None
+        value = int(value)
+    elif isinstance(value, str):
+        if not (value.isascii() and value.isdigit() and len(value) <= _COUNT_DIGITS):
+            return None
+        value = int(value)
+    if isinstance(value, int) and -_COUNT_LIMIT <= value < _COUNT_LIMIT:
+        return value
     return None
 
 
