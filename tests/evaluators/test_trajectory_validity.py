@@ -126,6 +126,18 @@ def test_arguments_nested_deeper_than_json_reads_are_unchecked_not_an_evaluator_
     assert v.outcome == "fail" and [x["span_id"] for x in v.details["violations"]] == [sid(3)]
 
 
+@pytest.mark.parametrize("ref", ["#/$defs/missing", "#"])
+def test_a_recorded_schema_whose_ref_leads_nowhere_checks_nothing(ref: str) -> None:
+    # a valid schema that cannot validate anything: a $ref to nothing, or only to itself
+    schemas = {"lookup": {"$ref": ref}, "write_file": {"type": "object", "required": ["path"]}}
+    steps = [turn(1, "go"), tool(2, "lookup", args={"q": 1}), tool(3, "write_file", args={})]
+    v = check(steps, {}, tool_schemas=schemas)
+    assert v.reason != "evaluator_error"
+    assert v.outcome == "fail" and [x["span_id"] for x in v.details["violations"]] == [sid(3)]
+    assert v.details["schema_checked_calls"] == 1
+    assert any("schema of lookup cannot be used" in note for note in v.details["notes"])
+
+
 def test_schema_violations_say_where_and_what_in_jsonschemas_words():
     schema = {
         "type": "object",

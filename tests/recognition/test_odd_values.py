@@ -41,6 +41,24 @@ from tests.conftest import FIXTURES, span
             },
             "model_call",
         ),
+        # a tool result that looks like an error envelope but nests too deep, or whose status
+        # is a digit only to `str.isdigit`
+        (
+            {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "lookup",
+                "gen_ai.tool.call.result": '{"a": ' + "[" * 3000,
+            },
+            "tool_call",
+        ),
+        (
+            {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "lookup",
+                "gen_ai.tool.call.result": '{"status_code": "\u00b2", "error": "no"}',
+            },
+            "tool_call",
+        ),
     ],
 )
 def test_an_odd_value_keeps_the_step(attrs: dict[str, Any], kind: str) -> None:

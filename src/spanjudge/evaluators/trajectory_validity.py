@@ -22,7 +22,8 @@ removed.
 
 Schemas are checked by `jsonschema` (Draft 2020-12 unless a schema's `$schema` names another
 draft; `format` is an annotation); the details say `"validator": "jsonschema"`. A recorded schema
-that is not a valid JSON Schema is not used; a configured one stops start-up.
+that is not a valid JSON Schema is not used; a configured one stops start-up. A schema whose
+`$ref` leads nowhere (or only back to itself) checks nothing, with a note in the details.
 Arguments recorded as text that is not JSON (e.g. truncated by size caps) are not checked.
 
 Outcome: `fail` with every violation enumerated (span id, tool, kind, message) in the
@@ -42,6 +43,7 @@ from spanjudge import reasons
 from spanjudge.evaluators.base import EvaluationContext, unknown_options
 from spanjudge.evaluators.validity_rules import (
     ArgRule,
+    UnusableSchema,
     _arg_rules,
     _limit,
     _order,
@@ -159,8 +161,14 @@ class TrajectoryValidity:
             if not checkable:
                 notes.append(f"{step.span_id}: arguments of {step.name} not recorded as JSON")
                 continue
+            try:
+                messages = validate_schema(arguments, schema)
+            except UnusableSchema as exc:  # nothing can be checked against it
+                notes.append(f"the schema of {step.name} cannot be used: {exc}")
+                schemas[step.name] = None
+                continue
             schema_checked += 1
-            for message in validate_schema(arguments, schema):
+            for message in messages:
                 violations.append(_violation("schema", step, message))
         if self.order:
             violations.extend(self._order_violations(calls))

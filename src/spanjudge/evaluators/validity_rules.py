@@ -200,8 +200,14 @@ def schema_error(schema: Any) -> str | None:
     return _checked(schema).error
 
 
+class UnusableSchema(ValueError):
+    """A schema that is a valid schema but validates nothing: a `$ref` that points nowhere,
+    or only back to itself."""
+
+
 def validate_schema(value: Any, schema: Any) -> list[str]:
-    """Every way ``value`` breaks ``schema``, as readable messages ordered by where they are."""
+    """Every way ``value`` breaks ``schema``, as readable messages ordered by where they are;
+    `UnusableSchema` when the schema cannot validate anything."""
     checked = _checked(schema)
     if checked.validator is None:
         import jsonschema
@@ -215,7 +221,16 @@ def validate_schema(value: Any, schema: Any) -> list[str]:
         key = None
     known = checked.results.get(key) if key is not None else None
     if known is None:
-        errors = sorted(checked.validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+        from referencing.exceptions import Unresolvable
+
+        try:
+            errors = sorted(
+                checked.validator.iter_errors(value), key=lambda e: list(e.absolute_path)
+            )
+        except Unresolvable as exc:
+            raise UnusableSchema(f"a $ref cannot be resolved: {exc}") from None
+        except RecursionError:
+            raise UnusableSchema("its $ref refers to itself without end") from None
         known = tuple(f"{_where(e.absolute_path)}: {e.message}" for e in errors)
         if key is not None:
             if len(checked.results) >= _CACHE_SIZE:

@@ -222,8 +222,8 @@ def error_in_payload(payload: Any) -> str | None:
         if payload.get("is_error") is True or payload.get("isError") is True:
             return as_text(payload.get("content")) or "is_error: true"
         code = next((payload[k] for k in _HTTP_STATUS_KEYS if k in payload), None)
-        if isinstance(code, str) and code.isdigit():
-            code = int(code)
+        if isinstance(code, str) and code.isascii() and code.isdigit() and len(code) == 3:
+            code = int(code)  # (an HTTP status; `isdigit` alone takes "²", which int() does not)
         detail = next((payload[k] for k in _HTTP_DETAIL_KEYS if payload.get(k)), None)
         if (
             isinstance(code, int)

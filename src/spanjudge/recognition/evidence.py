@@ -406,7 +406,7 @@ def payload_error(result: Any, text: str | None) -> str | None:
             return found
     try:
         leading, _ = _DECODER.raw_decode(start)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to read
         return None
     return error_in_payload(leading) if isinstance(leading, dict) else None
 
