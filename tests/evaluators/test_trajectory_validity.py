@@ -12,10 +12,11 @@ from spanjudge.config import parse_config
 from spanjudge.errors import ConfigError
 from spanjudge.evaluators.base import EvaluationContext
 from spanjudge.evaluators.trajectory_validity import TrajectoryValidity
-from spanjudge.evaluators.validity_rules import glob_to_regex
+from spanjudge.evaluators.validity_rules import glob_to_regex, validate_schema
 from spanjudge.trajectory.assemble import SessionMeta, assemble
 from spanjudge.trajectory.steps import Step
 from spanjudge.values import Expectation
+from tests.support.memory import bytes_kept
 from tests.support.reports import STRANDS, TRAJECTORY, evaluate_fixture, verdict_of
 from tests.support.steps import spans_for, tool, turn
 
@@ -247,3 +248,15 @@ def test_bad_constraints_stop_start_up_with_path_and_fix(options, expected):  # 
         parse_config({"evaluators": {"trajectory_validity": options}}, "spanjudge.yaml")
     assert "invalid configuration in spanjudge.yaml" in str(err.value)
     assert expected in str(err.value)
+
+
+def test_validating_many_long_arguments_keeps_no_memory() -> None:
+    # a serve process validates calls for as long as it runs: what it remembers of the
+    # arguments it saw must not grow with their size
+    schema = {"type": "object", "properties": {"content": {"type": "string"}}}
+
+    def validate_many() -> None:
+        for i in range(1_500):
+            assert validate_schema({"content": f"{i:05d}" + "x" * 40_000}, schema) == []
+
+    assert bytes_kept(validate_many) < 5_000_000

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from spanjudge.patterns import PatternError, UserPattern, compile_user_pattern
+from spanjudge.remembered import SHORT_CHARS
 from spanjudge.spans import jsonfast
 
 if TYPE_CHECKING:
@@ -214,10 +215,14 @@ def validate_schema(value: Any, schema: Any) -> list[str]:
 
         checked.validator = jsonschema.validators.validator_for(checked.source)(checked.source)
     # Agents call a tool with the same arguments again and again (retries, loops, the same task
-    # run many times): each distinct value is validated once per schema.
+    # run many times): each distinct value is validated once per schema. Only short values are
+    # remembered (`remembered.SHORT_CHARS`): arguments may be 64 KiB each, and a count of them
+    # alone would bound nothing that matters.
     try:
         key: str | None = _sorted_json(value)
     except (TypeError, ValueError):
+        key = None
+    if key is not None and len(key) > SHORT_CHARS:
         key = None
     known = checked.results.get(key) if key is not None else None
     if known is None:
