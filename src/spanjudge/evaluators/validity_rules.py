@@ -203,7 +203,7 @@ def schema_error(schema: Any) -> str | None:
 
 class UnusableSchema(ValueError):
     """A schema that is a valid schema but validates nothing: a `$ref` that points nowhere,
-    or only back to itself."""
+    or back to itself without end."""
 
 
 def validate_schema(value: Any, schema: Any) -> list[str]:
@@ -234,8 +234,8 @@ def validate_schema(value: Any, schema: Any) -> list[str]:
             )
         except Unresolvable as exc:
             raise UnusableSchema(f"a $ref cannot be resolved: {exc}") from None
-        except RecursionError:
-            raise UnusableSchema("its $ref refers to itself without end") from None
+        except RecursionError:  # a $ref back to itself, met again at every level of the value
+            raise UnusableSchema("validating recursed without end through its $ref") from None
         known = tuple(f"{_where(e.absolute_path)}: {e.message}" for e in errors)
         if key is not None:
             if len(checked.results) >= _CACHE_SIZE:
