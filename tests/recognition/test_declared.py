@@ -130,12 +130,20 @@ def test_a_malformed_declaration_gives_one_clear_error_per_problem() -> None:
     assert len(problems) == len(expected), problems
 
 
-def test_odd_values_in_declared_fields_cost_nothing() -> None:
+@pytest.mark.parametrize(
+    "usage",
+    [
+        '{"prompt_tokens": NaN, "completion_tokens": "x"}',
+        # a digit to `str.isdigit` and none to int(); a count no 64-bit integer holds
+        '{"prompt_tokens": "\u00b2", "completion_tokens": 1e300}',
+        '{"prompt_tokens": "' + "9" * 5000 + '", "completion_tokens": ' + "1" + "0" * 30 + "}",
+    ],
+)
+def test_odd_values_in_declared_fields_cost_nothing(usage: str) -> None:
     from spanjudge.spans.record import SpanRecord
 
     config = parse_config({"conventions": HAYSTACK})
     declared = config.sections["conventions"][0]
-    usage = '{"prompt_tokens": NaN, "completion_tokens": "x"}'
     odd = {LLM_OUT: '{"replies": [{"meta": {"usage": ' + usage + "}}]}"}
     span = SpanRecord(
         trace_id="1" * 32,

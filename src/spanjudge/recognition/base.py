@@ -293,8 +293,9 @@ _COUNT_LIMIT = 2**63
 _COUNT_DIGITS = 19
 
 
-def int_attr(span: SpanRecord, *keys: str) -> int | None:
-    value = first_attr(span, *keys)
+def count_of(value: Any) -> int | None:
+    """A recorded count (tokens): an integer, a finite double or a string of ASCII digits,
+    within 64 bits; anything else (a bool, NaN, "²", a number of hundreds of digits) is None."""
     if isinstance(value, bool):
         return None
     if isinstance(value, float):
@@ -308,6 +309,10 @@ def int_attr(span: SpanRecord, *keys: str) -> int | None:
     if isinstance(value, int) and -_COUNT_LIMIT <= value < _COUNT_LIMIT:
         return value
     return None
+
+
+def int_attr(span: SpanRecord, *keys: str) -> int | None:
+    return count_of(first_attr(span, *keys))
 
 
 # How much of a model call's system instructions says which agent is speaking: the opening,

@@ -30,14 +30,13 @@ rules, as for every built-in preset.
 from __future__ import annotations
 
 import fnmatch
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from spanjudge.errors import did_you_mean
-from spanjudge.recognition.base import as_text, parse_json, span_error, span_fields
+from spanjudge.recognition.base import as_text, count_of, parse_json, span_error, span_fields
 from spanjudge.recognition.catalogue import parse_catalogue
 from spanjudge.recognition.evidence import tool_step
 from spanjudge.spans.record import SpanRecord
@@ -146,16 +145,8 @@ class Role:
         return "\n".join(texts).strip() if texts else None
 
     def number(self, span: SpanRecord, name: str) -> int | None:
-        found = [int(v) for v in self.all(span, name) if _is_number(v)]
+        found = [n for n in map(count_of, self.all(span, name)) if n is not None]
         return sum(found) if found else None
-
-
-def _is_number(value: Any) -> bool:
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, float):
-        return math.isfinite(value)  # NaN or infinity is no token count
-    return isinstance(value, int) or (isinstance(value, str) and value.isdigit())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
