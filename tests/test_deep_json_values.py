@@ -1,6 +1,7 @@
 """Text that looks like JSON but nests deeper than a parser goes, in the attributes spanjudge
 reads as JSON (expected skills, a terminal state, OpenInference metadata, an answer a
-condition reads a path of): read as not JSON, and the run goes on with its report."""
+condition reads a path of): read as not JSON, and the run goes on with its report. In a
+user's own JSON file it is a clear error naming the file."""
 
 from __future__ import annotations
 
@@ -65,3 +66,15 @@ def test_a_condition_on_a_deep_answer_is_not_met(
     _, err = capsys.readouterr()
     assert code in (0, 1), err
     assert "failed" not in err and "Traceback" not in err
+
+
+def test_an_expectations_file_nested_too_deep_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    expect = tmp_path / "expect.json"
+    expect.write_text(_DEEP)
+    trace = str(FIXTURES / "strands" / "strands_default.jsonl")
+    code = main(["eval", trace, "--expect", str(expect)])
+    _, err = capsys.readouterr()
+    assert code == 2, err  # the user's file, not an internal error (3)
+    assert str(expect) in err and "not valid JSON" in err

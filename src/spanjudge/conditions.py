@@ -64,7 +64,7 @@ def _json_in(text: str) -> Any:
     for candidate in candidates:
         try:
             return jsonfast.parse(candidate)
-        except (ValueError, RecursionError):  # not JSON, or nested too deep to read
+        except ValueError:  # not JSON, or nested too deep to read
             continue
     return _MISSING
 

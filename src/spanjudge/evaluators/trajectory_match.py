@@ -69,7 +69,7 @@ def _decoded(arguments: Any) -> Any:
     if isinstance(arguments, str):
         try:
             return jsonfast.parse(arguments)
-        except (ValueError, RecursionError):  # not JSON, or nested deeper than json reads
+        except ValueError:  # not JSON, or nested deeper than json reads
             return arguments
     return arguments
 

@@ -322,7 +322,7 @@ def _decoded(arguments: Any) -> tuple[Any, bool]:
     if isinstance(arguments, str):
         try:
             return jsonfast.parse(arguments), True
-        except (ValueError, RecursionError):  # not JSON, or nested deeper than json reads
+        except ValueError:  # not JSON, or nested deeper than json reads
             return arguments, False
     if arguments is None:
         return {}, True  # no arguments recorded for a call that took none

@@ -187,7 +187,7 @@ def unwrap_schema(raw: Any) -> Any:
     if isinstance(raw, str):
         try:
             raw = jsonfast.parse(raw)
-        except (ValueError, RecursionError):  # not JSON, or nested deeper than json reads
+        except ValueError:  # not JSON, or nested deeper than json reads
             return None
     if isinstance(raw, Mapping) and isinstance(raw.get("json"), Mapping):
         raw = raw["json"]

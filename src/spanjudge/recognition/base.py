@@ -88,7 +88,7 @@ def parse_json(value: AttrValue) -> Any:
         if text[:1] in ("{", "[", '"') or text in ("true", "false", "null"):
             try:
                 decoded = _loads(text)
-            except (ValueError, RecursionError):  # nested too deeply for json: text too
+            except ValueError:  # not JSON, or nested too deeply for json: text too
                 return value
             if (
                 isinstance(decoded, (dict, list))

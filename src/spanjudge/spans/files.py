@@ -143,7 +143,7 @@ def read_input(
                 continue
             try:
                 doc = jsonfast.parse(stripped)
-            except RecursionError:
+            except jsonfast.TooDeep:
                 first = False
                 if on_error is None:
                     raise _too_deep(path, lineno) from None
@@ -234,7 +234,7 @@ def _whole_document(path: str, start_line: int, text: str, limits: Limits) -> Ch
         )
     try:
         doc = jsonfast.parse(text)
-    except RecursionError:
+    except jsonfast.TooDeep:
         raise _too_deep(path, start_line) from None
     except json.JSONDecodeError as exc:
         first_line = text.lstrip().split("\n", 1)[0]

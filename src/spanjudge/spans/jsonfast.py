@@ -84,11 +84,25 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _RAW_SURROGATE = re.compile(rb"\xed[\xa0-\xbf]")
 
 
+class TooDeep(ValueError):
+    """JSON text nested deeper than json's parser goes. json raises RecursionError there;
+    `parse` raises this instead, a ValueError like every other text that cannot be read, so
+    that a reader of JSON from a trace needs no second case for it."""
+
+
 def parse(data: str | bytes) -> Any:
     """``json.loads(data)`` with every lone surrogate in its strings (keys too) replaced by
     U+FFFD (`spans.text`). Every JSON text read from a trace (an OTLP JSON document, JSON
     inside an attribute value) is parsed here or by `loads`. Bytes that are not UTF-8 inside a
-    string of a UTF-8 text are read as U+FFFD too; otherwise raises what `json.loads` raises."""
+    string of a UTF-8 text are read as U+FFFD too; otherwise raises what `json.loads` raises,
+    but `TooDeep` for text nested too deep."""
+    try:
+        return _parse(data)
+    except RecursionError as exc:
+        raise TooDeep(str(exc)) from None
+
+
+def _parse(data: str | bytes) -> Any:
     suspect: bool | None = None  # whether the parsed strings may hold a lone surrogate
     if isinstance(data, bytes):
         utf8 = json.detect_encoding(data) == "utf-8"

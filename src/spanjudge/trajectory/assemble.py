@@ -104,7 +104,7 @@ def _str_list(value: Any) -> tuple[str, ...]:
         if text.startswith("["):
             try:
                 decoded = jsonfast.parse(text)
-            except (ValueError, RecursionError):  # not JSON, or nested too deep to read
+            except ValueError:  # not JSON, or nested too deep to read
                 decoded = None
             if isinstance(decoded, list):
                 return tuple(str(v).strip() for v in decoded if str(v).strip())
@@ -152,7 +152,7 @@ def _state(raw: Any, state: Mapping[str, Any] | None) -> Mapping[str, Any] | Non
     if isinstance(raw, str):
         try:
             decoded = jsonfast.parse(raw)
-        except (ValueError, RecursionError):  # not JSON, or nested too deep to read
+        except ValueError:  # not JSON, or nested too deep to read
             return state
         return decoded if isinstance(decoded, dict) else state
     return raw if isinstance(raw, dict) else state
@@ -362,7 +362,7 @@ def _session_attrs(span: SpanRecord) -> tuple[Any, Any, Any]:
     if isinstance(metadata, str) and "spanjudge." in metadata:
         try:
             decoded = jsonfast.parse(metadata)
-        except (ValueError, RecursionError):  # not JSON, or nested too deep to read
+        except ValueError:  # not JSON, or nested too deep to read
             decoded = None
         if isinstance(decoded, dict):
             found = [
