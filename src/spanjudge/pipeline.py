@@ -296,7 +296,8 @@ class Pipeline:
                 started = self.engine.begin(session, trajectory, on_judged=self.on_judged)
             except Exception:
                 self._failed("evaluate")
-                continue  # not recorded as evaluated: the spool keeps its spans
+                revisions.failed(session)  # not evaluated: the spool keeps its spans
+                continue
             self._pending.append(_Pending(session=session, result=started, mark=mark))
         while len(self._pending) > self.max_pending:  # memory bound: the oldest waits now
             self._finish(self._pending.pop(0), None)
@@ -326,7 +327,8 @@ class Pipeline:
             result = item.result.result(until=until)
         except Exception:
             self._failed("evaluate")
-            return None  # not recorded as evaluated: the spool keeps its spans
+            self.store.revisions.failed(item.session)  # the spool keeps its spans
+            return None
         if self.telemetry is not None:
             self.telemetry.evaluation_duration(result.evaluation_duration_s)
         emitted = True
@@ -340,6 +342,8 @@ class Pipeline:
                 self._failed(f"emit:{type(sink).__name__}")
         if emitted:
             self.store.revisions.evaluated(item.session, item.mark)
+        else:
+            self.store.revisions.failed(item.session)
         return result
 
     @property

@@ -3,11 +3,18 @@ revision, also after a restart (the record's) and while an earlier one is not ye
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+import pytest
+
+from spanjudge.config import parse_config
+from spanjudge.engine import Engine
+from spanjudge.pipeline import Pipeline
+from spanjudge.sessions import store as store_module
 from spanjudge.sessions.revisions import Completion, Revisions
-from spanjudge.sessions.store import SessionStore
+from spanjudge.sessions.store import ClosePolicy, SessionStore
 from tests.conftest import span
+from tests.support.memory import bytes_kept
 
 
 class _Record:
@@ -63,3 +70,51 @@ def test_without_a_record_nothing_waits_for_confirmation() -> None:
     assert _closed_revision(store, 1) == 1
     assert _closed_revision(store, 2) == 2  # re-opened: the store's memory
     assert store.revisions.take_evaluated() == []
+
+
+def _failing_pipeline(keep: int) -> Pipeline:
+    """A sidecar's pipeline (a record of confirmed revisions) whose every evaluation raises."""
+    engine = Engine(parse_config({}))
+
+    def broken(*_: object, **__: object) -> None:
+        raise RuntimeError("an evaluation that fails")
+
+    engine.trajectory = broken  # type: ignore[method-assign]
+    policy = ClosePolicy(keep_closed_sessions=0, keep_closed_revisions=keep)
+    store = SessionStore(policy, revisions=Revisions(keep, record=_Record()))
+    return Pipeline(engine, store, [])
+
+
+@pytest.mark.usefixtures("contained_errors")  # fails on purpose
+def test_a_failed_evaluation_keeps_its_revision_for_the_next_session_of_its_key() -> None:
+    pipeline = _failing_pipeline(keep=10)
+    for n in (1, 2, 3):
+        pipeline.add([span(n, trace=n, attrs={"session.id": "s"})])
+        pipeline.close_all("shutdown")
+    assert pipeline.errors == 3
+    pipeline.store.add(span(4, trace=4, attrs={"session.id": "s"}))
+    [closed] = pipeline.store.close("shutdown")
+    assert closed.revision == 4  # never one whose verdicts a sink may have taken
+
+
+@pytest.mark.usefixtures("contained_errors")  # fails on purpose
+def test_failed_evaluations_stay_within_bounded_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each failed session is never confirmed (the spool keeps its spans for a restart); the
+    # ledger holds its revision among the most recent ones, not one entry per failure forever.
+    # The traces the store remembers have a bound of their own, lowered here below the stream.
+    monkeypatch.setattr(store_module, "_MAX_TRACE_KEYS", 400)
+    kept: list[Pipeline] = []
+
+    def stream(sessions: int) -> Callable[[], None]:
+        def work() -> None:
+            pipeline = _failing_pipeline(keep=50)
+            kept.append(pipeline)
+            for n in range(1, sessions + 1):
+                pipeline.add([span(n, trace=n, attrs={"session.id": f"session-{n:06d}"})])
+                pipeline.close_all("shutdown")
+            assert pipeline.errors == sessions
+
+        return work
+
+    short, long = bytes_kept(stream(1_000)), bytes_kept(stream(4_000))
+    assert long < 1.2 * short + 50_000, (short, long)

@@ -54,8 +54,9 @@ class Revisions:
 
     Without a record (offline, the processor) a key's next revision is one above the last one
     closed, remembered for the ``keep`` most recent keys. With one, it is also above every
-    revision the record holds and every one handed to evaluation and not yet confirmed, and
-    the sessions emitted wait in `take_evaluated` until `confirm`.
+    revision the record holds, every one handed to evaluation and not yet confirmed, and the
+    ``keep`` most recent ones whose evaluation failed (never confirmed: the spool keeps their
+    spans); the sessions emitted wait in `take_evaluated` until `confirm`.
     """
 
     def __init__(self, keep: int = 100_000, record: Record | None = None) -> None:
@@ -63,6 +64,7 @@ class Revisions:
         self.record = record
         self._closed: OrderedDict[str, int] = OrderedDict()  # key -> last revision closed
         self._in_flight: dict[str, int] = {}  # key -> revision evaluated, not yet confirmed
+        self._failed: OrderedDict[str, int] = OrderedDict()  # key -> revision never confirmed
         self._evaluated: list[Evaluated] = []
 
     def open(self, key: str) -> tuple[int, bool]:
@@ -71,7 +73,12 @@ class Revisions:
         previous = self._closed.pop(key, None)
         last = previous or 0
         if self.record is not None:
-            last = max(last, self.record.revision(key), self._in_flight.get(key, 0))
+            last = max(
+                last,
+                self.record.revision(key),
+                self._in_flight.get(key, 0),
+                self._failed.get(key, 0),
+            )
         return last + 1, previous is not None
 
     def closed(self, key: str, revision: int) -> None:
@@ -90,6 +97,19 @@ class Revisions:
         """Every sink took ``session``'s result (or it had none to give): it awaits `confirm`."""
         if self.record is not None:
             self._evaluated.append(Evaluated(session=session, mark=mark))
+
+    def failed(self, session: ClosedSession) -> None:
+        """``session``'s evaluation raised, or a sink refused its result: it is never
+        confirmed. Its revision stays held as a closed one is, for the ``keep`` most recent."""
+        if self.record is None:
+            return
+        key = session.key
+        if self._in_flight.get(key) == session.revision:
+            del self._in_flight[key]
+        failed = self._failed
+        failed[key] = max(session.revision, failed.pop(key, 0))
+        while len(failed) > self.keep:
+            failed.popitem(last=False)
 
     def take_evaluated(self) -> list[Evaluated]:
         """Sessions evaluated since the last call, for the owner to confirm."""
