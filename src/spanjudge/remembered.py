@@ -53,7 +53,8 @@ def remembered_within(
     characters, ``max_entries`` answers are remembered (`functools.lru_cache`); longer texts
     are remembered while they come to at most ``max_chars`` characters and ``max_entries``
     answers, the oldest forgotten first (a text over ``max_chars`` alone is not remembered).
-    Its other arguments must be hashable. Callers never change what it returns."""
+    Its other arguments must be hashable; the texts among them (strings, and the strings of a
+    tuple) count with the first one. Callers never change what it returns."""
 
     def decorate(function: _F) -> _F:
         short = functools.lru_cache(maxsize=max_entries)(function)
@@ -65,6 +66,8 @@ def remembered_within(
         def call(text: str | None, *args: Any, **kwargs: Any) -> Any:
             nonlocal held
             size = len(text) if text else 0
+            if args:
+                size += _chars(args)
             if size <= SHORT_CHARS:
                 return short(text, *args, **kwargs)
             key = (text, args, tuple(kwargs.items())) if args or kwargs else text
@@ -85,3 +88,14 @@ def remembered_within(
         return cast(_F, call)
 
     return decorate
+
+
+def _chars(args: tuple[Any, ...]) -> int:
+    """The characters of the texts among ``args``: strings, and the strings of tuples."""
+    n = 0
+    for arg in args:
+        if isinstance(arg, str):
+            n += len(arg)
+        elif isinstance(arg, tuple):
+            n += sum(len(item) for item in arg if isinstance(item, str))
+    return n

@@ -241,6 +241,7 @@ def validate_schema(value: Any, schema: Any) -> list[str]:
             if len(checked.results) >= _CACHE_SIZE:
                 checked.results.clear()
             checked.results[key] = known
+            _hold(len(key) + sum(len(m) for m in known))
     return list(known)
 
 
@@ -263,9 +264,23 @@ class _Checked:
 
 
 _CACHE_SIZE = 1024
+# The characters of schemas and of remembered results the caches hold, all schemas together: a
+# count alone bounds nothing that matters when a schema or an error message may be 64 KiB.
+_MAX_CHARS = 1 << 20
+_held = 0
 # Both caches hold their schemas, so an id is never reused while cached.
 _by_id: dict[int, tuple[Any, _Checked]] = {}
 _by_key: dict[str, _Checked] = {}
+
+
+def _hold(chars: int) -> None:
+    """``chars`` more are held; past `_MAX_CHARS`, every schema checked is forgotten."""
+    global _held
+    _held += chars
+    if _held > _MAX_CHARS:
+        _by_id.clear()
+        _by_key.clear()
+        _held = 0
 
 
 def _checked(schema: Any) -> _Checked:
@@ -280,6 +295,7 @@ def _checked(schema: Any) -> _Checked:
         if key is not None:
             if len(_by_key) >= _CACHE_SIZE:
                 _by_key.clear()
+            _hold(len(key))
             _by_key[key] = checked
     if len(_by_id) >= _CACHE_SIZE:
         _by_id.clear()

@@ -108,6 +108,10 @@ def _level(in_order: float, reordered: bool) -> str:
     return names[index]
 
 
+# The characters of a catalogue whose weights are kept (64 catalogues): a few megabytes at most.
+_IDF_CHARS = 1 << 14
+
+
 @lru_cache(maxsize=64)
 def _idf(entries: tuple[CatalogueEntry, ...]) -> Mapping[str, float]:
     # Words every entry shares tell the skills apart poorly: weight by rarity (idf).
@@ -153,6 +157,8 @@ class HeuristicJudge:
     def _weights(entries: Sequence[CatalogueEntry]) -> Mapping[str, float]:
         # Every session of an agent offers the same catalogue: weighed once (read-only).
         key = tuple(entries)
+        if sum(len(e.name) + len(e.description or "") for e in key) > _IDF_CHARS:
+            return _idf.__wrapped__(key)  # a catalogue this large is not kept
         try:
             return _idf(key)
         except TypeError:  # an entry that cannot be hashed (a plugin's): weighed each time

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from spanjudge.remembered import remembered_when_short, remembered_within
 from spanjudge.trajectory.toolnames import SEPARATORS
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -114,7 +115,7 @@ _REQUIRED = re.compile(
 )
 
 
-@lru_cache(maxsize=16384)
+@remembered_when_short(maxsize=16384)  # a long run of letters (a blob, an id) is not kept
 def stem(word: str) -> str:
     """A deliberately small suffix stripper: enough to match 'reports' with 'report'."""
     if len(word) > 4 and word.endswith("ies"):
@@ -129,7 +130,7 @@ def stem(word: str) -> str:
 
 
 # Texts up to this size have their tokens cached: catalogue entries, requests and skill steps
-# recur in every session of a deployment (at most 4096 * 2 KB of keys held).
+# recur in every session of a deployment.
 _CACHED_TOKENS_MAX_CHARS = 2048
 
 
@@ -142,7 +143,7 @@ def tokens(text: str | None) -> set[str]:
     return _tokens(text)
 
 
-@lru_cache(maxsize=4096)
+@remembered_within(max_entries=4096)
 def _cached_tokens(text: str) -> frozenset[str]:
     return frozenset(_tokens(text))
 
@@ -239,7 +240,7 @@ def _insists_on(tool: str, text: str) -> bool:
     return False
 
 
-@lru_cache(maxsize=128)  # the same few skills are loaded in every session; SkillDoc is frozen
+@remembered_within(max_entries=128)  # the same few skills load in every session; frozen
 def parse_skill(body: str) -> SkillDoc:
     """Split a SKILL.md body into front matter and ordered steps."""
     meta, text = _front_matter(body)
@@ -271,14 +272,14 @@ _TRIGGER = re.compile(r"\b(?:when|whenever|if)\b(.*)", re.IGNORECASE | re.DOTALL
 
 
 # Every session of an agent offers the same catalogue: its entries' words are read once.
-@lru_cache(maxsize=1024)
+@remembered_within()
 def entry_terms(name: str, description: str | None) -> tuple[frozenset[str], frozenset[str]]:
     """(the words of a skill's name, those of its name and description)."""
     name_terms = frozenset(tokens(name))
     return name_terms, name_terms | tokens(description)
 
 
-@lru_cache(maxsize=1024)
+@remembered_within()
 def trigger_topics(description: str) -> frozenset[str] | None:
     """What a description says to use the skill for ("when the user asks about ..."), if it
     says."""
@@ -295,7 +296,7 @@ def tool_names(tools: tuple[str, ...]) -> tuple[frozenset[str], tuple[str, ...]]
     return frozenset(lowered), tuple(p + t for t in lowered for p in ("_", *SEPARATORS))
 
 
-@lru_cache(maxsize=1024)
+@remembered_within()
 def closest_name(chosen: str, offered: tuple[str, ...]) -> str | None:
     """The offered name closest to ``chosen`` (difflib, cutoff 0.6), or None. An agent that calls
     a skill by a name its catalogue does not offer does so session after session: worked out
