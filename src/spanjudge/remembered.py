@@ -49,10 +49,11 @@ def remembered_when_short(maxsize: int) -> Callable[[_F], _F]:
 def remembered_within(
     max_chars: int = TEXT_CHARS, max_entries: int = TEXT_ENTRIES
 ) -> Callable[[_F], _F]:
-    """Cache a function whose first argument is a text (or None). Up to `SHORT_CHARS`
-    characters, ``max_entries`` answers are remembered (`functools.lru_cache`); longer texts
-    are remembered while they come to at most ``max_chars`` characters and ``max_entries``
-    answers, the oldest forgotten first (a text over ``max_chars`` alone is not remembered).
+    """Cache a function whose first argument is a text, a tuple of texts, or None. Up to
+    `SHORT_CHARS` characters, ``max_entries`` answers are remembered (`functools.lru_cache`);
+    longer texts are remembered while they come to at most ``max_chars`` characters and
+    ``max_entries`` answers, the oldest forgotten first (a text over ``max_chars`` alone is not
+    remembered).
     Its other arguments must be hashable; the texts among them (strings, and the strings of a
     tuple) count with the first one. Callers never change what it returns."""
 
@@ -63,9 +64,9 @@ def remembered_within(
         lock = threading.Lock()  # for changes: a lookup is one dict operation
 
         @functools.wraps(function)
-        def call(text: str | None, *args: Any, **kwargs: Any) -> Any:
+        def call(text: str | tuple[str, ...] | None, *args: Any, **kwargs: Any) -> Any:
             nonlocal held
-            size = len(text) if text else 0
+            size = len(text) if isinstance(text, str) else _chars((text,))
             if args:
                 size += _chars(args)
             if size <= SHORT_CHARS:

@@ -49,9 +49,14 @@ def _session(n: int, long: str) -> bytes:
     skill_body = "# report-summary\n1. Use read_file to read the report\n2. Answer with a summary\n"
     if long == "skill":
         skill_body += "".join(f"{i + 3}. Check {_word(n * 1000 + i, 12)}\n" for i in range(1500))
+    if long == "step tools":
+        named = " ".join(f"`{_word(n * 1000 + i, 12)}`" for i in range(1500))
+        skill_body += f"3. Then use {named} as needed\n"
     schema: dict[str, Any] = {"type": "object", "properties": {"path": {"type": "string"}}}
     if long == "schema":
         schema["properties"]["mode"] = {"enum": [_word(n * 1000 + i, 12) for i in range(1500)]}
+    if long == "one schema":  # the same long schema, in definitions that differ by a word
+        schema["properties"]["mode"] = {"enum": [_word(i, 12) for i in range(1500)]}
     system = (
         "You are helpful.\n<available_skills>\n<skill><name>report-summary</name><description>"
         f"{description}</description></skill>\n<skill><name>csv-stats</name><description>"
@@ -61,7 +66,10 @@ def _session(n: int, long: str) -> bytes:
         {"role": "system", "parts": [{"type": "text", "content": system}]},
         {"role": "user", "parts": [{"type": "text", "content": request}]},
     ]
-    tools = [{"type": "function", "name": "read_file", "parameters": schema}]
+    tools = [
+        {"type": "function", "name": "read_file", "parameters": schema},
+        {"type": "function", "name": "write_file", "description": f"Writes file {n}"},
+    ]
     trace = f"{n + 1:032x}"
     root = f"{n + 1:08x}00000001"
     t0 = time.time_ns() - 2_000_000_000
@@ -141,7 +149,9 @@ def _session(n: int, long: str) -> bytes:
     return json.dumps(doc).encode()
 
 
-@pytest.mark.parametrize("long", ["request", "catalogue", "skill", "schema"])
+@pytest.mark.parametrize(
+    "long", ["request", "catalogue", "skill", "step tools", "schema", "one schema"]
+)
 def test_sessions_with_long_new_texts_leave_bounded_memory(long: str) -> None:
     bodies = [_session(n, long) for n in range(450)]
     kept: list[Pipeline] = []

@@ -85,9 +85,12 @@ def _failing_pipeline(keep: int) -> Pipeline:
     return Pipeline(engine, store, [])
 
 
+@pytest.mark.parametrize("keep", [0, 10])
 @pytest.mark.usefixtures("contained_errors")  # fails on purpose
-def test_a_failed_evaluation_keeps_its_revision_for_the_next_session_of_its_key() -> None:
-    pipeline = _failing_pipeline(keep=10)
+def test_a_failed_evaluation_keeps_its_revision_for_the_next_session_of_its_key(
+    keep: int,
+) -> None:
+    pipeline = _failing_pipeline(keep=keep)
     for n in (1, 2, 3):
         pipeline.add([span(n, trace=n, attrs={"session.id": "s"})])
         pipeline.close_all("shutdown")

@@ -299,6 +299,7 @@ def _checked(schema: Any) -> _Checked:
             _by_key[key] = checked
     if len(_by_id) >= _CACHE_SIZE:
         _by_id.clear()
+    _hold(len(key) if key is not None else 0)  # the schema object kept alive by its id's entry
     _by_id[id(schema)] = (schema, checked)
     return checked
 

@@ -6,7 +6,6 @@ import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 from spanjudge.remembered import remembered_when_short, remembered_within
 from spanjudge.trajectory.toolnames import SEPARATORS
@@ -232,18 +231,21 @@ _GUARD_TOOL = re.compile(r"(?:^|[_.-])(?:check|verify|validate|confirm)(?:[_.-]|
 _ANSWER_WORDS = frozenset({"answer", "reply", "respond", "return", "tell", "back", "summarise"})
 
 
-def _insists_on(tool: str, text: str) -> bool:
-    """A sentence anywhere in the body that names ``tool`` and insists on it."""
-    for sentence in re.split(r"(?<=[.!?])\s+|\n", text):
-        if tool in sentence and _REQUIRED.search(sentence):
-            return True
-    return False
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")
+
+
+def _insisting(text: str) -> str:
+    """The body's sentences that insist on something, one a line: a tool named in one of them
+    (a name holds no line break) is `tool in` the result, found once a tool, not once a
+    sentence and tool."""
+    return "\n".join(s for s in _SENTENCE_END.split(text) if _REQUIRED.search(s))
 
 
 @remembered_within(max_entries=128)  # the same few skills load in every session; frozen
 def parse_skill(body: str) -> SkillDoc:
     """Split a SKILL.md body into front matter and ordered steps."""
     meta, text = _front_matter(body)
+    insisting = _insisting(text)
     steps = []
     for i, item in enumerate(_items(text)):
         tools = _tool_refs(item)
@@ -251,7 +253,7 @@ def parse_skill(body: str) -> SkillDoc:
         answer = not tools and plain.startswith(_ANSWER_VERBS)
         insisted = (
             bool(_REQUIRED.search(item))
-            or any(_insists_on(t, text) for t in tools)
+            or any(t in insisting for t in tools)
             # a guard by its very name (check_availability, validate_order)
             or any(_GUARD_TOOL.search(t) for t in tools)
         )
@@ -287,7 +289,7 @@ def trigger_topics(description: str) -> frozenset[str] | None:
     return frozenset(tokens(found.group(1))) if found else None
 
 
-@lru_cache(maxsize=1024)  # a skill's steps name the same tools in every session
+@remembered_within()  # a skill's steps name the same tools in every session
 def tool_names(tools: tuple[str, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
     """A step's tools lower-cased, and the suffixes that name them as well: the tool after a
     namespace separator (``ops-read_csv``, ``files.read_csv``, ``mcp__files__read_csv``: the

@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from spanjudge.sessions.store import ClosedSession
 
 
+MIN_FAILED = 1024  # failed evaluations whose revision is held whatever ``keep`` says
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Completion:
     """An evaluated session whose spool rows may go: groups, the last request id it consumed."""
@@ -55,8 +58,8 @@ class Revisions:
     Without a record (offline, the processor) a key's next revision is one above the last one
     closed, remembered for the ``keep`` most recent keys. With one, it is also above every
     revision the record holds, every one handed to evaluation and not yet confirmed, and the
-    ``keep`` most recent ones whose evaluation failed (never confirmed: the spool keeps their
-    spans); the sessions emitted wait in `take_evaluated` until `confirm`.
+    ``keep`` (at least `MIN_FAILED`) most recent ones whose evaluation failed (never confirmed:
+    the spool keeps their spans); the sessions emitted wait in `take_evaluated` until `confirm`.
     """
 
     def __init__(self, keep: int = 100_000, record: Record | None = None) -> None:
@@ -100,7 +103,8 @@ class Revisions:
 
     def failed(self, session: ClosedSession) -> None:
         """``session``'s evaluation raised, or a sink refused its result: it is never
-        confirmed. Its revision stays held as a closed one is, for the ``keep`` most recent."""
+        confirmed. Its revision stays held as a closed one is, for the ``keep`` most recent
+        (at least `MIN_FAILED`: a sink may have taken verdicts under it)."""
         if self.record is None:
             return
         key = session.key
@@ -108,7 +112,7 @@ class Revisions:
             del self._in_flight[key]
         failed = self._failed
         failed[key] = max(session.revision, failed.pop(key, 0))
-        while len(failed) > self.keep:
+        while len(failed) > max(self.keep, MIN_FAILED):
             failed.popitem(last=False)
 
     def take_evaluated(self) -> list[Evaluated]:
