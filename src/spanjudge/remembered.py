@@ -53,9 +53,8 @@ def remembered_within(
     `SHORT_CHARS` characters, ``max_entries`` answers are remembered (`functools.lru_cache`);
     longer texts are remembered while they come to at most ``max_chars`` characters and
     ``max_entries`` answers, the oldest forgotten first (a text over ``max_chars`` alone is not
-    remembered).
-    Its other arguments must be hashable; the texts among them (strings, and the strings of a
-    tuple) count with the first one. Callers never change what it returns."""
+    remembered). Its other arguments must be hashable; the texts among them (strings, and the
+    strings of a tuple) count with the first one. Callers never change what it returns."""
 
     def decorate(function: _F) -> _F:
         short = functools.lru_cache(maxsize=max_entries)(function)

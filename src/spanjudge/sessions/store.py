@@ -212,7 +212,7 @@ class SessionStore:
         trace_keys[trace_id] = key
         if len(trace_keys) > self._trace_key_bound:
             quarter = _MAX_TRACE_KEYS // 4
-            for old in list(trace_keys)[:quarter]:
+            for old in list(islice(trace_keys, quarter)):
                 session = trace_keys.pop(old)
                 if session in self.open:
                     trace_keys[old] = session
