@@ -31,6 +31,7 @@ from spanjudge.spans.otlp_proto import (
     SpanHead,
     SpanProblem,
     decode_request,
+    parse_keyed,
     parse_request,
     read_heads,
 )
@@ -150,10 +151,11 @@ def decode_heads(
     _check_size(data, checks)
     with _as_bad_request(FORMAT_PROTOBUF):
         try:
-            request = parse_request(data)
+            request = parse_keyed(data)
         except ValueError as exc:
             raise BadRequest(str(exc)) from None
-        heads, problems = read_heads(request, limits, {*DEFAULT_KEY_ATTRIBUTES, *key_attributes})
+        keys = {*DEFAULT_KEY_ATTRIBUTES, *key_attributes}
+        heads, problems = read_heads(request, data, limits, keys)
     return check_records(heads, problems, checks)
 
 

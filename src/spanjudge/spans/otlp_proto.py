@@ -1,17 +1,20 @@
 """OTLP protobuf (`ExportTraceServiceRequest`) to `SpanRecord`, without SDK span objects.
 
 `read_heads` reads only what routing needs of each span (`SpanHead`: ids, times, name, the
-session-key attributes, resource and scope) and keeps the span itself serialized; `wire_request`
+session-key attributes, resource and scope) and keeps the span's bytes as sent; `wire_request`
 puts such spans back into a request, which `decode_request` decodes as it would the original:
 `serve.workers` > 1 routes protobuf requests to its evaluation processes that way.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import threading
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from sys import getsizeof
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from spanjudge.spans.ids import IdError, id_from_bytes, optional_parent
 from spanjudge.spans.limits import DEFAULT_LIMITS, Limits, cap_value
@@ -312,38 +315,147 @@ class SpanHead:
     wire: WireSpan
 
 
+_VIEWS_LOCK = threading.Lock()
+
+
+def _routing_views() -> tuple[Any, Any]:
+    """`_built_views`, built once: receivers' threads decode at once, and a request parsed as
+    one build's type must be read as that type."""
+    with _VIEWS_LOCK:
+        return _built_views()
+
+
+@functools.cache
+def _built_views() -> tuple[Any, Any]:
+    """Two message types that read an `ExportTraceServiceRequest`'s bytes as `read_heads`
+    wants them, built once with the protobuf library's descriptor API, in a pool of their own.
+    ``Keyed``: OTLP's own schema but for `Span.attributes`, a map of key to `AnyValue` (a
+    `KeyValue` is a map entry on the wire, parsed as the `KeyValue` would be: so the bytes it
+    accepts are OTLP's), so that a key's value is looked up in the runtime without a Python
+    object per attribute. ``Raw``: each span its bytes as sent, so that none is serialized
+    again."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+    from opentelemetry.proto.common.v1 import common_pb2
+    from opentelemetry.proto.resource.v1 import resource_pb2
+    from opentelemetry.proto.trace.v1 import trace_pb2
+
+    field = descriptor_pb2.FieldDescriptorProto
+    pool = descriptor_pool.DescriptorPool()
+    for module in (common_pb2, resource_pb2, trace_pb2, trace_service_pb2):
+        file = descriptor_pb2.FileDescriptorProto()
+        module.DESCRIPTOR.CopyToProto(file)
+        if module is trace_pb2:
+            span = next(message for message in file.message_type if message.name == "Span")
+            entry = span.nested_type.add(name="AttributesEntry")
+            entry.options.map_entry = True
+            entry.field.add(
+                name="key", number=1, label=field.LABEL_OPTIONAL, type=field.TYPE_STRING
+            )
+            value = entry.field.add(name="value", number=2, label=field.LABEL_OPTIONAL)
+            value.type = field.TYPE_MESSAGE
+            value.type_name = ".opentelemetry.proto.common.v1.AnyValue"
+            attributes = next(f for f in span.field if f.name == "attributes")
+            attributes.type_name = ".opentelemetry.proto.trace.v1.Span.AttributesEntry"
+        pool.Add(file)
+    raw = descriptor_pb2.FileDescriptorProto(name="spanjudge/raw.proto", package="spanjudge")
+    for name, number, of in (
+        ("Raw", 1, "RawResourceSpans"),  # resource_spans
+        ("RawResourceSpans", 2, "RawScopeSpans"),  # scope_spans
+        ("RawScopeSpans", 2, ""),  # spans, as bytes
+    ):
+        items = raw.message_type.add(name=name).field.add(name="items", number=number)
+        items.label = field.LABEL_REPEATED
+        items.type = field.TYPE_MESSAGE if of else field.TYPE_BYTES
+        if of:
+            items.type_name = f".spanjudge.{of}"
+    pool.Add(raw)
+    return (
+        message_factory.GetMessageClass(
+            pool.FindMessageTypeByName(
+                "opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest"
+            )
+        ),
+        message_factory.GetMessageClass(pool.FindMessageTypeByName("spanjudge.Raw")),
+    )
+
+
+def parse_keyed(data: bytes) -> Any:
+    """`parse_request` as the type `read_heads` reads fastest, `_routing_views`' ``Keyed``.
+    A body it refuses (strings to make UTF-8, or not a request at all) is parsed by
+    `parse_request`, so that the repair and the error are that one's, made once."""
+    request = _routing_views()[0]()
+    try:
+        request.ParseFromString(data)
+    except Exception:  # protobuf raises DecodeError, a private-ish subclass
+        return parse_request(data)
+    return request
+
+
 def read_heads(
-    request: ExportTraceServiceRequest, limits: Limits, key_attributes: Collection[str]
+    request: Any, data: bytes, limits: Limits, key_attributes: Collection[str]
 ) -> tuple[list[SpanHead], list[SpanProblem]]:
     """Each span's `SpanHead` (``key_attributes``: the attributes to decode); a span that
-    `decode_request` would reject is reported with the same path and message instead."""
-    from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans
+    `decode_request` would reject is reported with the same path and message instead.
+    ``request``: `parse_keyed` of ``data``."""
+    from google.protobuf.unknown_fields import UnknownFieldSet
+    from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
+    keyed_type, raw_type = _routing_views()
+    keyed = type(request) is keyed_type
+    raw = None  # each span's bytes, or (not read) serialized again
+    # a message that reads less than OTLP's reads what that does: `suppress` is for safety only
+    with contextlib.suppress(Exception):  # protobuf raises DecodeError, a private-ish subclass
+        raw = raw_type.FromString(data).items if keyed else None
+    keys = tuple(key_attributes)
     heads: list[SpanHead] = []
     problems: list[SpanProblem] = []
     max_attrs = limits.max_attrs_per_span
+    cap = limits.max_attr_chars
     for ri, rs in enumerate(request.resource_spans):
         resource, _ = _attrs(rs.resource.attributes, limits)
-        resource_wire = ResourceSpans(
-            resource=rs.resource, schema_url=rs.schema_url
-        ).SerializeToString()
+        resource_wire = type(rs)(resource=rs.resource, schema_url=rs.schema_url).SerializeToString()
         for si, ss in enumerate(rs.scope_spans):
             scope_name = ss.scope.name or None
-            scope_wire = ScopeSpans(scope=ss.scope, schema_url=ss.schema_url).SerializeToString()
-            for pi, span in enumerate(ss.spans):
+            scope_wire = type(ss)(scope=ss.scope, schema_url=ss.schema_url).SerializeToString()
+            spans = ss.spans
+            if raw is None:
+                wires = [span.SerializeToString() for span in spans]
+            else:
+                wires = raw[ri].items[si].items
+            for pi, (span, wire) in enumerate(zip(spans, wires, strict=True)):
                 try:
                     trace_id, span_id, parent, start, end, *_ = _checked(span)
                 except (IdError, ValueError) as exc:
                     path = f"resourceSpans[{ri}].scopeSpans[{si}].spans[{pi}]"
                     problems.append(SpanProblem(path, str(exc)))
                     continue
-                kvs = span.attributes
-                if len(kvs) > max_attrs:  # which ones the count cap keeps: decode them all
-                    every, _ = _attrs(kvs, limits)
-                    attributes = {k: v for k, v in every.items() if k in key_attributes}
-                else:
-                    picked = [kv for kv in kvs if kv.key in key_attributes]
-                    attributes, _ = _attrs(picked, limits)
+                if (
+                    keyed
+                    # none left out of the map: the runtime keeps a `KeyValue` with fields of
+                    # its own there, among the span's unknown fields
+                    and not UnknownFieldSet(span)
+                    # fewer keys than the count cap: it cuts none, the last value counts
+                    and len(found := span.attributes) < max_attrs
+                ):
+                    attributes = {}
+                    for key in keys:
+                        value = found.get(key)
+                        if value is not None:
+                            text = value.string_value
+                            if text and len(text) <= cap:  # as `_sized_attrs` reads it
+                                attributes[key] = text
+                            else:
+                                attributes[key] = _converted(value, text, limits)[0]
+                else:  # read as `decode_request` reads them
+                    whole = Span.FromString(wire) if keyed else span
+                    kvs = whole.attributes
+                    if len(kvs) > max_attrs:  # which ones the count cap keeps: decode them all
+                        every, _ = _attrs(kvs, limits)
+                        attributes = {k: v for k, v in every.items() if k in key_attributes}
+                    else:
+                        picked = [kv for kv in kvs if kv.key in key_attributes]
+                        attributes, _ = _attrs(picked, limits)
                 head = SpanHead(
                     trace_id,
                     span_id,
@@ -354,7 +466,7 @@ def read_heads(
                     attributes,
                     resource,
                     scope_name,
-                    (resource_wire, scope_wire, span.SerializeToString()),
+                    (resource_wire, scope_wire, wire),
                 )
                 heads.append(head)
     return heads, problems
