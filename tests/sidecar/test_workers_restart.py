@@ -124,3 +124,52 @@ def test_kill9_of_the_server_leaves_no_evaluation_process_behind(tmp_path: Path)
     finally:
         _stop(sidecar)
         verdicts.stop()
+
+
+def _evaluations(verdicts: VerdictServer) -> collections.Counter[str]:
+    """Evaluation spans received per session id."""
+    with verdicts.received.lock:
+        return collections.Counter(s["attrs"]["session.id"] for s in verdicts.received.eval_spans)
+
+
+def _judge_again(
+    tmp: Path, spool: dict[str, str], verdicts: VerdictServer, sessions: list[str]
+) -> SidecarProcess:
+    """A server with two processes on ``spool`` given one new, ended trace of each session:
+    returned once it judged them all (and stopped)."""
+    tmp.mkdir()
+    sidecar = SidecarProcess(tmp, _config(tmp, 2, spool=spool), _env(verdicts)).start()
+    before = _evaluations(verdicts)
+    exporter = OTLPSpanExporter(endpoint=sidecar.endpoints["grpc"], insecure=True)
+    for session_id in sessions:
+        assert exporter.export(synthetic_session(session_id)) == SpanExportResult.SUCCESS
+    exporter.shutdown()
+
+    def judged() -> bool:
+        now = _evaluations(verdicts)
+        return all(now[s] > before[s] for s in sessions)
+
+    assert wait_for(judged, 30), _evaluations(verdicts)
+    assert sidecar.terminate() == 0
+    return sidecar
+
+
+def test_a_session_judged_before_a_restart_reopens_at_the_next_revision(tmp_path: Path) -> None:
+    """Sessions judged and confirmed by one run, then continued after a restart with two
+    processes: each continuation is the next revision, never a verdict id given out before."""
+    verdicts = VerdictServer()
+    spool = {"path": str(tmp_path / "spool.db")}
+    sessions = [f"again-{i:02d}" for i in range(12)]  # some owned by each process
+    first = second = None
+    try:
+        first = _judge_again(tmp_path / "first", spool, verdicts, sessions)
+        second = _judge_again(tmp_path / "second", spool, verdicts, sessions)
+        assert verdicts.received.sessions() == {s: {1, 2} for s in sessions}
+        counts = collections.Counter(
+            (s["attrs"]["session.id"], s["attrs"]["spanjudge.revision"])
+            for s in verdicts.received.eval_spans
+        )
+        assert set(counts.values()) == {1}, counts
+    finally:
+        _stop(first, second)
+        verdicts.stop()

@@ -8,7 +8,8 @@ the pipe back to the parent: what the parent's metrics sink and summary line rec
 results goes back tallied (`emit.metrics.MetricsTally`), and completions (with the mark of the
 last request this process had taken when the session closed) go back to be confirmed in the
 one spool once the parent's sinks accepted them. Nothing here writes the spool: the worker's
-revision ledger reads the revisions recorded there and confirms through the pipe.
+revision ledger reads the revisions recorded there (of the session keys a request's spans carry,
+in one query per request) and confirms through the pipe.
 """
 
 from __future__ import annotations
@@ -54,6 +55,9 @@ log = logging.getLogger("spanjudge.sidecar")
 # How often the process says it is alive, from its main thread (the one reading the pipe), even
 # while its worker thread is busy: the parent replaces one that stays silent.
 HEARTBEAT_S = 0.5
+# Session keys per query of the spool's `evaluated` table (SQLite's bound on a statement's
+# parameters is 999 before 3.32)
+_KEYS_PER_QUERY = 500
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -265,6 +269,9 @@ class _PipeSpool:
         self._revisions: collections.OrderedDict[str, int] = collections.OrderedDict()
         self._keep = keep
         self._lock = threading.Lock()
+        # While a request's spans are added: the revision the file holds of each session key
+        # they carry, read in one query (`look_up`) instead of one per session opened.
+        self._recorded: dict[str, int] = {}
 
     def room_for(self, size: int) -> bool:
         return True
@@ -285,9 +292,31 @@ class _PipeSpool:
         # its fields for every instance, several times the cost of building it again there.
         self.channel.send(("done", [(d.key, d.revision, d.groups, d.upto) for d in done]))
 
+    def look_up(self, keys: Sequence[str]) -> None:
+        """Read the revisions the file holds of ``keys`` (a request's session keys) for the
+        `revision` asked while its spans are added; `forget` after."""
+        if self._db is None or not keys:
+            return
+        recorded = dict.fromkeys(keys, 0)
+        with self._lock:
+            for start in range(0, len(keys), _KEYS_PER_QUERY):
+                chunk = keys[start : start + _KEYS_PER_QUERY]
+                marks = ",".join("?" * len(chunk))
+                query = f"SELECT skey, revision FROM evaluated WHERE skey IN ({marks})"
+                for key, revision in self._db.execute(query, chunk):
+                    recorded[key] = int(revision)
+            self._recorded = recorded
+
+    def forget(self) -> None:
+        with self._lock:
+            self._recorded = {}
+
     def revision(self, key: str) -> int:
         with self._lock:
             known = self._revisions.get(key, 0)
+            recorded = self._recorded.get(key)
+            if recorded is not None:
+                return max(known, recorded)
             if self._db is None:
                 return known
             row = self._db.execute(
@@ -306,14 +335,15 @@ class _ProcessWorker(Worker):
     process took over, and each tick tells the parent how far intake got."""
 
     channel: _Channel
+    pipe_spool: _PipeSpool
     relay: _Telemetry
     meters: RelayMeterProvider | None = None
     settings: ProcessSettings
     export: VerdictExport | None = None
 
     def _add(self, item: object) -> int:
-        request_id, sent, released, resent, sizes, n = cast(
-            tuple[int, Payload, list[str], int, Any, int], item
+        request_id, sent, released, resent, sizes, n, keys = cast(
+            tuple[int, Payload, list[str], int, Any, int, list[str]], item
         )
         started = time.monotonic()
         if sizes is None:  # wire runs: the store's sizes are worked out as they are decoded
@@ -325,16 +355,20 @@ class _ProcessWorker(Worker):
         if len(records) != n:
             with self._submit_lock:
                 self.pending_spans -= n - len(records)
-        added = super()._add((request_id, records, sizes, None, 0))
+        self.pipe_spool.look_up(keys)
+        try:
+            added = super()._add((request_id, records, sizes, None, 0))
+        finally:
+            self.pipe_spool.forget()
         if resent:  # counted when they first arrived, in the process that released them
             self.relay.spans_received(-resent)
         for trace_id in released:
             self.pipeline.store.release_pending(trace_id)
         return added
 
-    def enqueue(self, item: tuple[int, Payload, list[str], int, Any, int]) -> None:
+    def enqueue(self, item: tuple[int, Payload, list[str], int, Any, int, list[str]]) -> None:
         """One routed request: id, spans (`Payload`), traces to release, spans resent, sizes
-        (or None), how many spans."""
+        (or None), how many spans, the session keys its spans carry."""
         with self._submit_lock:
             self.pending_spans += item[5]
             self._queue.put(item)
@@ -427,6 +461,7 @@ def run(settings: ProcessSettings, conn: Connection, out: Connection, paused: An
     worker.pipeline.store = AskingStore(config.policy, worker.pipeline.store.clock, asker)
     worker.pipeline.store.revisions = worker.revisions
     worker.channel = channel
+    worker.pipe_spool = spool
     worker.settings = settings
     worker.relay = relay
     worker.meters = meters

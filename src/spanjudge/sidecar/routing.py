@@ -58,6 +58,8 @@ class Routed:
     # each record's `estimate_size`, when the decoder worked out all of them (else None: the
     # store works them out)
     sizes: list[int] | None = None
+    # the session keys its spans carry, each once
+    keys: list[str] = field(default_factory=list)
 
 
 class Router:
@@ -122,6 +124,7 @@ class Router:
                 if known_owner is None:
                     process = owner(found[0], self.workers)
                     known_owner = owners[found[0]] = (process, part(process))
+                    known_owner[1].keys.append(found[0])
                 process, target = known_owner
             target.records.append(record)
             if target.sizes is not None:  # a part with sizes: all of the request's are known

@@ -39,6 +39,7 @@ from spanjudge.emit.metrics import MetricsSink, MetricsTally
 from spanjudge.engine import Engine
 from spanjudge.judges.registry import budget_share
 from spanjudge.pipeline import agent_spans
+from spanjudge.sessions.keys import session_key
 from spanjudge.sessions.revisions import Completion
 from spanjudge.sessions.store import ClosePolicy
 from spanjudge.sidecar import evaluation_process
@@ -247,6 +248,7 @@ class ShardedWorker(Worker):
                     routed.resent,
                     routed.sizes,
                     n,
+                    routed.keys,
                 )
             )
             target.backlog.append((request_id, n, now, share))
@@ -567,7 +569,9 @@ class ShardedWorker(Worker):
                 continue
             n = len(records)
             share = len(stored.body) * n // len(decoded.records)
-            p.feed.put((stored.request_id, payload(records), [], 0, None, n))
+            carried = [session_key(r, keys) for r in records]
+            session_keys = list({found[0] for found in carried if found is not None})
+            p.feed.put((stored.request_id, payload(records), [], 0, None, n, session_keys))
             p.backlog.append((stored.request_id, n, now, share))
             p.backlog_spans += n
             p.backlog_bytes += share
