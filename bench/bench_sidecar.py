@@ -157,9 +157,16 @@ def _client(target: str, requests: list[bytes], clients: int, out: Any) -> None:
     channel.close()
 
 
-def drive(target: str, requests: list[bytes], clients: int, done: Callable[[], bool]) -> float:
-    """Seconds from the client's first request until it finished and ``done()`` holds (wall
-    clock shared by both processes; the client's start-up is not counted)."""
+def drive(
+    target: str,
+    requests: list[bytes],
+    clients: int,
+    done: Callable[[], bool],
+    poll_s: float = 0.001,
+) -> float:
+    """Seconds from the client's first request until it finished and ``done()`` holds, asked
+    every ``poll_s`` (wall clock shared by both processes; the client's start-up is not
+    counted)."""
     context = multiprocessing.get_context("spawn")  # no fork() under a live gRPC runtime
     queue: Any = context.Queue()
     proc = context.Process(target=_client, args=(target, requests, clients, queue))
@@ -167,7 +174,7 @@ def drive(target: str, requests: list[bytes], clients: int, done: Callable[[], b
     proc.join()
     started, _retries = queue.get(timeout=5)
     while not done():
-        time.sleep(0.001)
+        time.sleep(poll_s)
     return time.time() - started
 
 
