@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from opentelemetry import metrics
 from opentelemetry.sdk.resources import Resource
@@ -149,6 +149,18 @@ class _Telemetry(SelfTelemetry):
 # records, and runs of protobuf spans in wire form that share a resource and a scope
 # ((resource, scope, spans), as `spans.otlp_proto.WireSpan` holds them).
 Payload = list[SpanRecord | tuple[bytes, bytes, list[bytes]]]
+
+
+class Part(NamedTuple):
+    """One request's part for one evaluation process, as the serve process routed it."""
+
+    request_id: int  # its spool id
+    spans: Payload
+    released: list[str]  # key-less traces this process gives up (their key went elsewhere)
+    resent: int  # spans among ``spans`` sent a second time (counted when they first came)
+    sizes: list[int] | None  # each record's `estimate_size`, when known
+    span_count: int  # how many spans
+    keys: list[str]  # the session keys its spans carry, each once
 
 
 def payload(records: Sequence[Routable]) -> Payload:
@@ -342,37 +354,35 @@ class _ProcessWorker(Worker):
     export: VerdictExport | None = None
 
     def _add(self, item: object) -> int:
-        request_id, sent, released, resent, sizes, n, keys = cast(
-            tuple[int, Payload, list[str], int, Any, int, list[str]], item
-        )
+        part = cast(Part, item)
         started = time.monotonic()
+        sizes = part.sizes
         if sizes is None:  # wire runs: the store's sizes are worked out as they are decoded
             sizes = []
-            records = records_of(sent, self.limits, sizes)
+            records = records_of(part.spans, self.limits, sizes)
         else:
-            records = records_of(sent, self.limits)
+            records = records_of(part.spans, self.limits)
         self.lag.busy(time.monotonic() - started)
-        if len(records) != n:
+        if len(records) != part.span_count:
             with self._submit_lock:
-                self.pending_spans -= n - len(records)
-        self.pipe_spool.look_up(keys)
+                self.pending_spans -= part.span_count - len(records)
+        self.pipe_spool.look_up(part.keys)
         try:
-            added = super()._add((request_id, records, sizes, None, 0))
+            added = super()._add((part.request_id, records, sizes, None, 0))
         finally:
             self.pipe_spool.forget()
-        if resent:  # counted when they first arrived, in the process that released them
-            self.relay.spans_received(-resent)
-        for trace_id in released:
+        if part.resent:  # counted when they first arrived, in the process that released them
+            self.relay.spans_received(-part.resent)
+        for trace_id in part.released:
             self.pipeline.store.release_pending(trace_id)
         return added
 
-    def enqueue(self, item: tuple[int, Payload, list[str], int, Any, int, list[str]]) -> None:
-        """One routed request: id, spans (`Payload`), traces to release, spans resent, sizes
-        (or None), how many spans, the session keys its spans carry."""
+    def enqueue(self, part: Part) -> None:
+        """One routed request's part for this process."""
         with self._submit_lock:
-            self.pending_spans += item[5]
-            self._queue.put(item)
-            self.lag.accepted(item[0], item[5], time.monotonic())
+            self.pending_spans += part.span_count
+            self._queue.put(part)
+            self.lag.accepted(part.request_id, part.span_count, time.monotonic())
 
     def _tick(self) -> None:
         super()._tick()

@@ -46,6 +46,7 @@ from spanjudge.sidecar import evaluation_process
 from spanjudge.sidecar.config import ExportConfig
 from spanjudge.sidecar.evaluation_process import (
     HEARTBEAT_S,
+    Part,
     ProcessSettings,
     payload,
     replay_telemetry,
@@ -241,14 +242,14 @@ class ShardedWorker(Worker):
             n = len(routed.records)
             share = nbytes * n // total  # the body's bytes in proportion to the spans routed
             target.feed.put(
-                (
-                    request_id,
-                    payload(routed.records),
-                    routed.released,
-                    routed.resent,
-                    routed.sizes,
-                    n,
-                    routed.keys,
+                Part(
+                    request_id=request_id,
+                    spans=payload(routed.records),
+                    released=routed.released,
+                    resent=routed.resent,
+                    sizes=routed.sizes,
+                    span_count=n,
+                    keys=routed.keys,
                 )
             )
             target.backlog.append((request_id, n, now, share))
@@ -570,8 +571,17 @@ class ShardedWorker(Worker):
             n = len(records)
             share = len(stored.body) * n // len(decoded.records)
             carried = [session_key(r, keys) for r in records]
-            session_keys = list({found[0] for found in carried if found is not None})
-            p.feed.put((stored.request_id, payload(records), [], 0, None, n, session_keys))
+            p.feed.put(
+                Part(
+                    request_id=stored.request_id,
+                    spans=payload(records),
+                    released=[],
+                    resent=0,
+                    sizes=None,
+                    span_count=n,
+                    keys=list({found[0] for found in carried if found is not None}),
+                )
+            )
             p.backlog.append((stored.request_id, n, now, share))
             p.backlog_spans += n
             p.backlog_bytes += share
