@@ -134,24 +134,26 @@ def _evaluations(verdicts: VerdictServer) -> collections.Counter[str]:
 
 def _judge_again(
     tmp: Path, spool: dict[str, str], verdicts: VerdictServer, sessions: list[str]
-) -> SidecarProcess:
-    """A server with two processes on ``spool`` given one new, ended trace of each session:
-    returned once it judged them all (and stopped)."""
+) -> None:
+    """A server with two processes on ``spool`` given one new, ended trace of each session,
+    until it judged them all; then stopped."""
     tmp.mkdir()
     sidecar = SidecarProcess(tmp, _config(tmp, 2, spool=spool), _env(verdicts)).start()
     before = _evaluations(verdicts)
-    exporter = OTLPSpanExporter(endpoint=sidecar.endpoints["grpc"], insecure=True)
-    for session_id in sessions:
-        assert exporter.export(synthetic_session(session_id)) == SpanExportResult.SUCCESS
-    exporter.shutdown()
 
     def judged() -> bool:
         now = _evaluations(verdicts)
         return all(now[s] > before[s] for s in sessions)
 
-    assert wait_for(judged, 30), _evaluations(verdicts)
-    assert sidecar.terminate() == 0
-    return sidecar
+    try:
+        exporter = OTLPSpanExporter(endpoint=sidecar.endpoints["grpc"], insecure=True)
+        for session_id in sessions:
+            assert exporter.export(synthetic_session(session_id)) == SpanExportResult.SUCCESS
+        exporter.shutdown()
+        assert wait_for(judged, 30), _evaluations(verdicts)
+        assert sidecar.terminate() == 0
+    finally:
+        _stop(sidecar)  # not left running when an assertion failed
 
 
 def test_a_session_judged_before_a_restart_reopens_at_the_next_revision(tmp_path: Path) -> None:
@@ -160,10 +162,9 @@ def test_a_session_judged_before_a_restart_reopens_at_the_next_revision(tmp_path
     verdicts = VerdictServer()
     spool = {"path": str(tmp_path / "spool.db")}
     sessions = [f"again-{i:02d}" for i in range(12)]  # some owned by each process
-    first = second = None
     try:
-        first = _judge_again(tmp_path / "first", spool, verdicts, sessions)
-        second = _judge_again(tmp_path / "second", spool, verdicts, sessions)
+        _judge_again(tmp_path / "first", spool, verdicts, sessions)
+        _judge_again(tmp_path / "second", spool, verdicts, sessions)
         assert verdicts.received.sessions() == {s: {1, 2} for s in sessions}
         counts = collections.Counter(
             (s["attrs"]["session.id"], s["attrs"]["spanjudge.revision"])
@@ -171,5 +172,4 @@ def test_a_session_judged_before_a_restart_reopens_at_the_next_revision(tmp_path
         )
         assert set(counts.values()) == {1}, counts
     finally:
-        _stop(first, second)
         verdicts.stop()

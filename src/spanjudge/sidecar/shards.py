@@ -39,7 +39,6 @@ from spanjudge.emit.metrics import MetricsSink, MetricsTally
 from spanjudge.engine import Engine
 from spanjudge.judges.registry import budget_share
 from spanjudge.pipeline import agent_spans
-from spanjudge.sessions.keys import session_key
 from spanjudge.sessions.revisions import Completion
 from spanjudge.sessions.store import ClosePolicy
 from spanjudge.sidecar import evaluation_process
@@ -570,7 +569,6 @@ class ShardedWorker(Worker):
                 continue
             n = len(records)
             share = len(stored.body) * n // len(decoded.records)
-            carried = [session_key(r, keys) for r in records]
             p.feed.put(
                 Part(
                     request_id=stored.request_id,
@@ -579,7 +577,7 @@ class ShardedWorker(Worker):
                     resent=0,
                     sizes=None,
                     span_count=n,
-                    keys=list({found[0] for found in carried if found is not None}),
+                    keys=[],  # a replay: each session's revision is read when it opens
                 )
             )
             p.backlog.append((stored.request_id, n, now, share))
