@@ -2,21 +2,34 @@
 
 One run, the same Collector binary (scripts/build-otelcol), the same pre-serialised OTLP/gRPC
 requests from a client process, the same receiver and processors as collector-config/sidecar.yaml
-(`otlp`, `memory_limiter`, `batch`), two exporters in turn:
+(`otlp`, `memory_limiter`, `batch`), feeding in turn:
 
 - `spanjudge`: the shipped `otlp_grpc/spanjudge` exporter (gzip, sending queue, retry) to a
   `spanjudge serve` process (spool on, deterministic evaluators, verdicts exported over OTLP to a
   receiver in this process), with `serve.workers` 1 and then 2; done when every session's
   evaluation span has arrived.
 - `file`: the Collector's `file` exporter; done when the Collector reports every span sent.
+- `floor`, the pure-Python floor: the same `otlp_grpc/spanjudge` exporter configuration to
+  `bench/floor_receiver.py`, a Python OTLP/gRPC receiver in its own process set up as serve's
+  (a generic handler on raw bytes, a thread pool of serve's `grpc_workers`) that for each
+  request (gzip undone by gRPC, as for serve) parses the body with the protobuf runtime
+  spanjudge uses, reads every span's ids, name, times and every attribute key and value (and
+  the resource's attributes) into a plain dict, counts the spans and answers with an empty
+  response: what any Python sidecar must do before judging anything. It keeps nothing past its
+  request: no spool, no sessions, no recognition or evaluation, no verdicts built or exported.
+  Done when it has counted every span (asked over a pipe 20 times a second).
 
-Printed from the same run (medians over ``--rounds``):
+Each round runs `file`, `floor`, then serve with each of ``--workers``. Printed from the same
+run (medians over ``--rounds``):
 
 - spans/s of each pipeline, and spanjudge's over the file pipeline's;
 - CPU per span (user + system, from /proc): the file pipeline's Collector, and serve's processes
   (the main process and each evaluation process); serve's total over the Collector's
   (goal: at most 5x); workers 2 over workers 1, total CPU per span (goal: at most 1.1x); and the
-  main process's share with workers 2 (goal: at most a quarter).
+  main process's share with workers 2 (goal: at most a quarter);
+- the floor: its receiver's CPU per span (and the Collector's in that round), its ratio to the
+  file pipeline's Collector CPU per span, and its share of serve's CPU per span with workers 1
+  (how much of serve's cost any Python receiver pays, whatever it then does).
 
     python bench/bench_collector.py [--sessions 10000] [--spans-per-session 6] [--rounds 2]
         [--workers 1 2] [--profile DIR]
@@ -52,14 +65,19 @@ from bench_sidecar_load import (
     verdict_server,
 )
 
+from spanjudge.sidecar.config import ServeConfig
+
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "collector-config" / "sidecar.yaml"
+FLOOR = ROOT / "bench" / "floor_receiver.py"
 READY = b"Everything is ready"
 # How often the file round asks the Collector how many spans it delivered (its /metrics). Each
 # answer costs the Collector CPU: asked every millisecond while the `batch` processor held the
 # last spans for its one-second timeout, the answers cost it more than 36,000 spans did (14-16
 # µs a span in all against 6). The round's duration is known to within this.
 _ASK_COLLECTOR_S = 0.05
+# How often the floor round asks its receiver how many spans it counted (each answer wakes it).
+_ASK_FLOOR_S = 0.05
 
 
 def otelcol_binary() -> str:
@@ -132,6 +150,46 @@ class Collector:
         self.proc.wait(30)
 
 
+def shipped_exporter(endpoint: str) -> dict[str, Any]:
+    """The shipped `otlp_grpc/spanjudge` exporter (gzip, sending queue, retry) to ``endpoint``."""
+    shipped = yaml.safe_load(SHIPPED.read_text(encoding="utf-8"))
+    exporter = dict(shipped["exporters"]["otlp_grpc/spanjudge"])
+    exporter["endpoint"] = endpoint
+    return exporter
+
+
+class FloorReceiver:
+    """`bench/floor_receiver.py` in its own process, with serve's gRPC thread pool and request
+    size limit; asked for its span count over a pipe."""
+
+    def __init__(self) -> None:
+        serve = ServeConfig(workers=1)
+        self.proc = subprocess.Popen(
+            [sys.executable, str(FLOOR), "--workers", str(serve.grpc_workers),
+             "--max-receive-bytes", str(serve.input.max_request_bytes + 1024 * 1024)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self._ask, self._answer = self.proc.stdin, self.proc.stdout
+        line = self._answer.readline()
+        if not line:
+            sys.exit("bench_collector: the floor receiver did not start")
+        self.endpoint = f"127.0.0.1:{int(line)}"
+
+    def counted(self) -> int:
+        self._ask.write("\n")
+        self._ask.flush()
+        line = self._answer.readline()
+        if not line:
+            sys.exit(f"bench_collector: the floor receiver exited ({self.proc.wait(30)})")
+        return int(line)
+
+    def stop(self) -> None:
+        self._ask.close()  # end of its stdin: it stops
+        self.proc.wait(30)
+        self._answer.close()
+
+
 def sent_spans(telemetry: int) -> float:
     """The Collector's own count of spans its exporter delivered."""
     url = f"http://127.0.0.1:{telemetry}/metrics"
@@ -162,6 +220,40 @@ def file_round(binary: str, directory: str, name: str, args: argparse.Namespace,
     return {"spans_per_s": total / seconds, "cpu_us_per_span": 1e6 * cpu / total}
 
 
+def floor_round(binary: str, directory: str, name: str, args: argparse.Namespace,
+                requests: list[bytes]) -> dict[str, float]:  # fmt: skip
+    """The Collector with the shipped exporter in front of the floor receiver: spans/s, the
+    receiver's CPU per span and the Collector's."""
+    total = args.sessions * args.spans_per_session
+    floor = FloorReceiver()
+    try:
+        port, telemetry = free_port(), free_port()
+        collector = Collector(
+            binary, directory, name,
+            collector_config(
+                "otlp_grpc/spanjudge", shipped_exporter(floor.endpoint), port, telemetry
+            ),
+        )  # fmt: skip
+        try:
+            before = cpu_seconds(floor.proc.pid)
+            collector_before = cpu_seconds(collector.proc.pid)
+            seconds = drive(
+                f"127.0.0.1:{port}", requests, args.clients,
+                lambda: floor.counted() >= total, poll_s=_ASK_FLOOR_S,
+            )  # fmt: skip
+            cpu = cpu_seconds(floor.proc.pid) - before
+            collector_cpu = cpu_seconds(collector.proc.pid) - collector_before
+        finally:
+            collector.stop()
+    finally:
+        floor.stop()
+    return {
+        "spans_per_s": total / seconds,
+        "cpu_us_per_span": 1e6 * cpu / total,
+        "collector_cpu_us_per_span": 1e6 * collector_cpu / total,
+    }
+
+
 def serve_round(binary: str, directory: str, name: str, workers: int,
                 args: argparse.Namespace, requests: list[bytes]) -> dict[str, Any]:  # fmt: skip
     """The Collector in front of `spanjudge serve` with ``workers``: spans/s, serve's CPU per
@@ -173,10 +265,7 @@ def serve_round(binary: str, directory: str, name: str, workers: int,
     profiler = None
     try:
         pids = [proc.pid, *endpoints.get("workers", [])]
-        exporter = dict(
-            yaml.safe_load(SHIPPED.read_text(encoding="utf-8"))["exporters"]["otlp_grpc/spanjudge"]
-        )
-        exporter["endpoint"] = endpoints["grpc"]
+        exporter = shipped_exporter(endpoints["grpc"])
         port, telemetry = free_port(), free_port()
         collector = Collector(
             binary, directory, name,
@@ -232,6 +321,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             rounds.setdefault("file", []).append(
                 file_round(binary, directory, f"file-{round_}", args, requests)
             )
+            rounds.setdefault("floor", []).append(
+                floor_round(binary, directory, f"floor-{round_}", args, requests)
+            )
             for workers in args.workers:
                 rounds.setdefault(f"workers_{workers}", []).append(
                     serve_round(
@@ -246,6 +338,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     results["file"] = {
         "spans_per_s": round(median("file", "spans_per_s")),
         "cpu_us_per_span": round(file_cpu, 2),
+    }
+    floor_cpu = median("floor", "cpu_us_per_span")
+    results["floor"] = {
+        "spans_per_s": round(median("floor", "spans_per_s")),
+        # the receiver's process; the Collector's in the same round beside it
+        "cpu_us_per_span": round(floor_cpu, 2),
+        "collector_cpu_us_per_span": round(median("floor", "collector_cpu_us_per_span"), 2),
+        "ratio_cpu_per_span_vs_file": round(floor_cpu / file_cpu, 2),
     }
     for workers in args.workers:
         name = f"workers_{workers}"
@@ -267,6 +367,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "ratio_cpu_per_span_vs_file": round(total_cpu / file_cpu, 1),
             "goal_ratio_cpu_per_span_vs_file": "<= 5",
         }
+    if 1 in args.workers:  # how much of serve's CPU per span any Python receiver pays
+        results["floor"]["share_of_workers_1_cpu_per_span"] = round(
+            floor_cpu / median("workers_1", "cpu_us_per_span"), 3
+        )
     if 1 in args.workers and 2 in args.workers:
         results["ratio_cpu_per_span_workers_2_vs_1"] = round(
             median("workers_2", "cpu_us_per_span") / median("workers_1", "cpu_us_per_span"), 3

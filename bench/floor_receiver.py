@@ -1,0 +1,106 @@
+"""The pure-Python floor of `bench/bench_collector.py`: an OTLP/gRPC trace receiver doing only
+what any Python sidecar must do before judging anything, in a process of its own.
+
+A `grpc.server` on a thread pool of ``--workers`` threads (serve's `grpc_workers`) with a
+generic handler for `TraceService/Export` on raw bytes, as serve's receiver registers it. For
+each request: parse it with the protobuf runtime spanjudge uses
+(`ExportTraceServiceRequest.FromString`), read each resource's attributes and every span's
+ids, name, start and end times and every attribute key and value (arrays and key-value lists
+walked) into a plain dict, count the spans, and answer with an empty serialised
+`ExportTraceServiceResponse`. Nothing is kept past its request: no spool, no sessions, no
+evaluation, nothing exported. It imports no spanjudge module.
+
+    python bench/floor_receiver.py [--workers 8] [--max-receive-bytes N]
+
+Prints the port it bound on 127.0.0.1, then, for each line it reads on stdin, the number of
+spans counted so far; stops at the end of stdin.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from concurrent import futures
+from typing import Any
+
+import grpc
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+
+
+def _value(value: Any) -> Any:
+    """An `AnyValue` as a Python value."""
+    which = value.WhichOneof("value")
+    if which == "array_value":
+        return [_value(v) for v in value.array_value.values]
+    if which == "kvlist_value":
+        return {kv.key: _value(kv.value) for kv in value.kvlist_value.values}
+    return getattr(value, which) if which else None
+
+
+def read(body: bytes) -> list[dict[str, Any]]:
+    """Each span of an export request as a plain dict: the least a judge must look at."""
+    request = ExportTraceServiceRequest.FromString(body)
+    spans = []
+    for resource_spans in request.resource_spans:
+        resource = {kv.key: _value(kv.value) for kv in resource_spans.resource.attributes}
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                spans.append(
+                    {
+                        "trace_id": span.trace_id,
+                        "span_id": span.span_id,
+                        "parent_span_id": span.parent_span_id,
+                        "name": span.name,
+                        "start_time_unix_nano": span.start_time_unix_nano,
+                        "end_time_unix_nano": span.end_time_unix_nano,
+                        "attributes": {kv.key: _value(kv.value) for kv in span.attributes},
+                        "resource": resource,
+                    }
+                )
+    return spans
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--max-receive-bytes", type=int, default=9 * 1024 * 1024)
+    args = parser.parse_args(argv)
+    counted = [0]
+    lock = threading.Lock()
+    empty = ExportTraceServiceResponse().SerializeToString()
+
+    def export(body: bytes, context: Any) -> bytes:
+        n = len(read(body))
+        with lock:
+            counted[0] += n
+        return empty
+
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=args.workers),
+        options=[("grpc.max_receive_message_length", args.max_receive_bytes)],
+    )
+    handler = grpc.unary_unary_rpc_method_handler(
+        export, request_deserializer=None, response_serializer=None
+    )
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(SERVICE, {"Export": handler}),)
+    )
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    print(port, flush=True)
+    for _ in sys.stdin:
+        with lock:
+            n = counted[0]
+        print(n, flush=True)
+    server.stop(0).wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
