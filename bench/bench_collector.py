@@ -42,6 +42,7 @@ without it. Fewer spans measure mostly the `batch` processor's 1 s timeout, not 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -172,21 +173,30 @@ class FloorReceiver:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self._ask, self._answer = self.proc.stdin, self.proc.stdout
         line = self._answer.readline()
-        if not line:
-            sys.exit("bench_collector: the floor receiver did not start")
+        if not line.strip().isdigit():
+            self.proc.kill()
+            sys.exit(f"bench_collector: the floor receiver did not start ({line.strip()!r})")
         self.endpoint = f"127.0.0.1:{int(line)}"
 
     def counted(self) -> int:
-        self._ask.write("\n")
-        self._ask.flush()
-        line = self._answer.readline()
+        try:
+            self._ask.write("\n")
+            self._ask.flush()
+            line = self._answer.readline()
+        except BrokenPipeError:
+            line = ""
         if not line:
             sys.exit(f"bench_collector: the floor receiver exited ({self.proc.wait(30)})")
         return int(line)
 
     def stop(self) -> None:
-        self._ask.close()  # end of its stdin: it stops
-        self.proc.wait(30)
+        with contextlib.suppress(BrokenPipeError):
+            self._ask.close()  # end of its stdin: it stops
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
         self._answer.close()
 
 

@@ -81,9 +81,13 @@ def main(argv: list[str] | None = None) -> int:
             counted[0] += n
         return empty
 
-    server = grpc.server(
+    server = grpc.server(  # as serve's receiver sets its server up
         futures.ThreadPoolExecutor(max_workers=args.workers),
-        options=[("grpc.max_receive_message_length", args.max_receive_bytes)],
+        options=[
+            ("grpc.max_receive_message_length", args.max_receive_bytes),
+            ("grpc.so_reuseport", 0),
+        ],
+        maximum_concurrent_rpcs=args.workers * 8,
     )
     handler = grpc.unary_unary_rpc_method_handler(
         export, request_deserializer=None, response_serializer=None
