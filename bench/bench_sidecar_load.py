@@ -57,17 +57,16 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from concurrent import futures
 from pathlib import Path
 from typing import IO, Any
 
+import floor_receiver
 import grpc
 import yaml
 from bench_sidecar import EXPORT, build_requests, send_retrying, session_spans
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans
 
@@ -341,46 +340,13 @@ def sustained(
 # --- CPU per span: the sidecar against a floor receiver, each in its own process ---
 
 
-def _walk(value: Any) -> Any:
-    which = value.WhichOneof("value")
-    if which == "array_value":
-        return [_walk(v) for v in value.array_value.values]
-    if which == "kvlist_value":
-        return {kv.key: _walk(kv.value) for kv in value.kvlist_value.values}
-    return getattr(value, which) if which else None
-
-
 def _floor_server(conn: Any) -> None:
-    """Parse each request and turn every attribute of every span into Python values."""
-    walked = [0]
-    lock = threading.Lock()
-    empty = trace_service_pb2.ExportTraceServiceResponse().SerializeToString()
-
-    def export(body: bytes, context: Any) -> bytes:
-        request = ExportTraceServiceRequest.FromString(body)
-        n = 0
-        for rs in request.resource_spans:
-            resource = {kv.key: _walk(kv.value) for kv in rs.resource.attributes}
-            for ss in rs.scope_spans:
-                for span in ss.spans:
-                    attributes = {kv.key: _walk(kv.value) for kv in span.attributes}
-                    events = [{kv.key: _walk(kv.value) for kv in e.attributes} for e in span.events]
-                    n += 1 if (resource is not None and attributes is not None) else 0
-                    del events
-        with lock:
-            walked[0] += n
-        return empty
-
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
-    handler = grpc.unary_unary_rpc_method_handler(
-        export, request_deserializer=None, response_serializer=None
-    )
-    server.add_generic_rpc_handlers(
-        (grpc.method_handlers_generic_handler(EXPORT.split("/")[1], {"Export": handler}),)
-    )
-    conn.send(server.add_insecure_port("127.0.0.1:0"))
-    server.start()
-    _report(conn, lambda request: walked[0])
+    """`floor_receiver`: parse each request and turn every attribute of every span into Python
+    values."""
+    server, port, spans = floor_receiver.start(workers=8, max_receive_bytes=9 * 1024 * 1024)
+    conn.send(port)
+    _report(conn, lambda request: spans())
+    server.stop(0)
 
 
 def _sidecar_server(conn: Any, spool: str) -> None:

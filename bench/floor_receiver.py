@@ -1,12 +1,13 @@
-"""The pure-Python floor of `bench/bench_collector.py`: an OTLP/gRPC trace receiver doing only
-what any Python sidecar must do before judging anything, in a process of its own.
+"""The pure-Python floor of `bench/bench_collector.py` and `bench/bench_sidecar_load.py`: an
+OTLP/gRPC trace receiver doing only what any Python sidecar must do before judging anything, in
+a process of its own.
 
 A `grpc.server` on a thread pool of ``--workers`` threads (serve's `grpc_workers`) with a
 generic handler for `TraceService/Export` on raw bytes, as serve's receiver registers it. For
 each request: parse it with the protobuf runtime spanjudge uses
 (`ExportTraceServiceRequest.FromString`), read each resource's attributes and every span's
-ids, name, start and end times and every attribute key and value (arrays and key-value lists
-walked) into a plain dict, count the spans, and answer with an empty serialised
+ids, name, start and end times, every attribute key and value and its events' attributes (arrays
+and key-value lists walked) into a plain dict, count the spans, and answer with an empty serialised
 `ExportTraceServiceResponse`. Nothing is kept past its request: no spool, no sessions, no
 evaluation, nothing exported. It imports no spanjudge module.
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import sys
 import threading
+from collections.abc import Callable
 from concurrent import futures
 from typing import Any
 
@@ -60,17 +62,18 @@ def read(body: bytes) -> list[dict[str, Any]]:
                         "start_time_unix_nano": span.start_time_unix_nano,
                         "end_time_unix_nano": span.end_time_unix_nano,
                         "attributes": {kv.key: _value(kv.value) for kv in span.attributes},
+                        "events": [
+                            {kv.key: _value(kv.value) for kv in event.attributes}
+                            for event in span.events
+                        ],
                         "resource": resource,
                     }
                 )
     return spans
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workers", type=int, default=8)
-    parser.add_argument("--max-receive-bytes", type=int, default=9 * 1024 * 1024)
-    args = parser.parse_args(argv)
+def start(workers: int, max_receive_bytes: int) -> tuple[Any, int, Callable[[], int]]:
+    """The receiver started on 127.0.0.1: its server, its port and its count of spans read."""
     counted = [0]
     lock = threading.Lock()
     empty = ExportTraceServiceResponse().SerializeToString()
@@ -81,13 +84,17 @@ def main(argv: list[str] | None = None) -> int:
             counted[0] += n
         return empty
 
+    def spans() -> int:
+        with lock:
+            return counted[0]
+
     server = grpc.server(  # as serve's receiver sets its server up
-        futures.ThreadPoolExecutor(max_workers=args.workers),
+        futures.ThreadPoolExecutor(max_workers=workers),
         options=[
-            ("grpc.max_receive_message_length", args.max_receive_bytes),
+            ("grpc.max_receive_message_length", max_receive_bytes),
             ("grpc.so_reuseport", 0),
         ],
-        maximum_concurrent_rpcs=args.workers * 8,
+        maximum_concurrent_rpcs=workers * 8,
     )
     handler = grpc.unary_unary_rpc_method_handler(
         export, request_deserializer=None, response_serializer=None
@@ -97,11 +104,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
+    return server, port, spans
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--max-receive-bytes", type=int, default=9 * 1024 * 1024)
+    args = parser.parse_args(argv)
+    server, port, spans = start(args.workers, args.max_receive_bytes)
     print(port, flush=True)
     for _ in sys.stdin:
-        with lock:
-            n = counted[0]
-        print(n, flush=True)
+        print(spans(), flush=True)
     server.stop(0).wait()
     return 0
 
