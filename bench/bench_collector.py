@@ -13,10 +13,11 @@ requests from a client process, the same receiver and processors as collector-co
   `bench/floor_receiver.py`, a Python OTLP/gRPC receiver in its own process set up as serve's
   (a generic handler on raw bytes, a thread pool of serve's `grpc_workers`) that for each
   request (gzip undone by gRPC, as for serve) parses the body with the protobuf runtime
-  spanjudge uses, reads every span's ids, name, times and every attribute key and value (and
-  the resource's attributes) into a plain dict, counts the spans and answers with an empty
-  response: what any Python sidecar must do before judging anything. It keeps nothing past its
-  request: no spool, no sessions, no recognition or evaluation, no verdicts built or exported.
+  spanjudge uses, reads every span's ids, name, times, every attribute key and value and its
+  events' attributes (and the resource's attributes) into a plain dict, counts the spans and
+  answers with an empty response: what any Python sidecar must do before judging anything. It
+  keeps nothing past its request: no spool, no sessions, no recognition or evaluation, no
+  verdicts built or exported.
   Done when it has counted every span (asked over a pipe 20 times a second).
 
 Each round runs `file`, `floor`, then serve with each of ``--workers``. Printed from the same
