@@ -45,6 +45,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import multiprocessing
 import os
 import re
 import socket
@@ -60,6 +61,7 @@ from typing import Any
 import yaml
 from bench_sidecar import build_requests, drive
 from bench_sidecar_load import (
+    _floor_server,
     _start_serve,
     _stop_serve,
     cpu_seconds,
@@ -71,7 +73,6 @@ from spanjudge.sidecar.config import ServeConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "collector-config" / "sidecar.yaml"
-FLOOR = ROOT / "bench" / "floor_receiver.py"
 READY = b"Everything is ready"
 # How often the file round asks the Collector how many spans it delivered (its /metrics). Each
 # answer costs the Collector CPU: asked every millisecond while the `batch` processor held the
@@ -161,44 +162,41 @@ def shipped_exporter(endpoint: str) -> dict[str, Any]:
 
 
 class FloorReceiver:
-    """`bench/floor_receiver.py` in its own process, with serve's gRPC thread pool and request
-    size limit; asked for its span count over a pipe."""
+    """`bench_sidecar_load._floor_server` in a process of its own, with serve's gRPC thread pool
+    and request size limit; asked for its span count over a pipe."""
 
     def __init__(self) -> None:
         serve = ServeConfig(workers=1)
-        self.proc = subprocess.Popen(
-            [sys.executable, str(FLOOR), "--workers", str(serve.grpc_workers),
-             "--max-receive-bytes", str(serve.input.max_request_bytes + 1024 * 1024)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self._ask, self._answer = self.proc.stdin, self.proc.stdout
-        line = self._answer.readline()
-        if not line.strip().isdigit():
-            self.proc.kill()
-            sys.exit(f"bench_collector: the floor receiver did not start ({line.strip()!r})")
-        self.endpoint = f"127.0.0.1:{int(line)}"
+        context = multiprocessing.get_context("spawn")  # no fork() under a live gRPC runtime
+        self._conn, child = context.Pipe()
+        self.proc = context.Process(
+            target=_floor_server,
+            args=(child, serve.grpc_workers, serve.input.max_request_bytes + 1024 * 1024),
+        )
+        self.proc.start()
+        child.close()
+        self.endpoint = f"127.0.0.1:{self._answer()}"  # its port, sent first
 
     def counted(self) -> int:
+        with contextlib.suppress(OSError):  # a receiver gone shows as the answer that never comes
+            self._conn.send("count")
+        return self._answer()
+
+    def _answer(self) -> int:
         try:
-            self._ask.write("\n")
-            self._ask.flush()
-            line = self._answer.readline()
-        except BrokenPipeError:
-            line = ""
-        if not line:
-            sys.exit(f"bench_collector: the floor receiver exited ({self.proc.wait(30)})")
-        return int(line)
+            return int(self._conn.recv())
+        except (EOFError, OSError):
+            self.proc.join(30)
+            sys.exit(f"bench_collector: the floor receiver exited ({self.proc.exitcode})")
 
     def stop(self) -> None:
-        with contextlib.suppress(BrokenPipeError):
-            self._ask.close()  # end of its stdin: it stops
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
+        with contextlib.suppress(OSError):
+            self._conn.send("stop")
+        self.proc.join(30)
+        if self.proc.is_alive():
             self.proc.kill()
-            self.proc.wait()
-        self._answer.close()
+            self.proc.join()
+        self._conn.close()
 
 
 def sent_spans(telemetry: int) -> float:

@@ -340,10 +340,10 @@ def sustained(
 # --- CPU per span: the sidecar against a floor receiver, each in its own process ---
 
 
-def _floor_server(conn: Any) -> None:
+def _floor_server(conn: Any, workers: int = 8, max_receive_bytes: int = 9 * 1024 * 1024) -> None:
     """`floor_receiver`: parse each request and turn every attribute of every span into Python
-    values."""
-    server, port, spans = floor_receiver.start(workers=8, max_receive_bytes=9 * 1024 * 1024)
+    values. Sends its port, then answers each request with its count of spans, until stop."""
+    server, port, spans = floor_receiver.start(workers, max_receive_bytes)
     conn.send(port)
     _report(conn, lambda request: spans())
     server.stop(0)

@@ -1,26 +1,19 @@
 """The pure-Python floor of `bench/bench_collector.py` and `bench/bench_sidecar_load.py`: an
-OTLP/gRPC trace receiver doing only what any Python sidecar must do before judging anything, in
-a process of its own.
+OTLP/gRPC trace receiver doing only what any Python sidecar must do before judging anything.
+Both run it in a process of its own (`bench_sidecar_load._floor_server`).
 
-A `grpc.server` on a thread pool of ``--workers`` threads (serve's `grpc_workers`) with a
-generic handler for `TraceService/Export` on raw bytes, as serve's receiver registers it. For
-each request: parse it with the protobuf runtime spanjudge uses
+A `grpc.server` on a thread pool of ``workers`` threads (serve's `grpc_workers`) with a generic
+handler for `TraceService/Export` on raw bytes, as serve's receiver registers it. For each
+request: parse it with the protobuf runtime spanjudge uses
 (`ExportTraceServiceRequest.FromString`), read each resource's attributes and every span's
 ids, name, start and end times, every attribute key and value and its events' attributes (arrays
 and key-value lists walked) into a plain dict, count the spans, and answer with an empty serialised
 `ExportTraceServiceResponse`. Nothing is kept past its request: no spool, no sessions, no
 evaluation, nothing exported. It imports no spanjudge module.
-
-    python bench/floor_receiver.py [--workers 8] [--max-receive-bytes N]
-
-Prints the port it bound on 127.0.0.1, then, for each line it reads on stdin, the number of
-spans counted so far; stops at the end of stdin.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 import threading
 from collections.abc import Callable
 from concurrent import futures
@@ -105,20 +98,3 @@ def start(workers: int, max_receive_bytes: int) -> tuple[Any, int, Callable[[], 
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     return server, port, spans
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workers", type=int, default=8)
-    parser.add_argument("--max-receive-bytes", type=int, default=9 * 1024 * 1024)
-    args = parser.parse_args(argv)
-    server, port, spans = start(args.workers, args.max_receive_bytes)
-    print(port, flush=True)
-    for _ in sys.stdin:
-        print(spans(), flush=True)
-    server.stop(0).wait()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
