@@ -347,7 +347,6 @@ class _ProcessWorker(Worker):
     process took over, and each tick tells the parent how far intake got."""
 
     channel: _Channel
-    pipe_spool: _PipeSpool
     relay: _Telemetry
     meters: RelayMeterProvider | None = None
     settings: ProcessSettings
@@ -366,11 +365,12 @@ class _ProcessWorker(Worker):
         if len(records) != part.span_count:
             with self._submit_lock:
                 self.pending_spans -= part.span_count - len(records)
-        self.pipe_spool.look_up(part.keys)
+        spool = cast(_PipeSpool, self.spool)  # (`run` gives it one)
+        spool.look_up(part.keys)
         try:
             added = super()._add((part.request_id, records, sizes, None, 0))
         finally:
-            self.pipe_spool.forget()
+            spool.forget()
         if part.resent:  # counted when they first arrived, in the process that released them
             self.relay.spans_received(-part.resent)
         for trace_id in part.released:
@@ -471,7 +471,6 @@ def run(settings: ProcessSettings, conn: Connection, out: Connection, paused: An
     worker.pipeline.store = AskingStore(config.policy, worker.pipeline.store.clock, asker)
     worker.pipeline.store.revisions = worker.revisions
     worker.channel = channel
-    worker.pipe_spool = spool
     worker.settings = settings
     worker.relay = relay
     worker.meters = meters
