@@ -30,7 +30,11 @@ run (medians over ``--rounds``):
   main process's share with workers 2 (goal: at most a quarter);
 - the floor: its receiver's CPU per span (and the Collector's in that round), its ratio to the
   file pipeline's Collector CPU per span, and its share of serve's CPU per span with workers 1
-  (how much of serve's cost any Python receiver pays, whatever it then does).
+  (how much of serve's cost any Python receiver pays, whatever it then does);
+- the budget: what 5x the file pipeline's CPU per span leaves once the floor has read the spans
+  and the values serve keeps are built (`kept_values.py`: each span's record, each session's
+  steps, turns, verdicts, trajectory, coverage and result, built again from their fields in this
+  process for 600 of the bench's sessions), and what serve at workers 1 spends beyond those two.
 
     python bench/bench_collector.py [--sessions 10000] [--spans-per-session 6] [--rounds 2]
         [--workers 1 2] [--profile DIR]
@@ -43,6 +47,7 @@ without it. Fewer spans measure mostly the `batch` processor's 1 s timeout, not 
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import json
 import multiprocessing
@@ -68,8 +73,13 @@ from bench_sidecar_load import (
     serve_settings,
     verdict_server,
 )
+from kept_values import build_seconds
 
+from spanjudge.engine import Engine
+from spanjudge.sessions.store import ClosedSession
 from spanjudge.sidecar.config import ServeConfig
+from spanjudge.spans.limits import Limits
+from spanjudge.spans.otlp_proto import decode_request, parse_request
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "collector-config" / "sidecar.yaml"
@@ -317,6 +327,29 @@ def serve_round(binary: str, directory: str, name: str, workers: int,
     }
 
 
+def values_cost(sessions: int, spans_per_session: int) -> float:
+    """CPU µs per span to build the values serve keeps for ``sessions`` of the bench's
+    sessions (`kept_values`), each trace judged as one session."""
+    records = [
+        record
+        for body in build_requests(sessions, spans_per_session)
+        for record in decode_request(parse_request(body), Limits())[0]
+    ]
+    by_trace: dict[str, list[Any]] = collections.defaultdict(list)
+    for record in records:
+        by_trace[record.trace_id].append(record)
+    engine = Engine()
+    results = [
+        engine.evaluate(
+            ClosedSession(
+                key=trace_id, key_source="trace", revision=1, reason="idle", spans=tuple(spans)
+            )
+        )
+        for trace_id, spans in by_trace.items()
+    ]
+    return build_seconds(records, results) / len(records) * 1e6
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     binary = otelcol_binary()
     requests = build_requests(args.sessions, args.spans_per_session)
@@ -385,6 +418,20 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             median("workers_2", "cpu_us_per_span") / median("workers_1", "cpu_us_per_span"), 3
         )
         results["goal_ratio_workers_2_vs_1"] = "<= 1.1, main process share <= 0.25"
+    # What 5x the file pipeline leaves once any Python receiver has read the spans (the floor)
+    # and the values serve keeps are built, at this machine's speed.
+    values = values_cost(min(args.sessions, 600), args.spans_per_session)
+    goal = 5 * file_cpu
+    results["budget"] = {
+        "goal_cpu_us_per_span": round(goal, 2),
+        "floor_cpu_us_per_span": round(floor_cpu, 2),
+        "values_cpu_us_per_span": round(values, 2),
+        "left_cpu_us_per_span": round(goal - floor_cpu - values, 2),
+    }
+    if 1 in args.workers:
+        results["budget"]["workers_1_beyond_floor_and_values_cpu_us_per_span"] = round(
+            median("workers_1", "cpu_us_per_span") - floor_cpu - values, 2
+        )
     results["rounds"] = rounds
     return results
 
