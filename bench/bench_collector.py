@@ -329,7 +329,8 @@ def serve_round(binary: str, directory: str, name: str, workers: int,
 
 def values_cost(sessions: int, spans_per_session: int) -> float:
     """CPU µs per span to build the values serve keeps for ``sessions`` of the bench's
-    sessions (`kept_values`), each trace judged as one session."""
+    sessions (`kept_values`), each trace judged as one session (each of the bench's sessions
+    is one trace)."""
     records = [
         record
         for body in build_requests(sessions, spans_per_session)

@@ -37,7 +37,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 # scripts/setup-strands-evals makes this venv (and prints its python)
@@ -126,29 +125,16 @@ def spanjudge_run(path: str) -> dict[str, float]:
 
 def values_run(path: str) -> dict[str, float]:
     """CPU seconds to build the values `eval` of ``path`` keeps (`kept_values`): each span's
-    record, each session's steps, verdicts, trajectory and result."""
+    record with its events and links, each session's steps, turns, skill loads, verdicts,
+    statistics, trajectory, coverage and result."""
     from kept_values import build_seconds
 
+    from spanjudge import CollectingSink
     from spanjudge.engine import Engine
     from spanjudge.offline import run_offline
     from spanjudge.spans.files import read_input
 
-    class Results:
-        """A report writer that keeps each session's result."""
-
-        def __init__(self) -> None:
-            self.results: list[Any] = []
-
-        def begin(self) -> None:
-            pass
-
-        def session(self, result: Any) -> None:
-            self.results.append(result)
-
-        def end(self, summary: Any, input_report: Any) -> None:
-            pass
-
-    kept = Results()
+    kept = CollectingSink()
     run_offline([path], Engine(), kept)
     records = [record for chunk in read_input(path) for record in chunk.spans]
     return {
@@ -247,7 +233,6 @@ def _report(args: argparse.Namespace, big: str, small: str) -> None:
         if args.strands_evals:
             runs.setdefault("peer", []).append(_strands_evals(args.strands_evals, big))
     quarter = _child("spanjudge", small)
-    values = _child("values", small)
     full = min(runs["full"], key=_cpu)
     base_rate, rate, read_rate = (_rate(runs[k]) for k in ("floor", "full", "read"))
     n = len(runs["full"])
@@ -292,16 +277,19 @@ def _report(args: argparse.Namespace, big: str, small: str) -> None:
         print(f"spanjudge eval:            {ours:12,.1f} sessions/s   (every default evaluator)")
         print(f"ratio spanjudge / Strands Evals per session: {ours / theirs:.2f}x   (goal >= 2x)")
         # What the goal leaves once the lines are parsed and the values eval keeps are built.
+        values = _child("values", small)
         per_session = full["spans"] / full["sessions"]
         parse_rate = _rate(runs["orjson"]) if fast_available else base_rate
         goal_us = 1e6 / (2 * theirs)
         parse_us = 1e6 * per_session / parse_rate
         values_us = 1e6 * values["cpu_seconds"] / values["sessions"]
+        today_us = 1e6 / ours
         print(
             f"budget at 2x, per session:  {goal_us:,.0f} µs; parsing the lines alone"
-            f" {parse_us:,.0f}, building the values eval keeps {values_us:,.0f} (records,"
-            f" steps, verdicts, trajectory, result); {goal_us - parse_us - values_us:,.0f} left"
-            f" for everything else (spanjudge today: {1e6 / ours:,.0f} in all)"
+            f" {parse_us:,.0f}, building the values eval keeps {values_us:,.0f} (at least:"
+            f" kept_values.py); {goal_us - parse_us - values_us:,.0f} left for everything"
+            f" else, where eval spends {today_us - parse_us - values_us:,.0f}"
+            f" ({today_us:,.0f} in all)"
         )
     else:
         print("Strands Evals route: skipped (run scripts/setup-strands-evals, or --strands-evals)")
