@@ -77,7 +77,6 @@ from kept_values import build_seconds
 
 from spanjudge.engine import Engine
 from spanjudge.sessions.store import ClosedSession
-from spanjudge.sidecar.config import ServeConfig
 from spanjudge.spans.limits import Limits
 from spanjudge.spans.otlp_proto import decode_request, parse_request
 
@@ -176,13 +175,9 @@ class FloorReceiver:
     and request size limit; asked for its span count over a pipe."""
 
     def __init__(self) -> None:
-        serve = ServeConfig(workers=1)
         context = multiprocessing.get_context("spawn")  # no fork() under a live gRPC runtime
         self._conn, child = context.Pipe()
-        self.proc = context.Process(
-            target=_floor_server,
-            args=(child, serve.grpc_workers, serve.input.max_request_bytes + 1024 * 1024),
-        )
+        self.proc = context.Process(target=_floor_server, args=(child,))
         self.proc.start()
         child.close()
         self.endpoint = f"127.0.0.1:{self._answer()}"  # its port, sent first

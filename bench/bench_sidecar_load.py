@@ -340,10 +340,17 @@ def sustained(
 # --- CPU per span: the sidecar against a floor receiver, each in its own process ---
 
 
-def _floor_server(conn: Any, workers: int = 8, max_receive_bytes: int = 9 * 1024 * 1024) -> None:
-    """`floor_receiver`: parse each request and turn every attribute of every span into Python
-    values. Sends its port, then answers each request with its count of spans, until stop."""
-    server, port, spans = floor_receiver.start(workers, max_receive_bytes)
+def _floor_server(conn: Any) -> None:
+    """`floor_receiver`, with the gRPC thread pool and size limit of serve's receiver at its
+    defaults: parse each request and turn every attribute of every span into Python values.
+    Sends its port, then answers each request with its count of spans, until stop."""
+    from spanjudge.sidecar.config import ServeConfig
+    from spanjudge.sidecar.grpc_receiver import RECEIVE_ROOM_BYTES
+
+    serve = ServeConfig()
+    server, port, spans = floor_receiver.start(
+        serve.grpc_workers, serve.input.max_request_bytes + RECEIVE_ROOM_BYTES
+    )
     conn.send(port)
     _report(conn, lambda request: spans())
     server.stop(0)

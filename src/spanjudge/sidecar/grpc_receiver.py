@@ -43,6 +43,11 @@ def server_credentials(tls: TlsConfig) -> grpc.ServerCredentials:
     )
 
 
+# Room above `max_request_bytes` in gRPC's own limit, so that the handler, not gRPC, answers an
+# oversized request.
+RECEIVE_ROOM_BYTES = 1024 * 1024
+
+
 class GrpcReceiver:
     """The gRPC receiver; `start` binds and returns the bound port."""
 
@@ -59,8 +64,7 @@ class GrpcReceiver:
         self.endpoint = endpoint
         self.tls = tls
         self.port = 0
-        # Room above the limit so that the handler, not gRPC, answers an oversized request.
-        max_len = max_request_bytes + 1024 * 1024
+        max_len = max_request_bytes + RECEIVE_ROOM_BYTES
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="spanjudge-grpc"),
             options=[
