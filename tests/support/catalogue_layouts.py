@@ -22,6 +22,11 @@ def _xml_attributes(skills: Skills) -> str:
     return f"<available_skills>\n{entries}</available_skills>"
 
 
+def _xml_attribute_blocks(skills: Skills) -> str:
+    entries = "\n".join(f'<skill name="{n}">\n{d}\n</skill>\n' for n, d in skills)
+    return f"<available_skills>\nThese skills are not loaded yet.\n\n{entries}</available_skills>"
+
+
 def _markdown_list(skills: Skills) -> str:
     return "Skills you can use:\n\n" + "\n".join(f"* **{n}** - {d}" for n, d in skills)
 
@@ -56,6 +61,7 @@ def _plain_colon_lines(skills: Skills) -> str:
 LAYOUTS: dict[str, Callable[[Skills], str]] = {
     "xml_elements": _xml_elements,
     "xml_attributes": _xml_attributes,
+    "xml_attribute_blocks": _xml_attribute_blocks,
     "markdown_list": _markdown_list,
     "markdown_table": _markdown_table,
     "markdown_headings": _markdown_headings,

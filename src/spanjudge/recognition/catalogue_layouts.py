@@ -36,9 +36,12 @@ _XML_ELEMENT = re.compile(
     r"<([A-Za-z][\w-]*)\b[^>]*>\s*<name>\s*([^<]*?)\s*</name>\s*"
     r"<description>\s*([^<]*?)\s*</description>\s*(?:<[^/][^>]*>[^<]*</[^>]+>\s*)*</\1>"
 )
+# `<skill name="x" description="..."/>`, `<skill name="x">text</skill>`, the text alone on its line
+# between the tags: one line, starting and ending with a non-space (the whitespace around it
+# cannot also be read as part of it)
 _XML_ATTRIBUTES = re.compile(
     r"<([A-Za-z][\w-]*)\s+(?:[\w-]+=\"[^\"]*\"\s+)*?name=\"([^\"]+)\"([^>]*?)"
-    r"(?:/>|>([^<\n]*)</\1>)"
+    r"(?:/>|>\s*(?:([^<\s](?:[^<\n]*[^<\s])?)\s*)?</\1>)"
 )
 _DESCRIPTION_ATTR = re.compile(r"\b(?:description|desc|summary)=\"([^\"]*)\"")
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(\S[^\n]*?)[ \t]*#*[ \t]*$", re.M)
