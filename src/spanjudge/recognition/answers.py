@@ -8,6 +8,7 @@ plain text (`assistant_text`); never the run's texts run together (`not_concaten
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -22,6 +23,9 @@ ASSISTANT_ROLES = frozenset({"assistant", "model", "ai", "agent", "bot"})
 # `items`, OpenAI/Anthropic-style `content`.
 _CONTENT_KEYS = ("parts", "items", "content")
 _MESSAGE_KEYS = (*_CONTENT_KEYS, "text")  # `{"text": ..., "files": []}` is a result message too
+# An object's repr: `StopEvent(result=AgentOutput(response=...` (Python's dataclass and
+# pydantic reprs open with the class name and the first field).
+_OBJECT_REPR = re.compile(r"\A[A-Za-z_][\w.]*\([A-Za-z_]\w*=")
 
 
 def assistant_text(value: Any) -> str | None:
@@ -48,6 +52,13 @@ def assistant_text(value: Any) -> str | None:
             return None
         return _parts_text(value)
     return None
+
+
+def object_repr(text: str | None) -> bool:
+    """``text`` is an object's repr (often cut short with a trailing "..."): how a framework
+    printed its result object, not what the agent said. A model call's last assistant text,
+    where recorded, is the answer instead."""
+    return text is not None and _OBJECT_REPR.match(text.strip()) is not None
 
 
 def _speaks(message: Mapping[str, Any]) -> bool:

@@ -26,7 +26,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from spanjudge import semconv
-from spanjudge.recognition.answers import aborted_after, assistant_text, may_answer
+from spanjudge.recognition.answers import (
+    ASSISTANT_ROLES,
+    aborted_after,
+    assistant_text,
+    may_answer,
+    object_repr,
+)
 from spanjudge.recognition.base import (
     ClaimEvidence,
     as_text,
@@ -79,7 +85,7 @@ class OpenInferenceRecogniser:
         if kind == "TOOL":
             return [self._tool(span)]
         if kind == "LLM":
-            return [self._model_call(span)]
+            return [self._model_call(span)] if not _request_only(span) else []
         if kind in _TURN_KINDS and _is_turn_root(span, kind):
             return self._turn(span)
         return []
@@ -95,7 +101,15 @@ class OpenInferenceRecogniser:
             [_with_call_from_parent(step, by_id) for step in steps], by_id
         )
         out.extend(_pinned_skill_loads(out, by_id))
-        out.extend(_final_answers(out))
+        answers = _final_answers(out)
+        if answers:  # the model's last text replaces a turn output that printed an object
+            replaced = {s.trace_id for s in answers}
+            out = [
+                s
+                for s in out
+                if not (s.kind == "final_answer" and s.trace_id in replaced and object_repr(s.text))
+            ]
+        out.extend(answers)
         return _without_handoffs(_without_answer_channel(out), spans, by_id)
 
     # --- one span -> one step -------------------------------------------------------------
@@ -414,6 +428,25 @@ def _tool_definitions(span: SpanRecord) -> str | None:
     return "[" + ",".join(str(v) for v in raw) + "]" if raw else None
 
 
+def _request_only(span: SpanRecord) -> bool:
+    """An LLM span that built a model request and got no response (LlamaIndex's
+    `_prepare_chat_with_tools`): no token counts, finish reason or output messages, no error,
+    and its output is the request itself, a `messages` list that does not end with the
+    assistant's reply. A call whose instrumentation recorded less than that stays a call."""
+    if span.status == "error" or any(
+        key.startswith(("llm.token_count.", "llm.output_messages.")) for key in span.attributes
+    ):
+        return False
+    if semconv.OI_LLM_FINISH_REASON in span.attributes:
+        return False
+    output = parse_json(span.attributes.get(semconv.OI_OUTPUT_VALUE))
+    sent = output.get("messages") if isinstance(output, Mapping) else None
+    if not isinstance(sent, list) or not sent:
+        return False
+    said = message_of(sent[-1])  # None: a message written as an object's repr
+    return said is None or said[0] not in ASSISTANT_ROLES
+
+
 def _metadata(span: SpanRecord) -> Mapping[str, Any]:
     value = parse_json(span.attributes.get(semconv.OI_METADATA))
     return value if isinstance(value, Mapping) else {}
@@ -470,24 +503,29 @@ def _with_call_from_parent(step: Step, by_id: Mapping[str, SpanRecord]) -> Step:
 
 
 def _requests_from_model_input(steps: list[Step], by_id: Mapping[str, SpanRecord]) -> list[Step]:
-    """A turn span that recorded no input (OpenAI Agents' AGENT spans) takes the last user
-    message of its trace's first LLM call as the request."""
+    """A turn span that recorded no request (OpenAI Agents' AGENT spans, LlamaIndex's workflow
+    run) takes the last user message of its trace's first LLM call that recorded one: a
+    wrapper call around the client's may record no input messages."""
     if all(s.text for s in steps if s.kind == "agent_turn" and s.preset == PRESET):
         return steps
-    first: dict[str, Step] = {}
+    first: dict[str, tuple[int, str]] = {}
     for step in steps:
-        if step.kind == "model_call" and step.preset == PRESET:
-            known = first.get(step.trace_id)
-            if known is None or step.start_unix_nano < known.start_unix_nano:
-                first[step.trace_id] = step
+        if step.kind != "model_call" or step.preset != PRESET:
+            continue
+        known = first.get(step.trace_id)
+        if known is not None and known[0] <= step.start_unix_nano:
+            continue
+        span = by_id.get(step.span_id)
+        if span is None:
+            continue
+        users = [m.text for m in messages(span, "input") if m.role in USER_ROLES and m.text]
+        if users:
+            first[step.trace_id] = (step.start_unix_nano, users[-1].strip())
     out = []
     for step in steps:
-        call = first.get(step.trace_id)
-        span = by_id.get(call.span_id) if call is not None else None
-        if step.kind == "agent_turn" and step.preset == PRESET and not step.text and span:
-            users = [m.text for m in messages(span, "input") if m.role in USER_ROLES and m.text]
-            if users:
-                step = replace(step, text=users[-1].strip())
+        found = first.get(step.trace_id)
+        if step.kind == "agent_turn" and step.preset == PRESET and not step.text and found:
+            step = replace(step, text=found[1])
         out.append(step)
     return out
 
@@ -615,7 +653,7 @@ def _final_answers(steps: Sequence[Step]) -> list[Step]:
     finish reason and asked for no tool, and the run was not aborted after it."""
     turns = [s for s in steps if s.preset == PRESET and s.kind == "agent_turn"]
     turn_traces = {s.trace_id for s in turns}
-    answered = {s.trace_id for s in steps if s.kind == "final_answer"}
+    answered = {s.trace_id for s in steps if s.kind == "final_answer" and not object_repr(s.text)}
     last: dict[str, Step] = {}
     for step in steps:
         if (
