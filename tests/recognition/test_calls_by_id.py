@@ -1,0 +1,48 @@
+"""A tool span that names only its tool and call id (its arguments and result logged with the
+model calls, as AutoGen's `execute_tool` spans are) is the same call as one that recorded them:
+the model output that asked for that id gives its arguments, the result sent back with the id
+its result, and the load or failure is decided on those."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.metamorphic.transforms import tool_content_only_in_messages
+from tests.support.rewritten import file_requests, report_of
+
+# what a report says of each call
+_KEYS = ("kind", "name", "tool_call_id", "arguments", "skill", "skill_status", "error")
+
+
+def _session(report: dict[str, Any], session_id: str) -> dict[str, Any]:
+    [session] = [s for s in report["sessions"] if s["session_id"] == session_id]
+    return session
+
+
+def _calls(session: dict[str, Any]) -> list[tuple[Any, ...]]:
+    return [
+        tuple(s.get(k) for k in _KEYS)
+        for s in session["steps"]
+        if s["kind"] in ("tool_call", "skill_load")
+    ]
+
+
+@pytest.mark.parametrize(
+    "session_id",
+    ["maf-required-skill-followed", "maf-tool-error-retry", "maf-load-failed-unknown-skill"],
+)
+def test_a_tool_span_without_its_content_reads_it_by_call_id(
+    session_id: str, tmp_path: Path
+) -> None:
+    requests = file_requests("agent_framework", "agent_framework.jsonl")
+    before = _session(report_of(requests, tmp_path), session_id)
+    tool_content_only_in_messages(requests)
+    after = _session(report_of(requests, tmp_path), session_id)
+    assert _calls(after) == _calls(before)
+    assert all(s["arguments"] is not None for s in after["steps"] if s["kind"] == "tool_call")
+    # the SKILL.md that came back is the load's body, not a skill pinned into the prompt
+    assert "pinned_skill" not in {s["name"] for s in after["steps"]}
+    assert after["stats"] == before["stats"]
