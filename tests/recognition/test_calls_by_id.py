@@ -5,13 +5,14 @@ its result, and the load or failure is decided on those."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.metamorphic.transforms import tool_content_only_in_messages
-from tests.support.rewritten import file_requests, report_of
+from tests.support.rewritten import FIXTURES, file_requests, report_of
 
 # what a report says of each call
 _KEYS = ("kind", "name", "tool_call_id", "arguments", "skill", "skill_status", "error")
@@ -46,3 +47,17 @@ def test_a_tool_span_without_its_content_reads_it_by_call_id(
     # the SKILL.md that came back is the load's body, not a skill pinned into the prompt
     assert "pinned_skill" not in {s["name"] for s in after["steps"]}
     assert after["stats"] == before["stats"]
+
+
+def test_a_described_loader_decided_on_arguments_found_by_call_id(tmp_path: Path) -> None:
+    # The tool's own description says it fetches a playbook: refused a name no catalogue
+    # holds, it is a failed load of that name, whether the span or the model's request
+    # recorded the name.
+    text = (FIXTURES / "autogen" / "autogen.jsonl").read_text()
+    misspelt = text.replace('topic\\": \\"csv-report', 'topic\\": \\"csv-reprot')
+    assert misspelt != text
+    requests = [json.loads(line) for line in misspelt.splitlines() if line.strip()]
+    session = _session(report_of(requests, tmp_path), "autogen-unnamed-loader-refused")
+    [load] = [s for s in session["steps"] if s["name"] == "fetch_playbook"]
+    assert load["kind"] == "skill_load" and load["arguments"] == {"topic": "csv-reprot"}
+    assert (load["skill"], load["skill_status"]) == ("csv-reprot", "failed")

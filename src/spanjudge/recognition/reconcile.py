@@ -573,7 +573,7 @@ def _filled_by_call_id(steps: list[Step], spans_by_id: Mapping[str, SpanRecord])
             call_id=call_id,
             agent_name=step.agent_name,
             tool_schemas=step.tool_schemas,
-            description=descriptions.get(step.name),
+            description=step.tool_descriptions.get(step.name) or descriptions.get(step.name),
         )
         out.append(replace(filled, seq=step.seq, turn=step.turn))
     return out
