@@ -61,3 +61,30 @@ def test_a_described_loader_decided_on_arguments_found_by_call_id(tmp_path: Path
     [load] = [s for s in session["steps"] if s["name"] == "fetch_playbook"]
     assert load["kind"] == "skill_load" and load["arguments"] == {"topic": "csv-reprot"}
     assert (load["skill"], load["skill_status"]) == ("csv-reprot", "failed")
+
+
+def test_call_ids_counted_again_each_run_are_matched_in_time(tmp_path: Path) -> None:
+    # A framework that numbers its call ids from one in every run: the second turn's load
+    # reuses the id of the first turn's call, whose request and result the second turn's
+    # model calls repeat as history.
+    session_id = "autogen-multi-turn"
+    text = (FIXTURES / "autogen" / "autogen.jsonl").read_text()
+    before = _session(report_of(_parsed(text), tmp_path), session_id)
+    for n in range(2, 6):
+        text = text.replace(f"call_00{n}", f"call_00{n - 1}")
+    after = _session(report_of(_parsed(text), tmp_path), session_id)
+    ids = [s["tool_call_id"] for s in after["steps"] if s["kind"] in ("tool_call", "skill_load")]
+    assert ids.count("call_001") == 2
+    calls = [s for s in after["steps"] if s["kind"] in ("tool_call", "skill_load")]
+    known = [s for s in before["steps"] if s["kind"] in ("tool_call", "skill_load")]
+    assert [(s["name"], s["arguments"]) for s in calls] == [
+        (s["name"], s["arguments"]) for s in known
+    ]
+    # the second call_001's result is not the first's: it is its own or left unknown
+    assert all(
+        s.get("result") in (None, k.get("result")) for s, k in zip(calls, known, strict=True)
+    )
+
+
+def _parsed(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in text.splitlines() if line.strip()]

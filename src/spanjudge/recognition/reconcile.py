@@ -37,7 +37,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 
 from spanjudge.recognition.answers import not_concatenated
 from spanjudge.recognition.base import as_text, is_refusal, parse_json, read_json
@@ -63,6 +63,7 @@ from spanjudge.trajectory.steps import TRACE_LAYOUT, CatalogueEntry, Step, ToolR
 
 _TOOL_KINDS = ("tool_call", "skill_load")
 _KIND = attrgetter("kind")
+_WHEN = itemgetter(0)
 # Argument names that may carry a skill's name for a loader nobody listed.
 _NAME_KEY = re.compile(r"skill|name|capabilit|^id$", re.I)
 # A schema's description of the argument that names what a loader loads.
@@ -512,7 +513,7 @@ def _filled_by_call_id(steps: list[Step], spans_by_id: Mapping[str, SpanRecord])
     asked for under that id and the result the agent sent back with it, and is decided again
     (`tool_step`) on them. A call id may recur in a session (each run counting from one): the
     request is the last one made before the call began, the result the first one sent after
-    it ended."""
+    it ended, and none when an earlier call had the same id."""
     asked: dict[str, list[tuple[int, object]]] = {}  # call id -> (when asked, arguments)
     answered: dict[str, list[tuple[int, ToolResult]]] = {}  # call id -> (when sent, result)
     descriptions: dict[str, str] = {}
@@ -524,9 +525,10 @@ def _filled_by_call_id(steps: list[Step], spans_by_id: Mapping[str, SpanRecord])
                 asked.setdefault(request.call_id, []).append(
                     (step.end_unix_nano, request.arguments)
                 )
-        for result in step.tool_results:
-            if result.text is not None:
-                answered.setdefault(result.call_id, []).append((step.start_unix_nano, result))
+        # a call's input repeats the history: the newest result with an id is the last one
+        newest = {r.call_id: r for r in step.tool_results if r.text is not None}
+        for result in newest.values():
+            answered.setdefault(result.call_id, []).append((step.start_unix_nano, result))
         descriptions.update(step.tool_descriptions)
     if not asked and not answered:
         return steps
@@ -543,13 +545,15 @@ def _filled_by_call_id(steps: list[Step], spans_by_id: Mapping[str, SpanRecord])
             out.append(step)
             continue
         arguments = step.arguments
-        if arguments is None:
-            before = [a for t, a in asked.get(call_id, ()) if t <= step.start_unix_nano]
-            arguments = before[-1] if before else None
+        before = [(t, a) for t, a in asked.get(call_id, ()) if t <= step.start_unix_nano]
+        if arguments is None and before:
+            arguments = max(before, key=_WHEN)[1]
         answer = None
-        if step.result is None:
-            after = [r for t, r in answered.get(call_id, ()) if t >= step.end_unix_nano]
-            answer = after[0] if after else None
+        # an id asked for again (a run numbering its calls from one): a later input's history
+        # may hold the earlier call's result under that id, so the result is left unknown
+        if step.result is None and len(before) < 2:
+            after = [(t, r) for t, r in answered.get(call_id, ()) if t >= step.end_unix_nano]
+            answer = min(after, key=_WHEN)[1] if after else None
         if arguments is step.arguments and answer is None:
             out.append(step)
             continue
