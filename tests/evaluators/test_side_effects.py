@@ -94,6 +94,16 @@ def test_create_then_delete_is_reported_and_fails_only_when_asked():
     assert v.evidence == (format(3, "016x"),)
 
 
+def test_calls_whose_arguments_were_not_recorded_are_never_repeats():
+    # unknown arguments are not "the same arguments": two writes the trace shows only by name
+    steps = [turn(1, "go"), tool(2, "write_file"), tool(3, "write_file")]
+    v = _evaluate(steps, {})
+    assert v.outcome == "pass" and v.details["duplicate_mutations"] == 0
+    same = [turn(1, "go"), *(tool(n, "write_file", args={"path": "out/a"}) for n in (2, 3))]
+    v = _evaluate(same, {})
+    assert v.outcome == "fail" and v.label == "duplicate_mutation"
+
+
 def test_failed_calls_have_no_effect_and_config_overrides_the_effect():
     steps = [
         turn(1, "go"),

@@ -41,6 +41,7 @@ from tests.metamorphic.transforms import (
     session_id_on_root_spans,
     shuffle_order,
     split_answers,
+    tool_content_only_in_messages,
 )
 from tests.support.call_logs import references
 from tests.support.catalogue_layouts import LAYOUTS
@@ -289,3 +290,14 @@ def test_tool_descriptions_only_in_the_models_definitions(name: str) -> None:
         f"{name} records no tool description the model's definitions also hold",
     )
     _assert_unchanged("tool descriptions only in the model's definitions", name, requests)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_tool_content_only_in_the_models_messages(name: str) -> None:
+    # As AutoGen records a tool call: the span names the tool and its call id; the arguments
+    # are in the model output that asked for that id, the result in the message sent back.
+    requests = _requests(name)
+    tool_content_only_in_messages(requests)
+    if requests == _requests(name):
+        pytest.skip(f"{name} records no tool content its model messages also hold")
+    _assert_unchanged("tool content only in the model's messages", name, requests)

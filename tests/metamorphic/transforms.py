@@ -600,3 +600,44 @@ def descriptions_only_in_definitions(request: dict[str, Any]) -> None:
         )
         if tool is not None:
             span["attributes"] = [a for a in attributes if a["key"] not in _DESCRIPTION_KEYS]
+
+
+# -- a tool span's content only in the model's messages ----------------------------------
+
+_CALL_ID_KEY = "gen_ai.tool.call.id"
+_TOOL_CONTENT_KEYS = ("gen_ai.tool.call.arguments", "gen_ai.tool.call.result")
+
+
+def tool_content_only_in_messages(requests: list[dict[str, Any]]) -> None:
+    """A tool span's arguments and result left off where its call id is in the model calls'
+    messages (the request that asked for it, the result sent back), as an instrumentation does
+    that records the tool span by name and call id and logs the content with the model calls."""
+    in_messages: set[str] = set()
+    tool_spans = []
+    for request in requests:
+        for span in spans(request):
+            attributes = span.get("attributes", [])
+            call_id = next(
+                (a["value"].get("stringValue") for a in attributes if a["key"] == _CALL_ID_KEY),
+                None,
+            )
+            if call_id:
+                tool_spans.append((span, call_id))
+                continue
+            values = [a["value"] for a in attributes]
+            values += [a["value"] for e in span.get("events", ()) for a in e.get("attributes", ())]
+            text = json.dumps(values)
+            in_messages.update(i for i in _quoted_ids(text))
+    for span, call_id in tool_spans:
+        if call_id in in_messages:
+            span["attributes"] = [
+                a for a in span.get("attributes", []) if a["key"] not in _TOOL_CONTENT_KEYS
+            ]
+
+
+_QUOTED_ID = re.compile(r'\\"(?:id|tool_call_id|call_id)\\": \\"([^"\\]{1,200})\\"')
+
+
+def _quoted_ids(text: str) -> list[str]:
+    """The call ids a JSON-encoded message attribute names (`"id": "..."` in its text)."""
+    return _QUOTED_ID.findall(text)

@@ -10,9 +10,10 @@ the session's files (a ticket, a message): it is counted as an external call.
 Measured (always, in ``details``): resources created, modified and deleted (net effect: a resource
 created and then written again stays "created"), external calls, out-of-scope touches,
 non-idempotent repeats (a successful mutating call with the same tool and the same arguments as an
-earlier successful one), create-then-delete pairs, and, when the harness recorded the terminal
-state (`files_created`, `files_modified`, `files_deleted`, `external_calls`), what it recorded that
-no call explains and what the calls imply that it did not record. Failed calls have no effect;
+earlier successful one; arguments the trace did not record are unknown, never the same),
+create-then-delete pairs, and, when the harness recorded the terminal state (`files_created`,
+`files_modified`, `files_deleted`, `external_calls`), what it recorded that no call explains and
+what the calls imply that it did not record. Failed calls have no effect;
 their out-of-scope attempts are listed apart.
 
 Options::
@@ -220,7 +221,8 @@ class SideEffects:
                 continue
             if out:
                 ledger.out_of_scope.append(touch)
-            if called[step.name] > 1:
+            # arguments never recorded are unknown, never "the same" as another call's
+            if called[step.name] > 1 and step.arguments is not None:
                 key = _call_key(step)
                 if key in seen:
                     ledger.duplicates.append(touch)

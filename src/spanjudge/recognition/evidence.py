@@ -194,6 +194,8 @@ def tool_step(
         result=text,
         agent_name=agent_name,
         tool_schemas={} if tool_schemas is None else tool_schemas,
+        # kept for the rules that decide the call again once its content is found elsewhere
+        tool_descriptions={tool: description} if description else {},
         **span_fields(span, preset),
         **({"error": error} if load is None else load),
     )

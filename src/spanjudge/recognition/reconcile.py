@@ -4,6 +4,9 @@
   `call_llm` around `generate_content`) is merged into the call it wraps, tokens counted once;
 - one tool call per call: a tool span nested in a tool span of the same tool (an MCP client
   span and the server span it propagated to) is one call;
+- a tool span with a call id that recorded no arguments or no result takes them from the model
+  output that asked for that call id and from the result the agent sent back with it, and is
+  decided again (load, failure or ordinary call) on what it then holds;
 - a call interrupted for approval (no result) and the same call run on resuming are one, and
   the resumed run continues the request before it;
 - a tool call the model asked for that no tool span shows is decided by the result the agent
@@ -34,7 +37,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 
 from spanjudge.recognition.answers import not_concatenated
 from spanjudge.recognition.base import as_text, is_refusal, parse_json, read_json
@@ -51,6 +54,7 @@ from spanjudge.recognition.evidence import (
     reads_as_instructions,
     skill_md_read,
     skill_of_call,
+    tool_step,
 )
 from spanjudge.remembered import remembered_within
 from spanjudge.spans.record import SpanRecord
@@ -59,6 +63,7 @@ from spanjudge.trajectory.steps import TRACE_LAYOUT, CatalogueEntry, Step, ToolR
 
 _TOOL_KINDS = ("tool_call", "skill_load")
 _KIND = attrgetter("kind")
+_WHEN = itemgetter(0)
 # Argument names that may carry a skill's name for a loader nobody listed.
 _NAME_KEY = re.compile(r"skill|name|capabilit|^id$", re.I)
 # A schema's description of the argument that names what a loader loads.
@@ -91,7 +96,7 @@ def reconcile(
     # another), whether a call waits (no result, not failed) and whether one kept only a bare
     # string as its arguments, asked once: merging calls only fills in what a call lacked
     # from a call of the same tool, so none of these appears after this.
-    nested_calls = nested_tools = waiting = bare = False
+    nested_calls = nested_tools = waiting = bare = unrecorded = False
     for step in steps:
         kind = step.kind
         if kind == "model_call":
@@ -105,11 +110,15 @@ def reconcile(
                 waiting = True
             if isinstance(step.arguments, str):
                 bare = True
+            if step.tool_call_id and (step.arguments is None or step.result is None):
+                unrecorded = True
     out = list(steps)
     if nested_calls:
         out = _merge_nested(out, spans_by_id, parents, "model_call")
     if nested_tools:
         out = _merge_nested(out, spans_by_id, parents, "tool")
+    if unrecorded and calls:
+        out = _filled_by_call_id(out, spans_by_id)
     if waiting:
         out = _resumed_calls(out)
     if bare:
@@ -496,6 +505,82 @@ def _fill(keep: Step, other: Step) -> Step:
         if keep.kind == "skill_load":  # a joined span says it failed: no body was loaded
             changes.update(skill_status="failed", skill_body=None, skill_body_source=None)
     return replace(keep, **changes) if changes else keep  # type: ignore[arg-type]
+
+
+def _filled_by_call_id(steps: list[Step], spans_by_id: Mapping[str, SpanRecord]) -> list[Step]:
+    """A tool span that carries a call id but recorded no arguments or no result (AutoGen's
+    `execute_tool`, its content logged with the model calls) takes the arguments the model
+    asked for under that id and the result the agent sent back with it, and is decided again
+    (`tool_step`) on them. A call id may recur in a session (each run counting from one): the
+    request is the last one made before the call began, the result the first one sent after
+    it ended, and none when an earlier call had the same id."""
+    asked: dict[str, list[tuple[int, object]]] = {}  # call id -> (when asked, arguments)
+    answered: dict[str, list[tuple[int, ToolResult]]] = {}  # call id -> (when sent, result)
+    descriptions: dict[str, str] = {}
+    for step in steps:
+        if step.kind != "model_call":
+            continue
+        for request in step.tool_requests:
+            if request.call_id and request.arguments is not None:
+                asked.setdefault(request.call_id, []).append(
+                    (step.end_unix_nano, request.arguments)
+                )
+        # a call's input repeats the history: the newest result with an id is the last one
+        newest = {r.call_id: r for r in step.tool_results if r.text is not None}
+        for result in newest.values():
+            answered.setdefault(result.call_id, []).append((step.start_unix_nano, result))
+        descriptions.update(step.tool_descriptions)
+    if not asked and not answered:
+        return steps
+    out = []
+    for step in steps:
+        span = spans_by_id.get(step.span_id)
+        call_id = step.tool_call_id
+        if (
+            step.kind not in _TOOL_KINDS
+            or not call_id
+            or span is None
+            or (step.arguments is not None and step.result is not None)
+        ):
+            out.append(step)
+            continue
+        arguments = step.arguments
+        before = [(t, a) for t, a in asked.get(call_id, ()) if t <= step.start_unix_nano]
+        if arguments is None and before:
+            arguments = max(before, key=_WHEN)[1]
+        answer = None
+        # an id asked for again (a run numbering its calls from one): a later input's history
+        # may hold the earlier call's result under that id, so the result is left unknown
+        if step.result is None and len(before) < 2:
+            after = [(t, r) for t, r in answered.get(call_id, ()) if t >= step.end_unix_nano]
+            answer = min(after, key=_WHEN)[1] if after else None
+        if arguments is step.arguments and answer is None:
+            out.append(step)
+            continue
+        text = _unwrapped(answer.text) if answer is not None and answer.text else step.result
+        failure = step.error if step.failed else None
+        if failure is None and answer is not None and answer.failed:
+            failure = (text or "").strip().split("\n")[
+                0
+            ] or "the result sent back is marked as an error"
+        filled = tool_step(
+            span,
+            step.preset,
+            tool=step.name,
+            arguments=arguments,
+            result=parse_json(text) if text is not None else None,
+            result_text=text,
+            has_result=text is not None,
+            failure=failure,
+            # a skill its span names when nothing else did (no arguments were recorded)
+            declared_skill=step.skill or None if step.arguments is None else None,
+            call_id=call_id,
+            agent_name=step.agent_name,
+            tool_schemas=step.tool_schemas,
+            description=step.tool_descriptions.get(step.name) or descriptions.get(step.name),
+        )
+        out.append(replace(filled, seq=step.seq, turn=step.turn))
+    return out
 
 
 def _requested_arguments(steps: list[Step]) -> list[Step]:

@@ -114,7 +114,8 @@ class Step:
     # offered skills and tool schemas seen on this span (system prompts, tool definitions)
     catalogue: tuple[CatalogueEntry, ...] = ()
     tool_schemas: Mapping[str, Any] = field(default_factory=dict)
-    # tool name -> its description, from the tool definitions the model was given
+    # tool name -> its description, from the tool definitions the model was given (a tool
+    # step: its own tool's, as its span describes it)
     tool_descriptions: Mapping[str, str] = field(default_factory=dict)
 
     @property
