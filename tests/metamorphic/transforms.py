@@ -27,9 +27,16 @@ def spans(request: dict[str, Any]) -> Iterator[dict[str, Any]]:
             yield from scope.get("spans", ())
 
 
+def log_records(request: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for resource in request.get("resourceLogs", ()):
+        for scope in resource.get("scopeLogs", ()):
+            yield from scope.get("logRecords", ())
+
+
 def map_strings(request: dict[str, Any], change: StringMap, *, span_names: bool) -> None:
     """Apply ``change`` to every string attribute value (and to every string inside an attribute
-    value that is JSON), and to span names when ``span_names``."""
+    value that is JSON) of spans, span events and log records, to log records' bodies, and to
+    span names when ``span_names``."""
     for span in spans(request):
         if span_names:
             span["name"] = change(span["name"])
@@ -38,6 +45,11 @@ def map_strings(request: dict[str, Any], change: StringMap, *, span_names: bool)
         for event in span.get("events", ()):
             for attribute in event.get("attributes", ()):
                 _map_value(attribute["value"], change)
+    for record in log_records(request):
+        for attribute in record.get("attributes", ()):
+            _map_value(attribute["value"], change)
+        if "body" in record:
+            _map_value(record["body"], change)
 
 
 def _map_value(value: dict[str, Any], change: StringMap) -> None:
@@ -210,7 +222,8 @@ def session_id_on_resource(requests: list[dict[str, Any]]) -> None:
                         "scopeSpans": list(scopes.values()),
                     }
                 )
-        request["resourceSpans"] = regrouped
+        if "resourceSpans" in request:  # (a logs request stays one)
+            request["resourceSpans"] = regrouped
 
 
 def session_id_on_every_span(requests: list[dict[str, Any]]) -> None:
