@@ -154,5 +154,6 @@ def tool_catalogue(definitions: str | None) -> tuple[CatalogueEntry, ...]:
 def described_catalogue(description: str | None) -> tuple[CatalogueEntry, ...]:
     """Skills a tool's own description lists (a loader's "Load a skill ... ## Available
     skills"), read the same from the model's tool definitions and from the span of a call of
-    the tool: a run with no model call recording its definitions shows it only there."""
-    return parse_catalogue(description, LOADER_DESCRIPTION)
+    the tool: a run with no model call recording its definitions shows it only there. A
+    description that says the tool loads skills announces the list it holds."""
+    return parse_catalogue(description, LOADER_DESCRIPTION, announced=describes_loader(description))

@@ -18,7 +18,9 @@ had recorded it there; nothing downstream knows the content came from a log reco
 What is carried: a record that names an event (`event_name`, or the older `event.name`
 attribute), or whose body is GenAI-shaped (a message with a role and content, a choice, message
 lists). A framework's own event whose body is GenAI-shaped is read under the GenAI event name its
-shape says. A record without a span context cannot be joined to a session, and a plain log line
+shape says. A body that is a string holding such a JSON object (Python logging through the
+SDK's `LoggingHandler` writes a message as its JSON text) is read as that object. A record
+without a span context cannot be joined to a session, and a plain log line
 (no event, no GenAI-shaped body) is no content: both are counted (`LogDecoding.unread`), never
 silently dropped.
 """
