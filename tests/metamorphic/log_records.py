@@ -61,14 +61,15 @@ def _structured(attribute: dict[str, Any]) -> dict[str, Any]:
 
 
 def content_to_log_records(
-    request: dict[str, Any], *, framework: str | None = None
+    request: dict[str, Any], *, framework: str | None = None, json_text: bool = False
 ) -> dict[str, Any] | None:
     """Move the GenAI message content of every span of ``request`` (in place) into log records
     naming that span; returns the logs export request, or None when there was no content.
     Records name their event in turn by `eventName` and by the older `event.name` attribute.
     With ``framework``, every record is that framework's own event (`<framework>.content`)
     whose body says what it is by its shape alone: a message's role, a choice's
-    `finish_reason`, the message lists."""
+    `finish_reason`, the message lists. With ``json_text``, every body is the JSON text of that
+    object, as Python logging through the SDK's `LoggingHandler` records a message."""
     resource_logs = []
     turn = 0
     for resource in request.get("resourceSpans", ()):
@@ -91,6 +92,7 @@ def content_to_log_records(
                             structured if framework else None,
                             turn,
                             framework,
+                            json_text,
                         )
                     )
                     turn += 1
@@ -112,7 +114,14 @@ def content_to_log_records(
                         body = [*body, {"key": "role", "value": any_value(role)}]
                     records.append(
                         _record(
-                            context, event.get("timeUnixNano"), name, rest, body, turn, framework
+                            context,
+                            event.get("timeUnixNano"),
+                            name,
+                            rest,
+                            body,
+                            turn,
+                            framework,
+                            json_text,
                         )
                     )
                     turn += 1
@@ -135,6 +144,7 @@ def _record(
     body: list[dict[str, Any]] | None,
     turn: int,
     framework: str | None = None,
+    json_text: bool = False,
 ) -> dict[str, Any]:
     record: dict[str, Any] = {"timeUnixNano": time_unix_nano, **context}
     if framework is not None:
@@ -144,9 +154,26 @@ def _record(
         record["attributes"] = attributes
     else:
         record["attributes"] = [*attributes, {"key": "event.name", "value": any_value(name)}]
-    if body:
+    if body and json_text:
+        fields = {a["key"]: _decoded(a["value"]) for a in body}
+        record["body"] = {"stringValue": json.dumps(fields, ensure_ascii=False)}
+    elif body:
         record["body"] = {"kvlistValue": {"values": body}}
     return record
+
+
+def _decoded(value: dict[str, Any]) -> Any:
+    """An OTLP/JSON AnyValue as the JSON value it holds (`any_value` reversed)."""
+    if "arrayValue" in value:
+        return [_decoded(v) for v in value["arrayValue"].get("values", ())]
+    if "kvlistValue" in value:
+        return {kv["key"]: _decoded(kv["value"]) for kv in value["kvlistValue"].get("values", ())}
+    if "intValue" in value:
+        return int(value["intValue"])
+    for key in ("stringValue", "boolValue", "doubleValue"):
+        if key in value:
+            return value[key]
+    return None
 
 
 # How model calls' messages are written: as recorded; as the per-message events of the chat

@@ -33,6 +33,8 @@ from tests.metamorphic.transforms import (
     content_to_chat_events,
     content_to_events,
     descriptions_only_in_definitions,
+    descriptions_only_on_tool_spans,
+    finish_reasons_as_enum_names,
     map_strings,
     namespace_tools,
     rerender_catalogue,
@@ -301,3 +303,54 @@ def test_tool_content_only_in_the_models_messages(name: str) -> None:
     if requests == _requests(name):
         pytest.skip(f"{name} records no tool content its model messages also hold")
     _assert_unchanged("tool content only in the model's messages", name, requests)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_tool_descriptions_only_on_the_tool_spans(name: str) -> None:
+    # A loader's catalogue in its description is offered wherever the description is recorded.
+    requests = _each_request(
+        name,
+        descriptions_only_on_tool_spans,
+        f"{name} records no description of a called tool in the model's definitions",
+    )
+    _assert_unchanged("tool descriptions only on the tool spans", name, requests)
+    _assert_same_catalogues(name, requests)
+
+
+@pytest.mark.parametrize(("framework", "name"), [(f, n) for n in FILES for f in (None, "acme")])
+def test_content_as_json_text_log_bodies(framework: str | None, name: str) -> None:
+    # As Python logging through the SDK's LoggingHandler records GenAI events: each message,
+    # under its GenAI event name or a framework's own, as the JSON text of its fields.
+    requests = _each_request(
+        name, content_to_chat_events, f"{name} records no model call's messages in GenAI form"
+    )
+    logs = [
+        found
+        for r in requests
+        if (found := content_to_log_records(r, framework=framework, json_text=True)) is not None
+    ]
+    _assert_unchanged("content as JSON text log bodies", name, [*requests, *logs])
+    _assert_same_answers(name, [*requests, *logs])
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_finish_reasons_as_enum_names(name: str) -> None:
+    requests = _each_request(name, finish_reasons_as_enum_names, f"{name} records no finish reason")
+    _assert_unchanged("finish reasons as enum names", name, requests)
+    _assert_same_answers(name, requests)
+
+
+def _assert_same_catalogues(name: str, requests: list[dict[str, Any]]) -> None:
+    before, _ = _original(name)
+    after = _report(FIXTURES / name, [json.dumps(r) for r in requests])
+    got = {s["session_id"]: s["catalogue"] for s in after["sessions"]}
+    for session in before["sessions"]:
+        assert got[session["session_id"]] == session["catalogue"], session["session_id"]
+
+
+def _assert_same_answers(name: str, requests: list[dict[str, Any]]) -> None:
+    before, _ = _original(name)
+    after = _report(FIXTURES / name, [json.dumps(r) for r in requests])
+    got = {s["session_id"]: s["final_answer"] for s in after["sessions"]}
+    for session in before["sessions"]:
+        assert got[session["session_id"]] == session["final_answer"], session["session_id"]

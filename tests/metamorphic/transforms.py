@@ -654,3 +654,85 @@ _QUOTED_ID = re.compile(r'\\"(?:id|tool_call_id|call_id)\\": \\"([^"\\]{1,200})\
 def _quoted_ids(text: str) -> list[str]:
     """The call ids a JSON-encoded message attribute names (`"id": "..."` in its text)."""
     return _QUOTED_ID.findall(text)
+
+
+# -- tool descriptions only on the tool spans ------------------------------------------------
+
+
+def descriptions_only_on_tool_spans(request: dict[str, Any]) -> None:
+    """The description of every tool a trace calls left out of the model's tool definitions
+    (`gen_ai.tool.definitions`) and recorded on the tool's spans (`gen_ai.tool.description`)
+    instead, as a run records it whose model calls keep no tool list (a chat service's
+    function-calling loop with no agent span)."""
+    called: dict[str, set[str]] = {}
+    for span in spans(request):
+        tool = _string(span, "gen_ai.tool.name")
+        if tool and _string(span, "gen_ai.operation.name") == "execute_tool":
+            called.setdefault(span["traceId"], set()).add(tool)
+    moved: dict[tuple[str, str], str] = {}
+    for span in spans(request):
+        names = called.get(span["traceId"], set())
+        for attribute in span.get("attributes", ()):
+            if attribute["key"] != "gen_ai.tool.definitions":
+                continue
+            decoded = _loaded(attribute["value"].get("stringValue", ""))
+            if not isinstance(decoded, list):
+                continue
+            changed = False
+            for item in decoded:
+                nested = item.get("function") if isinstance(item, dict) else None
+                function = nested if isinstance(nested, dict) else item
+                if isinstance(function, dict) and function.get("name") in names:
+                    description = function.pop("description", None)
+                    if isinstance(description, str):
+                        moved[(span["traceId"], function["name"])] = description
+                        changed = True
+            if changed:
+                attribute["value"] = {"stringValue": json.dumps(decoded, ensure_ascii=False)}
+    for span in spans(request):
+        tool = _string(span, "gen_ai.tool.name")
+        description = moved.get((span["traceId"], tool or ""))
+        if description is not None and _string(span, "gen_ai.tool.description") is None:
+            span.setdefault("attributes", []).append(
+                {"key": "gen_ai.tool.description", "value": {"stringValue": description}}
+            )
+
+
+def _string(span: dict[str, Any], key: str) -> str | None:
+    return next(
+        (a["value"].get("stringValue") for a in span.get("attributes", ()) if a["key"] == key),
+        None,
+    )
+
+
+# -- finish reasons as enum members ------------------------------------------------------------
+
+
+def finish_reasons_as_enum_names(request: dict[str, Any]) -> None:
+    """Every finish reason written as Python's `str()` of an enum member (`FinishReason.STOP`
+    for `stop`), as an instrumentation does that records the SDK's enum as it is: in
+    `gen_ai.response.finish_reasons`, in the output messages and on choice events."""
+    for span in spans(request):
+        for attribute in span.get("attributes", ()):
+            key, value = attribute["key"], attribute["value"]
+            if key == "gen_ai.response.finish_reasons":
+                for item in value.get("arrayValue", {}).get("values", ()):
+                    item["stringValue"] = _enum_name(item.get("stringValue"))
+            elif key == "gen_ai.output.messages" and "stringValue" in value:
+                decoded = _loaded(value["stringValue"])
+                if isinstance(decoded, list) and any(
+                    isinstance(m, dict) and m.get("finish_reason") for m in decoded
+                ):
+                    for message in decoded:
+                        if isinstance(message, dict) and message.get("finish_reason"):
+                            message["finish_reason"] = _enum_name(message["finish_reason"])
+                    value["stringValue"] = json.dumps(decoded, ensure_ascii=False)
+        for event in span.get("events", ()):
+            for attribute in event.get("attributes", ()):
+                if attribute["key"] == "finish_reason" and "stringValue" in attribute["value"]:
+                    text = attribute["value"]["stringValue"]
+                    attribute["value"]["stringValue"] = _enum_name(text)
+
+
+def _enum_name(reason: Any) -> Any:
+    return f"FinishReason.{reason.upper()}" if isinstance(reason, str) and reason else reason

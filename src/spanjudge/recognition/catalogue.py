@@ -17,9 +17,11 @@ description, in one layout (XML elements or attributes, markdown headings, lists
 array, YAML, plain `name - description` / `name: description` lines), announced as skills by a
 heading, lead-in line, tag or key within the few lines before it or by its own header, or by
 a loader offered to the same model call (a tool whose description says it loads skills,
-playbooks, procedures or capabilities). A list of tool definitions (entries with parameters or
-a schema), a list of the call's own tools (by the one tool-name comparison: namespaced names
-too) and examples ("for example", "e.g.") are not catalogues.
+playbooks, procedures or capabilities). A tool's own description is read alike wherever it is
+recorded: in the model's tool definitions or on the span of a call of the tool. A list of tool
+definitions (entries with parameters or a schema), a list of the call's own tools (by the one
+tool-name comparison: namespaced names too) and examples ("for example", "e.g.") are not
+catalogues.
 """
 
 from __future__ import annotations
@@ -145,7 +147,13 @@ def tool_catalogue(definitions: str | None) -> tuple[CatalogueEntry, ...]:
         spec = nested if isinstance(nested, dict) else tool
         description = spec.get("description")
         if isinstance(description, str):
-            found.extend(
-                e for e in parse_catalogue(description, LOADER_DESCRIPTION) if e not in found
-            )
+            found.extend(e for e in described_catalogue(description) if e not in found)
     return tuple(found)
+
+
+def described_catalogue(description: str | None) -> tuple[CatalogueEntry, ...]:
+    """Skills a tool's own description lists (a loader's "Load a skill ... ## Available
+    skills"), read the same from the model's tool definitions and from the span of a call of
+    the tool: a run with no model call recording its definitions shows it only there. A
+    description that says the tool loads skills announces the list it holds."""
+    return parse_catalogue(description, LOADER_DESCRIPTION, announced=describes_loader(description))

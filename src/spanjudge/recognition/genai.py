@@ -39,6 +39,7 @@ from spanjudge.recognition.base import (
     span_fields,
 )
 from spanjudge.recognition.catalogue import (
+    described_catalogue,
     offered_beside_a_loader,
     parse_catalogue,
     tool_catalogue,
@@ -48,12 +49,11 @@ from spanjudge.recognition.indexed_messages import MARKERS as INDEXED_MARKERS
 from spanjudge.recognition.indexed_messages import block_parts, indexed_messages
 from spanjudge.remembered import remembered_within
 from spanjudge.spans.record import SpanRecord
+from spanjudge.trajectory.assemble import is_stop_reason
 from spanjudge.trajectory.steps import CatalogueEntry, Step, ToolRequest, ToolResult
 
 TOOL_PREFIX = "execute_tool "
 GEN_AI_PREFIX = "gen_ai."
-# Finish reasons that end a turn (OTel `stop`, Strands/Anthropic `end_turn`, Gemini `STOP`).
-STOP_REASONS = frozenset({"stop", "end_turn", "completed", "stop_sequence"})
 
 
 # --------------------------------------------------------------------------- payload helpers
@@ -779,7 +779,7 @@ class GenAIRecogniser:
         # gen_ai.skill.resource.name and are tool calls, not loads.
         if span.attributes.get(sc.GEN_AI_SKILL_RESOURCE_NAME) is not None:
             declared = None
-        return tool_step(
+        step = tool_step(
             span,
             self.name,
             tool=tool,
@@ -796,6 +796,8 @@ class GenAIRecogniser:
             tool_schemas=tool_schemas(span, tool),
             description=description,
         )
+        offered = described_catalogue(description)
+        return replace(step, catalogue=offered) if offered else step
 
     def finalise(self, steps: list[Step], spans: Sequence[SpanRecord]) -> list[Step]:
         """Fill what a turn span did not record: the request and the final answer.
@@ -836,7 +838,7 @@ class GenAIRecogniser:
                     continue
                 text, reason, asked_tools = output(span)
                 if text and text.strip() and not asked_tools:
-                    if (reason or "stop").lower() in STOP_REASONS:
+                    if is_stop_reason(reason):
                         out.append(
                             replace(
                                 call,

@@ -18,7 +18,9 @@ had recorded it there; nothing downstream knows the content came from a log reco
 What is carried: a record that names an event (`event_name`, or the older `event.name`
 attribute), or whose body is GenAI-shaped (a message with a role and content, a choice, message
 lists). A framework's own event whose body is GenAI-shaped is read under the GenAI event name its
-shape says. A record without a span context cannot be joined to a session, and a plain log line
+shape says. A body that is a string holding such a JSON object (Python logging through the
+SDK's `LoggingHandler` writes a message as its JSON text) is read as that object. A record
+without a span context cannot be joined to a session, and a plain log line
 (no event, no GenAI-shaped body) is no content: both are counted (`LogDecoding.unread`), never
 silently dropped.
 """
@@ -32,6 +34,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from spanjudge import semconv
+from spanjudge.spans import jsonfast
 from spanjudge.spans.ids import IdError, id_from_bytes, id_from_text
 from spanjudge.spans.limits import DEFAULT_LIMITS, Limits, cap_value
 from spanjudge.spans.otlp_json import FieldError, any_value_json, attrs_json, decode_json_document
@@ -76,6 +79,8 @@ _DETAILS_KEYS = (
     semconv.GEN_AI_OUTPUT_MESSAGES,
     semconv.GEN_AI_SYSTEM_INSTRUCTIONS,
 )
+# What the body of a GenAI event holds besides the message keys: a choice's `message`
+_EVENT_BODY_KEYS = (*_MESSAGE_KEYS, "message", *_DETAILS_KEYS)
 
 
 @dataclass(slots=True)
@@ -130,6 +135,8 @@ def carrier(
 ) -> None:
     """Add the carrier of one decoded record to ``decoding``, or count why there is none."""
     name = event_name or _str(attributes.get(semconv.EVENT_NAME)) or None
+    if isinstance(body, str):
+        body = _json_body(name, body)
     shaped = content_event_name(name, attributes, body)
     if not shaped and not name:
         decoding.count(UNREAD_NOT_CONTENT)
@@ -178,6 +185,36 @@ def carrier(
             truncated=truncated,
         )
     )
+
+
+def _json_body(name: str | None, body: str) -> AttrValue:
+    """A string body holding a GenAI-shaped JSON object, as that object (Python logging through
+    the SDK's LoggingHandler turns a message into its JSON text); any other string as it is.
+    Under a GenAI event name a message needs no role (the name says it); else its shape names
+    the event."""
+    text = body.strip()
+    if not (text.startswith("{") and text.endswith("}")):
+        return body
+    try:
+        decoded = _from_json(jsonfast.parse(text))
+    except (ValueError, RecursionError):
+        return body
+    if not isinstance(decoded, dict):
+        return body
+    if content_event_name(None, {}, decoded):
+        return decoded
+    if name in _GENAI_EVENTS and any(key in decoded for key in _EVENT_BODY_KEYS):
+        return decoded
+    return body
+
+
+def _from_json(value: Any) -> AttrValue:
+    """Decoded JSON as an attribute value (arrays as tuples, as OTLP arrays are read)."""
+    if isinstance(value, dict):
+        return {key: _from_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return tuple(_from_json(item) for item in value)
+    return value  # type: ignore[no-any-return]
 
 
 def _without_content(attributes: dict[str, AttrValue]) -> dict[str, AttrValue]:

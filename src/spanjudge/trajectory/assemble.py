@@ -28,7 +28,10 @@ _KIND = attrgetter("kind")
 _TURN = attrgetter("turn")
 _TRACE_ID = attrgetter("trace_id")
 _TRUNCATED = attrgetter("truncated")
-_STOP_REASONS = frozenset({"stop", "end_turn", "complete", "completed", "finish", "eos"})
+# Finish reasons that end a turn (OTel `stop`, Strands/Anthropic `end_turn`, Gemini `STOP`, ...)
+STOP_REASONS = frozenset(
+    {"stop", "end_turn", "complete", "completed", "finish", "eos", "stop_sequence"}
+)
 # spanjudge's own session attributes (`_session_attrs`), on a span or its resource; on a span
 # also inside OpenInference `metadata` JSON
 _SESSION_KEYS_IN_ORDER = (semconv.SJ_EXPECTED_SKILLS, semconv.SJ_TASK_ID, semconv.SJ_RUN_SEED)
@@ -182,10 +185,22 @@ def _derive_final_answers(steps: list[Step]) -> list[Step]:
         if turn not in has_answer
         and step.text
         and not step.tool_requests
-        and (step.finish_reason or "stop").lower() in _STOP_REASONS
+        and is_stop_reason(step.finish_reason)
         and not any(t.turn == turn and t.end_unix_nano >= step.end_unix_nano for t in failed)
     ]
     return steps + extra
+
+
+def is_stop_reason(reason: str | None) -> bool:
+    """A finish reason that ends the turn (none recorded counts as one). A reason written as
+    an enum member's str (`FinishReason.STOP`, Python's `str()` of an enum) is read as the
+    member's name."""
+    if not reason:
+        return True
+    kind, _, word = reason.rpartition(".")
+    if kind and not kind.isidentifier():
+        word = reason
+    return word.lower() in STOP_REASONS
 
 
 def assemble(
