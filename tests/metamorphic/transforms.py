@@ -736,3 +736,83 @@ def finish_reasons_as_enum_names(request: dict[str, Any]) -> None:
 
 def _enum_name(reason: Any) -> Any:
     return f"FinishReason.{reason.upper()}" if isinstance(reason, str) and reason else reason
+
+
+# -- tool results, written as Python frameworks record them --------------------------------
+
+# (result, arguments, tool name) attributes of a tool span, GenAI and OpenInference
+_TOOL_RECORDS = (
+    ("gen_ai.tool.call.result", "gen_ai.tool.call.arguments", "gen_ai.tool.name"),
+    ("output.value", "input.value", "tool.name"),
+)
+
+
+def _tool_record(span: dict[str, Any]) -> tuple[dict[str, Any], Any, str] | None:
+    """A tool span's result attribute, its decoded arguments and the tool's name."""
+    values = {a["key"]: a["value"].get("stringValue") for a in span.get("attributes", ())}
+    if "output.value" in values and values.get("openinference.span.kind") != "TOOL":
+        return None
+    for result, arguments, name in _TOOL_RECORDS:
+        found = next((a for a in span.get("attributes", ()) if a["key"] == result), None)
+        if found is not None and isinstance(values.get(name), str):
+            return found, _loaded(values.get(arguments) or ""), str(values[name])
+    return None
+
+
+def _failure(result: str) -> Any:
+    """A tool result that tells a failure inside a JSON object (`{"status": "error", ...}`,
+    `{"error": ...}`), decoded, else None."""
+    decoded = _loaded(result)
+    if not isinstance(decoded, dict):
+        return None
+    status = decoded.get("status")
+    failed = isinstance(status, str) and status.lower() in ("error", "failed", "failure")
+    return decoded if failed or decoded.get("error") else None
+
+
+def results_as_python_literals(request: dict[str, Any]) -> None:
+    """Every tool result that tells a failure in a JSON object written as Python's ``str()``
+    of it (`{'status': 'error', ...}`), as frameworks record a tool's dict return."""
+    for span in spans(request):
+        record = _tool_record(span)
+        if record is None:
+            continue
+        value = record[0]["value"]
+        decoded = _failure(value.get("stringValue", ""))
+        if decoded is not None:
+            value["stringValue"] = str(decoded)
+
+
+ENVELOPES: dict[str, Callable[[str, Any, Any], dict[str, Any]]] = {
+    # the output beside the call's name and its input as a Python call, as text blocks (its
+    # Python `str()`) and as returned, with a flag saying the tool raised nothing (LlamaIndex's
+    # ToolOutput)
+    "text blocks and raw output": lambda name, arguments, output: {
+        "blocks": [{"text": str(output)}],
+        "tool_name": name,
+        "raw_input": {"args": [], "kwargs": arguments},
+        "raw_output": output,
+        "is_error": False,
+    },
+    "output beside name and input": lambda name, arguments, output: {
+        "call": name,
+        "input": arguments,
+        "returned": output,
+        "raised": False,
+    },
+}
+
+
+def results_in_envelopes(request: dict[str, Any], envelope: str) -> None:
+    """Every tool result that tells a failure in a JSON object (of a call whose arguments are
+    recorded as an object) wrapped, as JSON, with the call's name and input by
+    ``ENVELOPES[envelope]``."""
+    for span in spans(request):
+        record = _tool_record(span)
+        if record is None or not isinstance(record[1], dict):
+            continue
+        attribute, arguments, name = record
+        output = _failure(attribute["value"].get("stringValue", ""))
+        if output is not None:
+            wrapped = ENVELOPES[envelope](name, arguments, output)
+            attribute["value"] = {"stringValue": json.dumps(wrapped)}

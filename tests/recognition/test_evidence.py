@@ -254,3 +254,21 @@ def test_a_nan_token_count_is_no_count_and_costs_nothing_else() -> None:
 def test_a_result_that_opens_with_an_error_is_a_failed_load(result: object) -> None:
     trajectory = _run(Call("load_skill", {"name": "csv-report"}, result))
     assert loads(trajectory) == [("csv-report", "failed")]  # type: ignore[arg-type]
+
+
+def test_an_error_in_the_output_a_result_wraps_with_the_call_is_the_calls_failure() -> None:
+    """The tool's output beside the call's own name and input: an error there is the call's,
+    whatever the flag beside it says; the same fields beside another call's name and input
+    are data the tool returned."""
+    args = {"path": "/reports/r.md"}
+    output = {"status": "error", "error": "permission denied: /reports/r.md"}
+
+    def wrapped(name: str, given: object) -> dict[str, object]:
+        return {"tool": name, "request": {"kwargs": given}, "output": output, "is_error": False}
+
+    failed = _run(Call("write_file", args, wrapped("write_file", args)))
+    (step,) = failed.tool_calls()  # type: ignore[attr-defined]
+    assert step.error == "permission denied: /reports/r.md"
+    echoed = _run(Call("audit_log", args, wrapped("write_file", {"path": "/other.md"})))
+    (step,) = echoed.tool_calls()  # type: ignore[attr-defined]
+    assert step.error is None

@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spanjudge.recognition.base import DEPTH_MARK, parse_json
+from spanjudge.recognition.base import DEPTH_MARK, LITERAL_CHARS, parse_json, parse_result
 
 _SCALARS = st.one_of(
     st.none(),
@@ -113,3 +113,52 @@ def test_json_nested_beyond_the_depth_limit_is_cut_there_and_within_it_decodes()
         cut = [cut]
     assert parse_json(beyond) == {"skill": "csv-report", "filters": cut}
     assert parse_json(wide) == json.loads(wide)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_VALUES)
+def test_a_json_result_decodes_as_parse_json_decodes_it(value: Any) -> None:
+    text = json.dumps([value])
+    assert _same(parse_result(text), parse_json(text)), text
+
+
+_FINITE = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.text(),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=5), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_FINITE)
+def test_a_result_written_as_a_python_literal_decodes_as_its_json_would(value: Any) -> None:
+    text = str([value])  # as a framework records a tool's return with str()
+    assert _same(parse_result(text), json.loads(json.dumps([value]))), text
+
+
+def test_a_result_that_no_json_can_hold_or_too_long_to_try_stays_text() -> None:
+    long = "{'status': 'error', 'error': '" + "x" * LITERAL_CHARS + "'}"
+    for text in (
+        "{'a', 'b'}",  # a set
+        "{'data': b'raw'}",
+        "{'ok': float('nan')}",  # a call: never run
+        "{(1, 2): 'tuple key'}",
+        "{'size': 1e999}",
+        "[" * 10_000 + "]" * 10_000,
+        "'status: error'",
+        long,
+    ):
+        assert parse_result(text) is text, text[:40]
+    assert parse_result("('a', [1, None, True])") == "('a', [1, None, True])"
+    assert parse_result("[('a', 1), {'n': None, 'ok': True}]") == [
+        ["a", 1],
+        {"n": None, "ok": True},
+    ]

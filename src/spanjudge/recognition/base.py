@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import re
@@ -99,6 +100,30 @@ def parse_json(value: AttrValue) -> Any:
                 return value if _nests_deeper(decoded, READ_DEPTH) else _cut(decoded, 1)
             return decoded
     return value
+
+
+LITERAL_CHARS = 65_536
+"""The longest result text read as a Python literal (`parse_result`); a longer one stays text."""
+_LITERAL_ENDS = (("{", "}"), ("[", "]"))
+
+
+def parse_result(value: AttrValue) -> Any:
+    """`parse_json` of a tool result, and a text that is no JSON but a Python literal object or
+    list, as Python frameworks record a tool's return with ``str()`` (``{'status': 'error'}``),
+    decoded as the JSON it stands for (tuples as lists; sets, bytes and other values JSON cannot
+    hold leave it text). A text longer than `LITERAL_CHARS` is not tried."""
+    decoded = parse_json(value)
+    if decoded is not value or not isinstance(value, str):
+        return decoded
+    text = value.strip()
+    if len(text) > LITERAL_CHARS or (text[:1], text[-1:]) not in _LITERAL_ENDS:
+        return value
+    try:  # (only literals: no name is looked up and no call made)
+        literal = ast.literal_eval(text)
+        as_json = json.dumps(literal, ensure_ascii=False, allow_nan=False)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return value
+    return parse_json(as_json)
 
 
 def _nests_deeper(value: Any, levels: int) -> bool:
@@ -210,7 +235,7 @@ def error_in_payload(payload: Any) -> str | None:
     if isinstance(payload, str):
         if payload.lstrip()[:1] != "{":  # (decoded, only an object can hold an error)
             return None
-        decoded = parse_json(payload)
+        decoded = parse_result(payload)
         if decoded is payload:
             return None
         payload = decoded

@@ -21,6 +21,7 @@ from spanjudge.recognition.base import (
     error_in_payload,
     is_refusal,
     may_match,
+    parse_result,
     span_fields,
 )
 from spanjudge.recognition.skill_text import front_matter_name as front_matter_name
@@ -30,6 +31,7 @@ from spanjudge.remembered import remembered_within
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.effects import DEFAULT_EFFECT_MAP
 from spanjudge.trajectory.steps import Step
+from spanjudge.trajectory.toolnames import same_tool
 
 if TYPE_CHECKING:
     from spanjudge.trajectory.steps import SkillStatus
@@ -169,11 +171,13 @@ def tool_step(
     text = result_text
     if text is None and has_result:
         text = as_text(result)
+    if isinstance(result, str):  # read once, for the error and the load rules alike
+        result = parse_result(result)
     error = failure or (error_type and f"error.type {error_type}")
     if error is None and tool_status and tool_status.lower() not in _OK_STATUSES:
         error = text or f"tool status {tool_status!r}"
     if error is None and has_result:
-        error = payload_error(result, text)
+        error = payload_error(result, text, tool=tool, arguments=arguments)
     # a load's own fields (its error among them), or the call's error
     load = _load_of(
         tool,
@@ -222,6 +226,12 @@ def _load_of(
         described = skill = named_argument(arguments)  # what it was asked to load
     if skill is None and not _may_hold_skill_md(text):
         return None
+    if isinstance(result, Mapping) and (outputs := envelope_outputs(result, tool, arguments)):
+        # the loader's own answer, not the record around it
+        inner = outputs[0]
+        result, text = (
+            (parse_result(inner), inner) if isinstance(inner, str) else (inner, as_text(inner))
+        )
     body = body_of(result, text)
     if error is None and declared is None and _metadata_only(arguments, result, body, text):
         return None  # stat/exists on a SKILL.md path: never read
@@ -389,9 +399,23 @@ def _printed_anyway(error: str | None, result: str | None, skill: str, body: str
     return named is not None and named.casefold() == skill.strip().casefold() and bool(failure)
 
 
-def payload_error(result: Any, text: str | None) -> str | None:
+def payload_error(
+    result: Any, text: str | None, *, tool: str | None = None, arguments: Any = None
+) -> str | None:
     """An error inside a result whose span said OK, structured or with text around it
-    (`{"status": "error", ...}` followed by a line of prose is still an error)."""
+    (`{"status": "error", ...}` followed by a line of prose is still an error), or, where the
+    result wraps the output of a call of ``tool`` with ``arguments`` (`envelope_outputs`),
+    inside that output."""
+    found = _payload_error(result, text)
+    if found is None and tool is not None and isinstance(result, Mapping):
+        for inner in envelope_outputs(result, tool, arguments):
+            found = _payload_error(inner, inner if isinstance(inner, str) else None)
+            if found is not None:
+                break
+    return found
+
+
+def _payload_error(result: Any, text: str | None) -> str | None:
     if isinstance(result, (dict, list)):
         found = error_in_payload(result)
         if found or not text:
@@ -411,6 +435,43 @@ def payload_error(result: Any, text: str | None) -> str | None:
     except (ValueError, RecursionError):  # not JSON, or nested too deep to read
         return None
     return error_in_payload(leading) if isinstance(leading, dict) else None
+
+
+def envelope_outputs(result: Mapping[str, Any], tool: str, arguments: Any) -> list[Any]:
+    """The tool's own output where ``result`` wraps it with the call's record: an object that
+    holds the call's name (``tool``, namespaced or not) and its input (``arguments``, or an
+    object holding them, as `{"args": [], "kwargs": {...}}`) beside further fields, which are
+    the output (as it is, or as text blocks `[{"text": ...}]`, each text an output). A flag
+    beside them (`"is_error": false`) says only that the tool did not raise, and is no output;
+    a result that holds no such name and input is no envelope (`[]`)."""
+    if arguments is None:
+        return []
+    named = given = False
+    rest: list[Any] = []
+    for value in result.values():
+        if not named and isinstance(value, str) and same_tool(tool, value):
+            named = True
+        elif not given and isinstance(value, Mapping) and _holds(value, arguments):
+            given = True
+        elif value is not None and not isinstance(value, bool):
+            rest.append(value)
+    if not (named and given):
+        return []
+    outputs: list[Any] = []
+    for value in rest:
+        if isinstance(value, list) and value and all(_text_block(b) for b in value):
+            outputs.extend(b["text"] for b in value)
+        else:
+            outputs.append(value)
+    return outputs
+
+
+def _holds(record: Mapping[str, Any], arguments: Any) -> bool:
+    return record == arguments or any(inner == arguments for inner in record.values())
+
+
+def _text_block(block: Any) -> bool:
+    return isinstance(block, Mapping) and isinstance(block.get("text"), str)
 
 
 def shell_failure(text: str) -> str | None:
