@@ -78,6 +78,9 @@ _FAILED_TEXT = re.compile(
     r"|no \w+(?: \w+)? found)\b",
     re.I,
 )
+# A result the agent sent back instead of running the call: it says the call was not run
+# ("Tool call limit reached. Tool call x not executed.").
+_NOT_RUN = re.compile(r"\bnot (?:been )?executed\b|\bcall limit (?:reached|exceeded)\b", re.I)
 UNEXECUTED = "requested by the model but never executed (rejected before execution or aborted)"
 
 
@@ -777,7 +780,9 @@ def _answered(attempt: Step, answer: ToolResult) -> Step:
     error = payload_error(parse_json(result), result)
     if error is None and answer.failed:
         error = (result.strip().splitlines() or ["the result sent back is marked as an error"])[0]
-    if error is None and (_FAILED_TEXT.match(result) or is_refusal(result[:500])):
+    if error is None and (
+        _FAILED_TEXT.match(result) or is_refusal(result[:500]) or _NOT_RUN.search(result[:500])
+    ):
         error = result.strip().splitlines()[0]
     if error is None and not result.strip():
         error = EMPTY_RESULT
@@ -793,18 +798,22 @@ def _requests_without_execution(
     no call ids: each execution answers the open request for its tool whose result the agent
     sent back is the execution's, else the earliest open one made before it started. Only
     tools that ran at some other time count: a request for one that never did (a handoff, a
-    tool the instrumentation names differently) is no evidence either way."""
+    tool the instrumentation names differently) is no evidence either way, unless the result
+    sent back for it says the call was not run (a call limit refused it)."""
     models = sorted(
         (s for s in steps if s.kind == "model_call" and s.tool_requests),
         key=lambda s: s.end_unix_nano,
     )
     ran = {c.name for c in calls}
+    refused: set[tuple[str, int]] = set()
     open_requests: dict[str, list[tuple[int, str, int, str | None]]] = {}
     for model in models:
         for at, request in enumerate(model.tool_requests):
-            if request.name not in ran:
-                continue
             answer = sent_back.get(request.call_id or "")
+            if request.name not in ran:
+                if answer is not None and answer.text and _NOT_RUN.search(answer.text[:500]):
+                    refused.add((model.span_id, at))
+                continue
             open_requests.setdefault(request.name, []).append(
                 (model.start_unix_nano, model.span_id, at, _same(answer.text if answer else None))
             )
@@ -816,7 +825,7 @@ def _requests_without_execution(
         ]
         if mine or before:
             del waiting[(mine or before)[0]]
-    return {(entry[1], entry[2]) for waiting in open_requests.values() for entry in waiting}
+    return refused | {(e[1], e[2]) for waiting in open_requests.values() for e in waiting}
 
 
 @remembered_within()  # several rules in a row read the same results of a session
