@@ -70,3 +70,19 @@ def test_a_loaded_skill_body_in_a_skill_element_is_not_a_catalogue() -> None:
     body = "# CSV report\n\n1. Read the CSV.\n2. Write the report.\n"
     text = f'<skill name="csv-report" path="/s/SKILL.md">\n{body}</skill>\n' * 2
     assert parse_catalogue(text) == ()
+
+
+def test_a_json_catalogue_keeps_a_description_as_long_as_front_matter_allows() -> None:
+    long = "Configure the harness through its settings file. " * 14  # about 700 characters
+    skills = [*SKILLS, ("update-config", long.strip())]
+    text = PROMPT.format(catalogue=render("json_array", skills))
+    assert [e.name for e in parse_catalogue(text)] == [n for n, _ in skills]
+
+
+def test_keys_of_an_unparsed_list_are_no_skills() -> None:
+    # a JSON list cut short: its `"name": ...` and `"description": ...` lines are not entries
+    entries = "".join(
+        f'  {{\n    "name": "{n}",\n    "description": "{d}"\n  }},\n' for n, d in SKILLS
+    )
+    text = f"Skills you can load:\n[\n{entries}"
+    assert [e.name for e in parse_catalogue(text)] == []

@@ -66,8 +66,17 @@ def by_layout(
     run of a text ``announced`` as offering skills by where it is."""
     out: dict[str, str] = {}
     for reader in (_xml_elements, _xml_attributes, _json_arrays, _tables, _yaml, _headings, _lines):
-        for start, end, entries in reader(text):
-            if _is_catalogue(text, start, end, entries, known, announced=announced):
+        runs = reader(text)
+        # A skill has one description: a name given several in a text is a key of records
+        # (`"name": ...` on each record's line of a list no reader could parse)
+        described: dict[str, set[str]] = {}
+        for _, _, entries in runs:
+            for name, description in entries:
+                described.setdefault(name, set()).add(description)
+        for start, end, entries in runs:
+            if all(len(described[name]) == 1 for name, _ in entries) and _is_catalogue(
+                text, start, end, entries, known, announced=announced
+            ):
                 for name, description in entries:
                     out.setdefault(name, description)
         if out:
@@ -102,13 +111,22 @@ def _name(raw: str) -> str | None:
     return name if _NAME.fullmatch(name) else None
 
 
-def _description(raw: str | None) -> str | None:
+# The longest description of an entry read from text, where a longer one is more likely the
+# next lines run on; and of a value a key delimits, the longest a skill's front matter may hold
+# (the Agent Skills specification).
+_DESCRIPTION_CHARS = 500
+_KEYED_DESCRIPTION_CHARS = 1024
+
+
+def _description(raw: str | None, limit: int = _DESCRIPTION_CHARS) -> str | None:
     text = " ".join((raw or "").split())
-    return text if text and len(text) <= 500 else None
+    return text if text and len(text) <= limit else None
 
 
-def _pair(raw_name: str, raw_description: str | None) -> tuple[str, str] | None:
-    name, description = _name(raw_name), _description(raw_description)
+def _pair(
+    raw_name: str, raw_description: str | None, limit: int = _DESCRIPTION_CHARS
+) -> tuple[str, str] | None:
+    name, description = _name(raw_name), _description(raw_description, limit)
     return (name, description) if name and description else None
 
 
@@ -164,7 +182,7 @@ def _json_entries(value: object) -> list[tuple[str, str]]:
             return []
         name = next((item[k] for k in _NAME_KEYS if isinstance(item.get(k), str)), None)
         described = next((item[k] for k in _DESCRIPTION_KEYS if isinstance(item.get(k), str)), None)
-        pair = _pair(name, described) if name else None
+        pair = _pair(name, described, _KEYED_DESCRIPTION_CHARS) if name else None
         if pair is None:
             return []
         entries.append(pair)
