@@ -272,3 +272,21 @@ def test_an_error_in_the_output_a_result_wraps_with_the_call_is_the_calls_failur
     echoed = _run(Call("audit_log", args, wrapped("write_file", {"path": "/other.md"})))
     (step,) = echoed.tool_calls()  # type: ignore[attr-defined]
     assert step.error is None
+
+
+@pytest.mark.parametrize(
+    ("output", "expected"),
+    [("Skill 'csv-report' not found", "failed"), (SKILL_MD, "loaded")],
+)
+def test_a_wrapped_loaders_answer_is_read_among_the_records_other_fields(
+    output: str, expected: str
+) -> None:
+    """A loader's result that wraps its answer with the call's record and further fields (a
+    call id, a type): the load is what the answer says, never one of those fields."""
+    args = {"name": "csv-report"}
+    result = {"call_id": "call_1", "type": "tool_result", "tool": "load_skill", "args": args}
+    trajectory = _run(Call("load_skill", args, {**result, "output": output}))
+    assert loads(trajectory) == [("csv-report", expected)]  # type: ignore[arg-type]
+    if expected == "loaded":
+        (load,) = trajectory.skill_loads  # type: ignore[attr-defined]
+        assert load.body_recorded

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from typing import Any
 
 from hypothesis import given, settings
@@ -162,3 +163,12 @@ def test_a_result_that_no_json_can_hold_or_too_long_to_try_stays_text() -> None:
         ["a", 1],
         {"n": None, "ok": True},
     ]
+
+
+def test_text_repr_never_writes_is_not_parsed_and_warns_nothing() -> None:
+    # an invalid escape, a name, a call, an f-string: no literal `repr` writes
+    texts = ["{'re': '\\d+'}", "{k0: 0}", "[Row(id=1)]", "{'a': f'{x}'}", "{'a': 1 + 2}"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert [parse_result(t) for t in texts] == texts
+    assert [str(w.message) for w in caught] == []

@@ -102,9 +102,21 @@ def parse_json(value: AttrValue) -> Any:
     return value
 
 
-LITERAL_CHARS = 65_536
+LITERAL_CHARS = 16_384
 """The longest result text read as a Python literal (`parse_result`); a longer one stays text."""
 _LITERAL_ENDS = (("{", "}"), ("[", "]"))
+_ESCAPE = r"""\\(?:[\\'"abfnrtv0-7]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8})"""
+# What `repr` writes of dicts and lists of JSON's values, token by token: brackets, commas and
+# colons, strings with the escapes it writes, numbers, True, False, None. A text with anything
+# else (a name, a call, an operator, an f-string) is no such literal, and is not parsed. Each
+# token is told by its first character, and a number runs to its end: no text can be split two
+# ways, so the match is linear.
+_LITERAL = re.compile(
+    r"(?:\s|[\[\]{}(),:]"
+    rf"|'(?:[^'\\\n]|{_ESCAPE})*'"
+    rf"|\"(?:[^\"\\\n]|{_ESCAPE})*\""
+    r"|-?\d[\d.eE+-]*(?![\d.eE+-])|True|False|None)*"
+)
 
 
 def parse_result(value: AttrValue) -> Any:
@@ -115,8 +127,17 @@ def parse_result(value: AttrValue) -> Any:
     decoded = parse_json(value)
     if decoded is not value or not isinstance(value, str):
         return decoded
+    return _python_literal(value)
+
+
+@remembered_within()  # a session's rules read the same results several times
+def _python_literal(value: str) -> Any:
     text = value.strip()
-    if len(text) > LITERAL_CHARS or (text[:1], text[-1:]) not in _LITERAL_ENDS:
+    if (
+        len(text) > LITERAL_CHARS
+        or (text[:1], text[-1:]) not in _LITERAL_ENDS
+        or _LITERAL.fullmatch(text) is None
+    ):
         return value
     try:  # (only literals: no name is looked up and no call made)
         literal = ast.literal_eval(text)

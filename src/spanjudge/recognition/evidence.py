@@ -227,11 +227,15 @@ def _load_of(
     if skill is None and not _may_hold_skill_md(text):
         return None
     if isinstance(result, Mapping) and (outputs := envelope_outputs(result, tool, arguments)):
-        # the loader's own answer, not the record around it
-        inner = outputs[0]
-        result, text = (
-            (parse_result(inner), inner) if isinstance(inner, str) else (inner, as_text(inner))
-        )
+        # the loader's own answer, not the record around it: its one output, or the one that
+        # holds a SKILL.md; where several say nothing of one, the record stays whole
+        answers = [
+            (parse_result(o), o) if isinstance(o, str) else (o, as_text(o)) for o in outputs
+        ]
+        if len(answers) > 1:
+            answers = [(value, said) for value, said in answers if _skill_text(value, said)][:1]
+        if answers:
+            result, text = answers[0]
     body = body_of(result, text)
     if error is None and declared is None and _metadata_only(arguments, result, body, text):
         return None  # stat/exists on a SKILL.md path: never read
@@ -257,6 +261,12 @@ def _load_of(
     ):
         return None  # the description alone: no skill's text
     return _load_fields(error, skill, body, load_status, reason)
+
+
+def _skill_text(result: Any, text: str | None) -> bool:
+    """Whether a result carries a SKILL.md (front matter) or text that reads as instructions."""
+    body = body_of(result, text)
+    return front_matter_name(body) is not None or reads_as_instructions(body)
 
 
 def reads_as_instructions(text: str | None) -> bool:
