@@ -229,9 +229,7 @@ def _load_of(
     if isinstance(result, Mapping) and (outputs := envelope_outputs(result, tool, arguments)):
         # the loader's own answer, not the record around it: its one output, or the one that
         # holds a SKILL.md; where several say nothing of one, the record stays whole
-        answers = [
-            (parse_result(o), o) if isinstance(o, str) else (o, as_text(o)) for o in outputs
-        ]
+        answers = [(parse_result(o), o) if isinstance(o, str) else (o, as_text(o)) for o in outputs]
         if len(answers) > 1:
             answers = [(value, said) for value, said in answers if _skill_text(value, said)][:1]
         if answers:
