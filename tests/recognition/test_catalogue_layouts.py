@@ -79,10 +79,7 @@ def test_a_json_catalogue_keeps_a_description_as_long_as_front_matter_allows() -
     assert [e.name for e in parse_catalogue(text)] == [n for n, _ in skills]
 
 
-def test_keys_of_an_unparsed_list_are_no_skills() -> None:
-    # a JSON list cut short: its `"name": ...` and `"description": ...` lines are not entries
-    entries = "".join(
-        f'  {{\n    "name": "{n}",\n    "description": "{d}"\n  }},\n' for n, d in SKILLS
-    )
-    text = f"Skills you can load:\n[\n{entries}"
-    assert [e.name for e in parse_catalogue(text)] == []
+def test_a_skill_named_again_further_on_keeps_the_catalogue() -> None:
+    catalogue = render("markdown_list", SKILLS)
+    text = f"{catalogue}\n\n## Notes\n\n- csv-report: always attach the source file.\n"
+    assert [e.name for e in parse_catalogue(text)] == [n for n, _ in SKILLS]

@@ -75,3 +75,12 @@ def test_a_call_answered_with_a_result_but_never_traced_stays_unknown(tmp_path: 
         report_of(session_requests("llamaindex/llamaindex.jsonl", SESSION), tmp_path)
     )
     assert _calls(report_of(_without_write_file(None), tmp_path)) == untouched[:-1]
+
+
+def test_a_result_about_something_else_not_executed_is_no_refusal(tmp_path: Path) -> None:
+    # the words say something else was not run, not the call of write_file
+    untouched = _calls(
+        report_of(session_requests("llamaindex/llamaindex.jsonl", SESSION), tmp_path)
+    )
+    other = "Migration 42 has not been executed yet; it is scheduled for 02:00."
+    assert _calls(report_of(_without_write_file(other), tmp_path)) == untouched[:-1]

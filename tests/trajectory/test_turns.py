@@ -114,3 +114,37 @@ def test_a_lone_create_agent_span_is_not_a_session(tmp_path) -> None:  # type: i
     run_offline([str(path)], Engine(), JsonReportWriter(buf))
     sessions = json.loads(buf.getvalue())["sessions"]
     assert [(s["turns"], s["final_answer"]) for s in sessions] == [(1, "Hello.")]
+
+
+def test_a_call_resumed_under_the_id_of_the_one_that_waited_is_one_call() -> None:
+    # as above, both spans carrying the call's id, and the resumed run's model call given the
+    # result under it: that result is the resumed call's, not the waiting one's
+    delete = {"path": "out/tmp.txt"}
+    asked = {"type": "tool_call", "id": "c1", "name": "delete_file", "arguments": delete}
+    sent = {"type": "tool_call_response", "id": "c1", "response": "deleted out/tmp.txt"}
+    history = [
+        {"role": "user", "parts": [{"type": "text", "content": "Delete out/tmp.txt."}]},
+        {"role": "assistant", "parts": [asked]},
+        {"role": "tool", "parts": [sent]},
+    ]
+    answer = [{"role": "assistant", "parts": [{"type": "text", "content": "Deleted."}]}]
+
+    def body(tracer: Tracer) -> None:
+        agent_run(
+            tracer,
+            "Delete out/tmp.txt.",
+            [Say(asks=[("c1", "delete_file", delete)]), Call("delete_file", delete, call_id="c1")],
+        )
+        with tracer.start_as_current_span("invoke_agent a", attributes=AGENT):
+            tool_span(tracer, Call("delete_file", delete, "deleted out/tmp.txt", call_id="c1"))
+            attrs = {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.input.messages": json.dumps(history),
+                "gen_ai.output.messages": json.dumps(answer),
+            }
+            with tracer.start_as_current_span("chat m", attributes=attrs):
+                pass
+
+    trajectory = trajectory_of(body)
+    assert (trajectory.stats.turns, trajectory.stats.tool_calls) == (1, 1)
+    assert trajectory.tool_calls()[0].result == "deleted out/tmp.txt"

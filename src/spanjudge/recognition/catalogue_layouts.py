@@ -66,17 +66,8 @@ def by_layout(
     run of a text ``announced`` as offering skills by where it is."""
     out: dict[str, str] = {}
     for reader in (_xml_elements, _xml_attributes, _json_arrays, _tables, _yaml, _headings, _lines):
-        runs = reader(text)
-        # A skill has one description: a name given several in a text is a key of records
-        # (`"name": ...` on each record's line of a list no reader could parse)
-        described: dict[str, set[str]] = {}
-        for _, _, entries in runs:
-            for name, description in entries:
-                described.setdefault(name, set()).add(description)
-        for start, end, entries in runs:
-            if all(len(described[name]) == 1 for name, _ in entries) and _is_catalogue(
-                text, start, end, entries, known, announced=announced
-            ):
+        for start, end, entries in reader(text):
+            if _is_catalogue(text, start, end, entries, known, announced=announced):
                 for name, description in entries:
                     out.setdefault(name, description)
         if out:

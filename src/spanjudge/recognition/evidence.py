@@ -227,9 +227,14 @@ def _load_of(
     if skill is None and not _may_hold_skill_md(text):
         return None
     if isinstance(result, Mapping) and (outputs := envelope_outputs(result, tool, arguments)):
-        # the loader's own answer, not the record around it: its one output, or the one that
+        # the loader's own answer, not the record around it: its one output (outputs that say
+        # the same, as a text and the value it was printed from, are one), or the one that
         # holds a SKILL.md; where several say nothing of one, the record stays whole
-        answers = [(parse_result(o), o) if isinstance(o, str) else (o, as_text(o)) for o in outputs]
+        answers: list[tuple[Any, str | None]] = []
+        for output in outputs:
+            value = parse_result(output) if isinstance(output, str) else output
+            if all(value != known for known, _ in answers):
+                answers.append((value, output if isinstance(output, str) else as_text(output)))
         if len(answers) > 1:
             answers = [(value, said) for value, said in answers if _skill_text(value, said)][:1]
         if answers:

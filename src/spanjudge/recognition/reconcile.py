@@ -60,6 +60,7 @@ from spanjudge.remembered import remembered_within
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.skills import EMPTY_LIBRARY, SkillLibrary
 from spanjudge.trajectory.steps import TRACE_LAYOUT, CatalogueEntry, Step, ToolResult
+from spanjudge.trajectory.toolnames import candidates
 
 _TOOL_KINDS = ("tool_call", "skill_load")
 _KIND = attrgetter("kind")
@@ -78,9 +79,9 @@ _FAILED_TEXT = re.compile(
     r"|no \w+(?: \w+)? found)\b",
     re.I,
 )
-# A result the agent sent back instead of running the call: it says the call was not run
-# ("Tool call limit reached. Tool call x not executed.").
-_NOT_RUN = re.compile(r"\bnot (?:been )?executed\b|\bcall limit (?:reached|exceeded)\b", re.I)
+# A result the agent sent back instead of running the call: it names the call's tool and says
+# it was not run ("Tool call limit reached. Tool call x not executed.").
+_NOT_RUN = re.compile(r"\bnot (?:been )?executed\b", re.I)
 UNEXECUTED = "requested by the model but never executed (rejected before execution or aborted)"
 
 
@@ -528,13 +529,19 @@ def _filled_by_call_id(steps: list[Step], spans_by_id: Mapping[str, SpanRecord])
                 asked.setdefault(request.call_id, []).append(
                     (step.end_unix_nano, request.arguments)
                 )
-        # a call's input repeats the history: the newest result with an id is the last one
+        # a call's input repeats the history: the newest result with an id is the last one,
+        # and a result the history repeats unchanged is the one already held
         newest = {r.call_id: r for r in step.tool_results if r.text is not None}
         for result in newest.values():
-            answered.setdefault(result.call_id, []).append((step.start_unix_nano, result))
+            held = answered.setdefault(result.call_id, [])
+            if not held or held[-1][1].text != result.text:
+                held.append((step.start_unix_nano, result))
         descriptions.update(step.tool_descriptions)
     if not asked and not answered:
         return steps
+    # an id whose own span recorded a result (a call resumed after waiting for approval ran
+    # under the id of the one that waited): that result is not the waiting one's
+    ran = {s.tool_call_id for s in steps if s.kind in _TOOL_KINDS and s.result is not None}
     out = []
     for step in steps:
         span = spans_by_id.get(step.span_id)
@@ -554,7 +561,7 @@ def _filled_by_call_id(steps: list[Step], spans_by_id: Mapping[str, SpanRecord])
         answer = None
         # an id asked for again (a run numbering its calls from one): a later input's history
         # may hold the earlier call's result under that id, so the result is left unknown
-        if step.result is None and len(before) < 2:
+        if step.result is None and len(before) < 2 and call_id not in ran:
             after = [(t, r) for t, r in answered.get(call_id, ()) if t >= step.end_unix_nano]
             answer = min(after, key=_WHEN)[1] if after else None
         if arguments is step.arguments and answer is None:
@@ -781,7 +788,7 @@ def _answered(attempt: Step, answer: ToolResult) -> Step:
     if error is None and answer.failed:
         error = (result.strip().splitlines() or ["the result sent back is marked as an error"])[0]
     if error is None and (
-        _FAILED_TEXT.match(result) or is_refusal(result[:500]) or _NOT_RUN.search(result[:500])
+        _FAILED_TEXT.match(result) or is_refusal(result[:500]) or _not_run(result, attempt.name)
     ):
         error = result.strip().splitlines()[0]
     if error is None and not result.strip():
@@ -789,6 +796,14 @@ def _answered(attempt: Step, answer: ToolResult) -> Step:
     if error is not None:
         return replace(attempt, result=result or None, error=error)
     return replace(attempt, result=result, error=None, status="unset")
+
+
+def _not_run(text: str, tool: str) -> bool:
+    """The text sent back for a call of ``tool`` says that call was not run: it names the tool
+    (as recorded, or its base name) and says "not executed" (not a result about something
+    else that was not executed, such as a migration)."""
+    opening = text[:500]
+    return _NOT_RUN.search(opening) is not None and any(n in opening for n in candidates(tool))
 
 
 def _requests_without_execution(
@@ -811,7 +826,7 @@ def _requests_without_execution(
         for at, request in enumerate(model.tool_requests):
             answer = sent_back.get(request.call_id or "")
             if request.name not in ran:
-                if answer is not None and answer.text and _NOT_RUN.search(answer.text[:500]):
+                if answer is not None and answer.text and _not_run(answer.text, request.name):
                     refused.add((model.span_id, at))
                 continue
             open_requests.setdefault(request.name, []).append(
