@@ -364,6 +364,23 @@ def test_a_bad_log_record_is_named_by_file_line_and_field(capsys, tmp_path):  # 
     assert f"{logs}:1: resourceLogs[0].scopeLogs[0].logRecords[0].spanId: must be 16 hex" in err
 
 
+def test_spans_with_no_agent_activity_are_not_called_no_spans(capsys, tmp_path):  # type: ignore[no-untyped-def]
+    def body(tracer):  # type: ignore[no-untyped-def]
+        attributes = {"http.request.method": "GET", "http.route": "/health"}
+        with (
+            tracer.start_as_current_span("GET /health", attributes=attributes),
+            tracer.start_as_current_span("SELECT 1", attributes={"db.system": "sqlite"}),
+        ):
+            pass
+
+    traces = write_jsonl(tmp_path / "web.jsonl", recorded(body))
+    code, _, err = run(capsys, "eval", str(traces))
+    assert code == 0 and "no spans found" not in err
+    assert f"read 2 span(s) from {traces}, none recognised as an agent's" in err
+    code, _, err = run(capsys, "eval", "--strict", str(traces))
+    assert code == 1 and "--strict: failing" in err
+
+
 def test_an_otlp_logs_file_alone_says_its_records_have_no_spans(capsys, tmp_path):  # type: ignore[no-untyped-def]
     logs = FIXTURES / "claude_code" / "claude_code.logs.ndjson"  # the real Claude Code's logs
     code, out, err = run(capsys, "eval", str(logs), "--format", "json")

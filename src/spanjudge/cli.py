@@ -127,11 +127,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     if summary.sessions == 0:
-        # A gate that saw nothing must not look like a gate that passed.
+        # A gate that saw nothing must not look like a gate that passed; spans read but none
+        # an agent's is another fault (an unknown layout: see docs/conventions.md) than none.
         only_logs = " (only log records: give the traces too)" if stats.log_records else ""
+        found = (
+            f"read {stats.spans} span(s) from {', '.join(args.inputs)}, none recognised as an"
+            " agent's"
+            if stats.spans
+            else f"no spans found in {', '.join(args.inputs)}{only_logs}"
+        )
         print(
-            f"spanjudge: warning: no spans found in {', '.join(args.inputs)}{only_logs};"
-            " nothing was evaluated" + (" (--strict: failing)" if args.strict else ""),
+            f"spanjudge: warning: {found}; nothing was evaluated"
+            + (" (--strict: failing)" if args.strict else ""),
             file=sys.stderr,
         )
         return EXIT_FAIL if args.strict else EXIT_OK

@@ -14,6 +14,14 @@ An agent library's own tracing may use keys nobody listed (`<prefix>.toolCall.na
 - a model call: a span below the turn with a prompt and a response or the tool calls it asked
   for (under a `tool calls` key), with its `prompt`/`input` and `completion`/`output` token
   counts.
+- a span that says its own role: a `<prefix>.type` (or `.kind`) of tool, generation / llm / model,
+  or agent, beside `<prefix>.input` and/or `<prefix>.output`. A tool's name is `<prefix>.name`
+  or the span's name, its arguments the input (of a function's `{"args", "kwargs"}` envelope,
+  the keyword arguments), its result the output; a model call's or a turn's prompt is the
+  input, its response the output (an assistant message, with the tool calls it asked for). With
+  no role said, a `<prefix>.input` holding messages (`{"messages": [...]}` or a list of role
+  messages) is a model call's prompt and `<prefix>.output` its response. Token counts may sit
+  in a JSON value (`<prefix>.usage_details`: `prompt_tokens`, `completion_tokens`).
 A root span's bare `input` / `output` count as prompt and response when they hold a user request
 and an assistant text. The rules name shapes, never a framework. The registry asks this preset
 last, and only about spans every other preset left alone (GenAI declines operations the
@@ -67,6 +75,11 @@ _INPUT_TOKENS = re.compile(r"(?:prompt|input)[._]?tokens$", re.I)
 _OUTPUT_TOKENS = re.compile(r"(?:completion|output)[._]?tokens$", re.I)
 # The tools a model output asked for: `<prefix>.response.toolCalls`, `<prefix>.tool_calls`.
 _ASKED = re.compile(r"(?:^|[._])tool[._]?calls$", re.I)
+# `<prefix>.type` / `<prefix>.kind`: a span that says its own role, by the key's value; and
+# `<prefix>.input` (`_under` finds `<prefix>.output` and `<prefix>.name` beside either).
+_ROLE_KEY = re.compile(r"^(?P<p>.+)[.](?:type|kind)$", re.I)
+_INPUT_KEY = re.compile(r"^(?P<p>.+)[.]input$", re.I)
+_ROLES = {"tool": "tool", "generation": "model", "llm": "model", "model": "model", "agent": "agent"}
 _USER_ROLES = frozenset({"user", "human"})
 _SYSTEM_ROLES = frozenset({"system", "developer"})
 
@@ -77,6 +90,10 @@ class ShapeRecogniser:
     name = PRESET
 
     def recognise(self, span: SpanRecord) -> list[Step] | None:
+        role = _role(span)
+        if role is not None and role[0] == "tool":
+            _, name, arguments, result = role
+            return [self._tool(span, name, _call_arguments(span.attributes, arguments), result)]
         tool = _tool_keys(span)
         if tool is not None:
             return [self._tool(span, *tool)]
@@ -130,7 +147,7 @@ class ShapeRecogniser:
         if prompt is None:
             return None
         response = response or _bare(span, _BARE[1])
-        asked = _asked(span, asked_key)
+        asked = _asked(span, asked_key, response)
         if response is None and not asked:
             return None
         request, system = _request(span.attributes[prompt])
@@ -153,6 +170,7 @@ class ShapeRecogniser:
         ]
 
     def _tool(self, span: SpanRecord, name: str, arguments: Any, result: str | None) -> Step:
+        """A tool call: its name, its decoded ``arguments`` and the key of its ``result``."""
         raw = span.attributes.get(result) if result else None
         payload = parse_json(raw) if raw is not None else None
         call_id = next(
@@ -228,6 +246,60 @@ def _read_above(span: SpanRecord, by_id: dict[str, SpanRecord], read: set[str]) 
     return False
 
 
+def _call_arguments(attributes: Any, key: str | None) -> Any:
+    """The decoded arguments under ``key``; of a function's `{"args": [...], "kwargs": {...}}`
+    envelope, the keyword arguments (the positional ones when there are none)."""
+    decoded = parse_json(attributes[key]) if key is not None else None
+    envelope = _envelope(decoded)
+    if envelope is None:
+        return decoded
+    args, kwargs = envelope
+    return kwargs if kwargs or not args else args
+
+
+def _envelope(value: Any) -> tuple[list[Any], dict[str, Any]] | None:
+    """(args, kwargs) of a function's recorded call, `{"args": [...], "kwargs": {...}}`."""
+    if (
+        isinstance(value, dict)
+        and value.keys() == {"args", "kwargs"}
+        and isinstance(value["args"], list)
+        and isinstance(value["kwargs"], dict)
+    ):
+        return value["args"], value["kwargs"]
+    return None
+
+
+def _role(span: SpanRecord) -> tuple[str, str, str | None, str | None] | None:
+    """(role, name, input key, output key) of a span that says its own role (`_ROLE_KEY` with
+    a value in `_ROLES`) beside its input and/or output, or whose `<prefix>.input` holds a
+    model call's messages; its name is `<prefix>.name` when given, else the span's."""
+    attributes = span.attributes
+    for key, (inputs, output, name_key) in _layout(attributes)[2]:
+        value = attributes[key]
+        if key == inputs:  # no role said: a model call by its prompt's messages
+            role = "model" if _holds_messages(value) else None
+        else:
+            role = _ROLES.get(value.strip().lower()) if isinstance(value, str) else None
+        if role is None:
+            continue
+        named = attributes.get(name_key) if name_key is not None else None
+        name = named.strip() if isinstance(named, str) and named.strip() else span.name
+        return role, name, _given(span, inputs) if inputs else None, output
+    return None
+
+
+def _holds_messages(value: Any) -> bool:
+    """``value`` is a list of role messages, or an object holding one under `messages`."""
+    decoded = parse_json(value) if isinstance(value, str) else None
+    if isinstance(decoded, dict):
+        decoded = decoded.get("messages")
+    return (
+        isinstance(decoded, list)
+        and bool(decoded)
+        and all(isinstance(m, dict) and "role" in m for m in decoded)
+    )
+
+
 def _tool_keys(span: SpanRecord) -> tuple[str, Any, str | None] | None:
     """(tool name, arguments, result key) when the span is a tool call by its shape."""
     attributes = span.attributes
@@ -237,17 +309,18 @@ def _tool_keys(span: SpanRecord) -> tuple[str, Any, str | None] | None:
             continue
         arguments, result = prefix_keys
         if arguments is not None or result is not None or _named_call(span.name):
-            decoded = parse_json(attributes[arguments]) if arguments is not None else None
-            return value.strip(), decoded, result
+            return value.strip(), _call_arguments(attributes, arguments), result
     return None
 
 
 # What a span's keys alone say, per distinct key layout (spans of one kind repeat theirs): the
-# keys that may name a tool, each with its arguments and result keys, and the keys with a
-# shape (`_SHAPES`), each with its shapes; their values are read per span.
+# keys that may name a tool, each with its arguments and result keys; the keys with a
+# shape (`_SHAPES`), each with its shapes; and the keys that may say the span's role, each
+# with its input, output and name keys. Their values are read per span.
 _Layout = tuple[
     tuple[tuple[str, tuple[str | None, str | None]], ...],
     tuple[tuple[str, tuple[bool, ...]], ...],
+    tuple[tuple[str, tuple[str | None, str | None, str | None]], ...],
 ]
 _LAYOUTS_MAX = 1024  # layouts kept: dropped all at once when full
 _LAYOUT_CHARS = 2048  # a layout whose keys come to more characters is read, not kept
@@ -272,6 +345,8 @@ def _read_layout(keys: tuple[str, ...]) -> _Layout:
     present = frozenset(keys)
     named = []
     shaped = []
+    roles = []
+    said = set()  # the prefixes whose role a `.type` or `.kind` key says
     for key in keys:
         prefix = _tool_prefix(key) if key[-4:].lower() == "name" else None
         if prefix is not None:
@@ -281,7 +356,21 @@ def _read_layout(keys: tuple[str, ...]) -> _Layout:
             shapes = _shapes_of(key)
             if True in shapes:
                 shaped.append((key, shapes))
-    return tuple(named), tuple(shaped)
+        role = _ROLE_KEY.match(key) if key[-4:].lower() in ("type", "kind") else None
+        if role is not None:
+            prefix = role.group("p")
+            inputs = _under(present, prefix, ("input",))
+            output = _under(present, prefix, ("output",))
+            if inputs is not None or output is not None:
+                said.add(prefix)
+                roles.append((key, (inputs, output, _under(present, prefix, ("name",)))))
+    for key in keys:  # with no role said, an input that holds messages says it (`_role`)
+        given = _INPUT_KEY.match(key) if key[-5:].lower() == "input" else None
+        if given is not None and given.group("p") not in said and not key.startswith("gen_ai."):
+            prefix = given.group("p")
+            names = _under(present, prefix, ("name",))
+            roles.append((key, (key, _under(present, prefix, ("output",)), names)))
+    return tuple(named), tuple(shaped), tuple(roles)
 
 
 @remembered_when_short(maxsize=1024)  # spans of one kind carry the same keys: matched once
@@ -330,7 +419,8 @@ _Shaped = tuple[str | None, str | None, str | None]
 
 def _shaped_keys(span: SpanRecord) -> _Shaped:
     """The first key with text of each shape (prompt, response, the tools asked for), from
-    one look at the span's keys. The GenAI conventions' own message keys are not shapes: the
+    one look at the span's keys, or a model call's or a turn's own input and output (`_role`).
+    The GenAI conventions' own message keys are not shapes: the
     GenAI preset reads them, and a span it left alone that carries them (an event-loop cycle
     repeating the conversation) is no call."""
     found: list[str | None] = [None, None, None]
@@ -341,6 +431,11 @@ def _shaped_keys(span: SpanRecord) -> _Shaped:
             for at, shaped in enumerate(shapes):
                 if shaped and found[at] is None:
                     found[at] = key
+    role = _role(span)
+    if role is not None and role[0] != "tool":  # a model call's or a turn's input and output
+        _, _, inputs, output = role
+        found[0] = found[0] or inputs
+        found[1] = found[1] or (_given(span, output) if output is not None else None)
     return found[0], found[1], found[2]
 
 
@@ -351,9 +446,14 @@ def _shapes_of(key: str) -> tuple[bool, ...]:
 
 
 def _request(prompt: Any) -> tuple[str | None, str | None]:
-    """(the last user text, the system text) of a prompt: plain text, a message list, or an
-    object holding them (`{"system": ..., "prompt": ...}`, `{"messages": [...]}`)."""
+    """(the last user text, the system text) of a prompt: plain text, a message list, an
+    object holding them (`{"system": ..., "prompt": ...}`, `{"messages": [...]}`), or a
+    function's `{"args", "kwargs"}` envelope (its last text argument)."""
     decoded = parse_json(prompt)
+    envelope = _envelope(decoded)
+    if envelope is not None:  # a function's call: its last text argument
+        texts = [a for a in (*envelope[0], *envelope[1].values()) if isinstance(a, str)]
+        decoded = next((t for t in reversed(texts) if t.strip()), "")
     if isinstance(decoded, str):
         return decoded.strip() or None, None
     request = None
@@ -437,18 +537,33 @@ def _ends_with_user(prompt: Any) -> bool:
 
 
 def _tokens(span: SpanRecord, pattern: re.Pattern[str]) -> int | None:
+    """A token count: an integer attribute whose key ``pattern`` matches, else one inside a
+    JSON object of counts (`<prefix>.usage_details`: `{"prompt_tokens": 320, ...}`)."""
     for key, value in span.attributes.items():
         if pattern.search(key) and isinstance(value, int) and not isinstance(value, bool):
             return value
+    for key, value in span.attributes.items():
+        if isinstance(value, str) and "usage" in key.rsplit(".", 1)[-1].lower():
+            counts = parse_json(value)
+            if isinstance(counts, dict):
+                for name, count in counts.items():
+                    if pattern.search(name) and type(count) is int:  # (a bool is no count)
+                        return int(count)
     return None
 
 
-def _asked(span: SpanRecord, key: str | None) -> tuple[ToolRequest, ...]:
+def _asked(
+    span: SpanRecord, key: str | None, response: str | None = None
+) -> tuple[ToolRequest, ...]:
     """The tool calls a model output lists (each with a name, and an id and arguments when
-    recorded), under the `tool calls` key ``key`` (`_shaped_keys`)."""
+    recorded), under the `tool calls` key ``key`` (`_shaped_keys`), or inside the response
+    or a bare output (`{"text": "", "toolCalls": [...]}`, an assistant message with
+    `tool_calls`). A call's `function` object (`{"name", "arguments"}`) is read as the call."""
     calls = parse_json(span.attributes[key]) if key is not None else None
-    if calls is None:  # or inside a bare output: `{"text": "", "toolCalls": [...]}`
-        output = parse_json(span.attributes.get(_BARE[1]))
+    for inside in (response, _BARE[1]):
+        if calls is not None or inside is None:
+            continue
+        output = parse_json(span.attributes.get(inside))
         if isinstance(output, dict):
             calls = next((v for k, v in output.items() if _ASKED.search(k)), None)
     if not isinstance(calls, list):
@@ -457,6 +572,8 @@ def _asked(span: SpanRecord, key: str | None) -> tuple[ToolRequest, ...]:
     for call in calls:
         if not isinstance(call, dict):
             continue
+        if isinstance(call.get("function"), dict):
+            call = {**call, **call["function"]}
         name = next(
             (v for k, v in call.items() if "name" in k.lower() and isinstance(v, str)), None
         )

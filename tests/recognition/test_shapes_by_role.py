@@ -1,0 +1,193 @@
+"""Spans that say their own role are read by it, under any prefix.
+
+Every session of a real GenAI trace (fixtures/genai_manual: an agent span with its model and tool
+calls as direct children) is rewritten the way a tracing SDK's observations record it, with no
+GenAI key left and a prefix nobody listed: each span carries `acme.observation.type` (`agent`,
+`generation`, `tool`) beside `acme.observation.input` / `.output`. The agent's input is the
+function call's `{"args": [...], "kwargs": {}}` envelope and its output the answer's text; a model
+call's input is `{"tools": [...], "messages": [...]}` in chat-completions form, its output the
+assistant message (with its `tool_calls`), its token counts one JSON value
+(`acme.observation.usage_details`), and no finish reason; a tool span is named after its tool, its
+input the envelope of keyword arguments, its output the result. The report must find the same
+turns, steps, skill loads, answers and verdicts as for the original sessions; also with the
+model calls' role left unsaid (their input's messages say it), and with the agent's output left
+out (the answer is then the last model output with text and no tool calls).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.rewritten import attribute, file_requests, file_truth, report_of, spans
+
+FILE = ("genai_manual", "genai_manual.jsonl")
+EXPECTATIONS = "genai_manual/expectations.yaml"
+PREFIX = "acme.observation"
+_KEEP = ("session.id", "spanjudge.expected_skills")
+
+
+def _strings(values: dict[str, str | None]) -> list[dict[str, Any]]:
+    return [{"key": k, "value": {"stringValue": v}} for k, v in values.items() if v is not None]
+
+
+def _text(parts: list[dict[str, Any]]) -> str | None:
+    texts = [p["content"] for p in parts if p.get("type") == "text"]
+    return "\n".join(texts) or None
+
+
+def _chat_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """GenAI messages (`parts`) in chat-completions form."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        parts = message["parts"]
+        if message["role"] == "tool":
+            for part in parts:
+                result = part.get("result", part.get("response"))
+                content = result if isinstance(result, str) else json.dumps(result)
+                out.append({"role": "tool", "tool_call_id": part["id"], "content": content})
+            continue
+        said: dict[str, Any] = {"role": message["role"], "content": _text(parts)}
+        calls = [
+            {
+                "id": p["id"],
+                "type": "function",
+                "function": {"name": p["name"], "arguments": json.dumps(p["arguments"])},
+            }
+            for p in parts
+            if p.get("type") == "tool_call"
+        ]
+        if calls:
+            said["tool_calls"] = calls
+        out.append(said)
+    return out
+
+
+def _int(span: dict[str, Any], key: str) -> int | None:
+    for a in span.get("attributes", ()):
+        if a["key"] == key:
+            return int(a["value"]["intValue"])
+    return None
+
+
+def _observation(span: dict[str, Any], variant: str) -> tuple[str, list[dict[str, Any]]]:
+    """The span's new name and attributes (`VARIANTS`)."""
+    operation = attribute(span, "gen_ai.operation.name")
+    if operation == "execute_tool":
+        arguments = json.loads(attribute(span, "gen_ai.tool.call.arguments") or "{}")
+        name = attribute(span, "gen_ai.tool.name") or span["name"]
+        return name, _strings(
+            {
+                f"{PREFIX}.type": "tool",
+                f"{PREFIX}.input": json.dumps({"args": [], "kwargs": arguments}),
+                f"{PREFIX}.output": attribute(span, "gen_ai.tool.call.result"),
+            }
+        )
+    inputs = json.loads(attribute(span, "gen_ai.input.messages") or "[]")
+    (output,) = json.loads(attribute(span, "gen_ai.output.messages") or "[]")
+    if operation == "invoke_agent":
+        (request,) = [_text(m["parts"]) for m in inputs if m["role"] == "user"][-1:]
+        return "shop_ops_agent", _strings(
+            {
+                f"{PREFIX}.type": "agent",
+                f"{PREFIX}.input": json.dumps({"args": [request], "kwargs": {}}),
+                f"{PREFIX}.output": None
+                if variant == "no_agent_output"
+                else _text(output["parts"]),
+            }
+        )
+    system = json.loads(attribute(span, "gen_ai.system_instructions") or "[]")
+    prompt = [{"role": "system", "content": _text(system)}] if system else []
+    (answer,) = _chat_messages([output])
+    usage = {
+        "prompt_tokens": _int(span, "gen_ai.usage.input_tokens"),
+        "completion_tokens": _int(span, "gen_ai.usage.output_tokens"),
+    }
+    return "model-generation", _strings(
+        {
+            f"{PREFIX}.type": None if variant == "model_role_unsaid" else "generation",
+            f"{PREFIX}.input": json.dumps(
+                {"tools": [], "messages": prompt + _chat_messages(inputs)}
+            ),
+            f"{PREFIX}.output": json.dumps(answer),
+            f"{PREFIX}.model.name": attribute(span, "gen_ai.request.model"),
+            f"{PREFIX}.usage_details": json.dumps(usage),
+        }
+    )
+
+
+VARIANTS = ("as_recorded", "model_role_unsaid", "no_agent_output")
+
+
+def _as_observations(variant: str) -> list[dict[str, Any]]:
+    requests = file_requests(*FILE)
+    for request in requests:
+        by_trace: dict[str, str] = {}
+        for span in spans(request):
+            key = attribute(span, "session.id") or attribute(span, "gen_ai.conversation.id")
+            if key:
+                by_trace[span["traceId"]] = key
+        for span in spans(request):
+            kept = [a for a in span.get("attributes", ()) if a["key"] in _KEEP[1:]]
+            kept += _strings({"session.id": by_trace.get(span["traceId"])})
+            span["name"], observed = _observation(span, variant)
+            span["attributes"] = kept + observed
+            span["events"] = [e for e in span.get("events", ()) if e["name"] == "exception"]
+    text = json.dumps(requests)
+    assert "gen_ai." not in text
+    return requests
+
+
+def _what_happened(session: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "turns": [s["text"] for s in session["steps"] if s["kind"] == "agent_turn"],
+        "model_calls": session["stats"]["model_calls"],
+        "tokens": (session["stats"]["input_tokens"], session["stats"]["output_tokens"]),
+        "tool_calls": [
+            (s["name"], s["arguments"], s["status"])
+            for s in session["steps"]
+            if s["kind"] == "tool_call"
+        ],
+        "skill_loads": [(x["skill"], x["status"]) for x in session["skill_loads"]],
+        "catalogue": session["coverage"]["catalogue_source"],
+        "final_answer": session["final_answer"],
+        "verdicts": [(v["evaluator"], v["outcome"], v["label"]) for v in session["verdicts"]],
+    }
+
+
+@pytest.fixture(scope="module")
+def original(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    tmp_path: Path = tmp_path_factory.mktemp("original")
+    report = report_of(file_requests(*FILE), tmp_path, EXPECTATIONS)
+    return {s["session_id"]: s for s in report["sessions"]}
+
+
+@pytest.fixture(scope="module", params=VARIANTS)
+def reports(
+    request: pytest.FixtureRequest,
+    original: dict[str, Any],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    tmp_path: Path = tmp_path_factory.mktemp(request.param)
+    rewritten = report_of(_as_observations(request.param), tmp_path, EXPECTATIONS)
+    return original, {s["session_id"]: s for s in rewritten["sessions"]}
+
+
+def test_every_session_is_read_from_its_observations(
+    reports: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    original, rewritten = reports
+    assert sorted(rewritten) == sorted(original)
+    for session in rewritten.values():
+        assert session["coverage"]["fallback_spans"] > 0
+
+
+@pytest.mark.parametrize("session_id", sorted(file_truth(*FILE)))
+def test_steps_and_verdicts_do_not_move(
+    session_id: str, reports: tuple[dict[str, Any], dict[str, Any]]
+) -> None:
+    original, rewritten = reports
+    assert _what_happened(rewritten[session_id]) == _what_happened(original[session_id])
