@@ -55,7 +55,6 @@ from spanjudge.trajectory.steps import CatalogueEntry, Step, ToolRequest, ToolRe
 
 PRESET = "openinference"
 _TURN_KINDS = frozenset({"CHAIN", "AGENT"})
-_STOP_REASONS = frozenset({"stop", "end_turn", "stop_sequence", "complete", "completed"})
 # A skill pinned as a user message: `<skill name="..." path="...">body</skill>`.
 _PINNED = re.compile(r'\A<skill name="([^"]+)" path="([^"]*)">\n?(.*?)\n?</skill>\s*\Z', re.S)
 _MESSAGE_KEY = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
@@ -104,11 +103,7 @@ class OpenInferenceRecogniser:
         answers = _final_answers(out)
         if answers:  # the model's last text replaces a turn output that printed an object
             replaced = {s.trace_id for s in answers}
-            out = [
-                s
-                for s in out
-                if not (s.kind == "final_answer" and s.trace_id in replaced and object_repr(s.text))
-            ]
+            out = [s for s in out if not (s.trace_id in replaced and _printed_object(s))]
         out.extend(answers)
         return _without_handoffs(_without_answer_channel(out), spans, by_id)
 
@@ -653,7 +648,7 @@ def _final_answers(steps: Sequence[Step]) -> list[Step]:
     finish reason and asked for no tool, and the run was not aborted after it."""
     turns = [s for s in steps if s.preset == PRESET and s.kind == "agent_turn"]
     turn_traces = {s.trace_id for s in turns}
-    answered = {s.trace_id for s in steps if s.kind == "final_answer" and not object_repr(s.text)}
+    answered = {s.trace_id for s in steps if s.kind == "final_answer" and not _printed_object(s)}
     last: dict[str, Step] = {}
     for step in steps:
         if (
@@ -681,6 +676,11 @@ def _final_answers(steps: Sequence[Step]) -> list[Step]:
         )
         for trace_id, step in last.items()
         if trace_id not in answered
-        and may_answer(step, _STOP_REASONS, default_reason="")
+        and may_answer(step, unrecorded_stops=False)
         and not aborted_after(step, turns)
     ]
+
+
+def _printed_object(step: Step) -> bool:
+    """A turn output of this preset that printed a result object (see `object_repr`)."""
+    return step.kind == "final_answer" and step.preset == PRESET and object_repr(step.text)
