@@ -711,11 +711,14 @@ def _string(span: dict[str, Any], key: str) -> str | None:
 def finish_reasons_as_enum_names(request: dict[str, Any]) -> None:
     """Every finish reason written as Python's `str()` of an enum member (`FinishReason.STOP`
     for `stop`), as an instrumentation does that records the SDK's enum as it is: in
-    `gen_ai.response.finish_reasons`, in the output messages and on choice events."""
+    `gen_ai.response.finish_reasons`, in the output messages, on choice events and in
+    OpenInference's `llm.finish_reason`."""
     for span in spans(request):
         for attribute in span.get("attributes", ()):
             key, value = attribute["key"], attribute["value"]
-            if key == "gen_ai.response.finish_reasons":
+            if key == "llm.finish_reason" and "stringValue" in value:
+                value["stringValue"] = _enum_name(value["stringValue"])
+            elif key == "gen_ai.response.finish_reasons":
                 for item in value.get("arrayValue", {}).get("values", ()):
                     item["stringValue"] = _enum_name(item.get("stringValue"))
             elif key == "gen_ai.output.messages" and "stringValue" in value:

@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from spanjudge.recognition.base import parse_json
+from spanjudge.trajectory.assemble import is_stop_reason
 from spanjudge.trajectory.hidden import hidden
 from spanjudge.trajectory.model import Trajectory
 from spanjudge.trajectory.steps import Step
@@ -24,8 +25,10 @@ ASSISTANT_ROLES = frozenset({"assistant", "model", "ai", "agent", "bot"})
 _CONTENT_KEYS = ("parts", "items", "content")
 _MESSAGE_KEYS = (*_CONTENT_KEYS, "text")  # `{"text": ..., "files": []}` is a result message too
 # An object's repr: `StopEvent(result=AgentOutput(response=...` (Python's dataclass and
-# pydantic reprs open with the class name and the first field).
+# pydantic reprs open with the class name and the first field, and end with its closing
+# parenthesis, or with "..." where the framework cut them short).
 _OBJECT_REPR = re.compile(r"\A[A-Za-z_][\w.]*\([A-Za-z_]\w*=")
+_REPR_ENDS = (")", "...", "\u2026")
 
 
 def assistant_text(value: Any) -> str | None:
@@ -57,8 +60,12 @@ def assistant_text(value: Any) -> str | None:
 def object_repr(text: str | None) -> bool:
     """``text`` is an object's repr (often cut short with a trailing "..."): how a framework
     printed its result object, not what the agent said. A model call's last assistant text,
-    where recorded, is the answer instead."""
-    return text is not None and _OBJECT_REPR.match(text.strip()) is not None
+    where recorded, is the answer instead. A sentence that only opens like one
+    (`connect(host=...) is the call to make`) is no repr."""
+    if text is None:
+        return False
+    stripped = text.strip()
+    return _OBJECT_REPR.match(stripped) is not None and stripped.endswith(_REPR_ENDS)
 
 
 def _speaks(message: Mapping[str, Any]) -> bool:
@@ -148,15 +155,17 @@ def _ends_with(text: str, tail: str) -> bool:
     return len(whole) > len(end) > 0 and whole.endswith(end)
 
 
-def may_answer(step: Step, stop_reasons: frozenset[str], *, default_reason: str = "stop") -> bool:
-    """A model output can be the final answer: text, a stop finish reason, and no tool asked
-    for (instrumentations write `stop` on tool-calling outputs too, so the reason alone is no
-    evidence)."""
+def may_answer(step: Step, *, unrecorded_stops: bool = True) -> bool:
+    """A model output can be the final answer: text, a stop finish reason (`is_stop_reason`,
+    the one rule; ``unrecorded_stops``: whether an output that recorded none counts as
+    stopped), and no tool asked for (instrumentations write `stop` on tool-calling outputs
+    too, so the reason alone is no evidence)."""
+    stopped = is_stop_reason(step.finish_reason) if step.finish_reason else unrecorded_stops
     return (
         step.kind == "model_call"
         and bool(step.text and step.text.strip())
         and not step.tool_requests
-        and (step.finish_reason or default_reason).lower() in stop_reasons
+        and stopped
     )
 
 

@@ -55,7 +55,6 @@ from spanjudge.trajectory.steps import CatalogueEntry, Step, ToolRequest, ToolRe
 
 PRESET = "openinference"
 _TURN_KINDS = frozenset({"CHAIN", "AGENT"})
-_STOP_REASONS = frozenset({"stop", "end_turn", "stop_sequence", "complete", "completed"})
 # A skill pinned as a user message: `<skill name="..." path="...">body</skill>`.
 _PINNED = re.compile(r'\A<skill name="([^"]+)" path="([^"]*)">\n?(.*?)\n?</skill>\s*\Z', re.S)
 _MESSAGE_KEY = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
@@ -97,20 +96,58 @@ class OpenInferenceRecogniser:
             # every step (the spans by id only where a handoff may be)
             return _without_handoffs(_without_answer_channel(steps), spans)
         by_id = {s.span_id: s for s in spans}
+        steps = self._tools_named_by_the_session(steps, by_id)
         out = _requests_from_model_input(
             [_with_call_from_parent(step, by_id) for step in steps], by_id
         )
         out.extend(_pinned_skill_loads(out, by_id))
+        out.extend(_answers_from_output_records(out, by_id))
         answers = _final_answers(out)
         if answers:  # the model's last text replaces a turn output that printed an object
             replaced = {s.trace_id for s in answers}
-            out = [
-                s
-                for s in out
-                if not (s.kind == "final_answer" and s.trace_id in replaced and object_repr(s.text))
-            ]
+            out = [s for s in out if not (s.trace_id in replaced and _printed_object(s))]
         out.extend(answers)
+        out = _without_stop_signal(out, by_id)
         return _without_handoffs(_without_answer_channel(out), spans, by_id)
+
+    def _tools_named_by_the_session(
+        self, steps: list[Step], by_id: Mapping[str, SpanRecord]
+    ) -> list[Step]:
+        """A TOOL span that names no tool is named after the method it traced
+        (`load_skill.__call__`): where the rest of the session names the tool by the part
+        before the method (the model was offered it, asked for it, or its prompt lists it),
+        and names neither the method nor the whole span name, the call is one of that tool.
+        A namespaced name (`plugin.function`), whose last part the session names, stays. A
+        dunder (`__call__`) is a Python protocol method, never a tool, whatever a traceback
+        in the session says."""
+        unnamed = [
+            s
+            for s in steps
+            if s.preset == PRESET
+            and s.kind in ("tool_call", "skill_load")
+            and "." in s.name
+            and (span := by_id.get(s.span_id)) is not None
+            and semconv.OI_TOOL_NAME not in span.attributes
+        ]
+        if not unnamed:
+            return steps
+        offered, texts = _tools_and_texts(steps, by_id)
+        renamed: dict[str, Step] = {}
+        for step in unnamed:
+            if _named(step.name, offered, texts):
+                continue
+            owner = step.name
+            while "." in owner:
+                owner = owner.rpartition(".")[0]
+                method = step.name[len(owner) + 1 :]
+                if not _dunder(method) and _named(method, offered, texts):
+                    break
+                if owner and _named(owner, offered, texts):
+                    renamed[step.span_id] = self._tool(by_id[step.span_id], tool=owner)
+                    break
+        if not renamed:
+            return steps
+        return [renamed.get(s.span_id, s) if s.kind != "model_call" else s for s in steps]
 
     # --- one span -> one step -------------------------------------------------------------
 
@@ -183,7 +220,8 @@ class OpenInferenceRecogniser:
             error=span_error(span),
         )
 
-    def _tool(self, span: SpanRecord) -> Step:
+    def _tool(self, span: SpanRecord, tool: str | None = None) -> Step:
+        """The step of one TOOL span (``tool``: the tool's name, where the session shows it)."""
         output = span.attributes.get(semconv.OI_OUTPUT_VALUE)
         message = tool_message(parse_json(output))
         payload: Any = message if message is not None else parse_json(output)
@@ -195,7 +233,7 @@ class OpenInferenceRecogniser:
         return tool_step(
             span,
             PRESET,
-            tool=span.str_attr(semconv.OI_TOOL_NAME) or span.name,
+            tool=tool or span.str_attr(semconv.OI_TOOL_NAME) or span.name,
             arguments=call_arguments(parse_json(span.attributes.get(semconv.OI_INPUT_VALUE))),
             # a ToolMessage's own status says whether the tool failed; its content is the result
             result=payload if message is None else message.get("content"),
@@ -653,7 +691,7 @@ def _final_answers(steps: Sequence[Step]) -> list[Step]:
     finish reason and asked for no tool, and the run was not aborted after it."""
     turns = [s for s in steps if s.preset == PRESET and s.kind == "agent_turn"]
     turn_traces = {s.trace_id for s in turns}
-    answered = {s.trace_id for s in steps if s.kind == "final_answer" and not object_repr(s.text)}
+    answered = {s.trace_id for s in steps if s.kind == "final_answer" and not _printed_object(s)}
     last: dict[str, Step] = {}
     for step in steps:
         if (
@@ -681,6 +719,132 @@ def _final_answers(steps: Sequence[Step]) -> list[Step]:
         )
         for trace_id, step in last.items()
         if trace_id not in answered
-        and may_answer(step, _STOP_REASONS, default_reason="")
+        and may_answer(step, unrecorded_stops=False)
         and not aborted_after(step, turns)
     ]
+
+
+def _tools_and_texts(
+    steps: Sequence[Step], by_id: Mapping[str, SpanRecord]
+) -> tuple[frozenset[str], list[str]]:
+    """The tools the session's model calls were offered or asked for, and the texts of their
+    messages (prompts that list tools, outputs that name the tool to run)."""
+    offered: set[str] = set()
+    texts: list[str] = []
+    for step in steps:
+        if step.preset != PRESET or step.kind != "model_call":
+            continue
+        offered.update(r.name for r in step.tool_requests)
+        offered.update(step.tool_schemas)
+        offered.update(step.tool_descriptions)
+        span = by_id.get(step.span_id)
+        if span is not None:
+            for direction in ("input", "output"):
+                texts.extend(m.text for m in messages(span, direction) if m.text)
+    return frozenset(offered), texts
+
+
+def _named(name: str, offered: frozenset[str], texts: Sequence[str]) -> bool:
+    """The session names the tool ``name``: offered to or asked for by a model, or a word of
+    its messages' texts."""
+    if name in offered:
+        return True
+    word = re.compile(r"(?<![\w.])" + re.escape(name) + r"(?!\w)")
+    return any(name in text and word.search(text) for text in texts)
+
+
+def _dunder(name: str) -> bool:
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
+
+
+def _printed_object(step: Step) -> bool:
+    """A turn output of this preset that printed a result object (see `object_repr`)."""
+    return step.kind == "final_answer" and step.preset == PRESET and object_repr(step.text)
+
+
+def _answers_from_output_records(
+    steps: Sequence[Step], by_id: Mapping[str, SpanRecord]
+) -> list[Step]:
+    """A turn whose output is a record of fields (`{"reasoning": ..., "answer": ...}`) that
+    its last model text says field by field, each on lines of its own: the answer is the
+    field the model said last, never the model's sectioned text whole."""
+    answered = {s.trace_id for s in steps if s.kind == "final_answer"}
+    last: dict[str, Step] = {}
+    for step in steps:
+        if step.preset == PRESET and step.kind == "model_call" and step.text:
+            known = last.get(step.trace_id)
+            if known is None or step.end_unix_nano >= known.end_unix_nano:
+                last[step.trace_id] = step
+    out = []
+    for turn in sorted(steps, key=lambda s: s.start_unix_nano):
+        said = last.get(turn.trace_id)
+        span = by_id.get(turn.span_id)
+        if (
+            turn.preset != PRESET
+            or turn.kind != "agent_turn"
+            or turn.trace_id in answered
+            or said is None
+            or span is None
+        ):
+            continue
+        record = parse_json(span.attributes.get(semconv.OI_OUTPUT_VALUE))
+        text = _said_last(record, said.text or "") if isinstance(record, Mapping) else None
+        # a model that said only the answer gives it the ordinary way (`_final_answers`)
+        if text is not None and text != (said.text or "").strip():
+            answered.add(turn.trace_id)
+            out.append(replace(turn, kind="final_answer", text=text, seq=1))
+    return out
+
+
+def _said_last(record: Mapping[str, Any], said: str) -> str | None:
+    """The text field of ``record`` that ``said`` holds last, where ``said`` holds every text
+    field of it as lines of their own (None: the record is not what the model said)."""
+    values = [v.strip() for v in record.values() if isinstance(v, str) and v.strip()]
+    lines = "\n" + "\n".join(line.strip() for line in said.splitlines()) + "\n"
+    found = [(lines.rfind("\n" + v + "\n"), v) for v in values]
+    if not found or any(at < 0 for at, _ in found):
+        return None
+    return max(found)[1]
+
+
+# A tool description that says calling it ends the task ("Marks the task as complete").
+_ENDS_THE_TASK = re.compile(
+    r"\b(?:marks?|signals?)\b[^.\n]{0,60}\b(?:complete|completed|finished|done|over|end)\b", re.I
+)
+
+
+def _without_stop_signal(steps: list[Step], by_id: Mapping[str, SpanRecord]) -> list[Step]:
+    """The call a loop ends with (ReAct's `finish`) is its stop signal, not a tool call: a
+    call with no arguments, the last of its trace, of a tool whose description (on the span,
+    in the model's tool definitions, or on the prompt line that lists it) says calling it
+    marks the task complete."""
+    last: dict[str, Step] = {}
+    for step in steps:
+        if step.kind in ("tool_call", "skill_load"):
+            known = last.get(step.trace_id)
+            if known is None or step.start_unix_nano >= known.start_unix_nano:
+                last[step.trace_id] = step
+    signals = [
+        s for s in last.values() if s.preset == PRESET and s.kind == "tool_call" and not s.arguments
+    ]
+    if not signals:
+        return steps
+    stops = {id(s) for s in signals if _ends_the_task(s, steps, by_id)}
+    return [s for s in steps if id(s) not in stops] if stops else steps
+
+
+def _ends_the_task(call: Step, steps: Sequence[Step], by_id: Mapping[str, SpanRecord]) -> bool:
+    span = by_id.get(call.span_id)
+    described = [span.str_attr(semconv.OI_TOOL_DESCRIPTION) if span is not None else None]
+    word = re.compile(r"(?<![\w.])" + re.escape(call.name) + r"(?!\w)")
+    for step in steps:
+        if step.kind != "model_call" or step.trace_id != call.trace_id:
+            continue
+        described.append(step.tool_descriptions.get(call.name))
+        model_span = by_id.get(step.span_id)
+        for message in messages(model_span, "input") if model_span is not None else ():
+            text = message.text or ""
+            for match in word.finditer(text) if call.name in text else ():
+                end = text.find("\n", match.end())
+                described.append(text[match.end() : end if end >= 0 else len(text)])
+    return any(d and _ENDS_THE_TASK.search(d) for d in described)
