@@ -92,7 +92,8 @@ def test_weather_request_fits_a_what_to_wear_skill(
         assert (verdict.outcome, verdict.reason) == ("not_evaluated", "no_catalogue")
         return
     assert WEATHER_DESCRIPTION in (offered.get("release-notes") or "")
-    assert result.trajectory.request == LISBON
+    # the request as the model was given it: alone, or inside the framework's task prompt
+    assert LISBON in (result.trajectory.request or "")
     assert verdict.outcome == "fail", verdict.explanation
     assert verdict.target.skill == "release-notes"
     assert "weather" in verdict.explanation
@@ -121,6 +122,7 @@ def test_skipping_a_required_step_caps_at_partially(
     assert "required step 2 skipped" in verdict.explanation
     # Which step matched which span stays in the explanation.
     assert re.search(
-        r"step 1 \(Read the CSV file[^;]*: matched tool_call '\w+' span \w+", verdict.explanation
+        r"step 1 \(Read the CSV file[^;]*: matched tool_call '[\w.:/-]+' span \w+",
+        verdict.explanation,
     )
     assert "step 2 (Always compute" in verdict.explanation

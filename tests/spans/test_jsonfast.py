@@ -19,6 +19,7 @@ from spanjudge.errors import InputError
 from spanjudge.spans import jsonfast
 from spanjudge.spans.files import read_input
 from spanjudge.spans.limits import DEFAULT_LIMITS, Limits
+from spanjudge.spans.logs import is_logs_document
 from spanjudge.spans.otlp_json import decode_json_document
 from spanjudge.spans.sizes import estimate_size
 from tests.conftest import FIXTURES, ROOT
@@ -54,6 +55,8 @@ def test_every_committed_fixture_line_takes_the_fast_road_with_the_same_spans(
     lines = _fixture_lines()
     assert len(lines) > 100
     for line in lines:
+        if is_logs_document(json.loads(line)):
+            continue  # a logs document (its records' carriers): the fast road reads traces
         records, problems = decode_json_document(json.loads(line))
         fast = jsonfast.decode_fast(line, DEFAULT_LIMITS)
         if json_road == "stdlib":
