@@ -242,9 +242,10 @@ def _load_of(
     body = body_of(result, text)
     if error is None and declared is None and _metadata_only(arguments, result, body, text):
         return None  # stat/exists on a SKILL.md path: never read
-    # the body says what was loaded: over a loader nobody named, and over a path's folder name
+    # the body says what was loaded: over a loader nobody named (or named with no usable
+    # argument, ""), and over a path's folder name
     named = front_matter_name(body)
-    if named and not declared and skill in (None, skill_md_read(arguments)):
+    if named and not declared and skill in (None, "", skill_md_read(arguments)):
         skill = named
     if skill is None:
         return None
