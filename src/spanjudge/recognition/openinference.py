@@ -478,9 +478,7 @@ def _fits(value: Mapping[str, Any], schema: Mapping[str, Any]) -> bool:
     """``value`` holds every property ``schema`` requires and, unless the schema allows
     others, none it does not name."""
     required = schema.get("required")
-    if isinstance(required, list) and not {r for r in required if isinstance(r, str)} <= set(
-        value
-    ):
+    if isinstance(required, list) and not {r for r in required if isinstance(r, str)} <= set(value):
         return False
     properties = schema.get("properties")
     if not isinstance(properties, Mapping) or schema.get("additionalProperties"):
