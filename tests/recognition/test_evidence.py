@@ -81,6 +81,12 @@ def test_a_load_without_a_usable_skill_name_is_unresolved_never_loaded(name: str
     assert [status for _, status in loads(trajectory)] == ["unresolved"]  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("name", ["", "   "])
+def test_a_load_without_a_usable_name_that_returns_a_skill_md_loads_that_skill(name: str) -> None:
+    trajectory = _run(Call("load_skill", {"name": name}, SKILL_MD))
+    assert loads(trajectory) == [("csv-report", "loaded")]  # type: ignore[arg-type]
+
+
 def test_an_unknown_loader_is_recognised_from_the_body_it_returns() -> None:
     trajectory = _run(
         Call("fetch_playbook", {"topic": "sales"}, SKILL_MD),

@@ -242,9 +242,10 @@ def _load_of(
     body = body_of(result, text)
     if error is None and declared is None and _metadata_only(arguments, result, body, text):
         return None  # stat/exists on a SKILL.md path: never read
-    # the body says what was loaded: over a loader nobody named, and over a path's folder name
+    # the body says what was loaded: over a loader nobody named (or named with no usable
+    # argument, ""), and over a path's folder name
     named = front_matter_name(body)
-    if named and not declared and skill in (None, skill_md_read(arguments)):
+    if named and not declared and skill in (None, "", skill_md_read(arguments)):
         skill = named
     if skill is None:
         return None
@@ -453,10 +454,10 @@ def _payload_error(result: Any, text: str | None) -> str | None:
 def envelope_outputs(result: Mapping[str, Any], tool: str, arguments: Any) -> list[Any]:
     """The tool's own output where ``result`` wraps it with the call's record: an object that
     holds the call's name (``tool``, namespaced or not) and its input (``arguments``, or an
-    object holding them, as `{"args": [], "kwargs": {...}}`) beside further fields, which are
-    the output (as it is, or as text blocks `[{"text": ...}]`, each text an output). A flag
-    beside them (`"is_error": false`) says only that the tool did not raise, and is no output;
-    a result that holds no such name and input is no envelope (`[]`)."""
+    object holding them, as `{"args": [], "kwargs": {...}}`: `_holds`) beside further fields,
+    which are the output (as it is, or as text blocks `[{"text": ...}]`, each text an output).
+    A flag beside them (`"is_error": false`) says only that the tool did not raise, and is no
+    output; a result that holds no such name and input is no envelope (`[]`)."""
     if arguments is None:
         return []
     named = given = False
@@ -479,8 +480,16 @@ def envelope_outputs(result: Mapping[str, Any], tool: str, arguments: Any) -> li
     return outputs
 
 
-def _holds(record: Mapping[str, Any], arguments: Any) -> bool:
-    return record == arguments or any(inner == arguments for inner in record.values())
+def _holds(record: Any, arguments: Any, depth: int = 2) -> bool:
+    """``record`` is ``arguments``, or holds them within two levels of objects (a call record
+    `{"args": [], "kwargs": {"input": {...}, "options": null}}` around a tool's own arguments)."""
+    if record == arguments:
+        return True
+    return (
+        depth > 0
+        and isinstance(record, Mapping)
+        and any(_holds(inner, arguments, depth - 1) for inner in record.values())
+    )
 
 
 def _text_block(block: Any) -> bool:

@@ -107,7 +107,7 @@ class OpenInferenceRecogniser:
             replaced = {s.trace_id for s in answers}
             out = [s for s in out if not (s.trace_id in replaced and _printed_object(s))]
         out.extend(answers)
-        out = _without_stop_signal(out, by_id)
+        out = _without_stop_signal(_without_failure_records(out, by_id), by_id)
         return _without_handoffs(_without_answer_channel(out), spans, by_id)
 
     def _tools_named_by_the_session(
@@ -234,7 +234,10 @@ class OpenInferenceRecogniser:
             span,
             PRESET,
             tool=tool or span.str_attr(semconv.OI_TOOL_NAME) or span.name,
-            arguments=call_arguments(parse_json(span.attributes.get(semconv.OI_INPUT_VALUE))),
+            arguments=fitting_arguments(
+                call_arguments(parse_json(span.attributes.get(semconv.OI_INPUT_VALUE))),
+                shared_json(span.attributes.get(semconv.OI_TOOL_JSON_SCHEMA)),
+            ),
             # a ToolMessage's own status says whether the tool failed; its content is the result
             result=payload if message is None else message.get("content"),
             result_text=result,
@@ -458,6 +461,31 @@ def call_arguments(value: Any) -> Any:
     return value
 
 
+def fitting_arguments(value: Any, schema: Any) -> Any:
+    """The arguments a tool was called with, where its span recorded the framework's call
+    around them (BeeAI's `Tool.run(input, options)`: `{"input": {...}, "options": null}`):
+    when ``value`` does not fit the tool's own parameter ``schema`` and exactly one mapping
+    nested in it does, that mapping is the arguments. Otherwise ``value`` as recorded."""
+    if not isinstance(value, Mapping) or not isinstance(schema, Mapping):
+        return value
+    if _fits(value, schema):
+        return value
+    fitting = [v for v in value.values() if isinstance(v, Mapping) and _fits(v, schema)]
+    return fitting[0] if len(fitting) == 1 else value
+
+
+def _fits(value: Mapping[str, Any], schema: Mapping[str, Any]) -> bool:
+    """``value`` holds every property ``schema`` requires and, unless the schema allows
+    others, none it does not name."""
+    required = schema.get("required")
+    if isinstance(required, list) and not {r for r in required if isinstance(r, str)} <= set(value):
+        return False
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping) or schema.get("additionalProperties"):
+        return True
+    return set(value) <= set(properties)
+
+
 def _tool_definitions(span: SpanRecord) -> str | None:
     """`llm.tools.N.tool.json_schema` as one JSON list (for skills listed in descriptions)."""
     raw = [
@@ -610,23 +638,67 @@ def _pinned_skill_loads(steps: Sequence[Step], by_id: Mapping[str, SpanRecord]) 
 
 
 def _without_answer_channel(steps: list[Step]) -> list[Step]:
-    """A tool the agent hands its answer to (smolagents' `final_answer`) is how the answer was
-    delivered, not a tool call: its argument and its result are the turn's recorded answer."""
+    """A tool the agent hands its answer to is how the answer was delivered, not a tool call:
+    its argument is the turn's recorded answer, and either its result is that answer too
+    (smolagents' `final_answer`) or no model asked for it (BeeAI's `final_answer`, which the
+    agent calls itself with the model's last text: the model calls of its turn recorded what
+    they asked for, and none asked for this tool by name or by call id)."""
     answers = {
         (s.trace_id, s.text) for s in steps if s.kind == "final_answer" and s.name != "final_answer"
     }
     if not answers:
         return steps
-    return [
-        s
-        for s in steps
-        if not (
-            s.kind == "tool_call"
-            and s.result is not None
-            and (s.trace_id, s.result.strip()) in answers
-            and s.result.strip() in _argument_texts(s.arguments)
+    heard: set[str] = set()  # traces whose model calls recorded what they said or asked for
+    asked: set[tuple[str, str]] = set()
+    for step in steps:
+        if step.kind == "model_call" and (step.text or step.tool_requests):
+            heard.add(step.trace_id)
+            for request in step.tool_requests:
+                asked.add((step.trace_id, request.name))
+                if request.call_id:
+                    asked.add((step.trace_id, request.call_id))
+    return [s for s in steps if not _delivers_answer(s, answers, heard, asked)]
+
+
+def _delivers_answer(
+    step: Step,
+    answers: set[tuple[str, str | None]],
+    heard: set[str],
+    asked: set[tuple[str, str]],
+) -> bool:
+    if step.kind != "tool_call":
+        return False
+    texts = _argument_texts(step.arguments)
+    if step.result is not None and (step.trace_id, step.result.strip()) in answers:
+        return step.result.strip() in texts
+    unasked = (
+        step.trace_id in heard
+        and (step.trace_id, step.name) not in asked
+        and (step.tool_call_id is None or (step.trace_id, step.tool_call_id) not in asked)
+    )
+    return unasked and len(texts) == 1 and (step.trace_id, texts[0]) in answers
+
+
+def _without_failure_records(steps: list[Step], by_id: Mapping[str, SpanRecord]) -> list[Step]:
+    """A TOOL span inside a TOOL span that names no tool of its own and repeats the outer
+    call's arguments (BeeAI's `error` event span, `{"error": ..., "input": {...}}`) records
+    the outer call's failure; it is no second call."""
+    records = set()
+    for step in steps:
+        span = by_id.get(step.span_id) if step.kind == "tool_call" else None
+        if span is None or semconv.OI_TOOL_NAME in span.attributes:
+            continue
+        parent = by_id.get(span.parent_span_id) if span.parent_span_id else None
+        if parent is None or str(parent.attributes.get(semconv.OI_SPAN_KIND)).upper() != "TOOL":
+            continue
+        outer = fitting_arguments(
+            call_arguments(parse_json(parent.attributes.get(semconv.OI_INPUT_VALUE))),
+            shared_json(parent.attributes.get(semconv.OI_TOOL_JSON_SCHEMA)),
         )
-    ]
+        held = step.arguments
+        if outer and isinstance(held, Mapping) and (held == outer or outer in held.values()):
+            records.add(step.span_id)
+    return [s for s in steps if s.span_id not in records] if records else steps
 
 
 def _without_handoffs(
