@@ -130,6 +130,55 @@ def parse_result(value: AttrValue) -> Any:
     return _python_literal(value)
 
 
+def parse_arguments(value: AttrValue) -> Any:
+    """A tool call's recorded arguments, decoded as a result is (`parse_result`): Python
+    frameworks record them with ``str()`` too (``{'skill_name': 'csv-report'}``)."""
+    return parse_result(value)
+
+
+MESSAGE_CHARS = 262_144
+"""The longest result text read as a message object's repr (`call_message`)."""
+_STRING = rf"'(?:[^'\\\n]|{_ESCAPE})*'" + "|" + rf'"(?:[^"\\\n]|{_ESCAPE})*"'
+# One `key=value` field of a message object's repr, as pydantic writes it: the value a string
+# literal, a number, True, False, None or an empty mapping or list. Each alternative is told by
+# its first character: matched field after field, the reading is linear.
+_MESSAGE_FIELD = re.compile(
+    rf"\s*([A-Za-z_][A-Za-z0-9_]*)=({_STRING}|-?\d+(?:\.\d+)?(?![\d.])|True|False|None|\{{\}}|\[\])"
+)
+
+
+def call_message(
+    value: AttrValue, *, call_id: str | None, tool: str | None
+) -> dict[str, Any] | None:
+    """The fields of a tool result recorded as a message object's repr (LangChain's
+    ``content='…' name='load_skill' tool_call_id='call_001'``) when it is this call's message:
+    its `tool_call_id` is ``call_id``, or its `name` is ``tool``. Its `content`, a string, is
+    what the tool returned. None for any other text, and for one longer than `MESSAGE_CHARS`."""
+    if not isinstance(value, str) or len(value) > MESSAGE_CHARS:
+        return None
+    text = value.strip()
+    if not text.startswith("content="):
+        return None
+    fields: dict[str, Any] = {}
+    at = 0
+    while at < len(text):
+        match = _MESSAGE_FIELD.match(text, at)
+        if match is None or match.group(1) in fields:
+            return None
+        try:  # (one literal token: no name is looked up and no call made)
+            fields[match.group(1)] = ast.literal_eval(match.group(2))
+        except (ValueError, SyntaxError, MemoryError):
+            return None
+        at = match.end()
+    content = fields.get("content")
+    own = fields.get("tool_call_id")
+    if not isinstance(content, str) or not (
+        (call_id and own == call_id) or (tool and fields.get("name") == tool)
+    ):
+        return None
+    return fields
+
+
 @remembered_within()  # a session's rules read the same results several times
 def _python_literal(value: str) -> Any:
     text = value.strip()

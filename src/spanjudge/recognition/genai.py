@@ -28,10 +28,12 @@ from spanjudge.recognition import vertex_agent
 from spanjudge.recognition.answers import assistant_text, message_text
 from spanjudge.recognition.base import (
     as_text,
+    call_message,
     first_attr,
     instructions_opening,
     int_attr,
     marked_failed,
+    parse_arguments,
     parse_json,
     read_json,
     shared_json,
@@ -356,7 +358,7 @@ def model_output(
                 ToolRequest(
                     name=str(p.get("name") or ""),
                     call_id=str(p["id"]) if p.get("id") else None,
-                    arguments=parse_json(p.get("arguments")),
+                    arguments=parse_arguments(p.get("arguments")),
                 )
                 for p in (calls if requests else ())
             )
@@ -432,7 +434,7 @@ def chat_tool_calls(value: Any) -> tuple[ToolRequest, ...]:
             ToolRequest(
                 name=name,
                 call_id=str(call["id"]) if call.get("id") else None,
-                arguments=parse_json(held.get("arguments")),
+                arguments=parse_arguments(held.get("arguments")),
             )
         )
     return tuple(out)
@@ -618,7 +620,7 @@ def tool_io(span: SpanRecord) -> tuple[Any, Any, bool]:
     """(arguments, result payload, has result) of an `execute_tool` span, in any convention."""
     attributes = span.attributes
     raw_args = attributes.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS)
-    arguments: Any = None if raw_args is None else parse_json(raw_args)
+    arguments: Any = None if raw_args is None else parse_arguments(raw_args)
     raw_result = attributes.get(sc.GEN_AI_TOOL_CALL_RESULT)
     has_result = raw_result is not None
     result: Any = parse_json(raw_result) if has_result else None
@@ -627,14 +629,14 @@ def tool_io(span: SpanRecord) -> tuple[Any, Any, bool]:
     for message in messages(span, sc.GEN_AI_INPUT_MESSAGES):
         for part in parts(message, "tool_call"):
             if arguments is None:
-                arguments = parse_json(part.get("arguments"))
+                arguments = parse_arguments(part.get("arguments"))
     for message in messages(span, sc.GEN_AI_OUTPUT_MESSAGES):
         for part in parts(message, "tool_call_response"):
             if not has_result:
                 result, has_result = parse_json(part.get("response")), True
     for event in span.events:
         if event.name == sc.EV_GEN_AI_TOOL_MESSAGE and arguments is None:
-            arguments = parse_json(event.attributes.get("content"))
+            arguments = parse_arguments(event.attributes.get("content"))
         elif event.name == sc.EV_GEN_AI_CHOICE and not has_result:
             result, has_result = parse_json(event.attributes.get("message")), True
     if arguments is None and not has_result:
@@ -779,6 +781,13 @@ class GenAIRecogniser:
         # gen_ai.skill.resource.name and are tool calls, not loads.
         if span.attributes.get(sc.GEN_AI_SKILL_RESOURCE_NAME) is not None:
             declared = None
+        # a result recorded as the repr of this call's message (LangChain's ToolMessage): the
+        # tool returned its content, and a status in it counts as the tool's own
+        message = call_message(result, call_id=call_id, tool=tool)
+        if message is not None:
+            result = parse_json(message["content"])  # (as a result recorded on its own is)
+            if not status and isinstance(message.get("status"), str):
+                status = message["status"]
         step = tool_step(
             span,
             self.name,

@@ -114,7 +114,9 @@ def reconcile(
                 waiting = True
             if isinstance(step.arguments, str):
                 bare = True
-            if step.tool_call_id and (step.arguments is None or step.result is None):
+            if step.tool_call_id and (
+                step.arguments is None or step.result is None or isinstance(step.arguments, str)
+            ):
                 unrecorded = True
     out = list(steps)
     if nested_calls:
@@ -515,9 +517,11 @@ def _filled_by_call_id(steps: list[Step], spans_by_id: Mapping[str, SpanRecord])
     """A tool span that carries a call id but recorded no arguments or no result (AutoGen's
     `execute_tool`, its content logged with the model calls) takes the arguments the model
     asked for under that id and the result the agent sent back with it, and is decided again
-    (`tool_step`) on them. A call id may recur in a session (each run counting from one): the
-    request is the last one made before the call began, the result the first one sent after
-    it ended, and none when an earlier call had the same id."""
+    (`tool_step`) on them. Arguments recorded as a text no decoder reads (a serialized mapping
+    cut short, an object's repr) give way to the structured arguments asked for under the id.
+    A call id may recur in a session (each run counting from one): the request is the last
+    one made before the call began, the result the first one sent after it ended, and none
+    when an earlier call had the same id."""
     asked: dict[str, list[tuple[int, object]]] = {}  # call id -> (when asked, arguments)
     answered: dict[str, list[tuple[int, ToolResult]]] = {}  # call id -> (when sent, result)
     descriptions: dict[str, str] = {}
@@ -546,18 +550,22 @@ def _filled_by_call_id(steps: list[Step], spans_by_id: Mapping[str, SpanRecord])
     for step in steps:
         span = spans_by_id.get(step.span_id)
         call_id = step.tool_call_id
+        # arguments kept as text no decoder read (`parse_arguments`): what the model asked for
+        undecoded = isinstance(step.arguments, str)
         if (
             step.kind not in _TOOL_KINDS
             or not call_id
             or span is None
-            or (step.arguments is not None and step.result is not None)
+            or (step.arguments is not None and step.result is not None and not undecoded)
         ):
             out.append(step)
             continue
         arguments = step.arguments
         before = [(t, a) for t, a in asked.get(call_id, ()) if t <= step.start_unix_nano]
-        if arguments is None and before:
-            arguments = max(before, key=_WHEN)[1]
+        if before and (arguments is None or undecoded):
+            requested = max(before, key=_WHEN)[1]
+            if arguments is None or isinstance(requested, Mapping):
+                arguments = requested
         answer = None
         # an id asked for again (a run numbering its calls from one): a later input's history
         # may hold the earlier call's result under that id, so the result is left unknown
