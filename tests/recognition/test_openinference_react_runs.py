@@ -14,7 +14,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tests.conftest import FIXTURES
 from tests.metamorphic.transforms import map_strings
+from tests.support.fixture_reports import session_report
 from tests.support.rewritten import (
     attribute,
     drop_spans,
@@ -134,3 +136,14 @@ def test_a_namespaced_tool_span_keeps_its_name(tmp_path: Path) -> None:
         name for kind, name, _ in _seen(requests, tmp_path, "deepagents/expectations.yaml")["steps"]
     ]
     assert "files.read_csv" in names and "files" not in names
+
+
+def test_the_request_is_the_runs_own_argument_not_the_prompt_around_it() -> None:
+    # The run was called with its arguments under a key of their own
+    # (`{"input_args": {"question": ...}}`); the model got the question inside the loop's
+    # field instructions. The request is the question the user asked.
+    records = json.loads((FIXTURES / "dspy" / "scenarios.json").read_text())["sessions"]
+    for record in records:
+        got = session_report(str(FIXTURES / "dspy"), record["session_id"])
+        turns = [s["text"] for s in got["steps"] if s["kind"] == "agent_turn"]
+        assert turns[0] == record["request"], record["session_id"]

@@ -31,6 +31,11 @@ def _markdown_list(skills: Skills) -> str:
     return "Skills you can use:\n\n" + "\n".join(f"* **{n}** - {d}" for n, d in skills)
 
 
+def _markdown_list_on_one_line(skills: Skills) -> str:
+    # a description printed on one line of a prompt's tool list: its line breaks as spaces
+    return "## Available skills  " + "  ".join(f"- {n}: {d}" for n, d in skills)
+
+
 def _markdown_table(skills: Skills) -> str:
     rows = "\n".join(f"| `{n}` | {d} |" for n, d in skills)
     return f"### Skills\n\n| Skill | What it does |\n|---|---|\n{rows}"
@@ -63,6 +68,7 @@ LAYOUTS: dict[str, Callable[[Skills], str]] = {
     "xml_attributes": _xml_attributes,
     "xml_attribute_blocks": _xml_attribute_blocks,
     "markdown_list": _markdown_list,
+    "markdown_list_on_one_line": _markdown_list_on_one_line,
     "markdown_table": _markdown_table,
     "markdown_headings": _markdown_headings,
     "json_array": _json_array,

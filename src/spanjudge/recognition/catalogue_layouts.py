@@ -63,7 +63,22 @@ def by_layout(
 ) -> list[tuple[str, str]]:
     """Entries of every run in ``text`` that is a catalogue, in order, each name once; a run
     naming one of the ``known`` skills needs nothing else to say it lists skills, nor does any
-    run of a text ``announced`` as offering skills by where it is."""
+    run of a text ``announced`` as offering skills by where it is. A text whose line breaks
+    were printed as runs of spaces (a tool's description on one line of a prompt's tool list)
+    is read with them back, where it shows none as it is."""
+    found = _by_layout(text, known, announced)
+    if not found and _FLATTENED_LINE.search(text):
+        found = _by_layout(_LINE_STARTS.sub("\n", text), known, announced)
+    return found
+
+
+# Where a flattened text's lines began: two or more spaces before a list item or a heading,
+# and a closing tag (the end of the element the text was printed in).
+_FLATTENED_LINE = re.compile(r"[ \t]{2,}(?=(?:[-*+\u2022]|\d{1,3}[.)]|#{1,6})[ \t])")
+_LINE_STARTS = re.compile(rf"{_FLATTENED_LINE.pattern}|(?=</[A-Za-z])")
+
+
+def _by_layout(text: str, known: Collection[str], announced: bool) -> list[tuple[str, str]]:
     out: dict[str, str] = {}
     for reader in (_xml_elements, _xml_attributes, _json_arrays, _tables, _yaml, _headings, _lines):
         for start, end, entries in reader(text):

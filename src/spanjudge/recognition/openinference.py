@@ -367,6 +367,9 @@ def user_request(span: SpanRecord) -> str | None:
     if isinstance(value, Mapping):
         keys = ("messages", "input", "task", "query", "question", "prompt")
         items = next((value[k] for k in keys if value.get(k)), None)
+        inner = [v for v in value.values() if isinstance(v, Mapping)]
+        if items is None and len(inner) == 1:  # the run's arguments under one key of their own
+            items = next((inner[0][k] for k in keys if inner[0].get(k)), None)
     if isinstance(items, str):
         return items.strip() or None
     if isinstance(items, list):
