@@ -125,8 +125,8 @@ def parse_result(value: AttrValue) -> Any:
     decoded as the JSON it stands for (tuples as lists; sets, bytes and other values JSON cannot
     hold leave it text). A text longer than `LITERAL_CHARS` is not tried."""
     decoded = parse_json(value)
-    if decoded is not value or not isinstance(value, str):
-        return decoded
+    if decoded is not value or not isinstance(value, str) or value.lstrip()[:1] not in ("{", "["):
+        return decoded  # (JSON, or no text a literal dict or list can be)
     return _python_literal(value)
 
 

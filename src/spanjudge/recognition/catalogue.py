@@ -151,6 +151,7 @@ def tool_catalogue(definitions: str | None) -> tuple[CatalogueEntry, ...]:
     return tuple(found)
 
 
+@remembered_within()  # a tool's description is recorded on every call of the tool
 def described_catalogue(description: str | None) -> tuple[CatalogueEntry, ...]:
     """Skills a tool's own description lists (a loader's "Load a skill ... ## Available
     skills"), read the same from the model's tool definitions and from the span of a call of

@@ -421,7 +421,7 @@ def payload_error(
     result wraps the output of a call of ``tool`` with ``arguments`` (`envelope_outputs`),
     inside that output."""
     found = _payload_error(result, text)
-    if found is None and tool is not None and isinstance(result, Mapping):
+    if found is None and tool is not None and isinstance(result, dict):  # (decoded JSON)
         for inner in envelope_outputs(result, tool, arguments):
             found = _payload_error(inner, inner if isinstance(inner, str) else None)
             if found is not None:

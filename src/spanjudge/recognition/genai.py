@@ -783,7 +783,9 @@ class GenAIRecogniser:
             declared = None
         # a result recorded as the repr of this call's message (LangChain's ToolMessage): the
         # tool returned its content, and a status in it counts as the tool's own
-        message = call_message(result, call_id=call_id, tool=tool)
+        message = None
+        if isinstance(result, str):
+            message = call_message(result, call_id=call_id, tool=tool)
         if message is not None:
             result = parse_json(message["content"])  # (as a result recorded on its own is)
             if not status and isinstance(message.get("status"), str):
