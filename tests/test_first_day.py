@@ -58,6 +58,7 @@ NOT_IN_PROCESS = {
     "claude_code": "Claude Code is a Node.js CLI that exports OTLP: its front end is the sidecar",
     **dict.fromkeys(
         (
+            "agentscope",
             "agno",
             "autogen",
             "beeai",

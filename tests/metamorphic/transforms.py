@@ -803,6 +803,13 @@ ENVELOPES: dict[str, Callable[[str, Any, Any], dict[str, Any]]] = {
         "returned": output,
         "raised": False,
     },
+    # the output as the text blocks of a tool's content, beside a state saying it ran (MCP's
+    # CallToolResult, AgentScope's tool response): no name or input echoed
+    "content text blocks": lambda name, arguments, output: {
+        "content": [{"type": "text", "text": json.dumps(output)}],
+        "state": "success",
+        "metadata": {},
+    },
 }
 
 

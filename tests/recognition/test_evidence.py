@@ -296,3 +296,14 @@ def test_a_wrapped_loaders_answer_is_read_among_the_records_other_fields(
     if expected == "loaded":
         (load,) = trajectory.skill_loads  # type: ignore[attr-defined]
         assert load.body_recorded
+
+
+def test_a_skill_md_in_a_results_content_blocks_is_the_loads_body() -> None:
+    """The tool's content as text blocks (MCP's result, a framework's tool response): the
+    SKILL.md in them is the body loaded, as if the result were the text itself."""
+    args = {"skill_name": "csv-report"}
+    result = {"content": [{"type": "text", "text": SKILL_MD}], "state": "success", "id": "c1"}
+    trajectory = _run(Call("load_skill", args, result))
+    assert loads(trajectory) == [("csv-report", "loaded")]  # type: ignore[arg-type]
+    (load,) = trajectory.skill_loads  # type: ignore[attr-defined]
+    assert load.body_recorded

@@ -299,6 +299,23 @@ _HTTP_DETAIL_KEYS = ("error", "detail", "message")
 _ENVELOPE_SIZE = 3
 
 
+def block_text(value: Any) -> str | None:
+    """The texts of a list of text blocks (`[{"type": "text", "text": ...}]`: a tool's content
+    under MCP and in many frameworks' tool responses) joined by line breaks; None for any
+    other value."""
+    if not isinstance(value, list) or not value:
+        return None
+    texts = []
+    for block in value:
+        if not isinstance(block, dict) or block.get("type", "text") != "text":
+            return None
+        text = block.get("text")
+        if not isinstance(text, str):
+            return None
+        texts.append(text)
+    return "\n".join(texts)
+
+
 def error_in_payload(payload: Any) -> str | None:
     """An error inside a result payload (`{"status": "error", ...}`, `is_error`, an error
     envelope with an HTTP-like status of 400 or more) while the span is OK."""

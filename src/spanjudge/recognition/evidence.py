@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from spanjudge.recognition.base import (
     as_text,
+    block_text,
     error_in_payload,
     is_refusal,
     may_match,
@@ -421,6 +422,13 @@ def payload_error(
     result wraps the output of a call of ``tool`` with ``arguments`` (`envelope_outputs`),
     inside that output."""
     found = _payload_error(result, text)
+    if found is None and isinstance(result, dict):
+        # a tool's content as text blocks beside the record's own fields (MCP's result, a
+        # framework's tool response): an error in the content is the call's, whatever a
+        # success flag beside it says of the tool having run
+        joined = block_text(result.get("content"))
+        if joined is not None:
+            found = _payload_error(parse_result(joined), joined)
     if found is None and tool is not None and isinstance(result, dict):  # (decoded JSON)
         for inner in envelope_outputs(result, tool, arguments):
             found = _payload_error(inner, inner if isinstance(inner, str) else None)
@@ -611,8 +619,12 @@ def body_of(result: Any, text: str | None) -> str | None:
     """The SKILL.md text a result carries, without the wrapping harnesses add around it."""
     if isinstance(result, Mapping):
         for key in _BODY_KEYS:
-            if isinstance(result.get(key), str) and result[key].strip():
-                return unwrap(str(result[key]))
+            value = result.get(key)
+            if isinstance(value, str) and value.strip():
+                return unwrap(value)
+            joined = block_text(value)  # the text blocks of a tool's content
+            if joined is not None and joined.strip():
+                return unwrap(joined)
         return None
     if text is None:
         return None
