@@ -111,11 +111,10 @@ _ESCAPE = r"""\\(?:[\\'"abfnrtv0-7]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]
 # else (a name, a call, an operator, an f-string) is no such literal, and is not parsed. Each
 # token is told by its first character, and a number runs to its end: no text can be split two
 # ways, so the match is linear.
+# A string literal as `repr` writes it, quoted either way.
+_STRING = rf"'(?:[^'\\\n]|{_ESCAPE})*'" + "|" + rf'"(?:[^"\\\n]|{_ESCAPE})*"'
 _LITERAL = re.compile(
-    r"(?:\s|[\[\]{}(),:]"
-    rf"|'(?:[^'\\\n]|{_ESCAPE})*'"
-    rf"|\"(?:[^\"\\\n]|{_ESCAPE})*\""
-    r"|-?\d[\d.eE+-]*(?![\d.eE+-])|True|False|None)*"
+    rf"(?:\s|[\[\]{{}}(),:]|{_STRING}|-?\d[\d.eE+-]*(?![\d.eE+-])|True|False|None)*"
 )
 
 
@@ -138,7 +137,6 @@ def parse_arguments(value: AttrValue) -> Any:
 
 MESSAGE_CHARS = 262_144
 """The longest result text read as a message object's repr (`call_message`)."""
-_STRING = rf"'(?:[^'\\\n]|{_ESCAPE})*'" + "|" + rf'"(?:[^"\\\n]|{_ESCAPE})*"'
 # One `key=value` field of a message object's repr, as pydantic writes it: the value a string
 # literal, a number, True, False, None or an empty mapping or list. Each alternative is told by
 # its first character: matched field after field, the reading is linear.
@@ -299,7 +297,7 @@ _HTTP_DETAIL_KEYS = ("error", "detail", "message")
 _ENVELOPE_SIZE = 3
 
 
-def block_text(value: Any) -> str | None:
+def joined_text_blocks(value: Any) -> str | None:
     """The texts of a list of text blocks (`[{"type": "text", "text": ...}]`: a tool's content
     under MCP and in many frameworks' tool responses) joined by line breaks; None for any
     other value."""

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from spanjudge.recognition.base import (
     as_text,
-    block_text,
     error_in_payload,
     is_refusal,
+    joined_text_blocks,
     may_match,
     parse_result,
     span_fields,
@@ -426,7 +426,7 @@ def payload_error(
         # a tool's content as text blocks beside the record's own fields (MCP's result, a
         # framework's tool response): an error in the content is the call's, whatever a
         # success flag beside it says of the tool having run
-        joined = block_text(result.get("content"))
+        joined = joined_text_blocks(result.get("content"))
         if joined is not None:
             found = _payload_error(parse_result(joined), joined)
     if found is None and tool is not None and isinstance(result, dict):  # (decoded JSON)
@@ -622,7 +622,7 @@ def body_of(result: Any, text: str | None) -> str | None:
             value = result.get(key)
             if isinstance(value, str) and value.strip():
                 return unwrap(value)
-            joined = block_text(value)  # the text blocks of a tool's content
+            joined = joined_text_blocks(value)  # the text blocks of a tool's content
             if joined is not None and joined.strip():
                 return unwrap(joined)
         return None
