@@ -37,6 +37,8 @@ from typing import Any
 from spanjudge.recognition.answers import assistant_text
 from spanjudge.recognition.base import (
     as_text,
+    call_record,
+    call_record_arguments,
     instructions_opening,
     marked_failed,
     parse_json,
@@ -247,26 +249,8 @@ def _read_above(span: SpanRecord, by_id: dict[str, SpanRecord], read: set[str]) 
 
 
 def _call_arguments(attributes: Any, key: str | None) -> Any:
-    """The decoded arguments under ``key``; of a function's `{"args": [...], "kwargs": {...}}`
-    envelope, the keyword arguments (the positional ones when there are none)."""
-    decoded = parse_json(attributes[key]) if key is not None else None
-    envelope = _envelope(decoded)
-    if envelope is None:
-        return decoded
-    args, kwargs = envelope
-    return kwargs if kwargs or not args else args
-
-
-def _envelope(value: Any) -> tuple[list[Any], dict[str, Any]] | None:
-    """(args, kwargs) of a function's recorded call, `{"args": [...], "kwargs": {...}}`."""
-    if (
-        isinstance(value, dict)
-        and value.keys() == {"args", "kwargs"}
-        and isinstance(value["args"], list)
-        and isinstance(value["kwargs"], dict)
-    ):
-        return value["args"], value["kwargs"]
-    return None
+    """The decoded arguments under ``key`` (of a recorded Python call, its arguments)."""
+    return call_record_arguments(parse_json(attributes[key])) if key is not None else None
 
 
 def _role(span: SpanRecord) -> tuple[str, str, str | None, str | None] | None:
@@ -450,9 +434,9 @@ def _request(prompt: Any) -> tuple[str | None, str | None]:
     object holding them (`{"system": ..., "prompt": ...}`, `{"messages": [...]}`), or a
     function's `{"args", "kwargs"}` envelope (its last text argument)."""
     decoded = parse_json(prompt)
-    envelope = _envelope(decoded)
-    if envelope is not None:  # a function's call: its last text argument
-        texts = [a for a in (*envelope[0], *envelope[1].values()) if isinstance(a, str)]
+    call = call_record(decoded)
+    if call is not None:  # a function's call: its last text argument
+        texts = [a for a in (*call[0], *call[1].values()) if isinstance(a, str)]
         decoded = next((t for t in reversed(texts) if t.strip()), "")
     if isinstance(decoded, str):
         return decoded.strip() or None, None
