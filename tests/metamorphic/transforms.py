@@ -810,6 +810,11 @@ ENVELOPES: dict[str, Callable[[str, Any, Any], dict[str, Any]]] = {
         "state": "success",
         "metadata": {},
     },
+    # the same, its blocks typed as OpenAI's Responses API types them
+    "content output_text blocks": lambda name, arguments, output: {
+        "content": [{"type": "output_text", "text": json.dumps(output)}],
+        "state": "success",
+    },
 }
 
 

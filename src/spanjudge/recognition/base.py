@@ -329,21 +329,29 @@ _HTTP_DETAIL_KEYS = ("error", "detail", "message")
 _ENVELOPE_SIZE = 3
 
 
-def joined_text_blocks(value: Any) -> str | None:
+def text_blocks(value: Any) -> list[str] | None:
     """The texts of a list of text blocks (`[{"type": "text", "text": ...}]`: a tool's content
-    under MCP and in many frameworks' tool responses) joined by line breaks; None for any
-    other value."""
+    under MCP, many frameworks' message content and tool responses), in order; None for any
+    other value. A block's `type`, when it has one, must name text (`text`, or a variant such as
+    OpenAI's `input_text` and `output_text`): reasoning or an image is no text block."""
     if not isinstance(value, list) or not value:
         return None
     texts = []
     for block in value:
-        if not isinstance(block, dict) or block.get("type", "text") != "text":
+        if not isinstance(block, dict):
             return None
-        text = block.get("text")
-        if not isinstance(text, str):
+        kind, text = block.get("type", "text"), block.get("text")
+        if not isinstance(text, str) or not isinstance(kind, str) or not kind.endswith("text"):
             return None
         texts.append(text)
-    return "\n".join(texts)
+    return texts
+
+
+def joined_text_blocks(value: Any) -> str | None:
+    """The texts of a list of text blocks (`text_blocks`) joined by line breaks; None for any
+    other value."""
+    texts = text_blocks(value)
+    return "\n".join(texts) if texts is not None else None
 
 
 def error_in_payload(payload: Any) -> str | None:

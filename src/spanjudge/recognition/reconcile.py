@@ -40,7 +40,13 @@ from dataclasses import dataclass, field, replace
 from operator import attrgetter, itemgetter
 
 from spanjudge.recognition.answers import not_concatenated
-from spanjudge.recognition.base import as_text, is_refusal, parse_json, read_json
+from spanjudge.recognition.base import (
+    as_text,
+    is_refusal,
+    joined_text_blocks,
+    parse_json,
+    read_json,
+)
 from spanjudge.recognition.catalogue_layouts import by_layout
 from spanjudge.recognition.documents import each_document
 from spanjudge.recognition.evidence import (
@@ -775,14 +781,8 @@ def _offered(call: Step) -> frozenset[str]:
 def _unwrapped(text: str) -> str:
     """A result sent back as a list of text blocks (`[{"type": "input_text", "text": ...}]`)
     as its text."""
-    decoded = parse_json(text)
-    if (
-        isinstance(decoded, list)
-        and decoded
-        and all(isinstance(b, Mapping) and isinstance(b.get("text"), str) for b in decoded)
-    ):
-        return "\n".join(str(b["text"]) for b in decoded)
-    return text
+    joined = joined_text_blocks(parse_json(text))
+    return text if joined is None else joined
 
 
 def _answered(attempt: Step, answer: ToolResult) -> Step:
