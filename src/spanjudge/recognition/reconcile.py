@@ -608,17 +608,17 @@ def _filled_by_call_id(steps: list[Step], spans_by_id: Mapping[str, SpanRecord])
 
 
 def _requested_arguments(steps: list[Step]) -> list[Step]:
-    """A tool span that kept only a bare string (LangChain's input of a one-argument tool)
-    takes the arguments the model requested, matched by call id, else by name (a tool that
-    raised has no recorded id), when that string is one of them."""
+    """A tool span with no call id (a tool that raised) that kept only a bare string
+    (LangChain's input of a one-argument tool) takes the arguments the model requested of a
+    tool of its name, when that string is one of them. (With a call id, `_filled_by_call_id`
+    decides.)"""
     if not any(s.kind in _TOOL_KINDS and isinstance(s.arguments, str) for s in steps):
         return steps
     requests = [r for s in steps for r in s.tool_requests if isinstance(r.arguments, Mapping)]
     out = []
     for s in steps:
         if s.kind in _TOOL_KINDS and isinstance(s.arguments, str):
-            same = [r for r in requests if r.call_id and r.call_id == s.tool_call_id]
-            same = same or [r for r in requests if not s.tool_call_id and r.name == s.name]
+            same = [r for r in requests if not s.tool_call_id and r.name == s.name]
             match = next((r for r in same if s.arguments in r.arguments.values()), None)
             if match is not None:
                 requests.remove(match)
