@@ -10,8 +10,9 @@ assistant message (with its `tool_calls`), its token counts one JSON value
 (`acme.observation.usage_details`), and no finish reason; a tool span is named after its tool, its
 input the envelope of keyword arguments, its output the result. The report must find the same
 turns, steps, skill loads, answers and verdicts as for the original sessions; also with the
-model calls' role left unsaid (their input's messages say it), and with the agent's output left
-out (the answer is then the last model output with text and no tool calls).
+model calls' role left unsaid (their input's messages say it), with the agent's output left
+out (the answer is then the last model output with text and no tool calls), and with each
+agent handing its turn to a sub-agent nested under it.
 """
 
 from __future__ import annotations
@@ -119,7 +120,24 @@ def _observation(span: dict[str, Any], variant: str) -> tuple[str, list[dict[str
     )
 
 
-VARIANTS = ("as_recorded", "model_role_unsaid", "no_agent_output")
+VARIANTS = ("as_recorded", "model_role_unsaid", "no_agent_output", "delegated")
+
+
+def _delegated(request_spans: list[dict[str, Any]]) -> None:
+    """Each agent observation hands its whole turn to a sub-agent: a nested `agent`
+    observation, with the same input and output, becomes the parent of everything the agent
+    did."""
+    for span in list(request_spans):
+        if attribute(span, f"{PREFIX}.type") != "agent":
+            continue
+        worker = json.loads(json.dumps(span))
+        worker["spanId"] = span["spanId"][:-4] + "beef"
+        worker["parentSpanId"] = span["spanId"]
+        worker["name"] = "delegate_worker"
+        for child in request_spans:
+            if child.get("parentSpanId") == span["spanId"]:
+                child["parentSpanId"] = worker["spanId"]
+        request_spans.append(worker)
 
 
 def _as_observations(variant: str) -> list[dict[str, Any]]:
@@ -136,6 +154,9 @@ def _as_observations(variant: str) -> list[dict[str, Any]]:
             span["name"], observed = _observation(span, variant)
             span["attributes"] = kept + observed
             span["events"] = [e for e in span.get("events", ()) if e["name"] == "exception"]
+        if variant == "delegated":
+            for scope_spans in (ss for rs in request["resourceSpans"] for ss in rs["scopeSpans"]):
+                _delegated(scope_spans["spans"])
     text = json.dumps(requests)
     assert "gen_ai." not in text
     return requests
