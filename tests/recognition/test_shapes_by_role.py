@@ -11,8 +11,9 @@ assistant message (with its `tool_calls`), its token counts one JSON value
 input the envelope of keyword arguments, its output the result. The report must find the same
 turns, steps, skill loads, answers and verdicts as for the original sessions; also with the
 model calls' role left unsaid (their input's messages say it), with the agent's output left
-out (the answer is then the last model output with text and no tool calls), and with each
-agent handing its turn to a sub-agent nested under it.
+out (the answer is then the last model output with text and no tool calls), also with each
+model output the client's whole response object (`{"choices": [{"message": ...}]}`), and with
+each agent handing its turn to a sub-agent nested under it.
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ def _observation(span: dict[str, Any], variant: str) -> tuple[str, list[dict[str
                 f"{PREFIX}.type": "agent",
                 f"{PREFIX}.input": json.dumps({"args": [request], "kwargs": {}}),
                 f"{PREFIX}.output": None
-                if variant == "no_agent_output"
+                if variant in ("no_agent_output", "client_responses")
                 else _text(output["parts"]),
             }
         )
@@ -113,14 +114,18 @@ def _observation(span: dict[str, Any], variant: str) -> tuple[str, list[dict[str
             f"{PREFIX}.input": json.dumps(
                 {"tools": [], "messages": prompt + _chat_messages(inputs)}
             ),
-            f"{PREFIX}.output": json.dumps(answer),
+            f"{PREFIX}.output": json.dumps(
+                {"id": "resp-1", "choices": [{"index": 0, "message": answer}], "usage": usage}
+                if variant == "client_responses"
+                else answer
+            ),
             f"{PREFIX}.model.name": attribute(span, "gen_ai.request.model"),
             f"{PREFIX}.usage_details": json.dumps(usage),
         }
     )
 
 
-VARIANTS = ("as_recorded", "model_role_unsaid", "no_agent_output", "delegated")
+VARIANTS = ("as_recorded", "model_role_unsaid", "no_agent_output", "delegated", "client_responses")
 
 
 def _delegated(request_spans: list[dict[str, Any]]) -> None:

@@ -45,7 +45,8 @@ def assistant_text(value: Any) -> str | None:
     if isinstance(value, Mapping):
         if "role" in value or any(key in value for key in _MESSAGE_KEYS):
             return message_text(value) if _speaks(value) else None
-        return None
+        chosen = response_message(value)
+        return assistant_text(chosen) if chosen is not None else None
     if isinstance(value, (list, tuple)):
         said = [m for m in value if isinstance(m, Mapping) and "role" in m]
         if said:
@@ -54,6 +55,20 @@ def assistant_text(value: Any) -> str | None:
                     return text
             return None
         return _parts_text(value)
+    return None
+
+
+def response_message(value: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The message a model API's whole response object holds as its first choice: an
+    OpenAI-style `{"choices": [{"message": {...}}]}` or a Gemini-style `{"candidates":
+    [{"content": {...}}]}` (as tracers that record the client's return value write it); None
+    for any other object."""
+    for listed, inner in (("choices", "message"), ("candidates", "content")):
+        choices = value.get(listed)
+        if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
+            message = choices[0].get(inner)
+            if isinstance(message, Mapping):
+                return message
     return None
 
 

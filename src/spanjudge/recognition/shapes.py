@@ -34,7 +34,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from spanjudge.recognition.answers import assistant_text
+from spanjudge.recognition.answers import assistant_text, response_message
 from spanjudge.recognition.base import (
     as_text,
     call_record,
@@ -584,6 +584,7 @@ def _asked(
             continue
         output = parse_json(span.attributes.get(inside))
         if isinstance(output, dict):
+            output = response_message(output) or output  # a client's whole response object
             calls = next((v for k, v in output.items() if _ASKED.search(k)), None)
     if not isinstance(calls, list):
         return ()
