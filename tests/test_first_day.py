@@ -66,6 +66,7 @@ NOT_IN_PROCESS = {
             "dspy",
             "langfuse",
             "llamaindex",
+            "lmnr",
             "openlit",
             "semantic_kernel",
         ),
