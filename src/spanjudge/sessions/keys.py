@@ -1,4 +1,10 @@
-"""Session key precedence (ARCHITECTURE.md section 3).
+"""Session key precedence (ARCHITECTURE.md section 3): `session.id`, `gen_ai.conversation.id`,
+then the configured attributes; on the span, then its resource.
+
+`session.id` comes first because where a span names both and they differ, the conversation is
+a part of the session: OpenTelemetry's session is everything the user does in the application,
+and an instrumentation may start a conversation id per call (one per turn) under the session
+the application set. Taking the wider one never splits a session between two keys.
 
 A key longer than `MAX_KEY_CHARS` keeps its first characters and a hash of the whole, so two
 long ids that share a prefix stay two sessions, and the id shown in the report says it was cut.
@@ -14,7 +20,7 @@ from spanjudge import semconv
 from spanjudge.spans.otlp_proto import SpanHead
 from spanjudge.spans.record import SpanRecord
 
-DEFAULT_KEY_ATTRIBUTES: tuple[str, ...] = (semconv.GEN_AI_CONVERSATION_ID, semconv.SESSION_ID)
+DEFAULT_KEY_ATTRIBUTES: tuple[str, ...] = (semconv.SESSION_ID, semconv.GEN_AI_CONVERSATION_ID)
 TRACE_ID_SOURCE = "trace_id"
 MAX_KEY_CHARS = 256
 CUT_MARK = "…[session id cut by spanjudge; sha256 {digest}]"
