@@ -14,7 +14,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyVa
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
 from spanjudge.pipeline import agent_spans
-from spanjudge.sessions.keys import session_key
+from spanjudge.sessions.keys import NAMESPACED_KEY_SUFFIXES, session_key
 from spanjudge.sidecar.config import InputConfig
 from spanjudge.sidecar.evaluation_process import payload, records_of
 from spanjudge.sidecar.intake import FORMAT_PROTOBUF, decode_body, decode_heads
@@ -85,6 +85,13 @@ def _odd_request() -> bytes:
             ("note", _value(string_value="\n\nsession.id")),
             events=[Span.Event(name="e", attributes=[KeyValue(key="session.id")])],
         ),
+        _span(  # namespaced keys: the first `.session.id` by name; `mcp.session.id` is none
+            20,
+            ("mcp.session.id", _value(string_value="m")),
+            ("b.conversation.id", _value(string_value="c")),
+            ("a.session.id", _value(int_value=5)),
+        ),
+        _span(21, *many, ("a.session.id", _value(string_value="past the cap"))),
     ]
     own = ScopeSpans(scope={"name": "spanjudge"}, spans=[_span(18)])
     resources = [
@@ -160,7 +167,11 @@ def test_heads_route_and_decode_as_the_whole_request(bodies: list[bytes], limits
         ]
         wanted = {"session.id", "gen_ai.conversation.id", *KEYS}
         for head, record in zip(heads.records, whole.records, strict=True):
-            assert head.attributes == {k: v for k, v in record.attributes.items() if k in wanted}
+            assert head.attributes == {
+                k: v
+                for k, v in record.attributes.items()
+                if k in wanted or k.endswith(NAMESPACED_KEY_SUFFIXES)
+            }
             assert session_key(head, KEYS) == session_key(record, KEYS)
             assert group_of(head, KEYS) == group_of(record, KEYS)
         kept_heads, _ = agent_spans(heads.records)
@@ -178,7 +189,7 @@ def test_heads_route_and_decode_as_the_whole_request(bodies: list[bytes], limits
         for process, part in by_records.items():
             assert records_of(payload(by_heads[process].records), limits) == part.records
         compared += len(whole.records)
-    assert compared > 100 if len(bodies) > 1 else compared in (11, 12)
+    assert compared > 100 if len(bodies) > 1 else compared in (11, 13)
 
 
 def test_the_odd_request_has_keys_of_every_kind_and_rejected_spans() -> None:
@@ -199,6 +210,8 @@ def test_the_odd_request_has_keys_of_every_kind_and_rejected_spans() -> None:
         ("r", "session.id"),  # spanjudge's own span (left out before routing)
         None,  # the other resource's: no key in the span or its resource
         None,  # the key's name in a value and an event attribute
+        ("5", "a.session.id"),
+        None,  # past the attribute cap, and no key on its resource
     ]
     problems = " ".join(str(p) for p in decoded.problems)
     for field in ("traceId", "spanId", "endTimeUnixNano", "kind", "startTimeUnixNano"):

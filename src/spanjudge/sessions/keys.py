@@ -1,10 +1,20 @@
 """Session key precedence (ARCHITECTURE.md section 3): `session.id`, `gen_ai.conversation.id`,
-then the configured attributes; on the span, then its resource.
+the configured attributes, then a namespaced copy of a standard key; on the span, then its
+resource.
 
 `session.id` comes first because where a span names both and they differ, the conversation is
 a part of the session: OpenTelemetry's session is everything the user does in the application,
 and an instrumentation may start a conversation id per call (one per turn) under the session
 the application set. Taking the wider one never splits a session between two keys.
+
+A namespaced copy is an attribute whose name ends as a standard key's does, after a namespace
+(`<namespace>.session.id`, `<namespace>.conversation.id`): the form tracing libraries give the
+session id they record under their own prefix. Names that only mention a session in another
+form (`session_id` in a bag of user properties, a vendor's "session" that is its project) say
+nothing certain and are left to `sessions.key_attributes`; so is `mcp.session.id`, which ends
+the same way but names a protocol connection that conversations share. Among several
+namespaced copies the `.session.id` ones come first, then by name, so the choice never depends
+on attribute order.
 
 A key longer than `MAX_KEY_CHARS` keeps its first characters and a hash of the whole, so two
 long ids that share a prefix stay two sessions, and the id shown in the report says it was cut.
@@ -14,13 +24,17 @@ if absent, and the caller told (the session store counts it: `spanjudge.session_
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+import itertools
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from spanjudge import semconv
 from spanjudge.spans.otlp_proto import SpanHead
 from spanjudge.spans.record import SpanRecord
 
 DEFAULT_KEY_ATTRIBUTES: tuple[str, ...] = (semconv.SESSION_ID, semconv.GEN_AI_CONVERSATION_ID)
+# what a namespaced copy of a standard key ends with, in precedence order
+NAMESPACED_KEY_SUFFIXES: tuple[str, ...] = ("." + semconv.SESSION_ID, ".conversation.id")
+_NOT_KEYS = frozenset({*DEFAULT_KEY_ATTRIBUTES, semconv.MCP_SESSION_ID})
 TRACE_ID_SOURCE = "trace_id"
 MAX_KEY_CHARS = 256
 CUT_MARK = "…[session id cut by spanjudge; sha256 {digest}]"
@@ -38,6 +52,14 @@ def key_text(value: str) -> str:
     return value[:MAX_KEY_CHARS] + CUT_MARK.format(digest=digest)
 
 
+def namespaced_keys(names: Iterable[str], tried: Sequence[str] = ()) -> list[str]:
+    """The namespaced copies of a standard key among ``names`` (less those in ``tried``), in
+    precedence order."""
+    found = {n for n in names if n.endswith(NAMESPACED_KEY_SUFFIXES)} - _NOT_KEYS
+    found.difference_update(tried)
+    return sorted(found, key=lambda n: (not n.endswith(NAMESPACED_KEY_SUFFIXES[0]), n))
+
+
 def session_key(
     span: SpanRecord | SpanHead,
     extra_attributes: Sequence[str] = (),
@@ -50,6 +72,20 @@ def session_key(
     keys = DEFAULT_KEY_ATTRIBUTES
     if extra_attributes:
         keys = (*keys, *extra_attributes)
+    found = _first_key(keys, attrs, resource, refused)
+    if found is None:
+        namespaced = namespaced_keys(itertools.chain(attrs, resource), keys)
+        if namespaced:
+            found = _first_key(namespaced, attrs, resource, refused)
+    return found
+
+
+def _first_key(
+    keys: Sequence[str],
+    attrs: Mapping[str, object],
+    resource: Mapping[str, object],
+    refused: Callable[[], None],
+) -> tuple[str, str] | None:
     for attribute in keys:
         on_span = attrs.get(attribute)
         if type(on_span) is str and 0 < len(on_span) <= MAX_KEY_CHARS:  # the usual key, as is

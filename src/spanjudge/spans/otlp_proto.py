@@ -393,11 +393,15 @@ def parse_keyed(data: bytes) -> Any:
 
 
 def read_heads(
-    request: Any, data: bytes, limits: Limits, key_attributes: Collection[str]
+    request: Any,
+    data: bytes,
+    limits: Limits,
+    key_attributes: Collection[str],
+    key_suffixes: tuple[str, ...] = (),
 ) -> tuple[list[SpanHead], list[SpanProblem]]:
-    """Each span's `SpanHead` (``key_attributes``: the attributes to decode); a span that
-    `decode_request` would reject is reported with the same path and message instead.
-    ``request``: `parse_keyed` of ``data``."""
+    """Each span's `SpanHead` (the attributes to decode: ``key_attributes``, and those whose
+    names end with one of ``key_suffixes``); a span that `decode_request` would reject is
+    reported with the same path and message instead. ``request``: `parse_keyed` of ``data``."""
     from google.protobuf.unknown_fields import UnknownFieldSet
     from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
@@ -439,7 +443,10 @@ def read_heads(
                     and len(found := span.attributes) < max_attrs
                 ):
                     attributes = {}
-                    for key in keys:
+                    names = keys
+                    if key_suffixes:  # a suffix check on each name, none decoded for it
+                        names = (*keys, *(k for k in found if k.endswith(key_suffixes)))
+                    for key in names:
                         value = found.get(key)
                         if value is not None:
                             text = value.string_value
@@ -452,9 +459,17 @@ def read_heads(
                     kvs = whole.attributes
                     if len(kvs) > max_attrs:  # which ones the count cap keeps: decode them all
                         every, _ = _attrs(kvs, limits)
-                        attributes = {k: v for k, v in every.items() if k in key_attributes}
+                        attributes = {
+                            k: v
+                            for k, v in every.items()
+                            if k in key_attributes or k.endswith(key_suffixes)
+                        }
                     else:
-                        picked = [kv for kv in kvs if kv.key in key_attributes]
+                        picked = [
+                            kv
+                            for kv in kvs
+                            if kv.key in key_attributes or kv.key.endswith(key_suffixes)
+                        ]
                         attributes, _ = _attrs(picked, limits)
                 head = SpanHead(
                     trace_id,
