@@ -58,6 +58,7 @@ NOT_IN_PROCESS = {
     "claude_code": "Claude Code is a Node.js CLI that exports OTLP: its front end is the sidecar",
     **dict.fromkeys(
         (
+            "ag2",
             "agentscope",
             "agno",
             "autogen",
@@ -66,6 +67,7 @@ NOT_IN_PROCESS = {
             "dspy",
             "langfuse",
             "llamaindex",
+            "mirascope",
             "mlflow",
             "openlit",
             "semantic_kernel",
