@@ -443,17 +443,15 @@ def read_heads(
                     and len(found := span.attributes) < max_attrs
                 ):
                     attributes = {}
-                    names = keys
-                    if key_suffixes:  # a suffix check on each name, none decoded for it
-                        names = (*keys, *(k for k in found if k.endswith(key_suffixes)))
-                    for key in names:
+                    for key in keys:
                         value = found.get(key)
                         if value is not None:
-                            text = value.string_value
-                            if text and len(text) <= cap:  # as `_sized_attrs` reads it
-                                attributes[key] = text
-                            else:
-                                attributes[key] = _converted(value, text, limits)[0]
+                            attributes[key] = _key_value(value, cap, limits)
+                    # a suffix check on each name, none decoded for it; not needed where the
+                    # span has a named key with a text value (it comes before any suffix)
+                    if key_suffixes and not any(type(v) is str and v for v in attributes.values()):
+                        for key in [k for k in found if k.endswith(key_suffixes)]:
+                            attributes[key] = _key_value(found[key], cap, limits)
                 else:  # read as `decode_request` reads them
                     whole = Span.FromString(wire) if keyed else span
                     kvs = whole.attributes
@@ -485,6 +483,14 @@ def read_heads(
                 )
                 heads.append(head)
     return heads, problems
+
+
+def _key_value(value: Any, cap: int, limits: Limits) -> AttrValue:
+    """A key attribute's `AnyValue` as `_sized_attrs` reads it."""
+    text = value.string_value
+    if text and len(text) <= cap:
+        return text  # type: ignore[no-any-return]
+    return _converted(value, text, limits)[0]
 
 
 def _key(number: int, size: int) -> bytes:
