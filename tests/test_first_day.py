@@ -58,7 +58,6 @@ NOT_IN_PROCESS = {
     "claude_code": "Claude Code is a Node.js CLI that exports OTLP: its front end is the sidecar",
     **dict.fromkeys(
         (
-            "ag2",
             "agentscope",
             "agno",
             "autogen",

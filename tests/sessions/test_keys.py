@@ -58,14 +58,24 @@ def test_standard_and_configured_keys_come_before_a_namespaced_one() -> None:
 
 
 def test_namespaced_keys_are_chosen_whatever_their_order() -> None:
-    both = [("z.conversation.id", "conv"), ("b.session.id", "b"), ("a.session.id", "a")]
+    both = [("z.session.id", "sess"), ("b.conversation.id", "b"), ("a.conversation.id", "a")]
     for attrs in (both, both[::-1]):
-        assert session_key(span(1, attrs=dict(attrs))) == ("a", "a.session.id")
+        assert session_key(span(1, attrs=dict(attrs))) == ("a", "a.conversation.id")
     refused = []
     found = session_key(
         span(1, attrs={"a.session.id": ["x"], "b.session.id": "b"}), (), lambda: refused.append(1)
     )
     assert found == ("b", "b.session.id") and refused == [1]
+
+
+def test_a_bare_conversation_id_is_a_key_before_any_namespaced_copy() -> None:
+    attrs = {"conversation.id": "conv", "a.conversation.id": "other", "a.session.id": "sess"}
+    assert session_key(span(1, attrs=attrs)) == ("conv", "conversation.id")
+    assert session_key(span(1, attrs={"conversation.id": "conv"})) == ("conv", "conversation.id")
+    # the standard keys and the configured ones still come first
+    assert session_key(span(1, attrs={**attrs, "session.id": "s"})) == ("s", "session.id")
+    configured = session_key(span(1, attrs={**attrs, "app.thread": "t"}), ("app.thread",))
+    assert configured == ("t", "app.thread")
 
 
 def test_names_that_only_mention_a_session_are_no_key() -> None:

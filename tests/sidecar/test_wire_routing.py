@@ -14,7 +14,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyVa
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
 from spanjudge.pipeline import agent_spans
-from spanjudge.sessions.keys import NAMESPACED_KEY_SUFFIXES, session_key
+from spanjudge.sessions.keys import BARE_KEY_COPIES, NAMESPACED_KEY_SUFFIXES, session_key
 from spanjudge.sidecar.config import InputConfig
 from spanjudge.sidecar.evaluation_process import payload, records_of
 from spanjudge.sidecar.intake import FORMAT_PROTOBUF, decode_body, decode_heads
@@ -169,7 +169,7 @@ def test_heads_route_and_decode_as_the_whole_request(bodies: list[bytes], limits
         assert [(h.trace_id, h.span_id) for h in heads.records] == [
             (r.trace_id, r.span_id) for r in whole.records
         ]
-        wanted = {"session.id", "gen_ai.conversation.id", *KEYS}
+        wanted = {"session.id", "gen_ai.conversation.id", *BARE_KEY_COPIES, *KEYS}
         for head, record in zip(heads.records, whole.records, strict=True):
             named = {k: v for k, v in record.attributes.items() if k in wanted}
             assert {k: v for k, v in head.attributes.items() if k in wanted} == named
@@ -215,7 +215,7 @@ def test_the_odd_request_has_keys_of_every_kind_and_rejected_spans() -> None:
         ("r", "session.id"),  # spanjudge's own span (left out before routing)
         None,  # the other resource's: no key in the span or its resource
         None,  # the key's name in a value and an event attribute
-        ("5", "a.session.id"),
+        ("c", "b.conversation.id"),  # a namespaced conversation id before a session id
         None,  # past the attribute cap, and no key on its resource
         ("8", "session.id"),  # a named key before a namespaced one
         ("s", "session.id"),  # (the head reads no namespaced one here: not needed)

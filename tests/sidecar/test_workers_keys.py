@@ -1,5 +1,5 @@
-"""Session keys that are not the plain `session.id` on every span (a namespaced copy on some
-spans only; `session.id` beside a conversation id of the span's own): `serve` with two
+"""Session keys that are not the plain `session.id` on every span (a copy under the tracer's
+own namespace, on some spans only): `serve` with two
 evaluation processes, sent the spans as an SDK exports them (a trace in several requests, its
 root last), puts every span in the session `spanjudge eval` puts it in, and those are the
 sessions the generator ran."""
@@ -22,7 +22,7 @@ from tests.sidecar.workers_helpers import _config, _env, _Receiver, _send, _verd
 
 pytestmark = pytest.mark.slow
 
-KEYED = [FIXTURES / "mirascope" / "mirascope.jsonl", FIXTURES / "ag2" / "ag2.jsonl"]
+KEYED = [FIXTURES / "mirascope" / "mirascope.jsonl"]
 Verdicts = list[tuple[Any, ...]]
 
 
