@@ -67,6 +67,7 @@ NOT_IN_PROCESS = {
             "langfuse",
             "llamaindex",
             "lmnr",
+            "mirascope",
             "mlflow",
             "openlit",
             "semantic_kernel",

@@ -1,8 +1,8 @@
 """Metamorphic: writing a fixture session differently (its catalogue in another layout, its tools
 under a namespace, its attributes and spans in another order, its session id on the resource,
-on every span or on root spans only, its message content in span events or in OTLP log
-records, its answers in several parts, its model outputs as a chat completion's choices) leaves
-every verdict as it was.
+on every span, on root spans only or under a namespace of its own, its message content in span
+events or in OTLP log records, its answers in several parts, its model outputs as a chat
+completion's choices) leaves every verdict as it was.
 
 Every fixture file of every framework is evaluated as `spanjudge eval FILE --expect
 expectations.yaml` would (with each session's calls, from its generator's log, as its reference
@@ -42,6 +42,7 @@ from tests.metamorphic.transforms import (
     rerender_catalogue,
     roles_as_compound_words,
     roles_in_stem_keys,
+    session_id_namespaced,
     session_id_on_every_span,
     session_id_on_resource,
     session_id_on_root_spans,
@@ -218,6 +219,7 @@ SESSION_ID_MOVES = {
     "on the resource": session_id_on_resource,
     "on every span (baggage)": session_id_on_every_span,
     "on root spans only": session_id_on_root_spans,
+    "under a namespace": session_id_namespaced,
 }
 SESSION_ID_CASES = [(move, name) for name in FILES for move in sorted(SESSION_ID_MOVES)]
 

@@ -267,6 +267,23 @@ def session_id_on_root_spans(requests: list[dict[str, Any]]) -> None:
                 span["attributes"].append({"key": key, "value": {"stringValue": value}})
 
 
+def session_id_namespaced(requests: list[dict[str, Any]]) -> None:
+    """Each session key renamed under a namespace (`app.session.id`, `app.conversation.id`), as
+    a tracing library records the session id it was given under its own prefix."""
+    for request in requests:
+        for resource in request.get("resourceSpans", ()):
+            held = [resource.get("resource", {}).get("attributes", ())]
+            held += [s.get("attributes", ()) for s in _resource_spans(resource)]
+            for attributes in held:
+                for attribute in attributes:
+                    if attribute["key"] in SESSION_KEYS:
+                        attribute["key"] = "app." + attribute["key"].removeprefix("gen_ai.")
+
+
+def _resource_spans(resource: dict[str, Any]) -> list[dict[str, Any]]:
+    return [s for scope in resource.get("scopeSpans", ()) for s in scope.get("spans", ())]
+
+
 # -- message content, moved to span events ------------------------------------------------
 
 CONTENT_KEYS = ("gen_ai.system_instructions", "gen_ai.input.messages", "gen_ai.output.messages")
