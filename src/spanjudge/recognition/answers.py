@@ -33,8 +33,9 @@ _REPR_ENDS = (")", "...", "\u2026")
 
 def assistant_text(value: Any) -> str | None:
     """The last assistant text in an agent's output: plain text as it is; a message, or a list
-    of messages, in any framework's JSON (the last assistant message with text); a list of
-    content parts. JSON that holds no message (a graph's state) is no text."""
+    of messages, in any framework's JSON (the last assistant message with text), also held
+    under a response's `message`; a list of content parts. JSON that holds no message (a
+    graph's state) is no text."""
     if isinstance(value, str):
         stripped = value.strip()
         if stripped[:1] in ("[", "{", '"'):
@@ -45,7 +46,8 @@ def assistant_text(value: Any) -> str | None:
     if isinstance(value, Mapping):
         if "role" in value or any(key in value for key in _MESSAGE_KEYS):
             return message_text(value) if _speaks(value) else None
-        return None
+        held = value.get("message")  # a response holding its message: `{"message", "usage"}`
+        return assistant_text(held) if isinstance(held, Mapping) and "role" in held else None
     if isinstance(value, (list, tuple)):
         said = [m for m in value if isinstance(m, Mapping) and "role" in m]
         if said:
