@@ -14,14 +14,17 @@ An agent library's own tracing may use keys nobody listed (`<prefix>.toolCall.na
 - a model call: a span below the turn with a prompt and a response or the tool calls it asked
   for (under a `tool calls` key), with its `prompt`/`input` and `completion`/`output` token
   counts.
-- a span that says its own role: a `<prefix>.type` (or `.kind`) of tool, generation / llm / model,
-  or agent, beside `<prefix>.input` and/or `<prefix>.output`. A tool's name is `<prefix>.name`
+- a span that says its own role: a `<prefix>.type` (or `.kind`, `.subtype`) of tool, generation /
+  llm / model, or agent, beside `<prefix>.input` and/or `<prefix>.output`; the role key may sit
+  in a namespace inside the prefix (`<prefix>:metadata:subtype` beside `<prefix>:input`), and
+  `:` separates namespaces as `.` does. A tool's name is `<prefix>.name`
   or the span's name, its arguments the input (of a function's `{"args", "kwargs"}` envelope,
   the keyword arguments), its result the output; a model call's or a turn's prompt is the
   input, its response the output (an assistant message, with the tool calls it asked for). With
   no role said, a `<prefix>.input` holding messages (`{"messages": [...]}` or a list of role
   messages) is a model call's prompt and `<prefix>.output` its response. Token counts may sit
-  in a JSON value (`<prefix>.usage_details`: `prompt_tokens`, `completion_tokens`).
+  in a JSON value (`<prefix>.usage_details`: `prompt_tokens`, `completion_tokens`) or in the
+  output's own `usage` object.
 A root span's bare `input` / `output` count as prompt and response when they hold a user request
 and an assistant text. The rules name shapes, never a framework. The registry asks this preset
 last, and only about spans every other preset left alone (GenAI declines operations the
@@ -31,7 +34,7 @@ conventions do not name); the report counts what it read (`coverage.fallback_spa
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from spanjudge.recognition.answers import assistant_text, response_message
@@ -77,14 +80,19 @@ _INPUT_TOKENS = re.compile(r"(?:prompt|input)[._]?tokens$", re.I)
 _OUTPUT_TOKENS = re.compile(r"(?:completion|output)[._]?tokens$", re.I)
 # The tools a model output asked for: `<prefix>.response.toolCalls`, `<prefix>.tool_calls`.
 _ASKED = re.compile(r"(?:^|[._])tool[._]?calls$", re.I)
-# `<prefix>.type` / `<prefix>.kind`, or with a word before it (`<prefix>.spanType`,
+# `<prefix>.type` / `.kind` / `.subtype`, or with a word before it (`<prefix>.spanType`,
 # `<prefix>.span_kind`, whose input is then `<prefix>.spanInputs`, `<prefix>.span_input`): a span
 # that says its own role, by the key's value; and `<prefix>.input` (`_under` finds
-# `<prefix>.output` and `<prefix>.name` beside either).
-_ROLE_KEY = re.compile(r"^(?P<p>.+?)(?:[._](?i:type|kind)|(?<=[a-z])(?:Type|Kind))$")
-_INPUT_KEY = re.compile(r"^(?P<p>.+)[.]input$", re.I)
+# `<prefix>.output` and `<prefix>.name` beside either). A namespace may be separated by `.` or
+# `:` (`<prefix>:input`).
+_ROLE_KEY = re.compile(
+    r"^(?P<p>.+?)(?:[._:](?i:(?:sub)?(?:type|kind))|(?<=[a-z])(?:Sub)?(?:Type|Kind))$"
+)
+_INPUT_KEY = re.compile(r"^(?P<p>.+)[.:]input$", re.I)
 _INPUT_WORDS = ("input", "inputs")
 _OUTPUT_WORDS = ("output", "outputs")
+_NAMESPACE = re.compile(r"[.:]")
+_OUTPUT_KEY = re.compile(r"(?:^|[.:])output$", re.I)
 # A role is its value's last word, the noun a compound names (`chat_model`, `CHAT_MODEL`).
 _ROLES = {"tool": "tool", "generation": "model", "llm": "model", "model": "model", "agent": "agent"}
 _ROLE_WORDS = re.compile(r"[^a-z]+")
@@ -366,13 +374,13 @@ def _read_layout(keys: tuple[str, ...]) -> _Layout:
             if True in shapes:
                 shaped.append((key, shapes))
         role = _ROLE_KEY.match(key) if key[-4:].lower() in ("type", "kind") else None
-        if role is not None:
-            prefix = role.group("p")
+        for prefix in _enclosing(role.group("p")) if role is not None else ():
             inputs = _under(present, prefix, _INPUT_WORDS)
             output = _under(present, prefix, _OUTPUT_WORDS)
             if inputs is not None or output is not None:
                 said.add(prefix)
                 roles.append((key, (inputs, output, _under(present, prefix, ("name",)))))
+                break
     for key in keys:  # with no role said, an input that holds messages says it (`_role`)
         given = _INPUT_KEY.match(key) if key[-5:].lower() == "input" else None
         if given is not None and given.group("p") not in said and not key.startswith("gen_ai."):
@@ -380,6 +388,16 @@ def _read_layout(keys: tuple[str, ...]) -> _Layout:
             names = _under(present, prefix, ("name",))
             roles.append((key, (key, _under(present, prefix, ("output",)), names)))
     return tuple(named), tuple(shaped), tuple(roles)
+
+
+def _enclosing(prefix: str) -> Iterator[str]:
+    """``prefix``, then each namespace enclosing it, nearest first: a role may be said deeper
+    than the input and output it is about (`<prefix>:metadata:subtype` beside `<prefix>:input`)."""
+    yield prefix
+    cuts = [m.start() for m in _NAMESPACE.finditer(prefix)]
+    for cut in reversed(cuts):
+        if cut:
+            yield prefix[:cut]
 
 
 @remembered_when_short(maxsize=1024)  # spans of one kind carry the same keys: matched once
@@ -396,9 +414,15 @@ def _named_call(name: str) -> bool:
 
 
 def _under(attributes: Any, prefix: str, words: tuple[str, ...]) -> str | None:
-    """The key `<prefix>.<word>` (or `<prefix>_<word>`, `<prefix><Word>`) present, if any."""
+    """The key `<prefix>.<word>` (or `<prefix>:<word>`, `<prefix>_<word>`, `<prefix><Word>`)
+    present, if any."""
     for word in words:
-        for key in (f"{prefix}.{word}", f"{prefix}_{word}", f"{prefix}{word.capitalize()}"):
+        for key in (
+            f"{prefix}.{word}",
+            f"{prefix}:{word}",
+            f"{prefix}_{word}",
+            f"{prefix}{word.capitalize()}",
+        ):
             if key in attributes:
                 return key
     return None
@@ -562,12 +586,16 @@ def _tokens(span: SpanRecord, pattern: re.Pattern[str]) -> int | None:
         if pattern.search(key) and isinstance(value, int) and not isinstance(value, bool):
             return value
     for key, value in span.attributes.items():
-        if isinstance(value, str) and "usage" in key.rsplit(".", 1)[-1].lower():
-            counts = parse_json(value)
-            if isinstance(counts, dict):
-                for name, count in counts.items():
-                    if pattern.search(name) and type(count) is int:  # (a bool is no count)
-                        return int(count)
+        if not isinstance(value, str):
+            continue
+        counts = parse_json(value) if "usage" in key.rsplit(".", 1)[-1].lower() else None
+        if counts is None and _OUTPUT_KEY.search(key) and value.lstrip().startswith("{"):
+            decoded = parse_json(value)  # an output that carries its own `usage` counts
+            counts = decoded.get("usage") if isinstance(decoded, dict) else None
+        if isinstance(counts, dict):
+            for name, count in counts.items():
+                if pattern.search(name) and type(count) is int:  # (a bool is no count)
+                    return int(count)
     return None
 
 
