@@ -67,6 +67,7 @@ NOT_IN_PROCESS = {
             "langfuse",
             "llamaindex",
             "lmnr",
+            "logfire",
             "mirascope",
             "mlflow",
             "openlit",

@@ -42,6 +42,7 @@ from tests.metamorphic.transforms import (
     rerender_catalogue,
     roles_as_compound_words,
     roles_in_stem_keys,
+    session_id_as_keyword,
     session_id_namespaced,
     session_id_on_every_span,
     session_id_on_resource,
@@ -220,6 +221,7 @@ SESSION_ID_MOVES = {
     "on every span (baggage)": session_id_on_every_span,
     "on root spans only": session_id_on_root_spans,
     "under a namespace": session_id_namespaced,
+    "as a keyword argument": session_id_as_keyword,
 }
 SESSION_ID_CASES = [(move, name) for name in FILES for move in sorted(SESSION_ID_MOVES)]
 

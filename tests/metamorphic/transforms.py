@@ -280,6 +280,21 @@ def session_id_namespaced(requests: list[dict[str, Any]]) -> None:
                         attribute["key"] = "app." + attribute["key"].removeprefix("gen_ai.")
 
 
+def session_id_as_keyword(requests: list[dict[str, Any]]) -> None:
+    """Each session's id on every span of its traces under the name a keyword argument gives
+    it (`session_id`, `conversation_id`), as Logfire's baggage and span attributes write it."""
+    session_id_on_every_span(requests)
+    for request in requests:
+        for resource in request.get("resourceSpans", ()):
+            held = [resource.get("resource", {}).get("attributes", ())]
+            held += [s.get("attributes", ()) for s in _resource_spans(resource)]
+            for attributes in held:
+                for attribute in attributes:
+                    if attribute["key"] in SESSION_KEYS:
+                        keyword = attribute["key"].removeprefix("gen_ai.").replace(".", "_")
+                        attribute["key"] = keyword
+
+
 def _resource_spans(resource: dict[str, Any]) -> list[dict[str, Any]]:
     return [s for scope in resource.get("scopeSpans", ()) for s in scope.get("spans", ())]
 

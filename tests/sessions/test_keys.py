@@ -78,6 +78,23 @@ def test_a_bare_conversation_id_is_a_key_before_any_namespaced_copy() -> None:
     assert configured == ("t", "app.thread")
 
 
+def test_a_standard_key_spelled_as_a_keyword_argument_is_a_key() -> None:
+    store = SessionStore()
+    store.add(span(1, trace=1, attrs={"session_id": "s-1"}))
+    store.add(span(2, trace=1, parent=1))  # key-less: joins its trace's key
+    store.add(span(3, trace=2, attrs={"session_id": "s-1", "conversation_id": "c-1"}))
+    closed = {c.key: c for c in store.close("end_of_input")}
+    assert sorted(closed) == ["c-1", "s-1"]
+    assert closed["s-1"].key_source == "session_id" and len(closed["s-1"].spans) == 2
+    assert closed["c-1"].key_source == "conversation_id"
+    # the standard keys come first, and a keyword spelling beats a namespaced copy
+    assert session_key(span(1, attrs={"session_id": "k", "session.id": "s"})) == ("s", "session.id")
+    assert session_key(span(1, attrs={"session_id": "k", "a.session.id": "n"})) == (
+        "k",
+        "session_id",
+    )
+
+
 def test_names_that_only_mention_a_session_are_no_key() -> None:
     for name in (
         "mcp.session.id",  # a protocol connection that conversations share

@@ -2,12 +2,14 @@
 the configured attributes, then a namespaced copy of a standard key; on the span, then its
 resource.
 
-A copy of a standard key under another name is a bare `conversation.id`, then an attribute whose
-name ends as a standard key's does after a namespace (`<namespace>.conversation.id`,
-`<namespace>.session.id`): the forms tracing libraries give the session id they record under
-their own name. Names that
-only mention a session in another form (`session_id` in a bag of user properties, a vendor's
-"session" that is its project) say nothing certain and are left to `sessions.key_attributes`;
+A copy of a standard key under another name is a bare `conversation.id`, a standard key spelled
+as a keyword argument spells it (`conversation_id`, `session_id`: a Python keyword cannot hold
+a dot, so APIs that take attributes as keyword arguments, such as Logfire's spans and baggage,
+write it so), then an attribute whose name ends as a standard key's does after a namespace
+(`<namespace>.conversation.id`, `<namespace>.session.id`): the forms tracing libraries give the
+session id they record under their own name. Names that only mention a session in another form
+(`session_id` in a namespaced bag of user properties, a vendor's "session" that is its project)
+say nothing certain and are left to `sessions.key_attributes`;
 so is `mcp.session.id`, which ends the same way but names a protocol connection that
 conversations share. Among several namespaced copies the `.conversation.id` ones come first,
 as the standard keys do, then by name, so the choice never depends on attribute order.
@@ -30,9 +32,10 @@ from spanjudge.spans.record import SpanRecord
 DEFAULT_KEY_ATTRIBUTES: tuple[str, ...] = (semconv.GEN_AI_CONVERSATION_ID, semconv.SESSION_ID)
 # what a namespaced copy of a standard key ends with, in precedence order
 NAMESPACED_KEY_SUFFIXES: tuple[str, ...] = (".conversation.id", "." + semconv.SESSION_ID)
-# a standard key's name without its namespace (VoltAgent's `conversation.id`): tried right after
-# the configured attributes, before any namespaced copy
-BARE_KEY_COPIES: tuple[str, ...] = ("conversation.id",)
+# a standard key's name without its namespace (VoltAgent's `conversation.id`) or as a keyword
+# argument spells it (no namespace either): tried right after the configured attributes, before
+# any namespaced copy, the conversation ones first
+BARE_KEY_COPIES: tuple[str, ...] = ("conversation.id", "conversation_id", "session_id")
 _NAMED = (*DEFAULT_KEY_ATTRIBUTES, *BARE_KEY_COPIES)  # the keys tried by name, unconfigured
 _NOT_KEYS = frozenset({*DEFAULT_KEY_ATTRIBUTES, semconv.MCP_SESSION_ID})
 TRACE_ID_SOURCE = "trace_id"
