@@ -95,6 +95,22 @@ def test_a_standard_key_spelled_as_a_keyword_argument_is_a_key() -> None:
     )
 
 
+def test_a_hidden_session_id_is_no_key_and_merges_nothing() -> None:
+    scrubbed = "[Scrubbed due to 'session']"  # Logfire's default scrubbing of any session id
+    store = SessionStore()
+    store.add(span(1, trace=1, attrs={"session.id": scrubbed}))
+    store.add(span(2, trace=2, attrs={"session_id": scrubbed}))
+    store.add(span(3, trace=3, attrs={"app.session.id": scrubbed}))
+    store.add(span(4, trace=4, attrs={"session.id": scrubbed}, resource={"session.id": "r"}))
+    closed = {c.key: c for c in store.close("end_of_input")}
+    assert store.refused_keys == 4
+    # each trace stays its own session (by trace id), or takes the resource's real key
+    assert closed["r"].key_source == "session.id"
+    sources = sorted(c.key_source for c in closed.values())
+    assert sources == ["session.id", "trace_id", "trace_id", "trace_id"]
+    assert scrubbed not in closed
+
+
 def test_names_that_only_mention_a_session_are_no_key() -> None:
     for name in (
         "mcp.session.id",  # a protocol connection that conversations share

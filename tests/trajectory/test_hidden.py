@@ -12,13 +12,19 @@ from hypothesis import strategies as st
 from spanjudge.spans.ids import IdError, id_from_text
 from spanjudge.trajectory.hidden import hidden
 
-PLACEHOLDER = re.compile(r"(?:\s*(?:_+redacted_+|<redacted[^>\n]*>|\[redacted\]))+\s*", re.I)
+PLACEHOLDER = re.compile(
+    r"(?:\s*(?:_+redacted_+|<redacted[^>\n]*>|\[redacted\]|\[scrubbed due to [^\]\n]*\]))+\s*",
+    re.I,
+)
 PIECES = [
     "__REDACTED__",
     "_redacted_",
     "<redacted>",
     "<REDACTED by policy>",
     "[Redacted]",
+    "[Scrubbed due to 'session']",
+    "[scrubbed due to ]",
+    "[Scrubbed due to 'a\n']",
     " ",
     "\u00a0",
     "\u2003",
@@ -49,6 +55,9 @@ def test_hidden_answers_as_the_placeholder_pattern(text: str) -> None:
         ("the answer", False),
         ("_redacted_ but not", False),
         ("[redacted", False),
+        ("[Scrubbed due to 'session']", True),
+        ("[Scrubbed due to 'api_key'] [REDACTED]", True),
+        ("[Scrubbed due to 'session'] and more", False),
     ],
 )
 def test_hidden_placeholders(text: str | None, expected: bool) -> None:

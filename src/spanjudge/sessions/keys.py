@@ -16,8 +16,11 @@ as the standard keys do, then by name, so the choice never depends on attribute 
 
 A key longer than `MAX_KEY_CHARS` keeps its first characters and a hash of the whole, so two
 long ids that share a prefix stay two sessions, and the id shown in the report says it was cut.
-A key attribute that is not a string or an integer (an array, say) is no key: it is skipped as
-if absent, and the caller told (the session store counts it: `spanjudge.session_keys_refused`)."""
+A key attribute that is not a string or an integer (an array, say), or whose text is only the
+placeholder an instrumentation writes for a value it hid (`trajectory/hidden.py`: Logfire's
+default scrubbing writes `[Scrubbed due to 'session']` for every session id), is no key: it
+is skipped as if absent, so hidden ids never merge every session into one, and the caller told
+(the session store counts it: `spanjudge.session_keys_refused`)."""
 
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from spanjudge import semconv
 from spanjudge.spans.otlp_proto import SpanHead
 from spanjudge.spans.record import SpanRecord
+from spanjudge.trajectory.hidden import hidden
 
 DEFAULT_KEY_ATTRIBUTES: tuple[str, ...] = (semconv.GEN_AI_CONVERSATION_ID, semconv.SESSION_ID)
 # what a namespaced copy of a standard key ends with, in precedence order
@@ -93,14 +97,14 @@ def _first_key(
 ) -> tuple[str, str] | None:
     for attribute in keys:
         on_span = attrs.get(attribute)
-        if type(on_span) is str and 0 < len(on_span) <= MAX_KEY_CHARS:  # the usual key, as is
-            return on_span, attribute
+        if type(on_span) is str and 0 < len(on_span) <= MAX_KEY_CHARS and not hidden(on_span):
+            return on_span, attribute  # the usual key, as is
         if on_span is None and attribute not in resource:  # a key attribute the span lacks
             continue
         for value in (on_span, resource.get(attribute)):
             if value is None or value == "":
                 continue
-            if isinstance(value, str):
+            if isinstance(value, str) and not hidden(value):
                 return key_text(value), attribute
             if isinstance(value, int) and not isinstance(value, bool):
                 return str(value), attribute

@@ -5,8 +5,12 @@ from __future__ import annotations
 import re
 
 # What instrumentation writes for an output it hides (OpenInference's TraceConfig(hide_outputs=
-# True): `__REDACTED__`; others `<redacted>`, `[REDACTED]`), once or once per copy.
-_HIDDEN = re.compile(r"(?:\s*(?:_+redacted_+|<redacted[^>\n]*>|\[redacted\]))+\s*", re.I)
+# True): `__REDACTED__`; others `<redacted>`, `[REDACTED]`; Logfire's scrubbing `[Scrubbed due to
+# 'session']`, naming what matched), once or once per copy.
+_HIDDEN = re.compile(
+    r"(?:\s*(?:_+redacted_+|<redacted[^>\n]*>|\[redacted\]|\[scrubbed due to [^\]\n]*\]))+\s*",
+    re.I,
+)
 
 
 def hidden(text: str | None) -> bool:
