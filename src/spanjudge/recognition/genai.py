@@ -711,8 +711,11 @@ class GenAIRecogniser:
             if tool == sc.ADK_MERGED_TOOLS:
                 return []
             return [self._tool(span, tool or span.name[len(TOOL_PREFIX) :].split(" ")[0])]
+        # With no operation named, counted input tokens say a model call, under the current
+        # name or the older `gen_ai.usage.prompt_tokens` that `_model` reads as the same count.
         if op in sc.MODEL_OPERATIONS or (
-            op is None and int_attr(span, sc.GEN_AI_USAGE_INPUT_TOKENS)
+            op is None
+            and int_attr(span, sc.GEN_AI_USAGE_INPUT_TOKENS, sc.GEN_AI_USAGE_PROMPT_TOKENS)
         ):
             return [self._model(span)]
         # an operation the conventions do not name as agent activity (event-loop cycles, memory,
