@@ -55,6 +55,7 @@ NOT_IN_PROCESS = {
     "adk": "google-adk 2.13 requires OpenTelemetry SDK <= 1.44; spanjudge requires >= 1.45",
     "adk_legacy": "google-adk 1.30 requires OpenTelemetry SDK < 1.39; spanjudge requires >= 1.45",
     "openllmetry": "traceloop-sdk 0.52 runs on OpenTelemetry SDK 1.38; spanjudge requires >= 1.45",
+    "agentops": "agentops 0.4.21 exports on OpenTelemetry SDK <= 1.44; spanjudge requires >= 1.45",
     "claude_code": "Claude Code is a Node.js CLI that exports OTLP: its front end is the sidecar",
     **dict.fromkeys(
         (

@@ -261,6 +261,9 @@ GCP_VERTEX_AGENT_TOOL_RESPONSE = "gcp.vertex.agent.tool_response"
 # --- OpenLLMetry legacy indexed attributes and traceloop decorators (read) [fixb helper] ---
 GEN_AI_LEGACY_PROMPT = "gen_ai.prompt"  # gen_ai.prompt.N.role / .content / .tool_calls.M.*
 GEN_AI_LEGACY_COMPLETION = "gen_ai.completion"  # gen_ai.completion.N.*
+# the tools offered: <base>.N.name / .description / .parameters (JSON schema text)
+GEN_AI_LEGACY_FUNCTIONS = "gen_ai.request.functions"
+LLM_LEGACY_FUNCTIONS = "llm.request.functions"
 TRACELOOP_SPAN_KIND = "traceloop.span.kind"  # workflow | agent | task | tool
 TRACELOOP_ENTITY_NAME = "traceloop.entity.name"
 TRACELOOP_ENTITY_INPUT = "traceloop.entity.input"  # JSON {"args": [...], "kwargs": {...}}

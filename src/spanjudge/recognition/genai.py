@@ -48,7 +48,11 @@ from spanjudge.recognition.catalogue import (
 )
 from spanjudge.recognition.evidence import bodies_in, tool_step
 from spanjudge.recognition.indexed_messages import MARKERS as INDEXED_MARKERS
-from spanjudge.recognition.indexed_messages import block_parts, indexed_messages
+from spanjudge.recognition.indexed_messages import (
+    block_parts,
+    indexed_messages,
+    indexed_tool_definitions,
+)
 from spanjudge.remembered import remembered_within
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.assemble import is_stop_reason
@@ -595,10 +599,16 @@ def catalogue(span: SpanRecord, system: str | None = None) -> tuple[CatalogueEnt
     return offered + tuple(e for e in described if e not in offered) if described else offered
 
 
+def tool_definitions(span: SpanRecord) -> Any:
+    """The tools offered to the model: `gen_ai.tool.definitions` decoded, else the legacy
+    indexed attributes (`gen_ai.request.functions.N.*`)."""
+    found = span.attributes.get(sc.GEN_AI_TOOL_DEFINITIONS)
+    return shared_json(found) if found is not None else indexed_tool_definitions(span)
+
+
 def tool_schemas(span: SpanRecord, tool_name: str | None = None) -> dict[str, Any]:
     schemas: dict[str, Any] = {}
-    found = span.attributes.get(sc.GEN_AI_TOOL_DEFINITIONS)
-    definitions = shared_json(found) if found is not None else None
+    definitions = tool_definitions(span)
     if isinstance(definitions, (list, tuple)):
         for item in definitions:
             if not isinstance(item, dict):
@@ -620,10 +630,9 @@ def tool_schemas(span: SpanRecord, tool_name: str | None = None) -> dict[str, An
 
 
 def tool_descriptions(span: SpanRecord) -> dict[str, str]:
-    """Tool name -> description, from `gen_ai.tool.definitions` (flat or OpenAI-style)."""
+    """Tool name -> description, from `tool_definitions` (flat or OpenAI-style)."""
     found: dict[str, str] = {}
-    recorded = span.attributes.get(sc.GEN_AI_TOOL_DEFINITIONS)
-    definitions = shared_json(recorded) if recorded is not None else None
+    definitions = tool_definitions(span)
     for item in definitions if isinstance(definitions, (list, tuple)) else ():
         nested = item.get("function") if isinstance(item, dict) else None
         function = nested if isinstance(nested, dict) else item
@@ -711,8 +720,11 @@ class GenAIRecogniser:
             if tool == sc.ADK_MERGED_TOOLS:
                 return []
             return [self._tool(span, tool or span.name[len(TOOL_PREFIX) :].split(" ")[0])]
+        # With no operation named, counted input tokens say a model call, under the current
+        # name or the older `gen_ai.usage.prompt_tokens` that `_model` reads as the same count.
         if op in sc.MODEL_OPERATIONS or (
-            op is None and int_attr(span, sc.GEN_AI_USAGE_INPUT_TOKENS)
+            op is None
+            and int_attr(span, sc.GEN_AI_USAGE_INPUT_TOKENS, sc.GEN_AI_USAGE_PROMPT_TOKENS)
         ):
             return [self._model(span)]
         # an operation the conventions do not name as agent activity (event-loop cycles, memory,

@@ -4,7 +4,8 @@ Before `gen_ai.input.messages`, OpenLLMetry (traceloop's instrumentations, e.g.
 opentelemetry-instrumentation-openai <= 0.52) flattened every message into attributes:
 `gen_ai.prompt.N.role` / `.content` / `.tool_call_id` / `.tool_calls.M.{id,name,arguments}`
 for the input and `gen_ai.completion.N.role` / `.content` / `.finish_reason` /
-`.tool_calls.M.*` for the output. The GenAI readers (genai.py) fall back to these
+`.tool_calls.M.*` for the output, and the tools offered as `gen_ai.request.functions.N.*`
+(or `llm.request.functions.N.*`). The GenAI readers (genai.py) fall back to these
 when a span has no `gen_ai.input.messages` / `gen_ai.output.messages`: the result has the
 same shape (`role`, `parts` of `text`, `tool_call`, `tool_call_response`, `finish_reason`), so
 every rule that reads messages reads these too.
@@ -116,6 +117,30 @@ def indexed_messages(span: SpanRecord, key: str) -> list[dict[str, Any]]:
             break
         out.append(message)
     return out
+
+
+def indexed_tool_definitions(span: SpanRecord) -> list[dict[str, Any]]:
+    """The tools the span offered the model, flattened the same legacy way
+    (`gen_ai.request.functions.N.name` / `.description` / `.parameters`, or under
+    `llm.request.functions`), as `gen_ai.tool.definitions` items; empty when it has none."""
+    attrs = span.attributes
+    for base in (sc.GEN_AI_LEGACY_FUNCTIONS, sc.LLM_LEGACY_FUNCTIONS):
+        out: list[dict[str, Any]] = []
+        for n in range(_MAX_MESSAGES):
+            name = attrs.get(f"{base}.{n}.name")
+            if name is None:
+                break
+            definition: dict[str, Any] = {"name": name}
+            description = attrs.get(f"{base}.{n}.description")
+            if description is not None:
+                definition["description"] = description
+            parameters = attrs.get(f"{base}.{n}.parameters")
+            if parameters is not None:
+                definition["parameters"] = parse_json(parameters)
+            out.append(definition)
+        if out:
+            return out
+    return []
 
 
 # A span holds indexed messages when it has one of these (the GenAI readers read them then).

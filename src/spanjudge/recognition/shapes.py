@@ -429,7 +429,12 @@ def _under(attributes: Any, prefix: str, words: tuple[str, ...]) -> str | None:
 
 
 def _is_tool_key(key: str) -> bool:
-    return _TOOL_NAME.match(key.rsplit(".", 1)[0] + ".name") is not None
+    """``key`` sits under a tool's namespace: beside its name (`x.tool.id`), or under the
+    call of it (`tool.call.id`, as GenAI's `gen_ai.tool.call.id`)."""
+    prefix = key.rsplit(".", 1)[0]
+    if prefix.lower().endswith(".call"):
+        prefix = prefix[: -len(".call")]
+    return _TOOL_NAME.match(prefix + ".name") is not None
 
 
 def _given(span: SpanRecord, key: str) -> str | None:
