@@ -643,12 +643,26 @@ def tool_descriptions(span: SpanRecord) -> dict[str, str]:
     return found
 
 
+def tool_field(span: SpanRecord, key: str) -> Any:
+    """A GenAI tool-call attribute of an `execute_tool` span, else its one copy under another
+    prefix (`<prefix>.tool.call.arguments` for `gen_ai.tool.call.arguments`): a framework whose
+    own observations name the operation by the conventions may keep the call's fields under its
+    own namespace (Spring AI's `spring.ai.tool.call.*`). On a span already said to execute a
+    tool, a key that ends in the convention's own field name can only be that field; two such
+    copies say nothing certain and none is taken."""
+    value = span.attributes.get(key)
+    if value is not None:
+        return value
+    suffix = "." + key.removeprefix(GEN_AI_PREFIX)
+    copies = [v for k, v in span.attributes.items() if k.endswith(suffix)]
+    return copies[0] if len(copies) == 1 else None
+
+
 def tool_io(span: SpanRecord) -> tuple[Any, Any, bool]:
     """(arguments, result payload, has result) of an `execute_tool` span, in any convention."""
-    attributes = span.attributes
-    raw_args = attributes.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS)
+    raw_args = tool_field(span, sc.GEN_AI_TOOL_CALL_ARGUMENTS)
     arguments: Any = None if raw_args is None else parse_arguments(raw_args)
-    raw_result = attributes.get(sc.GEN_AI_TOOL_CALL_RESULT)
+    raw_result = tool_field(span, sc.GEN_AI_TOOL_CALL_RESULT)
     has_result = raw_result is not None
     result: Any = parse_json(raw_result) if has_result else None
     if arguments is not None and has_result:
@@ -807,6 +821,9 @@ class GenAIRecogniser:
     def _tool(self, span: SpanRecord, tool: str) -> Step:
         arguments, result, has_result = tool_io(span)
         declared, status, error_type, call_id, agent, description = _texts(span, _TOOL_TEXTS)
+        if call_id is None:
+            copied = tool_field(span, sc.GEN_AI_TOOL_CALL_ID)
+            call_id = None if copied is None else str(copied)
         # ADK stamps gen_ai.skill.name on resource reads and skill scripts too; those carry
         # gen_ai.skill.resource.name and are tool calls, not loads.
         if span.attributes.get(sc.GEN_AI_SKILL_RESOURCE_NAME) is not None:
