@@ -159,16 +159,18 @@ def reconcile(
         since = [step for step in out if id(step) in made]
         out = _catalogue_by_names(out, spans_by_id, _known_skills(since, library) - looked_for)
     if calls:
-        out = _turns_from_model_calls(not_concatenated(out))
+        out = _turns_from_model_calls(not_concatenated(out), spans_by_id)
     if "skill_load" not in map(_KIND, out):
         return out
     return [_with_body_source(s, library) if s.kind == "skill_load" else s for s in out]
 
 
-def _turns_from_model_calls(steps: list[Step]) -> list[Step]:
+def _turns_from_model_calls(steps: list[Step], spans_by_id: Mapping[str, SpanRecord]) -> list[Step]:
     """A session no span above its model calls divides into turns (traced at the model client
     only): the first model call, and each one whose input ends with a new user request, begins
-    a turn; the calls after it, sent tool results, go on with it.
+    a turn; the calls after it, sent tool results, go on with it. With no input recorded, a call
+    in another trace than the turn's, under a span of that trace (not a trace of its own), begins
+    a turn too: a trace is one request, its root span ending the request over.
 
     A request is new when it differs from the turn's, or when it repeats it after the turn was
     answered (the user typed the same words again). It is no turn when it is the work of a
@@ -193,6 +195,9 @@ def _turns_from_model_calls(steps: list[Step]) -> list[Step]:
             and (not turns or request != turns[-1].text or answered)
             and not any(_words(request) in given for given in waiting.values())
         )
+        if request is None and turns and call.trace_id != turns[-1].trace_id:
+            span = spans_by_id.get(call.span_id)
+            opens = span is not None and span.parent_span_id in spans_by_id
         if not turns or opens:
             turns.append(
                 Step(
