@@ -10,8 +10,12 @@ assistant message (with its `tool_calls`), its token counts one JSON value
 (`acme.observation.usage_details`), and no finish reason; a tool span is named after its tool, its
 input the envelope of keyword arguments, its output the result. The report must find the same
 turns, steps, skill loads, answers and verdicts as for the original sessions; also with the
-model calls' role left unsaid (their input's messages say it), and with the agent's output left
-out (the answer is then the last model output with text and no tool calls).
+model calls' role left unsaid (their input's messages say it), with the agent's output left
+out (the answer is then the last model output with text and no tool calls), and with each tool
+span typed as a span (`acme.span.type`: `tool`) beside its own unprefixed `input` (the
+arguments) and `output` (the result), its tool's name and parameter schema under
+`acme.tool.*`, and every span saying what it belongs to (`acme.entity.type`: `agent`): the
+schema is no call's arguments and the entity's type no span's role.
 """
 
 from __future__ import annotations
@@ -79,6 +83,17 @@ def _observation(span: dict[str, Any], variant: str) -> tuple[str, list[dict[str
     if operation == "execute_tool":
         arguments = json.loads(attribute(span, "gen_ai.tool.call.arguments") or "{}")
         name = attribute(span, "gen_ai.tool.name") or span["name"]
+        if variant == "span_typed_tools":
+            schema = {"type": "object", "properties": {k: {"type": "string"} for k in arguments}}
+            return f"run-tool:{name}", _strings(
+                {
+                    "acme.span.type": "tool",
+                    "acme.tool.name": name,
+                    "acme.tool.parameters": json.dumps(schema),
+                    "input": json.dumps(arguments),
+                    "output": attribute(span, "gen_ai.tool.call.result"),
+                }
+            )
         return name, _strings(
             {
                 f"{PREFIX}.type": "tool",
@@ -119,7 +134,7 @@ def _observation(span: dict[str, Any], variant: str) -> tuple[str, list[dict[str
     )
 
 
-VARIANTS = ("as_recorded", "model_role_unsaid", "no_agent_output")
+VARIANTS = ("as_recorded", "model_role_unsaid", "no_agent_output", "span_typed_tools")
 
 
 def _as_observations(variant: str) -> list[dict[str, Any]]:
@@ -134,6 +149,8 @@ def _as_observations(variant: str) -> list[dict[str, Any]]:
             kept = [a for a in span.get("attributes", ()) if a["key"] in _KEEP[1:]]
             kept += _strings({"session.id": by_trace.get(span["traceId"])})
             span["name"], observed = _observation(span, variant)
+            if variant == "span_typed_tools":  # said first, as the span's other types are
+                kept += _strings({"acme.entity.type": "agent"})
             span["attributes"] = kept + observed
             span["events"] = [e for e in span.get("events", ()) if e["name"] == "exception"]
     text = json.dumps(requests)

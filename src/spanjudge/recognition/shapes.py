@@ -15,9 +15,13 @@ An agent library's own tracing may use keys nobody listed (`<prefix>.toolCall.na
   for (under a `tool calls` key), with its `prompt`/`input` and `completion`/`output` token
   counts.
 - a span that says its own role: a `<prefix>.type` (or `.kind`) of tool, generation / llm / model,
-  or agent, beside `<prefix>.input` and/or `<prefix>.output`. A tool's name is `<prefix>.name`
-  or the span's name, its arguments the input (of a function's `{"args", "kwargs"}` envelope,
-  the keyword arguments), its result the output; a model call's or a turn's prompt is the
+  or agent, beside `<prefix>.input` and/or `<prefix>.output`; a key that types the span itself
+  (`span.type`, `<x>.span.type`) with no input or output of its own prefix, beside the span's
+  own unprefixed `input` / `output` (an `entity.type` says what the span belongs to, not what
+  it is). A tool's name is `<prefix>.name`, a tool-name key beside it (`tool.name`: its
+  `tool.parameters` beside, a schema, are then no arguments) or the span's name, its
+  arguments the input (of a function's `{"args", "kwargs"}` envelope, the keyword
+  arguments), its result the output; a model call's or a turn's prompt is the
   input, its response the output (an assistant message, with the tool calls it asked for). With
   no role said, a `<prefix>.input` holding messages (`{"messages": [...]}` or a list of role
   messages) is a model call's prompt and `<prefix>.output` its response. Token counts may sit
@@ -283,6 +287,10 @@ def _role(span: SpanRecord) -> tuple[str, str, str | None, str | None] | None:
         if role is None:
             continue
         named = attributes.get(name_key) if name_key is not None else None
+        if named is None and role == "tool":  # a tool's name beside its role: `tool.name`
+            named = next(
+                (attributes[k] for k, _ in _layout(attributes)[0] if _given(span, k)), None
+            )
         name = named.strip() if isinstance(named, str) and named.strip() else span.name
         return role, name, _given(span, inputs) if inputs else None, output
     return None
@@ -361,6 +369,11 @@ def _read_layout(keys: tuple[str, ...]) -> _Layout:
             prefix = role.group("p")
             inputs = _under(present, prefix, ("input",))
             output = _under(present, prefix, ("output",))
+            if inputs is None and output is None and _types_the_span(prefix):
+                # `span.type` says what the span is (`entity.type`, what it belongs to): its
+                # input and output are the span's own, unprefixed
+                inputs = _BARE[0] if _BARE[0] in present else None
+                output = _BARE[1] if _BARE[1] in present else None
             if inputs is not None or output is not None:
                 said.add(prefix)
                 roles.append((key, (inputs, output, _under(present, prefix, ("name",)))))
@@ -371,6 +384,12 @@ def _read_layout(keys: tuple[str, ...]) -> _Layout:
             names = _under(present, prefix, ("name",))
             roles.append((key, (key, _under(present, prefix, ("output",)), names)))
     return tuple(named), tuple(shaped), tuple(roles)
+
+
+def _types_the_span(prefix: str) -> bool:
+    """``prefix`` of a `.type` / `.kind` key names the span itself: `span`, `x.span`."""
+    lowered = prefix.lower()
+    return lowered == "span" or lowered.endswith((".span", "_span"))
 
 
 @remembered_when_short(maxsize=1024)  # spans of one kind carry the same keys: matched once
