@@ -66,6 +66,7 @@ NOT_IN_PROCESS = {
             "dspy",
             "langfuse",
             "llamaindex",
+            "mlflow",
             "openlit",
             "semantic_kernel",
         ),

@@ -38,12 +38,15 @@ from tests.metamorphic.transforms import (
     map_strings,
     namespace_tools,
     rerender_catalogue,
+    roles_as_compound_words,
+    roles_in_stem_keys,
     session_id_on_every_span,
     session_id_on_resource,
     session_id_on_root_spans,
     shuffle_order,
     split_answers,
     tool_content_only_in_messages,
+    turn_inputs_by_name,
 )
 from tests.support.call_logs import references
 from tests.support.catalogue_layouts import LAYOUTS
@@ -354,3 +357,20 @@ def _assert_same_answers(name: str, requests: list[dict[str, Any]]) -> None:
     got = {s["session_id"]: s["final_answer"] for s in after["sessions"]}
     for session in before["sessions"]:
         assert got[session["session_id"]] == session["final_answer"], session["session_id"]
+
+
+ROLE_LAYOUTS = {
+    "in keys with a stem, JSON-encoded": roles_in_stem_keys,
+    "as compound words": roles_as_compound_words,
+    "with the turn's input by name": turn_inputs_by_name,
+}
+
+
+@pytest.mark.parametrize(("layout", "name"), [(k, n) for n in FILES for k in sorted(ROLE_LAYOUTS)])
+def test_span_roles_in_another_tracers_layout(layout: str, name: str) -> None:
+    # As tracers that JSON-encode every attribute write a span's own role, its input and
+    # output (`<prefix>.spanType` "\"TOOL\"", `<prefix>.spanInputs`), name its kind with a
+    # compound (`CHAT_MODEL`), and record a function's arguments by parameter name.
+    requests = _each_request(name, ROLE_LAYOUTS[layout], f"{name} has no span saying its role")
+    _assert_unchanged(f"span roles {layout}", name, requests)
+    _assert_same_answers(name, requests)

@@ -810,6 +810,11 @@ ENVELOPES: dict[str, Callable[[str, Any, Any], dict[str, Any]]] = {
         "state": "success",
         "metadata": {},
     },
+    # the same, its blocks typed as OpenAI's Responses API types them
+    "content output_text blocks": lambda name, arguments, output: {
+        "content": [{"type": "output_text", "text": json.dumps(output)}],
+        "state": "success",
+    },
 }
 
 
@@ -826,3 +831,76 @@ def results_in_envelopes(request: dict[str, Any], envelope: str) -> None:
         if output is not None:
             wrapped = ENVELOPES[envelope](name, arguments, output)
             attribute["value"] = {"stringValue": json.dumps(wrapped)}
+
+
+# -- spans that say their own role, in another tracer's layout --------------------------------
+
+_SAID_ROLE = re.compile(r"^(?P<p>.+)\.type$")
+_ROLE_VALUES = frozenset(("tool", "generation", "agent"))
+
+
+def _role_fields(span: dict[str, Any]) -> tuple[str, dict[str, dict[str, Any]]] | None:
+    """The prefix and the `type` / `input` / `output` / `name` attributes (by word) of a span
+    that says its own role (`<prefix>.type` of tool, generation or agent beside its input or
+    output)."""
+    by_key = {a["key"]: a for a in span.get("attributes", ())}
+    for key, attribute in by_key.items():
+        said = _SAID_ROLE.match(key)
+        if said is None or attribute["value"].get("stringValue") not in _ROLE_VALUES:
+            continue
+        prefix = said.group("p")
+        words = ("type", "input", "output", "name")
+        fields = {w: by_key[f"{prefix}.{w}"] for w in words if f"{prefix}.{w}" in by_key}
+        if "input" in fields or "output" in fields:
+            return prefix, fields
+    return None
+
+
+def roles_in_stem_keys(request: dict[str, Any]) -> None:
+    """Every span that says its own role rewritten as a tracer that JSON-encodes every value
+    writes it: `acme.stepType`, `acme.stepInputs`, `acme.stepOutputs`, `acme.stepName`, each
+    text a JSON string literal (a JSON object or list stays as it is)."""
+    for span in spans(request):
+        found = _role_fields(span)
+        if found is None:
+            continue
+        for word, attribute in found[1].items():
+            plural = "s" if word in ("input", "output") else ""
+            attribute["key"] = f"acme.step{word.capitalize()}{plural}"
+            value = attribute["value"]
+            text = value.get("stringValue")
+            if text is not None and not isinstance(_loaded(text), (dict, list)):
+                value["stringValue"] = json.dumps(text)
+
+
+_COMPOUND_ROLES = {"tool": "FUNCTION_TOOL", "generation": "CHAT_GENERATION", "agent": "REACT_AGENT"}
+
+
+def roles_as_compound_words(request: dict[str, Any]) -> None:
+    """Every role a span says written as a compound naming its kind (`CHAT_GENERATION` for
+    `generation`)."""
+    for span in spans(request):
+        found = _role_fields(span)
+        if found is not None:
+            value = found[1]["type"]["value"]
+            value["stringValue"] = _COMPOUND_ROLES[value["stringValue"]]
+
+
+def turn_inputs_by_name(request: dict[str, Any]) -> None:
+    """Every agent span's input recorded as a function's `{"args": [...], "kwargs": {}}` with
+    one text argument written as the arguments by name (`{"question": ...}`), as tracers that
+    bind a call's arguments to its parameters record it."""
+    for span in spans(request):
+        found = _role_fields(span)
+        if found is None or found[1]["type"]["value"]["stringValue"] != "agent":
+            continue
+        given = found[1].get("input")
+        decoded = _loaded(given["value"].get("stringValue", "")) if given else None
+        if (
+            isinstance(decoded, dict)
+            and decoded.get("kwargs") == {}
+            and isinstance(decoded.get("args"), list)
+            and len(decoded["args"]) == 1
+            and isinstance(decoded["args"][0], str)
+        ):
+            given["value"]["stringValue"] = json.dumps({"question": decoded["args"][0]})

@@ -11,11 +11,12 @@ assistant message (with its `tool_calls`), its token counts one JSON value
 input the envelope of keyword arguments, its output the result. The report must find the same
 turns, steps, skill loads, answers and verdicts as for the original sessions; also with the
 model calls' role left unsaid (their input's messages say it), with the agent's output left
-out (the answer is then the last model output with text and no tool calls), and with each tool
+out (the answer is then the last model output with text and no tool calls), with each tool
 span typed as a span (`acme.span.type`: `tool`) beside its own unprefixed `input` (the
 arguments) and `output` (the result), its tool's name and parameter schema under
 `acme.tool.*`, and every span saying what it belongs to (`acme.entity.type`: `agent`): the
-schema is no call's arguments and the entity's type no span's role.
+schema is no call's arguments and the entity's type no span's role; and with each agent
+handing its turn to a sub-agent nested under it.
 """
 
 from __future__ import annotations
@@ -134,7 +135,30 @@ def _observation(span: dict[str, Any], variant: str) -> tuple[str, list[dict[str
     )
 
 
-VARIANTS = ("as_recorded", "model_role_unsaid", "no_agent_output", "span_typed_tools")
+VARIANTS = (
+    "as_recorded",
+    "model_role_unsaid",
+    "no_agent_output",
+    "span_typed_tools",
+    "delegated",
+)
+
+
+def _delegated(request_spans: list[dict[str, Any]]) -> None:
+    """Each agent observation hands its whole turn to a sub-agent: a nested `agent`
+    observation, with the same input and output, becomes the parent of everything the agent
+    did."""
+    for span in list(request_spans):
+        if attribute(span, f"{PREFIX}.type") != "agent":
+            continue
+        worker = json.loads(json.dumps(span))
+        worker["spanId"] = span["spanId"][:-4] + "beef"
+        worker["parentSpanId"] = span["spanId"]
+        worker["name"] = "delegate_worker"
+        for child in request_spans:
+            if child.get("parentSpanId") == span["spanId"]:
+                child["parentSpanId"] = worker["spanId"]
+        request_spans.append(worker)
 
 
 def _as_observations(variant: str) -> list[dict[str, Any]]:
@@ -153,6 +177,9 @@ def _as_observations(variant: str) -> list[dict[str, Any]]:
                 kept += _strings({"acme.entity.type": "agent"})
             span["attributes"] = kept + observed
             span["events"] = [e for e in span.get("events", ()) if e["name"] == "exception"]
+        if variant == "delegated":
+            for scope_spans in (ss for rs in request["resourceSpans"] for ss in rs["scopeSpans"]):
+                _delegated(scope_spans["spans"])
     text = json.dumps(requests)
     assert "gen_ai." not in text
     return requests

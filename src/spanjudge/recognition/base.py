@@ -289,6 +289,38 @@ def may_match(text: str, words: tuple[str, ...]) -> bool:
     return any(word in lowered for word in words)
 
 
+# What a Python function's recorded call may hold besides its arguments (OpenInference's
+# decorators add the flag for redacting them).
+_CALL_RECORD_KEYS = frozenset({"args", "kwargs", "sanitize_inputs_outputs"})
+
+
+def call_record(value: Any) -> tuple[list[Any], dict[str, Any]] | None:
+    """(positional, keyword) arguments of a Python function's call recorded as `{"args":
+    [...], "kwargs": {...}}` (how decorators and wrappers write a call; either may be
+    missing); None for any other value."""
+    if (
+        not isinstance(value, dict)
+        or not value.keys() & {"args", "kwargs"}
+        or not value.keys() <= _CALL_RECORD_KEYS
+    ):
+        return None
+    args, kwargs = value.get("args", []), value.get("kwargs", {})
+    if not isinstance(args, list) or not isinstance(kwargs, dict):
+        return None
+    return args, kwargs
+
+
+def call_record_arguments(value: Any) -> Any:
+    """The arguments of a recorded Python call (`call_record`) as one mapping: its keyword
+    arguments, with the positional ones under `args` when there are any. Any other value as
+    it is."""
+    record = call_record(value)
+    if record is None:
+        return value
+    args, kwargs = record
+    return {"args": args, **kwargs} if args else kwargs
+
+
 # An HTTP-like status in a result payload, in an error envelope: 4xx and 5xx beside an error
 # detail say the call failed. A status with no such detail (a link checker's
 # `{"url": ..., "status": 404}`) is data the tool reports.
@@ -297,21 +329,29 @@ _HTTP_DETAIL_KEYS = ("error", "detail", "message")
 _ENVELOPE_SIZE = 3
 
 
-def joined_text_blocks(value: Any) -> str | None:
+def text_blocks(value: Any) -> list[str] | None:
     """The texts of a list of text blocks (`[{"type": "text", "text": ...}]`: a tool's content
-    under MCP and in many frameworks' tool responses) joined by line breaks; None for any
-    other value."""
+    under MCP, many frameworks' message content and tool responses), in order; None for any
+    other value. A block's `type`, when it has one, must name text (`text`, or a variant such as
+    OpenAI's `input_text` and `output_text`): reasoning or an image is no text block."""
     if not isinstance(value, list) or not value:
         return None
     texts = []
     for block in value:
-        if not isinstance(block, dict) or block.get("type", "text") != "text":
+        if not isinstance(block, dict):
             return None
-        text = block.get("text")
-        if not isinstance(text, str):
+        kind, text = block.get("type", "text"), block.get("text")
+        if not isinstance(text, str) or not isinstance(kind, str) or not kind.endswith("text"):
             return None
         texts.append(text)
-    return "\n".join(texts)
+    return texts
+
+
+def joined_text_blocks(value: Any) -> str | None:
+    """The texts of a list of text blocks (`text_blocks`) joined by line breaks; None for any
+    other value."""
+    texts = text_blocks(value)
+    return "\n".join(texts) if texts is not None else None
 
 
 def error_in_payload(payload: Any) -> str | None:

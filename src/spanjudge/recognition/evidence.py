@@ -24,6 +24,7 @@ from spanjudge.recognition.base import (
     may_match,
     parse_result,
     span_fields,
+    text_blocks,
 )
 from spanjudge.recognition.skill_text import front_matter_name as front_matter_name
 from spanjudge.recognition.skill_text import unwrap
@@ -481,8 +482,9 @@ def envelope_outputs(result: Mapping[str, Any], tool: str, arguments: Any) -> li
         return []
     outputs: list[Any] = []
     for value in rest:
-        if isinstance(value, list) and value and all(_text_block(b) for b in value):
-            outputs.extend(b["text"] for b in value)
+        texts = text_blocks(value)
+        if texts is not None:
+            outputs.extend(texts)
         else:
             outputs.append(value)
     return outputs
@@ -498,10 +500,6 @@ def _holds(record: Any, arguments: Any, depth: int = 2) -> bool:
         and isinstance(record, Mapping)
         and any(_holds(inner, arguments, depth - 1) for inner in record.values())
     )
-
-
-def _text_block(block: Any) -> bool:
-    return isinstance(block, Mapping) and isinstance(block.get("text"), str)
 
 
 def shell_failure(text: str) -> str | None:

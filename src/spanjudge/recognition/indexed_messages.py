@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from spanjudge import semconv as sc
-from spanjudge.recognition.base import parse_json
+from spanjudge.recognition.base import joined_text_blocks, parse_json
 from spanjudge.spans.record import SpanRecord
 
 _MAX_MESSAGES = 1000  # a bound on the index walk, far above any real conversation
@@ -83,10 +83,12 @@ def block_parts(content: Any) -> list[dict[str, Any]] | None:
                 }
             )
         elif kind == "tool_result":
+            content = block.get("content")
+            joined = joined_text_blocks(content)  # a result's text blocks as its text
             part = {
                 "type": "tool_call_response",
                 "id": block.get("tool_use_id"),
-                "response": _block_text(block.get("content")),
+                "response": content if joined is None else joined,
             }
             if block.get("is_error") is True:
                 part["is_error"] = True
@@ -97,15 +99,6 @@ def block_parts(content: Any) -> list[dict[str, Any]] | None:
 
 
 _TOOL_BLOCKS = frozenset({"tool_use", "tool_result"})
-
-
-def _block_text(content: Any) -> Any:
-    """A tool result's content: its text blocks joined, else as it is."""
-    if isinstance(content, list) and all(
-        isinstance(b, dict) and isinstance(b.get("text"), str) for b in content
-    ):
-        return "\n".join(b["text"] for b in content)
-    return content
 
 
 def indexed_messages(span: SpanRecord, key: str) -> list[dict[str, Any]]:

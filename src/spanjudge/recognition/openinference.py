@@ -36,6 +36,7 @@ from spanjudge.recognition.answers import (
 from spanjudge.recognition.base import (
     ClaimEvidence,
     as_text,
+    call_record_arguments,
     instructions_opening,
     int_attr,
     parse_json,
@@ -235,7 +236,7 @@ class OpenInferenceRecogniser:
             PRESET,
             tool=tool or span.str_attr(semconv.OI_TOOL_NAME) or span.name,
             arguments=fitting_arguments(
-                call_arguments(parse_json(span.attributes.get(semconv.OI_INPUT_VALUE))),
+                call_record_arguments(parse_json(span.attributes.get(semconv.OI_INPUT_VALUE))),
                 shared_json(span.attributes.get(semconv.OI_TOOL_JSON_SCHEMA)),
             ),
             # a ToolMessage's own status says whether the tool failed; its content is the result
@@ -450,18 +451,6 @@ def deepagents_catalogue(text: str | None) -> tuple[CatalogueEntry, ...]:
     return tuple(
         CatalogueEntry(name=n.strip(), description=d) for n, d in _BOLD_SKILL.findall(section)
     )
-
-
-_CALL_WRAPPER = frozenset({"args", "kwargs", "sanitize_inputs_outputs"})
-
-
-def call_arguments(value: Any) -> Any:
-    """A Python call recorded as `{"args": [...], "kwargs": {...}}` (smolagents) is its
-    keyword arguments (or its positional ones when there are none)."""
-    if isinstance(value, Mapping) and "kwargs" in value and set(value) <= _CALL_WRAPPER:
-        kwargs, args = value.get("kwargs"), value.get("args")
-        return kwargs if kwargs or not args else args
-    return value
 
 
 def fitting_arguments(value: Any, schema: Any) -> Any:
@@ -695,7 +684,7 @@ def _without_failure_records(steps: list[Step], by_id: Mapping[str, SpanRecord])
         if parent is None or str(parent.attributes.get(semconv.OI_SPAN_KIND)).upper() != "TOOL":
             continue
         outer = fitting_arguments(
-            call_arguments(parse_json(parent.attributes.get(semconv.OI_INPUT_VALUE))),
+            call_record_arguments(parse_json(parent.attributes.get(semconv.OI_INPUT_VALUE))),
             shared_json(parent.attributes.get(semconv.OI_TOOL_JSON_SCHEMA)),
         )
         held = step.arguments

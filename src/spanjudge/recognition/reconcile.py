@@ -40,7 +40,13 @@ from dataclasses import dataclass, field, replace
 from operator import attrgetter, itemgetter
 
 from spanjudge.recognition.answers import not_concatenated
-from spanjudge.recognition.base import as_text, is_refusal, parse_json, read_json
+from spanjudge.recognition.base import (
+    as_text,
+    is_refusal,
+    joined_text_blocks,
+    parse_json,
+    read_json,
+)
 from spanjudge.recognition.catalogue_layouts import by_layout
 from spanjudge.recognition.documents import each_document
 from spanjudge.recognition.evidence import (
@@ -602,17 +608,17 @@ def _filled_by_call_id(steps: list[Step], spans_by_id: Mapping[str, SpanRecord])
 
 
 def _requested_arguments(steps: list[Step]) -> list[Step]:
-    """A tool span that kept only a bare string (LangChain's input of a one-argument tool)
-    takes the arguments the model requested, matched by call id, else by name (a tool that
-    raised has no recorded id), when that string is one of them."""
+    """A tool span with no call id (a tool that raised) that kept only a bare string
+    (LangChain's input of a one-argument tool) takes the arguments the model requested of a
+    tool of its name, when that string is one of them. (With a call id, `_filled_by_call_id`
+    decides.)"""
     if not any(s.kind in _TOOL_KINDS and isinstance(s.arguments, str) for s in steps):
         return steps
     requests = [r for s in steps for r in s.tool_requests if isinstance(r.arguments, Mapping)]
     out = []
     for s in steps:
         if s.kind in _TOOL_KINDS and isinstance(s.arguments, str):
-            same = [r for r in requests if r.call_id and r.call_id == s.tool_call_id]
-            same = same or [r for r in requests if not s.tool_call_id and r.name == s.name]
+            same = [r for r in requests if not s.tool_call_id and r.name == s.name]
             match = next((r for r in same if s.arguments in r.arguments.values()), None)
             if match is not None:
                 requests.remove(match)
@@ -775,14 +781,8 @@ def _offered(call: Step) -> frozenset[str]:
 def _unwrapped(text: str) -> str:
     """A result sent back as a list of text blocks (`[{"type": "input_text", "text": ...}]`)
     as its text."""
-    decoded = parse_json(text)
-    if (
-        isinstance(decoded, list)
-        and decoded
-        and all(isinstance(b, Mapping) and isinstance(b.get("text"), str) for b in decoded)
-    ):
-        return "\n".join(str(b["text"]) for b in decoded)
-    return text
+    joined = joined_text_blocks(parse_json(text))
+    return text if joined is None else joined
 
 
 def _answered(attempt: Step, answer: ToolResult) -> Step:

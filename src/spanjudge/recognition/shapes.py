@@ -41,6 +41,8 @@ from typing import Any
 from spanjudge.recognition.answers import assistant_text
 from spanjudge.recognition.base import (
     as_text,
+    call_record,
+    call_record_arguments,
     instructions_opening,
     marked_failed,
     parse_json,
@@ -79,11 +81,17 @@ _INPUT_TOKENS = re.compile(r"(?:prompt|input)[._]?tokens$", re.I)
 _OUTPUT_TOKENS = re.compile(r"(?:completion|output)[._]?tokens$", re.I)
 # The tools a model output asked for: `<prefix>.response.toolCalls`, `<prefix>.tool_calls`.
 _ASKED = re.compile(r"(?:^|[._])tool[._]?calls$", re.I)
-# `<prefix>.type` / `<prefix>.kind`: a span that says its own role, by the key's value; and
-# `<prefix>.input` (`_under` finds `<prefix>.output` and `<prefix>.name` beside either).
-_ROLE_KEY = re.compile(r"^(?P<p>.+)[.](?:type|kind)$", re.I)
+# `<prefix>.type` / `<prefix>.kind`, or with a word before it (`<prefix>.spanType`,
+# `<prefix>.span_kind`, whose input is then `<prefix>.spanInputs`, `<prefix>.span_input`): a span
+# that says its own role, by the key's value; and `<prefix>.input` (`_under` finds
+# `<prefix>.output` and `<prefix>.name` beside either).
+_ROLE_KEY = re.compile(r"^(?P<p>.+?)(?:[._](?i:type|kind)|(?<=[a-z])(?:Type|Kind))$")
 _INPUT_KEY = re.compile(r"^(?P<p>.+)[.]input$", re.I)
+_INPUT_WORDS = ("input", "inputs")
+_OUTPUT_WORDS = ("output", "outputs")
+# A role is its value's last word, the noun a compound names (`chat_model`, `CHAT_MODEL`).
 _ROLES = {"tool": "tool", "generation": "model", "llm": "model", "model": "model", "agent": "agent"}
+_ROLE_WORDS = re.compile(r"[^a-z]+")
 _USER_ROLES = frozenset({"user", "human"})
 _SYSTEM_ROLES = frozenset({"system", "developer"})
 
@@ -206,6 +214,8 @@ class ShapeRecogniser:
         request, system = _request(span.attributes[prompt])
         if prompt in _BARE and request is None:
             return None
+        if request is None:
+            request = _sole_text(span.attributes[prompt])
         base = span_fields(span, PRESET)
         steps = [
             Step(
@@ -251,26 +261,8 @@ def _read_above(span: SpanRecord, by_id: dict[str, SpanRecord], read: set[str]) 
 
 
 def _call_arguments(attributes: Any, key: str | None) -> Any:
-    """The decoded arguments under ``key``; of a function's `{"args": [...], "kwargs": {...}}`
-    envelope, the keyword arguments (the positional ones when there are none)."""
-    decoded = parse_json(attributes[key]) if key is not None else None
-    envelope = _envelope(decoded)
-    if envelope is None:
-        return decoded
-    args, kwargs = envelope
-    return kwargs if kwargs or not args else args
-
-
-def _envelope(value: Any) -> tuple[list[Any], dict[str, Any]] | None:
-    """(args, kwargs) of a function's recorded call, `{"args": [...], "kwargs": {...}}`."""
-    if (
-        isinstance(value, dict)
-        and value.keys() == {"args", "kwargs"}
-        and isinstance(value["args"], list)
-        and isinstance(value["kwargs"], dict)
-    ):
-        return value["args"], value["kwargs"]
-    return None
+    """The decoded arguments under ``key`` (of a recorded Python call, its arguments)."""
+    return call_record_arguments(parse_json(attributes[key])) if key is not None else None
 
 
 def _role(span: SpanRecord) -> tuple[str, str, str | None, str | None] | None:
@@ -280,20 +272,37 @@ def _role(span: SpanRecord) -> tuple[str, str, str | None, str | None] | None:
     attributes = span.attributes
     for key, (inputs, output, name_key) in _layout(attributes)[2]:
         value = attributes[key]
-        if key == inputs:  # no role said: a model call by its prompt's messages
-            role = "model" if _holds_messages(value) else None
-        else:
-            role = _ROLES.get(value.strip().lower()) if isinstance(value, str) else None
+        # with no role said (the key is the input), a model call by its prompt's messages
+        role = _role_of(value) if key != inputs else "model" if _holds_messages(value) else None
         if role is None:
             continue
-        named = attributes.get(name_key) if name_key is not None else None
+        named = _said(attributes.get(name_key)) if name_key is not None else None
         if named is None and role == "tool":  # a tool's name beside its role: `tool.name`
-            named = next(
-                (attributes[k] for k, _ in _layout(attributes)[0] if _given(span, k)), None
+            named = _said(
+                next((attributes[k] for k, _ in _layout(attributes)[0] if _given(span, k)), None)
             )
         name = named.strip() if isinstance(named, str) and named.strip() else span.name
         return role, name, _given(span, inputs) if inputs else None, output
     return None
+
+
+def _role_of(value: Any) -> str | None:
+    """The role a `<prefix>.type` value says (`_ROLES`), by its last word."""
+    said = _said(value)
+    if not isinstance(said, str):
+        return None
+    words = [w for w in _ROLE_WORDS.split(said.lower()) if w]
+    return _ROLES.get(words[-1]) if words else None
+
+
+def _said(value: Any) -> Any:
+    """A text attribute as its text: one written as a JSON string literal (`"\\"TOOL\\""`, as
+    tracers that JSON-encode every value write it) decoded, any other value as it is."""
+    if isinstance(value, str) and value.lstrip()[:1] == '"':
+        decoded = parse_json(value)
+        if isinstance(decoded, str):
+            return decoded
+    return value
 
 
 def _holds_messages(value: Any) -> bool:
@@ -367,8 +376,8 @@ def _read_layout(keys: tuple[str, ...]) -> _Layout:
         role = _ROLE_KEY.match(key) if key[-4:].lower() in ("type", "kind") else None
         if role is not None:
             prefix = role.group("p")
-            inputs = _under(present, prefix, ("input",))
-            output = _under(present, prefix, ("output",))
+            inputs = _under(present, prefix, _INPUT_WORDS)
+            output = _under(present, prefix, _OUTPUT_WORDS)
             if inputs is None and output is None and _types_the_span(prefix):
                 # `span.type` says what the span is (`entity.type`, what it belongs to): its
                 # input and output are the span's own, unprefixed
@@ -469,9 +478,9 @@ def _request(prompt: Any) -> tuple[str | None, str | None]:
     object holding them (`{"system": ..., "prompt": ...}`, `{"messages": [...]}`), or a
     function's `{"args", "kwargs"}` envelope (its last text argument)."""
     decoded = parse_json(prompt)
-    envelope = _envelope(decoded)
-    if envelope is not None:  # a function's call: its last text argument
-        texts = [a for a in (*envelope[0], *envelope[1].values()) if isinstance(a, str)]
+    call = call_record(decoded)
+    if call is not None:  # a function's call: its last text argument
+        texts = [a for a in (*call[0], *call[1].values()) if isinstance(a, str)]
         decoded = next((t for t in reversed(texts) if t.strip()), "")
     if isinstance(decoded, str):
         return decoded.strip() or None, None
@@ -535,6 +544,16 @@ def _sent_back(prompt: Any) -> tuple[ToolResult, ...]:
             failed = marked_failed(part) or (part is not message and marked_failed(message))
             found[call_id] = ToolResult(call_id=call_id, text=as_text(value), failed=failed)
     return tuple(found.values())
+
+
+def _sole_text(given: Any) -> str | None:
+    """The request a turn's input names when it is the function's arguments by name
+    (`{"question": "...", "limit": 5}`) with one text among them: what the agent was asked."""
+    decoded = parse_json(given)
+    if not isinstance(decoded, dict):
+        return None
+    texts = [v.strip() for v in decoded.values() if isinstance(v, str) and v.strip()]
+    return texts[0] if len(texts) == 1 else None
 
 
 def _ends_with_user(prompt: Any) -> bool:

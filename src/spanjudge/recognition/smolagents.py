@@ -22,12 +22,12 @@ LLM and step (CHAIN) spans are left to the OpenInference preset.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from spanjudge import semconv
 from spanjudge.recognition.base import (
     ClaimEvidence,
     as_text,
+    call_record_arguments,
     parse_json,
     span_error,
     span_fields,
@@ -90,24 +90,15 @@ class SmolagentsRecogniser:
                 span,
                 PRESET,
                 tool=tool,
-                arguments=_call_arguments(parse_json(span.attributes.get(semconv.OI_INPUT_VALUE))),
+                arguments=call_record_arguments(
+                    parse_json(span.attributes.get(semconv.OI_INPUT_VALUE))
+                ),
                 result=parse_json(output),
                 result_text=as_text(output),
                 has_result=output is not None,
                 failure=span_error(span),
             )
         ]
-
-
-def _call_arguments(value: Any) -> Any:
-    """The call's own arguments out of smolagents' `{"args": [...], "kwargs": {...}}` wrapper:
-    the keyword arguments, else the positional ones."""
-    if not isinstance(value, Mapping) or not {"args", "kwargs"} <= value.keys():
-        return value
-    kwargs, args = value.get("kwargs"), value.get("args")
-    if isinstance(kwargs, Mapping) and kwargs:
-        return dict(kwargs)
-    return {"args": list(args)} if isinstance(args, list) and args else {}
 
 
 __all__ = ["SmolagentsRecogniser"]

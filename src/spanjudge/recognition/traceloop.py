@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
 from spanjudge import semconv as sc
 from spanjudge.recognition.answers import assistant_text
 from spanjudge.recognition.base import (
     ClaimEvidence,
     as_text,
+    call_record_arguments,
     parse_json,
     span_error,
     span_fields,
@@ -78,7 +78,9 @@ class TraceloopRecogniser:
             span,
             self.name,
             tool=span.str_attr(sc.TRACELOOP_ENTITY_NAME) or span.name.removesuffix(".tool"),
-            arguments=_arguments(parse_json(span.attributes.get(sc.TRACELOOP_ENTITY_INPUT))),
+            arguments=call_record_arguments(
+                parse_json(span.attributes.get(sc.TRACELOOP_ENTITY_INPUT))
+            ),
             result=result,
             result_text=as_text(result) if raw is not None else None,
             has_result=raw is not None,
@@ -106,17 +108,3 @@ class TraceloopRecogniser:
                     step = replace(step, text=request)
             out.append(step)
         return out
-
-
-def _arguments(decoded: Any) -> Any:
-    """A decorated call's arguments: its keyword arguments, or its positional ones if only those."""
-    if not isinstance(decoded, dict) or set(decoded) - {"args", "kwargs"}:
-        return decoded
-    args, kwargs = decoded.get("args") or [], decoded.get("kwargs") or {}
-    if not isinstance(args, list):  # positional arguments are a list; anything else is kept whole
-        return decoded
-    if kwargs and not args:
-        return kwargs
-    if args and not kwargs:
-        return args[0] if len(args) == 1 else args
-    return {"args": args, **kwargs} if isinstance(kwargs, dict) else decoded
