@@ -17,6 +17,8 @@ import json
 import re
 from collections.abc import Collection, Iterator
 
+from spanjudge.trajectory.toolnames import same_tool
+
 Run = tuple[int, int, list[tuple[str, str]]]  # start, end, entries
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,79}")
@@ -48,10 +50,11 @@ _HEADING = re.compile(r"^(#{1,6})[ \t]+(\S[^\n]*?)[ \t]*#*[ \t]*$", re.M)
 _SECTION_BODY = re.compile(r"#|[-*+\u2022][ \t]|\d{1,3}[.)][ \t]|\|")
 _TABLE_ROW = re.compile(r"^[ \t]*\|(.+)\|[ \t]*$")
 _TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t:|-]+\|?[ \t]*$")
-# "- name: description", "* **name** - description", "1. name — description", "name: description"
+# "- name: description", "* **name** - description", "1. name — description", "name: description",
+# the name followed by the skill's location in brackets: "- name (/skills/name) - description"
 _LINE = re.compile(
     r"^[ \t]*(?:[-*+•][ \t]+|\d{1,3}[.)][ \t]+)?"
-    r"([`*\"']{0,2}[A-Za-z0-9][A-Za-z0-9_.:-]*?[`*\"']{0,2})"
+    r"([`*\"']{0,2}[A-Za-z0-9][A-Za-z0-9_.:-]*?[`*\"']{0,2})(?:[ \t]+\([^()\n]{0,200}\))?"
     r"[ \t]*(?::|[ \t]-{1,2}|[ \t]\u2013|[ \t]?\u2014)[ \t]+(\S.*?)[ \t]*$"
 )
 _YAML_NAME = re.compile(r"^([ \t]*)(?:-[ \t]+)?name:[ \t]*(.+?)[ \t]*$")
@@ -59,16 +62,22 @@ _YAML_DESCRIPTION = re.compile(r"^[ \t]*(?:description|desc|summary):[ \t]*(.+?)
 
 
 def by_layout(
-    text: str, known: Collection[str] = (), *, announced: bool = False
+    text: str,
+    known: Collection[str] = (),
+    *,
+    announced: bool = False,
+    tools: Collection[str] = (),
 ) -> list[tuple[str, str]]:
     """Entries of every run in ``text`` that is a catalogue, in order, each name once; a run
     naming one of the ``known`` skills needs nothing else to say it lists skills, nor does any
-    run of a text ``announced`` as offering skills by where it is. A text whose line breaks
-    were printed as runs of spaces (a tool's description on one line of a prompt's tool list)
-    is read with them back, where it shows none as it is."""
-    found = _by_layout(text, known, announced)
+    run of a text ``announced`` as offering skills by where it is. A run naming one of the
+    session's ``tools`` (one it offers or calls) that is no known skill lists tools ("Use these
+    tools: - list_skills: list available skills"), not skills. A text whose line breaks were
+    printed as runs of spaces (a tool's description on one line of a prompt's tool list) is
+    read with them back, where it shows none as it is."""
+    found = _by_layout(text, known, announced, tools)
     if not found and _FLATTENED_LINE.search(text):
-        found = _by_layout(_LINE_STARTS.sub("\n", text), known, announced)
+        found = _by_layout(_LINE_STARTS.sub("\n", text), known, announced, tools)
     return found
 
 
@@ -78,11 +87,15 @@ _FLATTENED_LINE = re.compile(r"[ \t]{2,}(?=(?:[-*+\u2022]|\d{1,3}[.)]|#{1,6})[ \
 _LINE_STARTS = re.compile(rf"{_FLATTENED_LINE.pattern}|(?=</[A-Za-z])")
 
 
-def _by_layout(text: str, known: Collection[str], announced: bool) -> list[tuple[str, str]]:
+def _by_layout(
+    text: str, known: Collection[str], announced: bool, tools: Collection[str]
+) -> list[tuple[str, str]]:
     out: dict[str, str] = {}
     for reader in (_xml_elements, _xml_attributes, _json_arrays, _tables, _yaml, _headings, _lines):
         for start, end, entries in reader(text):
-            if _is_catalogue(text, start, end, entries, known, announced=announced):
+            if _is_catalogue(
+                text, start, end, entries, known, announced=announced
+            ) and not _names_tools(entries, known, tools):
                 for name, description in entries:
                     out.setdefault(name, description)
         if out:
@@ -109,6 +122,15 @@ def _is_catalogue(
         return False
     return bool(
         announced or _ANNOUNCE.search(lead) or _ANNOUNCE.search(head) or not names.isdisjoint(known)
+    )
+
+
+def _names_tools(
+    entries: list[tuple[str, str]], known: Collection[str], tools: Collection[str]
+) -> bool:
+    """One of the entries is a tool of the session, and no skill it knows by that name."""
+    return any(
+        name not in known and any(same_tool(tool, name) for tool in tools) for name, _ in entries
     )
 
 
