@@ -15,8 +15,10 @@ out (the answer is then the last model output with text and no tool calls), with
 span typed as a span (`acme.span.type`: `tool`) beside its own unprefixed `input` (the
 arguments) and `output` (the result), its tool's name and parameter schema under
 `acme.tool.*`, and every span saying what it belongs to (`acme.entity.type`: `agent`): the
-schema is no call's arguments and the entity's type no span's role; and with each agent
-handing its turn to a sub-agent nested under it.
+schema is no call's arguments and the entity's type no span's role; with each agent
+handing its turn to a sub-agent nested under it; and with each agent first reading its memory
+(a span typed `memory`, its own `input` a query and `output` the messages found): no model
+call.
 """
 
 from __future__ import annotations
@@ -141,6 +143,7 @@ VARIANTS = (
     "no_agent_output",
     "span_typed_tools",
     "delegated",
+    "memory_reads",
 )
 
 
@@ -161,6 +164,33 @@ def _delegated(request_spans: list[dict[str, Any]]) -> None:
         request_spans.append(worker)
 
 
+def _memory_reads(request_spans: list[dict[str, Any]]) -> None:
+    """Each agent observation first reads its memory: a child span typed as a span
+    (`acme.span.type`: `memory`) whose own `input` is the query and whose `output` the messages
+    it found, a request and its answer."""
+    for span in list(request_spans):
+        if attribute(span, f"{PREFIX}.type") != "agent":
+            continue
+        found = [
+            {"role": "user", "content": "What did we do last time?"},
+            {"role": "assistant", "content": "We summarised last week's sales."},
+        ]
+        memory = json.loads(json.dumps(span))
+        memory["spanId"] = span["spanId"][:-4] + "f00d"
+        memory["parentSpanId"] = span["spanId"]
+        memory["name"] = "memory.read"
+        memory["attributes"] = [
+            a for a in span["attributes"] if not a["key"].startswith(f"{PREFIX}.")
+        ] + _strings(
+            {
+                "acme.span.type": "memory",
+                "input": json.dumps({"query": "sales", "limit": 10}),
+                "output": json.dumps(found),
+            }
+        )
+        request_spans.append(memory)
+
+
 def _as_observations(variant: str) -> list[dict[str, Any]]:
     requests = file_requests(*FILE)
     for request in requests:
@@ -177,9 +207,10 @@ def _as_observations(variant: str) -> list[dict[str, Any]]:
                 kept += _strings({"acme.entity.type": "agent"})
             span["attributes"] = kept + observed
             span["events"] = [e for e in span.get("events", ()) if e["name"] == "exception"]
-        if variant == "delegated":
+        if variant in ("delegated", "memory_reads"):
+            add = _delegated if variant == "delegated" else _memory_reads
             for scope_spans in (ss for rs in request["resourceSpans"] for ss in rs["scopeSpans"]):
-                _delegated(scope_spans["spans"])
+                add(scope_spans["spans"])
     text = json.dumps(requests)
     assert "gen_ai." not in text
     return requests

@@ -15,10 +15,11 @@ An agent library's own tracing may use keys nobody listed (`<prefix>.toolCall.na
   for (under a `tool calls` key), with its `prompt`/`input` and `completion`/`output` token
   counts.
 - a span that says its own role: a `<prefix>.type` (or `.kind`) of tool, generation / llm / model,
-  or agent, beside `<prefix>.input` and/or `<prefix>.output`; a key that types the span itself
-  (`span.type`, `<x>.span.type`) with no input or output of its own prefix, beside the span's
-  own unprefixed `input` / `output` (an `entity.type` says what the span belongs to, not what
-  it is). A tool's name is `<prefix>.name`, a tool-name key beside it (`tool.name`: its
+  or agent, beside `<prefix>.input` and/or `<prefix>.output` (a role key stating something
+  else, with no word of those, `memory`, says the span is no model call); a key that types the
+  span itself (`span.type`, `<x>.span.type`) with no input or output of its own prefix, beside
+  the span's own unprefixed `input` / `output` (an `entity.type` says what the span belongs
+  to, not what it is). A tool's name is `<prefix>.name`, a tool-name key beside it (`tool.name`: its
   `tool.parameters` beside, a schema, are then no arguments) or the span's name, its
   arguments the input (of a function's `{"args", "kwargs"}` envelope, the keyword
   arguments), its result the output; a model call's or a turn's prompt is the
@@ -92,6 +93,8 @@ _OUTPUT_WORDS = ("output", "outputs")
 # A role is its value's last word, the noun a compound names (`chat_model`, `CHAT_MODEL`).
 _ROLES = {"tool": "tool", "generation": "model", "llm": "model", "model": "model", "agent": "agent"}
 _ROLE_WORDS = re.compile(r"[^a-z]+")
+# The OpenTelemetry span kinds: how a span communicates, not what it is
+_OTEL_KINDS = frozenset({"internal", "server", "client", "producer", "consumer", "unspecified"})
 _USER_ROLES = frozenset({"user", "human"})
 _SYSTEM_ROLES = frozenset({"system", "developer"})
 
@@ -112,6 +115,8 @@ class ShapeRecogniser:
         shaped = _shaped_keys(span)
         if span.parent_span_id is None and (turn := self._turn(span, shaped)):
             return turn
+        if role is None and _says_another_role(span):
+            return None  # a memory read's query and the messages it found are no model call
         return self._model_call(span, shaped)
 
     def finalise(self, steps: list[Step], spans: Sequence[SpanRecord]) -> list[Step]:
@@ -284,6 +289,22 @@ def _role(span: SpanRecord) -> tuple[str, str, str | None, str | None] | None:
         name = named.strip() if isinstance(named, str) and named.strip() else span.name
         return role, name, _given(span, inputs) if inputs else None, output
     return None
+
+
+def _says_another_role(span: SpanRecord) -> bool:
+    """The span's role keys (`_role`) state what it is, and none says tool, model or agent in
+    any word (`memory`, `retriever`; `model_step` is a model's): it is none of those. An
+    OpenTelemetry span kind copied into an attribute (`span.kind` = `internal`) says how the
+    span communicates, not what it is."""
+    attributes = span.attributes
+    stated = False
+    for key, (inputs, _, _) in _layout(attributes)[2]:
+        said = _said(attributes[key]) if key != inputs else None
+        words = [w for w in _ROLE_WORDS.split(said.lower()) if w] if isinstance(said, str) else []
+        if any(w in _ROLES for w in words):
+            return False
+        stated = stated or (bool(words) and not _OTEL_KINDS.issuperset(words))
+    return stated
 
 
 def _role_of(value: Any) -> str | None:
