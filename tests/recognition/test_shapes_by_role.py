@@ -18,7 +18,9 @@ arguments) and `output` (the result), its tool's name and parameter schema under
 schema is no call's arguments and the entity's type no span's role; with each agent
 handing its turn to a sub-agent nested under it; and with each agent first reading its memory
 (a span typed `memory`, its own `input` a query and `output` the messages found): no model
-call.
+call; with the run's token counts on each agent and only its last model call counting its own
+(the counts are the run's); and with each agent's last model call recording only its role,
+model and counts (still a model call).
 """
 
 from __future__ import annotations
@@ -144,6 +146,8 @@ VARIANTS = (
     "span_typed_tools",
     "delegated",
     "memory_reads",
+    "run_totals",
+    "answer_call_uncontented",
 )
 
 
@@ -191,6 +195,56 @@ def _memory_reads(request_spans: list[dict[str, Any]]) -> None:
         request_spans.append(memory)
 
 
+def _calls_of(request_spans: list[dict[str, Any]], agent: dict[str, Any]) -> list[dict[str, Any]]:
+    """The agent observation's model calls, first to last."""
+    return sorted(
+        (
+            child
+            for child in request_spans
+            if child.get("parentSpanId") == agent["spanId"]
+            and attribute(child, f"{PREFIX}.type") == "generation"
+        ),
+        key=lambda child: int(child["startTimeUnixNano"]),
+    )
+
+
+def _run_totals(request_spans: list[dict[str, Any]]) -> None:
+    """Each agent observation carries its run's token counts, and of its model calls only the
+    last one counts its own (as a tracer that records one model span per run writes them)."""
+    for span in list(request_spans):
+        if attribute(span, f"{PREFIX}.type") != "agent":
+            continue
+        calls = _calls_of(request_spans, span)
+        totals = {"prompt_tokens": 0, "completion_tokens": 0}
+        for call in calls:
+            usage = json.loads(attribute(call, f"{PREFIX}.usage_details") or "{}")
+            for key in totals:
+                totals[key] += usage.get(key) or 0
+        for call in calls[:-1]:
+            call["attributes"] = [
+                a for a in call["attributes"] if a["key"] != f"{PREFIX}.usage_details"
+            ]
+        span["attributes"] += [
+            {"key": f"acme.usage.{key}", "value": {"intValue": str(count)}}
+            for key, count in totals.items()
+        ]
+
+
+def _answer_call_uncontented(request_spans: list[dict[str, Any]]) -> None:
+    """Each agent's last model call, after others that showed the prompt, records only its
+    role, its model and its token counts (its content sits where no reader looks)."""
+    for span in list(request_spans):
+        if attribute(span, f"{PREFIX}.type") != "agent":
+            continue
+        calls = _calls_of(request_spans, span)
+        for call in calls[-1:] if len(calls) > 1 else ():
+            call["attributes"] = [
+                a
+                for a in call["attributes"]
+                if a["key"] not in (f"{PREFIX}.input", f"{PREFIX}.output")
+            ]
+
+
 def _as_observations(variant: str) -> list[dict[str, Any]]:
     requests = file_requests(*FILE)
     for request in requests:
@@ -207,13 +261,21 @@ def _as_observations(variant: str) -> list[dict[str, Any]]:
                 kept += _strings({"acme.entity.type": "agent"})
             span["attributes"] = kept + observed
             span["events"] = [e for e in span.get("events", ()) if e["name"] == "exception"]
-        if variant in ("delegated", "memory_reads"):
-            add = _delegated if variant == "delegated" else _memory_reads
+        rewrite = _REWRITES.get(variant)
+        if rewrite is not None:
             for scope_spans in (ss for rs in request["resourceSpans"] for ss in rs["scopeSpans"]):
-                add(scope_spans["spans"])
+                rewrite(scope_spans["spans"])
     text = json.dumps(requests)
     assert "gen_ai." not in text
     return requests
+
+
+_REWRITES = {
+    "delegated": _delegated,
+    "memory_reads": _memory_reads,
+    "run_totals": _run_totals,
+    "answer_call_uncontented": _answer_call_uncontented,
+}
 
 
 def _what_happened(session: dict[str, Any]) -> dict[str, Any]:

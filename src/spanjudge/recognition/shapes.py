@@ -13,10 +13,11 @@ An agent library's own tracing may use keys nobody listed (`<prefix>.toolCall.na
   (`<prefix>.response.text`, `<prefix>.response`, `<prefix>.completion`, `<prefix>.output.text`);
 - a model call: a span below the turn with a prompt and a response or the tool calls it asked
   for (under a `tool calls` key), with its `prompt`/`input` and `completion`/`output` token
-  counts.
+  counts (a turn's own counts are its run's).
 - a span that says its own role: a `<prefix>.type` (or `.kind`) of tool, generation / llm / model,
   or agent, beside `<prefix>.input` and/or `<prefix>.output` (a role key stating something
-  else, with no word of those, `memory`, says the span is no model call); a key that types the
+  else, with no word of those, `memory`, says the span is no model call; one saying model is a
+  model call, its token counts, with no prompt or response read); a key that types the
   span itself (`span.type`, `<x>.span.type`) with no input or output of its own prefix, beside
   the span's own unprefixed `input` / `output` (an `entity.type` says what the span belongs
   to, not what it is). A tool's name is `<prefix>.name`, a tool-name key beside it (`tool.name`: its
@@ -117,7 +118,23 @@ class ShapeRecogniser:
             return turn
         if role is None and _says_another_role(span):
             return None  # a memory read's query and the messages it found are no model call
-        return self._model_call(span, shaped)
+        return self._model_call(span, shaped) or self._said_model_call(span)
+
+    def _said_model_call(self, span: SpanRecord) -> list[Step] | None:
+        """A span whose role key says it is a model call (`span.type` = `llm`) is one, though
+        it records no prompt or response we read: its token counts."""
+        if not _says_model(span):
+            return None
+        return [
+            Step(
+                kind="model_call",
+                name=span.name,
+                input_tokens=_tokens(span, _INPUT_TOKENS),
+                output_tokens=_tokens(span, _OUTPUT_TOKENS),
+                error=span_error(span),
+                **span_fields(span, PRESET),
+            )
+        ]
 
     def finalise(self, steps: list[Step], spans: Sequence[SpanRecord]) -> list[Step]:
         """Turns and model calls by where a span read by shape sits among what was read.
@@ -227,6 +244,9 @@ class ShapeRecogniser:
                 kind="agent_turn",
                 name=span.name,
                 text=request,
+                # the run's own counts (of every model call in it, traced or not)
+                input_tokens=_tokens(span, _INPUT_TOKENS),
+                output_tokens=_tokens(span, _OUTPUT_TOKENS),
                 catalogue=parse_catalogue(system),
                 error=span_error(span),
                 **base,
@@ -289,6 +309,16 @@ def _role(span: SpanRecord) -> tuple[str, str, str | None, str | None] | None:
         name = named.strip() if isinstance(named, str) and named.strip() else span.name
         return role, name, _given(span, inputs) if inputs else None, output
     return None
+
+
+def _says_model(span: SpanRecord) -> bool:
+    """A `<prefix>.type` / `.kind` key of the span says model call (`_role_of`)."""
+    return any(
+        key[-4:].lower() in ("type", "kind")
+        and _ROLE_KEY.match(key) is not None
+        and _role_of(value) == "model"
+        for key, value in span.attributes.items()
+    )
 
 
 def _says_another_role(span: SpanRecord) -> bool:
