@@ -229,7 +229,7 @@ def _instructions_listing(requests: list[Any], rendered: str, tools: list[str]) 
         f"- {tool}: {'list available skills' if i == 0 else f'call {tool}'}"
         for i, tool in enumerate(tools)
     )
-    instructions = f"You can manage skills.\n\nUse these tools:\n{listed}"
+    instructions = f"You can manage skills.\n\nFor skills:\n{listed}"
     for request in requests:
         for resource in request.get("resourceSpans", ()):
             for scope in resource["scopeSpans"]:
@@ -277,3 +277,41 @@ def test_a_list_of_the_sessions_tools_is_no_catalogue(
         checked += 1
     if not checked:
         pytest.skip(f"{name}: no session both offers a catalogue and loads a skill")
+
+
+def _skill_tools_instructions(tools: list[str]) -> Any:
+    def instructions(entries: catalogue_layouts.Skills) -> str:
+        listed = "\n".join(
+            f"- {tool}: {'list available skills' if i == 0 else f'call {tool} for a skill'}"
+            for i, tool in enumerate(tools)
+        )
+        return f"You can manage workspace skills.\n\nUse these tools:\n{listed}"
+
+    return instructions
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_a_list_led_in_as_tools_is_no_catalogue(name: str, tmp_path: Path) -> None:
+    """The catalogue replaced by the agent's instructions for skills: "Use these tools:" and
+    its tools, the first described as listing the available skills. The list is of tools, not
+    skills, whatever words about skills stand around it."""
+    before = _report(FIXTURES / name, {}, tmp_path)
+    if not _catalogue(before):
+        pytest.skip(f"{name} records no catalogue")
+    tools = sorted(
+        {
+            step["name"]
+            for session in before["sessions"]
+            for step in session["steps"]
+            if step["kind"] in ("tool_call", "skill_load")
+        }
+    )
+    if len(tools) < 2:
+        pytest.skip(f"{name} records too few tools")
+    try:
+        _, requests = _rewritten(name, _skill_tools_instructions(tools))
+    except AssertionError:
+        pytest.skip(f"{name}: its catalogue is not in a region the rewrite finds")
+    after = _report(FIXTURES / name, {}, tmp_path, requests)
+    offered = {e["name"] for s in after["sessions"] for e in s["catalogue"]}
+    assert not offered & set(tools)

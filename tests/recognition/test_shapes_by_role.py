@@ -20,7 +20,8 @@ handing its turn to a sub-agent nested under it; and with each agent first readi
 (a span typed `memory`, its own `input` a query and `output` the messages found): no model
 call; with the run's token counts on each agent and only its last model call counting its own
 (the counts are the run's); and with each agent's last model call recording only its role,
-model and counts (still a model call).
+model and counts (still a model call); and with every model call's prompt messages under a key
+no shape names and its response left out (its catalogue still read).
 """
 
 from __future__ import annotations
@@ -148,6 +149,7 @@ VARIANTS = (
     "memory_reads",
     "run_totals",
     "answer_call_uncontented",
+    "prompts_under_any_key",
 )
 
 
@@ -245,6 +247,18 @@ def _answer_call_uncontented(request_spans: list[dict[str, Any]]) -> None:
             ]
 
 
+def _prompts_under_any_key(request_spans: list[dict[str, Any]]) -> None:
+    """Every model call records the messages it was sent under a key no shape names
+    (`acme.llm.messages`), and its response nowhere."""
+    for call in request_spans:
+        if attribute(call, f"{PREFIX}.type") != "generation":
+            continue
+        prompt = json.loads(attribute(call, f"{PREFIX}.input") or "{}")
+        call["attributes"] = [
+            a for a in call["attributes"] if a["key"] not in (f"{PREFIX}.input", f"{PREFIX}.output")
+        ] + _strings({"acme.llm.messages": json.dumps(prompt["messages"])})
+
+
 def _as_observations(variant: str) -> list[dict[str, Any]]:
     requests = file_requests(*FILE)
     for request in requests:
@@ -275,6 +289,7 @@ _REWRITES = {
     "memory_reads": _memory_reads,
     "run_totals": _run_totals,
     "answer_call_uncontented": _answer_call_uncontented,
+    "prompts_under_any_key": _prompts_under_any_key,
 }
 
 

@@ -7,8 +7,9 @@ one-line descriptions, and something says they are skills: a heading, lead-in li
 mentioning skills within the few lines before the run, or the run's own header (a table's, an
 element's), or, whatever the run is called ("playbooks", "procedures"), one of its names is a
 skill the session shows elsewhere (``known``: the skills directory, a SKILL.md's front matter, a
-load). Entries that carry parameters or a schema are tool definitions, and a run introduced as
-an example is an example: neither is a catalogue.
+load). Entries that carry parameters or a schema are tool definitions, a run introduced as
+an example is an example, and one whose lead-in line names tools ("Use these tools:") lists
+tools: none is a catalogue.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ _WRAP = "`*\"'"  # markup around a name: `name`, **name**, "name"
 # What announces skills: a word, a tag (`<available_skills>`) or a key (`"skills":`).
 _ANNOUNCE = re.compile(r"skill|capabilit", re.I)
 _EXAMPLE = re.compile(r"\bexamples?\b|\be\.g\.|\bfor instance\b|\bsample\b", re.I)
+# A lead-in that names tools as what follows ("Use these tools:", "## Tools"): a list of tools
+_TOOLS_LEAD = re.compile(r"\btools\W*$", re.I)
 _LOOKBACK_LINES = 3
 # Keys of a tool definition: such an entry is a tool, not a skill.
 _TOOL_KEYS = frozenset(
@@ -120,6 +123,9 @@ def _is_catalogue(
     head = text[start:end].split("\n", 1)[0]  # a table's header, an element's tag
     if _EXAMPLE.search(lead):
         return False
+    nearest = next((line for line in reversed(before) if line.strip()), "")
+    if _TOOLS_LEAD.search(nearest) and not _ANNOUNCE.search(nearest):
+        return False  # "Use these tools:" then "- list_skills: list available skills"
     return bool(
         announced or _ANNOUNCE.search(lead) or _ANNOUNCE.search(head) or not names.isdisjoint(known)
     )

@@ -17,7 +17,8 @@ An agent library's own tracing may use keys nobody listed (`<prefix>.toolCall.na
 - a span that says its own role: a `<prefix>.type` (or `.kind`) of tool, generation / llm / model,
   or agent, beside `<prefix>.input` and/or `<prefix>.output` (a role key stating something
   else, with no word of those, `memory`, says the span is no model call; one saying model is a
-  model call, its token counts, with no prompt or response read); a key that types the
+  model call, its token counts, with no prompt or response read, its prompt the role messages
+  any attribute holds); a key that types the
   span itself (`span.type`, `<x>.span.type`) with no input or output of its own prefix, beside
   the span's own unprefixed `input` / `output` (an `entity.type` says what the span belongs
   to, not what it is). A tool's name is `<prefix>.name`, a tool-name key beside it (`tool.name`: its
@@ -122,15 +123,26 @@ class ShapeRecogniser:
 
     def _said_model_call(self, span: SpanRecord) -> list[Step] | None:
         """A span whose role key says it is a model call (`span.type` = `llm`) is one, though
-        it records no prompt or response we read: its token counts."""
+        it records no prompt or response we read: its token counts, and, where an attribute
+        of any name holds the role messages it was sent (`llm.messages`), its prompt."""
         if not _says_model(span):
             return None
+        prompt = next(
+            (v for v in span.attributes.values() if isinstance(v, str) and _holds_messages(v)),
+            None,
+        )
+        request, system = _request(prompt) if prompt is not None else (None, None)
         return [
             Step(
                 kind="model_call",
                 name=span.name,
+                request=request if prompt is not None and _ends_with_user(prompt) else None,
+                works_on=request,
+                instructions=instructions_opening(system),
                 input_tokens=_tokens(span, _INPUT_TOKENS),
                 output_tokens=_tokens(span, _OUTPUT_TOKENS),
+                tool_results=_sent_back(prompt) if prompt is not None else (),
+                catalogue=parse_catalogue(system),
                 error=span_error(span),
                 **span_fields(span, PRESET),
             )
