@@ -66,6 +66,8 @@ NOT_IN_PROCESS = {
             "dspy",
             "langfuse",
             "llamaindex",
+            "lmnr",
+            "mirascope",
             "mlflow",
             "openlit",
             "semantic_kernel",

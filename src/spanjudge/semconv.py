@@ -58,6 +58,9 @@ SPAN_INVOCATION_INTERNAL = "gen_ai.invocation.internal"
 
 # --- Session keys ---
 SESSION_ID = "session.id"
+# MCP's session: one client-server connection, which many conversations may share (read only to
+# be told apart from a namespaced session id)
+MCP_SESSION_ID = "mcp.session.id"
 
 # --- OpenInference (read) ---
 OI_SPAN_KIND = "openinference.span.kind"

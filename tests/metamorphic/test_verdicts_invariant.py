@@ -1,7 +1,8 @@
 """Metamorphic: writing a fixture session differently (its catalogue in another layout, its tools
 under a namespace, its attributes and spans in another order, its session id on the resource,
-on every span or on root spans only, its message content in span events or in OTLP log
-records, its answers in several parts) leaves every verdict as it was.
+on every span, on root spans only or under a namespace of its own, its message content in span
+events or in OTLP log records, its answers in several parts, its model outputs as a chat
+completion's choices) leaves every verdict as it was.
 
 Every fixture file of every framework is evaluated as `spanjudge eval FILE --expect
 expectations.yaml` would (with each session's calls, from its generator's log, as its reference
@@ -37,9 +38,11 @@ from tests.metamorphic.transforms import (
     finish_reasons_as_enum_names,
     map_strings,
     namespace_tools,
+    outputs_as_chat_choices,
     rerender_catalogue,
     roles_as_compound_words,
     roles_in_stem_keys,
+    session_id_namespaced,
     session_id_on_every_span,
     session_id_on_resource,
     session_id_on_root_spans,
@@ -256,6 +259,7 @@ SESSION_ID_MOVES = {
     "on the resource": session_id_on_resource,
     "on every span (baggage)": session_id_on_every_span,
     "on root spans only": session_id_on_root_spans,
+    "under a namespace": session_id_namespaced,
 }
 SESSION_ID_CASES = [(move, name) for name in FILES for move in sorted(SESSION_ID_MOVES)]
 
@@ -380,6 +384,17 @@ def test_content_as_json_text_log_bodies(framework: str | None, name: str) -> No
 def test_finish_reasons_as_enum_names(name: str) -> None:
     requests = _each_request(name, finish_reasons_as_enum_names, f"{name} records no finish reason")
     _assert_unchanged("finish reasons as enum names", name, requests)
+    _assert_same_answers(name, requests)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_outputs_as_chat_completion_choices(name: str) -> None:
+    # As an instrumentation records the response as it came: the model's output messages are
+    # the chat completion's `choices`, each message under `message` with its finish reason.
+    requests = _each_request(
+        name, outputs_as_chat_choices, f"{name} records no model output in GenAI form"
+    )
+    _assert_unchanged("outputs as chat completion choices", name, requests)
     _assert_same_answers(name, requests)
 
 

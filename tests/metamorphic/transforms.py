@@ -267,6 +267,23 @@ def session_id_on_root_spans(requests: list[dict[str, Any]]) -> None:
                 span["attributes"].append({"key": key, "value": {"stringValue": value}})
 
 
+def session_id_namespaced(requests: list[dict[str, Any]]) -> None:
+    """Each session key renamed under a namespace (`app.session.id`, `app.conversation.id`), as
+    a tracing library records the session id it was given under its own prefix."""
+    for request in requests:
+        for resource in request.get("resourceSpans", ()):
+            held = [resource.get("resource", {}).get("attributes", ())]
+            held += [s.get("attributes", ()) for s in _resource_spans(resource)]
+            for attributes in held:
+                for attribute in attributes:
+                    if attribute["key"] in SESSION_KEYS:
+                        attribute["key"] = "app." + attribute["key"].removeprefix("gen_ai.")
+
+
+def _resource_spans(resource: dict[str, Any]) -> list[dict[str, Any]]:
+    return [s for scope in resource.get("scopeSpans", ()) for s in scope.get("spans", ())]
+
+
 # -- message content, moved to span events ------------------------------------------------
 
 CONTENT_KEYS = ("gen_ai.system_instructions", "gen_ai.input.messages", "gen_ai.output.messages")
@@ -436,6 +453,7 @@ def content_to_chat_events(request: dict[str, Any]) -> None:
         outputs = decoded.get("gen_ai.output.messages")
         if not isinstance(inputs, list) or not isinstance(outputs, list):
             continue  # only a model call's whole exchange is rewritten
+        outputs = [_chosen_message(m) for m in outputs]
         if not all(_chat_expressible(m) for m in [*inputs, *outputs]):
             continue  # (an approval, a file, ... has no chat completions form)
         at = span.get("endTimeUnixNano") or span.get("startTimeUnixNano")
@@ -462,6 +480,18 @@ def content_to_chat_events(request: dict[str, Any]) -> None:
             )
         span["attributes"] = [a for a in span["attributes"] if a["key"] not in CONTENT_KEYS]
         span["events"] = [*kept_events, *events]
+
+
+def _chosen_message(output: Any) -> Any:
+    """An output written as a chat completion's choice, as the message it holds (with the
+    choice's finish reason)."""
+    if (
+        isinstance(output, dict)
+        and "role" not in output
+        and isinstance(output.get("message"), dict)
+    ):
+        return {**output["message"], "finish_reason": output.get("finish_reason")}
+    return output
 
 
 def _one_per_say(outputs: list[Any]) -> list[dict[str, Any]]:
@@ -510,7 +540,17 @@ def _joined(value: Any) -> str:
 
 
 def _chat_parts(message: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]], list[Any]]:
-    """(text, OpenAI `tool_calls`, tool responses as (id, content)) of one GenAI message."""
+    """(text, OpenAI `tool_calls`, tool responses as (id, content)) of one GenAI message, or
+    of one already in the chat completions shape (its own `content`, `tool_calls` and, for a
+    tool's answer, `tool_call_id`)."""
+    if "parts" not in message:
+        content = message.get("content")
+        text = content if isinstance(content, str) else None
+        held = message.get("tool_calls")
+        own_calls = [c for c in held if isinstance(c, dict)] if isinstance(held, list) else []
+        if message.get("role") == "tool":
+            return None, own_calls, [(message.get("tool_call_id"), text)]
+        return text, own_calls, []
     texts: list[str] = []
     calls: list[dict[str, Any]] = []
     responses: list[Any] = []
@@ -573,6 +613,59 @@ def _event(at: Any, name: str, **fields: Any) -> dict[str, Any]:
         if value is not None
     ]
     return {"timeUnixNano": at, "name": name, "attributes": attributes}
+
+
+# -- output messages as a chat completion's choices ---------------------------------------
+
+
+def outputs_as_chat_choices(request: dict[str, Any]) -> None:
+    """Every model call's GenAI output messages (attribute or inference-details event)
+    written as the `choices` of a chat completions response, as an instrumentation does that
+    records the response as it came: `[{"finish_reason", "index", "message": {"role",
+    "content", "tool_calls"}}]`, the finish reason only on the choice (the span's
+    `gen_ai.response.finish_reasons` left off)."""
+    for span in spans(request):
+        reasons = [
+            item.get("stringValue")
+            for a in span.get("attributes", ())
+            if a["key"] == "gen_ai.response.finish_reasons"
+            for item in a["value"].get("arrayValue", {}).get("values", ())
+        ]
+        holders = [span, *(e for e in span.get("events", ()) if e["name"] == INFERENCE_DETAILS)]
+        changed = False
+        for holder in holders:
+            for attribute in holder.get("attributes", ()):
+                if attribute["key"] != "gen_ai.output.messages":
+                    continue
+                choices = _choices(_loaded(attribute["value"].get("stringValue") or ""), reasons)
+                if choices is not None:
+                    attribute["value"] = {"stringValue": json.dumps(choices, ensure_ascii=False)}
+                    changed = True
+        if changed:
+            span["attributes"] = [
+                a for a in span["attributes"] if a["key"] != "gen_ai.response.finish_reasons"
+            ]
+
+
+def _choices(outputs: Any, reasons: list[Any]) -> list[dict[str, Any]] | None:
+    if not isinstance(outputs, list) or not all(
+        _chat_expressible(m) and m.get("parts") for m in outputs
+    ):
+        return None
+    said = _one_per_say(outputs)
+    if not said or any(m.get("role") not in (None, "assistant", "model") for m in said):
+        return None
+    choices = []
+    for index, message in enumerate(said):
+        text, calls, _ = _chat_parts(message)
+        body: dict[str, Any] = {"role": "assistant", "content": text}
+        if calls:
+            body["tool_calls"] = calls
+        reason = message.get("finish_reason") or (
+            reasons[index] if index < len(reasons) else ("tool_calls" if calls else "stop")
+        )
+        choices.append({"finish_reason": reason, "index": index, "message": body})
+    return choices
 
 
 # -- tool descriptions only in the model's tool definitions ------------------------------

@@ -11,8 +11,9 @@ assistant message (with its `tool_calls`), its token counts one JSON value
 input the envelope of keyword arguments, its output the result. The report must find the same
 turns, steps, skill loads, answers and verdicts as for the original sessions; also with the
 model calls' role left unsaid (their input's messages say it), with the agent's output left
-out (the answer is then the last model output with text and no tool calls), with each tool
-span typed as a span (`acme.span.type`: `tool`) beside its own unprefixed `input` (the
+out (the answer is then the last model output with text and no tool calls), also with each
+model output the client's whole response object (`{"choices": [{"message": ...}]}`), with each
+tool span typed as a span (`acme.span.type`: `tool`) beside its own unprefixed `input` (the
 arguments) and `output` (the result), its tool's name and parameter schema under
 `acme.tool.*`, and every span saying what it belongs to (`acme.entity.type`: `agent`): the
 schema is no call's arguments and the entity's type no span's role; with each agent
@@ -116,7 +117,7 @@ def _observation(span: dict[str, Any], variant: str) -> tuple[str, list[dict[str
                 f"{PREFIX}.type": "agent",
                 f"{PREFIX}.input": json.dumps({"args": [request], "kwargs": {}}),
                 f"{PREFIX}.output": None
-                if variant == "no_agent_output"
+                if variant in ("no_agent_output", "client_responses")
                 else _text(output["parts"]),
             }
         )
@@ -133,7 +134,11 @@ def _observation(span: dict[str, Any], variant: str) -> tuple[str, list[dict[str
             f"{PREFIX}.input": json.dumps(
                 {"tools": [], "messages": prompt + _chat_messages(inputs)}
             ),
-            f"{PREFIX}.output": json.dumps(answer),
+            f"{PREFIX}.output": json.dumps(
+                {"id": "resp-1", "choices": [{"index": 0, "message": answer}], "usage": usage}
+                if variant == "client_responses"
+                else answer
+            ),
             f"{PREFIX}.model.name": attribute(span, "gen_ai.request.model"),
             f"{PREFIX}.usage_details": json.dumps(usage),
         }
@@ -146,6 +151,7 @@ VARIANTS = (
     "no_agent_output",
     "span_typed_tools",
     "delegated",
+    "client_responses",
     "memory_reads",
     "run_totals",
     "answer_call_uncontented",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from spanjudge.sessions.keys import session_key
 from spanjudge.sessions.store import SessionStore
 from tests.conftest import span
 
@@ -29,3 +30,61 @@ def test_long_ids_sharing_a_prefix_stay_two_sessions() -> None:
     keys = [c.key for c in store.close("end_of_input")]
     assert len(set(keys)) == 2
     assert all(key.startswith("x" * 256) and "cut" in key and len(key) < 400 for key in keys)
+
+
+def test_a_namespaced_session_id_is_a_key_and_its_trace_follows_it() -> None:
+    store = SessionStore()
+    store.add(span(1, trace=1, attrs={"acme.ops.session.id": "s-1"}))
+    store.add(span(2, trace=1, parent=1))  # key-less: joins its trace's key
+    store.add(span(3, trace=2, resource={"acme.conversation.id": "c-1"}))
+    closed = {c.key: c for c in store.close("end_of_input")}
+    assert sorted(closed) == ["c-1", "s-1"]
+    assert closed["s-1"].key_source == "acme.ops.session.id"
+    assert len(closed["s-1"].spans) == 2
+    assert closed["c-1"].key_source == "acme.conversation.id"
+
+
+def test_standard_and_configured_keys_come_before_a_namespaced_one() -> None:
+    namespaced = {"acme.session.id": "namespaced"}
+    assert session_key(span(1, attrs={**namespaced, "session.id": "s"})) == ("s", "session.id")
+    assert session_key(span(1, attrs=namespaced, resource={"gen_ai.conversation.id": "c"})) == (
+        "c",
+        "gen_ai.conversation.id",
+    )
+    assert session_key(span(1, attrs={**namespaced, "app.thread": "t"}), ("app.thread",)) == (
+        "t",
+        "app.thread",
+    )
+
+
+def test_namespaced_keys_are_chosen_whatever_their_order() -> None:
+    both = [("z.session.id", "sess"), ("b.conversation.id", "b"), ("a.conversation.id", "a")]
+    for attrs in (both, both[::-1]):
+        assert session_key(span(1, attrs=dict(attrs))) == ("a", "a.conversation.id")
+    refused = []
+    found = session_key(
+        span(1, attrs={"a.session.id": ["x"], "b.session.id": "b"}), (), lambda: refused.append(1)
+    )
+    assert found == ("b", "b.session.id") and refused == [1]
+
+
+def test_a_bare_conversation_id_is_a_key_before_any_namespaced_copy() -> None:
+    attrs = {"conversation.id": "conv", "a.conversation.id": "other", "a.session.id": "sess"}
+    assert session_key(span(1, attrs=attrs)) == ("conv", "conversation.id")
+    assert session_key(span(1, attrs={"conversation.id": "conv"})) == ("conv", "conversation.id")
+    # the standard keys and the configured ones still come first
+    assert session_key(span(1, attrs={**attrs, "session.id": "s"})) == ("s", "session.id")
+    configured = session_key(span(1, attrs={**attrs, "app.thread": "t"}), ("app.thread",))
+    assert configured == ("t", "app.thread")
+
+
+def test_names_that_only_mention_a_session_are_no_key() -> None:
+    for name in (
+        "mcp.session.id",  # a protocol connection that conversations share
+        "acme.trace.session_id",  # a free-form name: a project, a browser tab, a session
+        "acme.properties.sessionId",
+        "acme.session",
+        "acme_session.id",
+        "acme.session.identifier",
+    ):
+        assert session_key(span(1, attrs={name: "x"})) is None, name

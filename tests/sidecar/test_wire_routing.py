@@ -14,7 +14,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyVa
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
 from spanjudge.pipeline import agent_spans
-from spanjudge.sessions.keys import session_key
+from spanjudge.sessions.keys import BARE_KEY_COPIES, NAMESPACED_KEY_SUFFIXES, session_key
 from spanjudge.sidecar.config import InputConfig
 from spanjudge.sidecar.evaluation_process import payload, records_of
 from spanjudge.sidecar.intake import FORMAT_PROTOBUF, decode_body, decode_heads
@@ -84,6 +84,17 @@ def _odd_request() -> bytes:
             19,
             ("note", _value(string_value="\n\nsession.id")),
             events=[Span.Event(name="e", attributes=[KeyValue(key="session.id")])],
+        ),
+        _span(  # namespaced keys: the first `.session.id` by name; `mcp.session.id` is none
+            20,
+            ("mcp.session.id", _value(string_value="m")),
+            ("b.conversation.id", _value(string_value="c")),
+            ("a.session.id", _value(int_value=5)),
+        ),
+        _span(21, *many, ("a.session.id", _value(string_value="past the cap"))),
+        _span(22, ("a.session.id", _value(string_value="a")), ("session.id", _value(int_value=8))),
+        _span(
+            23, ("a.session.id", _value(string_value="a")), ("session.id", _value(string_value="s"))
         ),
     ]
     own = ScopeSpans(scope={"name": "spanjudge"}, spans=[_span(18)])
@@ -158,9 +169,14 @@ def test_heads_route_and_decode_as_the_whole_request(bodies: list[bytes], limits
         assert [(h.trace_id, h.span_id) for h in heads.records] == [
             (r.trace_id, r.span_id) for r in whole.records
         ]
-        wanted = {"session.id", "gen_ai.conversation.id", *KEYS}
+        wanted = {"session.id", "gen_ai.conversation.id", *BARE_KEY_COPIES, *KEYS}
         for head, record in zip(heads.records, whole.records, strict=True):
-            assert head.attributes == {k: v for k, v in record.attributes.items() if k in wanted}
+            named = {k: v for k, v in record.attributes.items() if k in wanted}
+            assert {k: v for k, v in head.attributes.items() if k in wanted} == named
+            assert all(record.attributes[k] == v for k, v in head.attributes.items())
+            if not any(isinstance(v, str) and v for v in named.values()):  # else not needed
+                namespaced = {k for k in record.attributes if k.endswith(NAMESPACED_KEY_SUFFIXES)}
+                assert namespaced <= head.attributes.keys()
             assert session_key(head, KEYS) == session_key(record, KEYS)
             assert group_of(head, KEYS) == group_of(record, KEYS)
         kept_heads, _ = agent_spans(heads.records)
@@ -178,7 +194,7 @@ def test_heads_route_and_decode_as_the_whole_request(bodies: list[bytes], limits
         for process, part in by_records.items():
             assert records_of(payload(by_heads[process].records), limits) == part.records
         compared += len(whole.records)
-    assert compared > 100 if len(bodies) > 1 else compared in (11, 12)
+    assert compared > 100 if len(bodies) > 1 else compared in (11, 15)
 
 
 def test_the_odd_request_has_keys_of_every_kind_and_rejected_spans() -> None:
@@ -199,6 +215,10 @@ def test_the_odd_request_has_keys_of_every_kind_and_rejected_spans() -> None:
         ("r", "session.id"),  # spanjudge's own span (left out before routing)
         None,  # the other resource's: no key in the span or its resource
         None,  # the key's name in a value and an event attribute
+        ("c", "b.conversation.id"),  # a namespaced conversation id before a session id
+        None,  # past the attribute cap, and no key on its resource
+        ("8", "session.id"),  # a named key before a namespaced one
+        ("s", "session.id"),  # (the head reads no namespaced one here: not needed)
     ]
     problems = " ".join(str(p) for p in decoded.problems)
     for field in ("traceId", "spanId", "endTimeUnixNano", "kind", "startTimeUnixNano"):

@@ -33,8 +33,9 @@ _REPR_ENDS = (")", "...", "\u2026")
 
 def assistant_text(value: Any) -> str | None:
     """The last assistant text in an agent's output: plain text as it is; a message, or a list
-    of messages, in any framework's JSON (the last assistant message with text); a list of
-    content parts. JSON that holds no message (a graph's state) is no text."""
+    of messages, in any framework's JSON (the last assistant message with text), also held
+    under a response's `message`; a list of content parts. JSON that holds no message (a
+    graph's state) is no text."""
     if isinstance(value, str):
         stripped = value.strip()
         if stripped[:1] in ("[", "{", '"'):
@@ -45,7 +46,8 @@ def assistant_text(value: Any) -> str | None:
     if isinstance(value, Mapping):
         if "role" in value or any(key in value for key in _MESSAGE_KEYS):
             return message_text(value) if _speaks(value) else None
-        return None
+        chosen = response_message(value)
+        return assistant_text(chosen) if chosen is not None else None
     if isinstance(value, (list, tuple)):
         said = [m for m in value if isinstance(m, Mapping) and "role" in m]
         if said:
@@ -54,6 +56,23 @@ def assistant_text(value: Any) -> str | None:
                     return text
             return None
         return _parts_text(value)
+    return None
+
+
+def response_message(value: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The message a model API's whole response object holds: under `message` (`{"message":
+    {"role": ...}, "usage": ...}`), or as its first choice, OpenAI-style (`{"choices":
+    [{"message": {...}}]}`) or Gemini-style (`{"candidates": [{"content": {...}}]}`), as tracers
+    that record the client's return value write it; None for any other object."""
+    held = value.get("message")  # a response holding its message: `{"message", "usage"}`
+    if isinstance(held, Mapping) and "role" in held:
+        return held
+    for listed, inner in (("choices", "message"), ("candidates", "content")):
+        choices = value.get(listed)
+        if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
+            message = choices[0].get(inner)
+            if isinstance(message, Mapping):
+                return message
     return None
 
 

@@ -149,8 +149,26 @@ def _message_list(decoded: Any) -> tuple[dict[str, Any], ...]:
     if isinstance(decoded, dict):
         decoded = [decoded]
     if isinstance(decoded, (list, tuple)):
-        return tuple(_with_parts(m) for m in decoded if isinstance(m, dict))
+        return tuple(_with_parts(_chosen(m)) for m in decoded if isinstance(m, dict))
     return ()
+
+
+# What makes a dict a message of its own: a `role`, or content under any framework's key.
+_OWN_MESSAGE_KEYS = ("role", "parts", "items", "content", "text")
+
+
+def _chosen(entry: dict[str, Any]) -> dict[str, Any]:
+    """An output written as a chat completion's choice (`{"finish_reason", "index",
+    "message": {"role", "content", "tool_calls"}}`, the response's `choices` as they are) is
+    the message it holds, with the choice's finish reason; an entry that is a message itself
+    is left as it is."""
+    message = entry.get("message")
+    if not isinstance(message, dict) or any(key in entry for key in _OWN_MESSAGE_KEYS):
+        return entry
+    if not any(key in message for key in (*_OWN_MESSAGE_KEYS, "tool_calls")):
+        return entry
+    reason = entry.get("finish_reason")
+    return {**message, "finish_reason": reason} if reason else message
 
 
 def _with_parts(message: dict[str, Any]) -> dict[str, Any]:

@@ -14,21 +14,23 @@ An agent library's own tracing may use keys nobody listed (`<prefix>.toolCall.na
 - a model call: a span below the turn with a prompt and a response or the tool calls it asked
   for (under a `tool calls` key), with its `prompt`/`input` and `completion`/`output` token
   counts (a turn's own counts are its run's).
-- a span that says its own role: a `<prefix>.type` (or `.kind`) of tool, generation / llm / model,
-  or agent, beside `<prefix>.input` and/or `<prefix>.output` (a role key stating something
-  else, with no word of those, `memory`, says the span is no model call; one saying model is a
-  model call, its token counts, with no prompt or response read, its prompt the role messages
-  any attribute holds); a key that types the
-  span itself (`span.type`, `<x>.span.type`) with no input or output of its own prefix, beside
-  the span's own unprefixed `input` / `output` (an `entity.type` says what the span belongs
-  to, not what it is). A tool's name is `<prefix>.name`, a tool-name key beside it (`tool.name`: its
-  `tool.parameters` beside, a schema, are then no arguments) or the span's name, its
-  arguments the input (of a function's `{"args", "kwargs"}` envelope, the keyword
+- a span that says its own role: a `<prefix>.type` (or `.kind`, `.subtype`) of tool, generation /
+  llm / model, or agent, beside `<prefix>.input` and/or `<prefix>.output`; the role key may sit
+  in a namespace inside the prefix (`<prefix>:metadata:subtype` beside `<prefix>:input`), and
+  `:` separates namespaces as `.` does. A role key stating something else, with no word of
+  those (`memory`), says the span is no model call; one saying model is a model call, its token
+  counts, with no prompt or response read, its prompt the role messages any attribute holds. A
+  key that types the span itself (`span.type`, `<x>.span.type`) with no input or output of its
+  own prefix is beside the span's own unprefixed `input` / `output` (an `entity.type` says what
+  the span belongs to, not what it is). A tool's name is `<prefix>.name`, a tool-name key beside
+  it (`tool.name`: its `tool.parameters` beside, a schema, are then no arguments) or the span's
+  name, its arguments the input (of a function's `{"args", "kwargs"}` envelope, the keyword
   arguments), its result the output; a model call's or a turn's prompt is the
   input, its response the output (an assistant message, with the tool calls it asked for). With
   no role said, a `<prefix>.input` holding messages (`{"messages": [...]}` or a list of role
   messages) is a model call's prompt and `<prefix>.output` its response. Token counts may sit
-  in a JSON value (`<prefix>.usage_details`: `prompt_tokens`, `completion_tokens`).
+  in a JSON value (`<prefix>.usage_details`: `prompt_tokens`, `completion_tokens`) or in the
+  output's own `usage` object.
 A root span's bare `input` / `output` count as prompt and response when they hold a user request
 and an assistant text. The rules name shapes, never a framework. The registry asks this preset
 last, and only about spans every other preset left alone (GenAI declines operations the
@@ -38,10 +40,10 @@ conventions do not name); the report counts what it read (`coverage.fallback_spa
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-from spanjudge.recognition.answers import assistant_text
+from spanjudge.recognition.answers import assistant_text, response_message
 from spanjudge.recognition.base import (
     as_text,
     call_record,
@@ -84,14 +86,19 @@ _INPUT_TOKENS = re.compile(r"(?:prompt|input)[._]?tokens$", re.I)
 _OUTPUT_TOKENS = re.compile(r"(?:completion|output)[._]?tokens$", re.I)
 # The tools a model output asked for: `<prefix>.response.toolCalls`, `<prefix>.tool_calls`.
 _ASKED = re.compile(r"(?:^|[._])tool[._]?calls$", re.I)
-# `<prefix>.type` / `<prefix>.kind`, or with a word before it (`<prefix>.spanType`,
+# `<prefix>.type` / `.kind` / `.subtype`, or with a word before it (`<prefix>.spanType`,
 # `<prefix>.span_kind`, whose input is then `<prefix>.spanInputs`, `<prefix>.span_input`): a span
 # that says its own role, by the key's value; and `<prefix>.input` (`_under` finds
-# `<prefix>.output` and `<prefix>.name` beside either).
-_ROLE_KEY = re.compile(r"^(?P<p>.+?)(?:[._](?i:type|kind)|(?<=[a-z])(?:Type|Kind))$")
-_INPUT_KEY = re.compile(r"^(?P<p>.+)[.]input$", re.I)
+# `<prefix>.output` and `<prefix>.name` beside either). A namespace may be separated by `.` or
+# `:` (`<prefix>:input`).
+_ROLE_KEY = re.compile(
+    r"^(?P<p>.+?)(?:[._:](?i:(?:sub)?(?:type|kind))|(?<=[a-z])(?:Sub)?(?:Type|Kind))$"
+)
+_INPUT_KEY = re.compile(r"^(?P<p>.+)[.:]input$", re.I)
 _INPUT_WORDS = ("input", "inputs")
 _OUTPUT_WORDS = ("output", "outputs")
+_NAMESPACE = re.compile(r"[.:]")
+_OUTPUT_KEY = re.compile(r"(?:^|[.:])output$", re.I)
 # A role is its value's last word, the noun a compound names (`chat_model`, `CHAT_MODEL`).
 _ROLES = {"tool": "tool", "generation": "model", "llm": "model", "model": "model", "agent": "agent"}
 _ROLE_WORDS = re.compile(r"[^a-z]+")
@@ -437,8 +444,7 @@ def _read_layout(keys: tuple[str, ...]) -> _Layout:
             if True in shapes:
                 shaped.append((key, shapes))
         role = _ROLE_KEY.match(key) if key[-4:].lower() in ("type", "kind") else None
-        if role is not None:
-            prefix = role.group("p")
+        for prefix in _enclosing(role.group("p")) if role is not None else ():
             inputs = _under(present, prefix, _INPUT_WORDS)
             output = _under(present, prefix, _OUTPUT_WORDS)
             if inputs is None and output is None and _types_the_span(prefix):
@@ -449,6 +455,7 @@ def _read_layout(keys: tuple[str, ...]) -> _Layout:
             if inputs is not None or output is not None:
                 said.add(prefix)
                 roles.append((key, (inputs, output, _under(present, prefix, ("name",)))))
+                break
     for key in keys:  # with no role said, an input that holds messages says it (`_role`)
         given = _INPUT_KEY.match(key) if key[-5:].lower() == "input" else None
         if given is not None and given.group("p") not in said and not key.startswith("gen_ai."):
@@ -462,6 +469,16 @@ def _types_the_span(prefix: str) -> bool:
     """``prefix`` of a `.type` / `.kind` key names the span itself: `span`, `x.span`."""
     lowered = prefix.lower()
     return lowered == "span" or lowered.endswith((".span", "_span"))
+
+
+def _enclosing(prefix: str) -> Iterator[str]:
+    """``prefix``, then each namespace enclosing it, nearest first: a role may be said deeper
+    than the input and output it is about (`<prefix>:metadata:subtype` beside `<prefix>:input`)."""
+    yield prefix
+    cuts = [m.start() for m in _NAMESPACE.finditer(prefix)]
+    for cut in reversed(cuts):
+        if cut:
+            yield prefix[:cut]
 
 
 @remembered_when_short(maxsize=1024)  # spans of one kind carry the same keys: matched once
@@ -478,9 +495,15 @@ def _named_call(name: str) -> bool:
 
 
 def _under(attributes: Any, prefix: str, words: tuple[str, ...]) -> str | None:
-    """The key `<prefix>.<word>` (or `<prefix>_<word>`, `<prefix><Word>`) present, if any."""
+    """The key `<prefix>.<word>` (or `<prefix>:<word>`, `<prefix>_<word>`, `<prefix><Word>`)
+    present, if any."""
     for word in words:
-        for key in (f"{prefix}.{word}", f"{prefix}_{word}", f"{prefix}{word.capitalize()}"):
+        for key in (
+            f"{prefix}.{word}",
+            f"{prefix}:{word}",
+            f"{prefix}_{word}",
+            f"{prefix}{word.capitalize()}",
+        ):
             if key in attributes:
                 return key
     return None
@@ -644,12 +667,16 @@ def _tokens(span: SpanRecord, pattern: re.Pattern[str]) -> int | None:
         if pattern.search(key) and isinstance(value, int) and not isinstance(value, bool):
             return value
     for key, value in span.attributes.items():
-        if isinstance(value, str) and "usage" in key.rsplit(".", 1)[-1].lower():
-            counts = parse_json(value)
-            if isinstance(counts, dict):
-                for name, count in counts.items():
-                    if pattern.search(name) and type(count) is int:  # (a bool is no count)
-                        return int(count)
+        if not isinstance(value, str):
+            continue
+        counts = parse_json(value) if "usage" in key.rsplit(".", 1)[-1].lower() else None
+        if counts is None and _OUTPUT_KEY.search(key) and value.lstrip().startswith("{"):
+            decoded = parse_json(value)  # an output that carries its own `usage` counts
+            counts = decoded.get("usage") if isinstance(decoded, dict) else None
+        if isinstance(counts, dict):
+            for name, count in counts.items():
+                if pattern.search(name) and type(count) is int:  # (a bool is no count)
+                    return int(count)
     return None
 
 
@@ -666,6 +693,7 @@ def _asked(
             continue
         output = parse_json(span.attributes.get(inside))
         if isinstance(output, dict):
+            output = response_message(output) or output  # a client's whole response object
             calls = next((v for k, v in output.items() if _ASKED.search(k)), None)
     if not isinstance(calls, list):
         return ()

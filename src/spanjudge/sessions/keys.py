@@ -1,4 +1,16 @@
-"""Session key precedence (ARCHITECTURE.md section 3).
+"""Session key precedence (ARCHITECTURE.md section 3): `gen_ai.conversation.id`, `session.id`,
+the configured attributes, then a namespaced copy of a standard key; on the span, then its
+resource.
+
+A copy of a standard key under another name is a bare `conversation.id`, then an attribute whose
+name ends as a standard key's does after a namespace (`<namespace>.conversation.id`,
+`<namespace>.session.id`): the forms tracing libraries give the session id they record under
+their own name. Names that
+only mention a session in another form (`session_id` in a bag of user properties, a vendor's
+"session" that is its project) say nothing certain and are left to `sessions.key_attributes`;
+so is `mcp.session.id`, which ends the same way but names a protocol connection that
+conversations share. Among several namespaced copies the `.conversation.id` ones come first,
+as the standard keys do, then by name, so the choice never depends on attribute order.
 
 A key longer than `MAX_KEY_CHARS` keeps its first characters and a hash of the whole, so two
 long ids that share a prefix stay two sessions, and the id shown in the report says it was cut.
@@ -8,13 +20,21 @@ if absent, and the caller told (the session store counts it: `spanjudge.session_
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+import itertools
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from spanjudge import semconv
 from spanjudge.spans.otlp_proto import SpanHead
 from spanjudge.spans.record import SpanRecord
 
 DEFAULT_KEY_ATTRIBUTES: tuple[str, ...] = (semconv.GEN_AI_CONVERSATION_ID, semconv.SESSION_ID)
+# what a namespaced copy of a standard key ends with, in precedence order
+NAMESPACED_KEY_SUFFIXES: tuple[str, ...] = (".conversation.id", "." + semconv.SESSION_ID)
+# a standard key's name without its namespace (VoltAgent's `conversation.id`): tried right after
+# the configured attributes, before any namespaced copy
+BARE_KEY_COPIES: tuple[str, ...] = ("conversation.id",)
+_NAMED = (*DEFAULT_KEY_ATTRIBUTES, *BARE_KEY_COPIES)  # the keys tried by name, unconfigured
+_NOT_KEYS = frozenset({*DEFAULT_KEY_ATTRIBUTES, semconv.MCP_SESSION_ID})
 TRACE_ID_SOURCE = "trace_id"
 MAX_KEY_CHARS = 256
 CUT_MARK = "…[session id cut by spanjudge; sha256 {digest}]"
@@ -32,6 +52,14 @@ def key_text(value: str) -> str:
     return value[:MAX_KEY_CHARS] + CUT_MARK.format(digest=digest)
 
 
+def namespaced_keys(names: Iterable[str], tried: Sequence[str] = ()) -> list[str]:
+    """The namespaced copies of a standard key among ``names`` (less those in ``tried``), in
+    precedence order."""
+    found = {n for n in names if n.endswith(NAMESPACED_KEY_SUFFIXES)} - _NOT_KEYS
+    found.difference_update(tried)
+    return sorted(found, key=lambda n: (not n.endswith(NAMESPACED_KEY_SUFFIXES[0]), n))
+
+
 def session_key(
     span: SpanRecord | SpanHead,
     extra_attributes: Sequence[str] = (),
@@ -41,9 +69,25 @@ def session_key(
     ``refused()`` is called for each key attribute skipped for its value's type."""
     attrs = span.attributes
     resource = span.resource
-    keys = DEFAULT_KEY_ATTRIBUTES
-    if extra_attributes:
-        keys = (*keys, *extra_attributes)
+    keys = (
+        (*DEFAULT_KEY_ATTRIBUTES, *extra_attributes, *BARE_KEY_COPIES)
+        if extra_attributes
+        else _NAMED
+    )
+    found = _first_key(keys, attrs, resource, refused)
+    if found is None:
+        namespaced = namespaced_keys(itertools.chain(attrs, resource), keys)
+        if namespaced:
+            found = _first_key(namespaced, attrs, resource, refused)
+    return found
+
+
+def _first_key(
+    keys: Sequence[str],
+    attrs: Mapping[str, object],
+    resource: Mapping[str, object],
+    refused: Callable[[], None],
+) -> tuple[str, str] | None:
     for attribute in keys:
         on_span = attrs.get(attribute)
         if type(on_span) is str and 0 < len(on_span) <= MAX_KEY_CHARS:  # the usual key, as is

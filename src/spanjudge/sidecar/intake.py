@@ -15,7 +15,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from spanjudge.sessions.keys import DEFAULT_KEY_ATTRIBUTES
+from spanjudge.sessions.keys import (
+    BARE_KEY_COPIES,
+    DEFAULT_KEY_ATTRIBUTES,
+    NAMESPACED_KEY_SUFFIXES,
+)
 from spanjudge.sidecar.config import InputConfig
 from spanjudge.spans import jsonfast
 from spanjudge.spans.jsonfast import decode_fast
@@ -154,8 +158,8 @@ def decode_heads(
             request = parse_keyed(data)
         except ValueError as exc:
             raise BadRequest(str(exc)) from None
-        keys = {*DEFAULT_KEY_ATTRIBUTES, *key_attributes}
-        heads, problems = read_heads(request, data, limits, keys)
+        keys = {*DEFAULT_KEY_ATTRIBUTES, *key_attributes, *BARE_KEY_COPIES}
+        heads, problems = read_heads(request, data, limits, keys, NAMESPACED_KEY_SUFFIXES)
     return check_records(heads, problems, checks)
 
 

@@ -393,11 +393,15 @@ def parse_keyed(data: bytes) -> Any:
 
 
 def read_heads(
-    request: Any, data: bytes, limits: Limits, key_attributes: Collection[str]
+    request: Any,
+    data: bytes,
+    limits: Limits,
+    key_attributes: Collection[str],
+    key_suffixes: tuple[str, ...] = (),
 ) -> tuple[list[SpanHead], list[SpanProblem]]:
-    """Each span's `SpanHead` (``key_attributes``: the attributes to decode); a span that
-    `decode_request` would reject is reported with the same path and message instead.
-    ``request``: `parse_keyed` of ``data``."""
+    """Each span's `SpanHead` (the attributes to decode: ``key_attributes``, and those whose
+    names end with one of ``key_suffixes``); a span that `decode_request` would reject is
+    reported with the same path and message instead. ``request``: `parse_keyed` of ``data``."""
     from google.protobuf.unknown_fields import UnknownFieldSet
     from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
@@ -442,19 +446,28 @@ def read_heads(
                     for key in keys:
                         value = found.get(key)
                         if value is not None:
-                            text = value.string_value
-                            if text and len(text) <= cap:  # as `_sized_attrs` reads it
-                                attributes[key] = text
-                            else:
-                                attributes[key] = _converted(value, text, limits)[0]
+                            attributes[key] = _key_value(value, cap, limits)
+                    # a suffix check on each name, none decoded for it; not needed where the
+                    # span has a named key with a text value (it comes before any suffix)
+                    if key_suffixes and not any(type(v) is str and v for v in attributes.values()):
+                        for key in [k for k in found if k.endswith(key_suffixes)]:
+                            attributes[key] = _key_value(found[key], cap, limits)
                 else:  # read as `decode_request` reads them
                     whole = Span.FromString(wire) if keyed else span
                     kvs = whole.attributes
                     if len(kvs) > max_attrs:  # which ones the count cap keeps: decode them all
                         every, _ = _attrs(kvs, limits)
-                        attributes = {k: v for k, v in every.items() if k in key_attributes}
+                        attributes = {
+                            k: v
+                            for k, v in every.items()
+                            if k in key_attributes or k.endswith(key_suffixes)
+                        }
                     else:
-                        picked = [kv for kv in kvs if kv.key in key_attributes]
+                        picked = [
+                            kv
+                            for kv in kvs
+                            if kv.key in key_attributes or kv.key.endswith(key_suffixes)
+                        ]
                         attributes, _ = _attrs(picked, limits)
                 head = SpanHead(
                     trace_id,
@@ -470,6 +483,14 @@ def read_heads(
                 )
                 heads.append(head)
     return heads, problems
+
+
+def _key_value(value: Any, cap: int, limits: Limits) -> AttrValue:
+    """A key attribute's `AnyValue` as `_sized_attrs` reads it."""
+    text = value.string_value
+    if text and len(text) <= cap:
+        return text  # type: ignore[no-any-return]
+    return _converted(value, text, limits)[0]
 
 
 def _key(number: int, size: int) -> bytes:
