@@ -53,7 +53,7 @@ from tests.metamorphic.transforms import (
     turn_inputs_by_name,
 )
 from tests.support.call_logs import references
-from tests.support.catalogue_layouts import LAYOUTS
+from tests.support.catalogue_layouts import LAYOUTS, render
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 FILES = sorted(str(p.relative_to(FIXTURES)) for p in FIXTURES.glob("*/*.jsonl"))
@@ -172,6 +172,46 @@ def test_catalogue_in_another_layout(layout: str, name: str) -> None:
         map_strings(request, change, span_names=False)
     assert requests != _requests(name), f"{layout}: the catalogue of {name} was not found"
     _assert_unchanged(f"catalogue as {layout}", name, requests)
+
+
+def _tools(name: str) -> list[str]:
+    report, _ = _original(name)
+    return sorted(
+        {
+            step["name"]
+            for session in report["sessions"]
+            for step in session["steps"]
+            if step["kind"] in ("tool_call", "skill_load")
+        }
+    )
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_catalogue_with_locations_beside_a_list_of_tools(name: str) -> None:
+    """The catalogue written with each skill's location after its name, and followed by a list
+    of the session's own tools, announced as tools for skills (as an agent library's
+    instructions list its skill tools): the tools are no skills, the verdicts are the same."""
+    entries, tools = _catalogue(name), _tools(name)
+    if not entries or not tools:
+        pytest.skip(f"{name} records no catalogue or no tool call")
+    rendered = render("markdown_list_with_locations", entries)
+    listed = "\n".join(
+        f"- {tool}: {'list available skills' if i == 0 else f'call {tool}'}"
+        for i, tool in enumerate(tools)
+    )
+    rerendered = rerender_catalogue("markdown_list_with_locations", entries)
+
+    def change(text: str) -> str:
+        out = rerendered(text)
+        return out.replace(
+            rendered, f"{rendered}\n\nUse these tools to work with skills:\n{listed}"
+        )
+
+    requests = _requests(name)
+    for request in requests:
+        map_strings(request, change, span_names=False)
+    assert requests != _requests(name), f"the catalogue of {name} was not found"
+    _assert_unchanged("catalogue with locations beside a list of tools", name, requests)
 
 
 @pytest.mark.parametrize("name", FILES)

@@ -6,7 +6,8 @@ a loader tool's description:
   Claude-style XML), or "- name: description" lines inside that block;
 - Deep Agents: "- **name**: description" lines under "**Available Skills:**";
 - markdown lists under any heading that says "available skills" (OpenAI Agents / Codex:
-  "### Available skills" then "- name: description (file: .../SKILL.md)"), or a line ending
+  "### Available skills" then "- name: description (file: .../SKILL.md)", or the location in
+  brackets after the name: "- name (/skills/name) - description"), or a line ending
   "available skills:" in a tool description (Haystack's `load_skill`);
 - a list after a line saying its items "can be loaded" (pydantic-ai-harness: "The following
   capabilities are deferred and can be loaded using the `load_capability` tool").
@@ -53,14 +54,16 @@ _SKILL_LINE = re.compile(r"^\s*[-*]\s*\**`?([A-Za-z0-9_.:-]+)`?\**\s*[:\u2014-]\
 # Skills:**", "Available skills:", "The following skills are available:", "... capabilities
 # ... can be loaded ...".
 _HEADING = re.compile(
-    r"^[ \t]*(?:#{1,6}[ \t]*|\*\*)?[^\n]{0,60}?"
+    r"^[ \t]*(?![-*+][ \t])(?:#{1,6}[ \t]*|\*\*)?[^\n]{0,60}?"
     r"\b(?:available[ \t]+skills|skills[ \t]+(?:are[ \t]+)?available)\b[^\n]{0,40}$"
     r"|^[^\n]{0,80}\b(?:skills|capabilities)\b[^\n]{0,40}\bcan[ \t]+be[ \t]+loaded\b[^\n]{0,120}$",
     re.I | re.M,
 )
+# "- name: description", also with the skill's location in brackets after its name:
+# "- name (/skills/name) - description"
 _ITEM = re.compile(
-    r"^[ \t]*[-*][ \t]+(?:\*\*|`)?([A-Za-z0-9][A-Za-z0-9_.:/-]*?)(?:\*\*|`)?[ \t]*"
-    r"(?::|\u2014|[ \t]-)[ \t]*(.*?)[ \t]*$"
+    r"^[ \t]*[-*][ \t]+(?:\*\*|`)?([A-Za-z0-9][A-Za-z0-9_.:/-]*?)(?:\*\*|`)?"
+    r"(?:[ \t]+\([^()\n]{0,200}\))?[ \t]*(?::|\u2014|[ \t]-)[ \t]*(.*?)[ \t]*$"
 )
 _FILE_SUFFIX = re.compile(r"\s*\((?:file|path|location):\s*[^)]*\)\s*$", re.I)
 
