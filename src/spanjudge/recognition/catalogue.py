@@ -49,7 +49,11 @@ _SKILL_BLOCK = re.compile(
     re.DOTALL,
 )
 # "- name: description" lists, as several harnesses render their catalogue.
-_SKILL_LINE = re.compile(r"^\s*[-*]\s*\**`?([A-Za-z0-9_.:-]+)`?\**\s*[:\u2014-]\s+(.+?)\s*$", re.M)
+# (the description's trailing blanks are stripped by the reader: a lazy part before `\s*$`
+# backtracks quadratically on a long run of blanks)
+_SKILL_LINE = re.compile(
+    r"^[ \t]*[-*]\s*\**`?([A-Za-z0-9_.:-]+)`?\**\s*[:\u2014-]\s+(\S[^\n]*)$", re.M
+)
 # A heading or lead-in line that announces the list: "### Available skills", "**Available
 # Skills:**", "Available skills:", "The following skills are available:", "... capabilities
 # ... can be loaded ...".
@@ -63,9 +67,10 @@ _HEADING = re.compile(
 # "- name (/skills/name) - description"
 _ITEM = re.compile(
     r"^[ \t]*[-*][ \t]+(?:\*\*|`)?([A-Za-z0-9][A-Za-z0-9_.:/-]*?)(?:\*\*|`)?"
-    r"(?:[ \t]+\([^()\n]{0,200}\))?[ \t]*(?::|\u2014|[ \t]-)[ \t]*(.*?)[ \t]*$"
+    r"(?:[ \t]+\([^()\n]{0,200}\))?[ \t]*(?::|\u2014|[ \t]-)[ \t]*(.*)$"
 )
-_FILE_SUFFIX = re.compile(r"\s*\((?:file|path|location):\s*[^)]*\)\s*$", re.I)
+# the skill's file after its description, "(file: .../SKILL.md)", on text already stripped
+_FILE_SUFFIX = re.compile(r"\((?:file|path|location):[^)]*\)$", re.I)
 
 
 @remembered_within()  # system prompts and tool descriptions repeat on every model call
@@ -85,7 +90,9 @@ def parse_catalogue(
             entries.setdefault(name, CatalogueEntry(name=name, description=description or None))
         if not entries:
             for name, description in _SKILL_LINE.findall(block):
-                entries.setdefault(name, CatalogueEntry(name=name, description=description))
+                entries.setdefault(
+                    name, CatalogueEntry(name=name, description=description.rstrip())
+                )
     for heading in _HEADING.finditer(text):
         for name, description in _listed(text, heading.end()):
             entries.setdefault(name, CatalogueEntry(name=name, description=description or None))
@@ -123,7 +130,9 @@ def _listed(text: str, start: int) -> list[tuple[str, str]]:
             continue
         match = _ITEM.match(line)
         if match is not None:
-            items.append((match.group(1), _FILE_SUFFIX.sub("", match.group(2))))
+            description = match.group(2).strip()  # (stripped here: a pattern ending in
+            # `[ \t]*$` after a lazy part backtracks quadratically on a long run of blanks)
+            items.append((match.group(1), _FILE_SUFFIX.sub("", description).rstrip()))
         elif items and line[:1] in (" ", "\t"):
             continue  # "  -> Read `/skills/x/SKILL.md` for full instructions"
         elif items or line.lstrip().startswith(("#", "**")) or prose >= 2:

@@ -58,10 +58,12 @@ _TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t:|-]+\|?[ \t]*$")
 _LINE = re.compile(
     r"^[ \t]*(?:[-*+•][ \t]+|\d{1,3}[.)][ \t]+)?"
     r"([`*\"']{0,2}[A-Za-z0-9][A-Za-z0-9_.:-]*?[`*\"']{0,2})(?:[ \t]+\([^()\n]{0,200}\))?"
-    r"[ \t]*(?::|[ \t]-{1,2}|[ \t]\u2013|[ \t]?\u2014)[ \t]+(\S.*?)[ \t]*$"
+    r"[ \t]*(?::|[ \t]-{1,2}|[ \t]\u2013|[ \t]?\u2014)[ \t]+(\S.*)$"
 )
-_YAML_NAME = re.compile(r"^([ \t]*)(?:-[ \t]+)?name:[ \t]*(.+?)[ \t]*$")
-_YAML_DESCRIPTION = re.compile(r"^[ \t]*(?:description|desc|summary):[ \t]*(.+?)[ \t]*$")
+# (each value's trailing blanks are stripped by the reader: a lazy part before `[ \t]*$` would
+# backtrack quadratically on a long run of blanks)
+_YAML_NAME = re.compile(r"^([ \t]*)(?:-[ \t]+)?name:[ \t]*(.+)$")
+_YAML_DESCRIPTION = re.compile(r"^[ \t]*(?:description|desc|summary):[ \t]*(.+)$")
 
 
 def by_layout(
@@ -86,7 +88,9 @@ def by_layout(
 
 # Where a flattened text's lines began: two or more spaces before a list item or a heading,
 # and a closing tag (the end of the element the text was printed in).
-_FLATTENED_LINE = re.compile(r"[ \t]{2,}(?=(?:[-*+\u2022]|\d{1,3}[.)]|#{1,6})[ \t])")
+# (A run is matched from its first blank only: tried from inside a long run of blanks, the
+# pattern would backtrack quadratically.)
+_FLATTENED_LINE = re.compile(r"(?<![ \t])[ \t]{2,}(?=(?:[-*+\u2022]|\d{1,3}[.)]|#{1,6})[ \t])")
 _LINE_STARTS = re.compile(rf"{_FLATTENED_LINE.pattern}|(?=</[A-Za-z])")
 
 
@@ -266,7 +270,8 @@ def _yaml(text: str) -> list[Run]:
             described = _YAML_DESCRIPTION.match(follow)
             if described is not None:
                 end = starts[lines.index(follow, i + 1) + 1]
-                found.append((starts[i], end, _pair(named[2], described[1].strip("\"'"))))
+                description = described[1].rstrip().strip("\"'")
+                found.append((starts[i], end, _pair(named[2].rstrip(), description)))
                 break
     return _runs(iter(found), text)
 
@@ -301,6 +306,7 @@ def _lines(text: str) -> list[Run]:
     offset = 0
     for line in text.splitlines(keepends=True):
         match = _LINE.match(line.rstrip("\n"))
-        found.append((offset, offset + len(line), _pair(match[1], match[2]) if match else None))
+        pair = _pair(match[1], match[2].rstrip()) if match else None
+        found.append((offset, offset + len(line), pair))
         offset += len(line)
     return _runs(iter(found), text)

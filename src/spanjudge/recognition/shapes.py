@@ -63,6 +63,9 @@ from spanjudge.trajectory.steps import Step, ToolRequest, ToolResult
 PRESET = "shape"
 # `<prefix><sep>name` where the prefix's last word says tool or function: `x.toolCall.name`,
 # `x.tool.name`, `agent.function_call.name`, `tool_name`, `toolName`.
+# Attribute keys are short; the tool-name pattern backtracks on long runs of letters, so a key
+# longer than this is never matched against it.
+_MAX_KEY_CHARS = 200
 _TOOL_NAME = re.compile(r"^(?P<p>(?:.*[._])?[A-Za-z]*(?:tool|function)[A-Za-z_]*?)[._]?name$", re.I)
 _ARGUMENT_WORDS = ("args", "arguments", "input", "parameters", "params")
 _RESULT_WORDS = ("result", "output", "response", "return", "returned")
@@ -130,14 +133,18 @@ class ShapeRecogniser:
 
     def _said_model_call(self, span: SpanRecord) -> list[Step] | None:
         """A span whose role key says it is a model call (`span.type` = `llm`) is one, though
-        it records no prompt or response we read: its token counts, and, where an attribute
-        of any name holds the role messages it was sent (`llm.messages`), its prompt."""
+        it records no prompt or response we read, when it shows the call: its token counts,
+        or an attribute of any name holding the role messages it was sent (`llm.messages`),
+        its prompt."""
         if not _says_model(span):
             return None
         prompt = next(
             (v for v in span.attributes.values() if isinstance(v, str) and _holds_messages(v)),
             None,
         )
+        input_tokens, output_tokens = _tokens(span, _INPUT_TOKENS), _tokens(span, _OUTPUT_TOKENS)
+        if prompt is None and input_tokens is None and output_tokens is None:
+            return None  # a role word alone (`error.type` = `unknown_model`) shows no call
         request, system = _request(prompt) if prompt is not None else (None, None)
         return [
             Step(
@@ -146,8 +153,8 @@ class ShapeRecogniser:
                 request=request if prompt is not None and _ends_with_user(prompt) else None,
                 works_on=request,
                 instructions=instructions_opening(system),
-                input_tokens=_tokens(span, _INPUT_TOKENS),
-                output_tokens=_tokens(span, _OUTPUT_TOKENS),
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
                 tool_results=_sent_back(prompt) if prompt is not None else (),
                 catalogue=parse_catalogue(system),
                 error=span_error(span),
@@ -483,7 +490,10 @@ def _enclosing(prefix: str) -> Iterator[str]:
 
 @remembered_when_short(maxsize=1024)  # spans of one kind carry the same keys: matched once
 def _tool_prefix(key: str) -> str | None:
-    """The `<prefix>` of a `<prefix>.name` key whose prefix says tool or function, else None."""
+    """The `<prefix>` of a `<prefix>.name` key whose prefix says tool or function, else None.
+    (A key longer than `_MAX_KEY_CHARS` names no tool: the pattern is not run on it.)"""
+    if len(key) > _MAX_KEY_CHARS:
+        return None
     match = _TOOL_NAME.match(key)
     return match.group("p") if match is not None else None
 
@@ -515,7 +525,7 @@ def _is_tool_key(key: str) -> bool:
     prefix = key.rsplit(".", 1)[0]
     if prefix.lower().endswith(".call"):
         prefix = prefix[: -len(".call")]
-    return _TOOL_NAME.match(prefix + ".name") is not None
+    return _tool_prefix(prefix + ".name") is not None
 
 
 def _given(span: SpanRecord, key: str) -> str | None:
@@ -639,12 +649,15 @@ def _sent_back(prompt: Any) -> tuple[ToolResult, ...]:
 
 def _sole_text(given: Any) -> str | None:
     """The request a turn's input names when it is the function's arguments by name
-    (`{"question": "...", "limit": 5}`) with one text among them: what the agent was asked."""
+    (`{"question": "...", "limit": 5}`) with one text of words among them: what the agent was
+    asked."""
     decoded = parse_json(given)
     if not isinstance(decoded, dict):
         return None
     texts = [v.strip() for v in decoded.values() if isinstance(v, str) and v.strip()]
-    return texts[0] if len(texts) == 1 else None
+    # words, not an id (`{"user_id": "u-42", "question": "..."}`): a request is written in words
+    said = [t for t in texts if len(t.split(None, 1)) > 1]
+    return said[0] if len(said) == 1 else None
 
 
 def _ends_with_user(prompt: Any) -> bool:
@@ -675,7 +688,12 @@ def _tokens(span: SpanRecord, pattern: re.Pattern[str]) -> int | None:
         if not isinstance(value, str):
             continue
         counts = parse_json(value) if "usage" in key.rsplit(".", 1)[-1].lower() else None
-        if counts is None and _OUTPUT_KEY.search(key) and value.lstrip().startswith("{"):
+        if (
+            counts is None
+            and _OUTPUT_KEY.search(key)
+            and value.lstrip().startswith("{")
+            and '"usage"' in value
+        ):
             decoded = parse_json(value)  # an output that carries its own `usage` counts
             counts = decoded.get("usage") if isinstance(decoded, dict) else None
         if isinstance(counts, dict):
