@@ -2,7 +2,8 @@
 under a namespace, its attributes and spans in another order, its session id on the resource,
 on every span, on root spans only or under a namespace of its own, its message content in span
 events or in OTLP log records, its answers in several parts, its model outputs as a chat
-completion's choices) leaves every verdict as it was.
+completion's choices or as choices holding the model's own content object) leaves every
+verdict as it was.
 
 Every fixture file of every framework is evaluated as `spanjudge eval FILE --expect
 expectations.yaml` would (with each session's calls, from its generator's log, as its reference
@@ -29,7 +30,7 @@ from spanjudge.engine import Engine
 from spanjudge.expectations import ExpectationResolver, SessionEntry, load_expectations_file
 from spanjudge.offline import run_offline
 from spanjudge.trajectory.reference import parse_reference
-from tests.metamorphic.log_records import content_to_log_records
+from tests.metamorphic.log_records import choices_as_contents, content_to_log_records
 from tests.metamorphic.transforms import (
     content_to_chat_events,
     content_to_events,
@@ -379,6 +380,20 @@ def test_content_as_json_text_log_bodies(framework: str | None, name: str) -> No
         if (found := content_to_log_records(r, framework=framework, json_text=True)) is not None
     ]
     _assert_unchanged("content as JSON text log bodies", name, [*requests, *logs])
+    _assert_same_answers(name, [*requests, *logs])
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_choices_holding_the_models_content(name: str) -> None:
+    # As ADK Go logs a model call's output: a `gen_ai.choice` record whose `content` is the
+    # model's google-genai Content (`role`, `parts` of text and function calls), no `message`.
+    requests = _each_request(
+        name, content_to_chat_events, f"{name} records no model call's messages in GenAI form"
+    )
+    logs = [found for r in requests if (found := content_to_log_records(r)) is not None]
+    for found in logs:
+        choices_as_contents(found)
+    _assert_unchanged("choices holding the model's content", name, [*requests, *logs])
     _assert_same_answers(name, [*requests, *logs])
 
 
