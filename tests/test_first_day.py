@@ -57,6 +57,7 @@ NOT_IN_PROCESS = {
     "openllmetry": "traceloop-sdk 0.52 runs on OpenTelemetry SDK 1.38; spanjudge requires >= 1.45",
     "agentops": "agentops 0.4.21 exports on OpenTelemetry SDK <= 1.44; spanjudge requires >= 1.45",
     "claude_code": "Claude Code is a Node.js CLI that exports OTLP: its front end is the sidecar",
+    "adk_go": "a Go program (ADK for Go) that exports OTLP; .ci/run builds no Go agent for it",
     "spring_ai": "a Java (Spring Boot) app that exports OTLP: not run by .ci/run (its traces are "
     "recorded)",
     **dict.fromkeys(

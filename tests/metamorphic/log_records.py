@@ -193,3 +193,50 @@ def in_content_form(requests: list[dict[str, Any]], form: str) -> list[dict[str,
             found for r in requests if (found := content_to_log_records(r)) is not None
         ]
     return requests
+
+
+def choices_as_contents(logs: dict[str, Any]) -> None:
+    """Every `gen_ai.choice` record of a logs export request (in place) holding the model's
+    output as a google-genai `Content` under `content` instead of a chat `message`, as ADK Go
+    logs it: `{"role": "model", "parts": [{"text": ...}, {"functionCall": {"id", "name",
+    "args"}}]}` beside `index` and `finish_reason`."""
+    for resource in logs.get("resourceLogs", ()):
+        for scope in resource.get("scopeLogs", ()):
+            for record in scope.get("logRecords", ()):
+                named = record.get("eventName") or next(
+                    (
+                        a["value"].get("stringValue")
+                        for a in record.get("attributes", ())
+                        if a.get("key") == "event.name"
+                    ),
+                    None,
+                )
+                fields = record.get("body", {}).get("kvlistValue", {}).get("values", [])
+                if named != "gen_ai.choice":
+                    continue
+                for field in fields:
+                    if field["key"] == "message":
+                        field["key"] = "content"
+                        field["value"] = any_value(_content(_decoded(field["value"])))
+
+
+def _content(message: Any) -> dict[str, Any]:
+    """A chat completions message (or its JSON text) as a google-genai `Content`."""
+    if isinstance(message, str):
+        message = json.loads(message)
+    parts: list[dict[str, Any]] = []
+    if isinstance(message.get("content"), str):
+        parts.append({"text": message["content"]})
+    for call in message.get("tool_calls") or ():
+        function = call.get("function", {})
+        arguments = function.get("arguments")
+        parts.append(
+            {
+                "functionCall": {
+                    "id": call.get("id"),
+                    "name": function.get("name"),
+                    "args": json.loads(arguments) if isinstance(arguments, str) else arguments,
+                }
+            }
+        )
+    return {"role": "model", "parts": parts}

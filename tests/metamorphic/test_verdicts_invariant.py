@@ -2,7 +2,8 @@
 under a namespace, its attributes and spans in another order, its session id on the resource,
 on every span, on root spans only or under a namespace of its own, its message content in span
 events or in OTLP log records, its answers in several parts, its model outputs as a chat
-completion's choices) leaves every verdict as it was.
+completion's choices or as choices holding the model's own content object) leaves every
+verdict as it was.
 
 Every fixture file of every framework is evaluated as `spanjudge eval FILE --expect
 expectations.yaml` would (with each session's calls, from its generator's log, as its reference
@@ -29,7 +30,7 @@ from spanjudge.engine import Engine
 from spanjudge.expectations import ExpectationResolver, SessionEntry, load_expectations_file
 from spanjudge.offline import run_offline
 from spanjudge.trajectory.reference import parse_reference
-from tests.metamorphic.log_records import content_to_log_records
+from tests.metamorphic.log_records import choices_as_contents, content_to_log_records
 from tests.metamorphic.transforms import (
     content_to_chat_events,
     content_to_events,
@@ -53,7 +54,7 @@ from tests.metamorphic.transforms import (
     turn_inputs_by_name,
 )
 from tests.support.call_logs import references
-from tests.support.catalogue_layouts import LAYOUTS
+from tests.support.catalogue_layouts import LAYOUTS, render
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 FILES = sorted(str(p.relative_to(FIXTURES)) for p in FIXTURES.glob("*/*.jsonl"))
@@ -172,6 +173,46 @@ def test_catalogue_in_another_layout(layout: str, name: str) -> None:
         map_strings(request, change, span_names=False)
     assert requests != _requests(name), f"{layout}: the catalogue of {name} was not found"
     _assert_unchanged(f"catalogue as {layout}", name, requests)
+
+
+def _tools(name: str) -> list[str]:
+    report, _ = _original(name)
+    return sorted(
+        {
+            step["name"]
+            for session in report["sessions"]
+            for step in session["steps"]
+            if step["kind"] in ("tool_call", "skill_load")
+        }
+    )
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_catalogue_with_locations_beside_a_list_of_tools(name: str) -> None:
+    """The catalogue written with each skill's location after its name, and followed by a list
+    of the session's own tools, announced as tools for skills (as an agent library's
+    instructions list its skill tools): the tools are no skills, the verdicts are the same."""
+    entries, tools = _catalogue(name), _tools(name)
+    if not entries or not tools:
+        pytest.skip(f"{name} records no catalogue or no tool call")
+    rendered = render("markdown_list_with_locations", entries)
+    listed = "\n".join(
+        f"- {tool}: {'list available skills' if i == 0 else f'call {tool}'}"
+        for i, tool in enumerate(tools)
+    )
+    rerendered = rerender_catalogue("markdown_list_with_locations", entries)
+
+    def change(text: str) -> str:
+        out = rerendered(text)
+        return out.replace(
+            rendered, f"{rendered}\n\nUse these tools to work with skills:\n{listed}"
+        )
+
+    requests = _requests(name)
+    for request in requests:
+        map_strings(request, change, span_names=False)
+    assert requests != _requests(name), f"the catalogue of {name} was not found"
+    _assert_unchanged("catalogue with locations beside a list of tools", name, requests)
 
 
 @pytest.mark.parametrize("name", FILES)
@@ -339,6 +380,20 @@ def test_content_as_json_text_log_bodies(framework: str | None, name: str) -> No
         if (found := content_to_log_records(r, framework=framework, json_text=True)) is not None
     ]
     _assert_unchanged("content as JSON text log bodies", name, [*requests, *logs])
+    _assert_same_answers(name, [*requests, *logs])
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_choices_holding_the_models_content(name: str) -> None:
+    # As ADK Go logs a model call's output: a `gen_ai.choice` record whose `content` is the
+    # model's google-genai Content (`role`, `parts` of text and function calls), no `message`.
+    requests = _each_request(
+        name, content_to_chat_events, f"{name} records no model call's messages in GenAI form"
+    )
+    logs = [found for r in requests if (found := content_to_log_records(r)) is not None]
+    for found in logs:
+        choices_as_contents(found)
+    _assert_unchanged("choices holding the model's content", name, [*requests, *logs])
     _assert_same_answers(name, [*requests, *logs])
 
 

@@ -220,3 +220,98 @@ def test_a_tool_list_or_examples_beside_a_loader_are_no_catalogue(
         unloaded = [s for s in after["sessions"] if not s["skill_loads"]]
         assert unloaded
         assert all(not s["catalogue"] for s in unloaded)
+
+
+def _instructions_listing(requests: list[Any], rendered: str, tools: list[str]) -> None:
+    """Beside the prompt holding the catalogue, the agent's instructions (an attribute of
+    their own) list the session's tools for working with skills."""
+    listed = "\n".join(
+        f"- {tool}: {'list available skills' if i == 0 else f'call {tool}'}"
+        for i, tool in enumerate(tools)
+    )
+    instructions = f"You can manage skills.\n\nFor skills:\n{listed}"
+    for request in requests:
+        for resource in request.get("resourceSpans", ()):
+            for scope in resource["scopeSpans"]:
+                for span in scope["spans"]:
+                    if rendered.split("\n", 1)[0] in json.dumps(span.get("attributes")):
+                        span["attributes"].append(
+                            {
+                                "key": "acme.agent.instructions",
+                                "value": {"stringValue": instructions},
+                            }
+                        )
+
+
+@pytest.mark.parametrize(("layout", "name"), CASES)
+def test_a_list_of_the_sessions_tools_is_no_catalogue(
+    layout: str, name: str, tmp_path: Path
+) -> None:
+    """The catalogue called "Playbooks", and beside it the agent's instructions listing its
+    tools for skills (one of them a tool the session calls): the catalogue is the list naming
+    a loaded skill, never the tools, and the verdicts that read it do not move."""
+    before = _report(FIXTURES / name, {}, tmp_path)
+    entries = _catalogue(before)
+    tools = sorted(
+        {
+            step["name"]
+            for session in before["sessions"]
+            for step in session["steps"]
+            if step["kind"] in ("tool_call", "skill_load")
+        }
+    )
+    if not entries or len(tools) < 2:
+        pytest.skip(f"{name} records no catalogue or too few tools")
+    requests = _rerendered(name, layout, entries)
+    _instructions_listing(requests, UNANNOUNCED[layout](entries), tools)
+    after = _report(FIXTURES / name, {}, tmp_path, requests)
+    by_id = {s["session_id"]: s for s in after["sessions"]}
+    checked = 0
+    for session in before["sessions"]:
+        if not session["catalogue"] or not _loads(session):
+            continue
+        moved = by_id[session["session_id"]]
+        offered = {e["name"] for e in moved["catalogue"]}
+        assert offered.isdisjoint(set(tools) - {n for n, _ in entries}), session["session_id"]
+        assert _reading(moved) == _reading(session), session["session_id"]
+        checked += 1
+    if not checked:
+        pytest.skip(f"{name}: no session both offers a catalogue and loads a skill")
+
+
+def _skill_tools_instructions(tools: list[str]) -> Any:
+    def instructions(entries: catalogue_layouts.Skills) -> str:
+        listed = "\n".join(
+            f"- {tool}: {'list available skills' if i == 0 else f'call {tool} for a skill'}"
+            for i, tool in enumerate(tools)
+        )
+        return f"You can manage workspace skills.\n\nUse these tools:\n{listed}"
+
+    return instructions
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_a_list_led_in_as_tools_is_no_catalogue(name: str, tmp_path: Path) -> None:
+    """The catalogue replaced by the agent's instructions for skills: "Use these tools:" and
+    its tools, the first described as listing the available skills. The list is of tools, not
+    skills, whatever words about skills stand around it."""
+    before = _report(FIXTURES / name, {}, tmp_path)
+    if not _catalogue(before):
+        pytest.skip(f"{name} records no catalogue")
+    tools = sorted(
+        {
+            step["name"]
+            for session in before["sessions"]
+            for step in session["steps"]
+            if step["kind"] in ("tool_call", "skill_load")
+        }
+    )
+    if len(tools) < 2:
+        pytest.skip(f"{name} records too few tools")
+    try:
+        _, requests = _rewritten(name, _skill_tools_instructions(tools))
+    except AssertionError:
+        pytest.skip(f"{name}: its catalogue is not in a region the rewrite finds")
+    after = _report(FIXTURES / name, {}, tmp_path, requests)
+    offered = {e["name"] for s in after["sessions"] for e in s["catalogue"]}
+    assert not offered & set(tools)

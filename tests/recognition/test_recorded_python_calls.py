@@ -2,7 +2,8 @@
 arguments whichever instrumentation recorded it: smolagents and other OpenInference tool spans,
 OpenLLMetry's decorated tools, and spans that state their role under their own prefix. The
 keyword arguments are the arguments; positional ones, when there are any, are kept under
-`args` beside them."""
+`args` beside them, and a call handed one mapping and nothing else has that mapping as its
+arguments."""
 
 from __future__ import annotations
 
@@ -34,6 +35,9 @@ RECORDED = [
         {"args": [], "sanitize_inputs_outputs": False, "kwargs": {"path": "out/a.txt"}},
         {"path": "out/a.txt"},
     ),
+    # the one mapping a tool was handed is its arguments
+    ({"args": [{"path": "out/a.txt"}], "kwargs": {}}, {"path": "out/a.txt"}),
+    ({"args": [{"path": "out/a.txt"}, 2], "kwargs": {}}, {"args": [{"path": "out/a.txt"}, 2]}),
 ]
 
 

@@ -12,8 +12,17 @@ input the envelope of keyword arguments, its output the result. The report must 
 turns, steps, skill loads, answers and verdicts as for the original sessions; also with the
 model calls' role left unsaid (their input's messages say it), with the agent's output left
 out (the answer is then the last model output with text and no tool calls), also with each
-model output the client's whole response object (`{"choices": [{"message": ...}]}`), and with
-each agent handing its turn to a sub-agent nested under it.
+model output the client's whole response object (`{"choices": [{"message": ...}]}`), with each
+tool span typed as a span (`acme.span.type`: `tool`) beside its own unprefixed `input` (the
+arguments) and `output` (the result), its tool's name and parameter schema under
+`acme.tool.*`, and every span saying what it belongs to (`acme.entity.type`: `agent`): the
+schema is no call's arguments and the entity's type no span's role; with each agent
+handing its turn to a sub-agent nested under it; and with each agent first reading its memory
+(a span typed `memory`, its own `input` a query and `output` the messages found): no model
+call; with the run's token counts on each agent and only its last model call counting its own
+(the counts are the run's); and with each agent's last model call recording only its role,
+model and counts (still a model call); and with every model call's prompt messages under a key
+no shape names and its response left out (its catalogue still read).
 """
 
 from __future__ import annotations
@@ -81,6 +90,17 @@ def _observation(span: dict[str, Any], variant: str) -> tuple[str, list[dict[str
     if operation == "execute_tool":
         arguments = json.loads(attribute(span, "gen_ai.tool.call.arguments") or "{}")
         name = attribute(span, "gen_ai.tool.name") or span["name"]
+        if variant == "span_typed_tools":
+            schema = {"type": "object", "properties": {k: {"type": "string"} for k in arguments}}
+            return f"run-tool:{name}", _strings(
+                {
+                    "acme.span.type": "tool",
+                    "acme.tool.name": name,
+                    "acme.tool.parameters": json.dumps(schema),
+                    "input": json.dumps(arguments),
+                    "output": attribute(span, "gen_ai.tool.call.result"),
+                }
+            )
         return name, _strings(
             {
                 f"{PREFIX}.type": "tool",
@@ -125,7 +145,18 @@ def _observation(span: dict[str, Any], variant: str) -> tuple[str, list[dict[str
     )
 
 
-VARIANTS = ("as_recorded", "model_role_unsaid", "no_agent_output", "delegated", "client_responses")
+VARIANTS = (
+    "as_recorded",
+    "model_role_unsaid",
+    "no_agent_output",
+    "span_typed_tools",
+    "delegated",
+    "client_responses",
+    "memory_reads",
+    "run_totals",
+    "answer_call_uncontented",
+    "prompts_under_any_key",
+)
 
 
 def _delegated(request_spans: list[dict[str, Any]]) -> None:
@@ -145,6 +176,95 @@ def _delegated(request_spans: list[dict[str, Any]]) -> None:
         request_spans.append(worker)
 
 
+def _memory_reads(request_spans: list[dict[str, Any]]) -> None:
+    """Each agent observation first reads its memory: a child span typed as a span
+    (`acme.span.type`: `memory`) whose own `input` is the query and whose `output` the messages
+    it found, a request and its answer."""
+    for span in list(request_spans):
+        if attribute(span, f"{PREFIX}.type") != "agent":
+            continue
+        found = [
+            {"role": "user", "content": "What did we do last time?"},
+            {"role": "assistant", "content": "We summarised last week's sales."},
+        ]
+        memory = json.loads(json.dumps(span))
+        memory["spanId"] = span["spanId"][:-4] + "f00d"
+        memory["parentSpanId"] = span["spanId"]
+        memory["name"] = "memory.read"
+        memory["attributes"] = [
+            a for a in span["attributes"] if not a["key"].startswith(f"{PREFIX}.")
+        ] + _strings(
+            {
+                "acme.span.type": "memory",
+                "input": json.dumps({"query": "sales", "limit": 10}),
+                "output": json.dumps(found),
+            }
+        )
+        request_spans.append(memory)
+
+
+def _calls_of(request_spans: list[dict[str, Any]], agent: dict[str, Any]) -> list[dict[str, Any]]:
+    """The agent observation's model calls, first to last."""
+    return sorted(
+        (
+            child
+            for child in request_spans
+            if child.get("parentSpanId") == agent["spanId"]
+            and attribute(child, f"{PREFIX}.type") == "generation"
+        ),
+        key=lambda child: int(child["startTimeUnixNano"]),
+    )
+
+
+def _run_totals(request_spans: list[dict[str, Any]]) -> None:
+    """Each agent observation carries its run's token counts, and of its model calls only the
+    last one counts its own (as a tracer that records one model span per run writes them)."""
+    for span in list(request_spans):
+        if attribute(span, f"{PREFIX}.type") != "agent":
+            continue
+        calls = _calls_of(request_spans, span)
+        totals = {"prompt_tokens": 0, "completion_tokens": 0}
+        for call in calls:
+            usage = json.loads(attribute(call, f"{PREFIX}.usage_details") or "{}")
+            for key in totals:
+                totals[key] += usage.get(key) or 0
+        for call in calls[:-1]:
+            call["attributes"] = [
+                a for a in call["attributes"] if a["key"] != f"{PREFIX}.usage_details"
+            ]
+        span["attributes"] += [
+            {"key": f"acme.usage.{key}", "value": {"intValue": str(count)}}
+            for key, count in totals.items()
+        ]
+
+
+def _answer_call_uncontented(request_spans: list[dict[str, Any]]) -> None:
+    """Each agent's last model call, after others that showed the prompt, records only its
+    role, its model and its token counts (its content sits where no reader looks)."""
+    for span in list(request_spans):
+        if attribute(span, f"{PREFIX}.type") != "agent":
+            continue
+        calls = _calls_of(request_spans, span)
+        for call in calls[-1:] if len(calls) > 1 else ():
+            call["attributes"] = [
+                a
+                for a in call["attributes"]
+                if a["key"] not in (f"{PREFIX}.input", f"{PREFIX}.output")
+            ]
+
+
+def _prompts_under_any_key(request_spans: list[dict[str, Any]]) -> None:
+    """Every model call records the messages it was sent under a key no shape names
+    (`acme.llm.messages`), and its response nowhere."""
+    for call in request_spans:
+        if attribute(call, f"{PREFIX}.type") != "generation":
+            continue
+        prompt = json.loads(attribute(call, f"{PREFIX}.input") or "{}")
+        call["attributes"] = [
+            a for a in call["attributes"] if a["key"] not in (f"{PREFIX}.input", f"{PREFIX}.output")
+        ] + _strings({"acme.llm.messages": json.dumps(prompt["messages"])})
+
+
 def _as_observations(variant: str) -> list[dict[str, Any]]:
     requests = file_requests(*FILE)
     for request in requests:
@@ -157,14 +277,26 @@ def _as_observations(variant: str) -> list[dict[str, Any]]:
             kept = [a for a in span.get("attributes", ()) if a["key"] in _KEEP[1:]]
             kept += _strings({"session.id": by_trace.get(span["traceId"])})
             span["name"], observed = _observation(span, variant)
+            if variant == "span_typed_tools":  # said first, as the span's other types are
+                kept += _strings({"acme.entity.type": "agent"})
             span["attributes"] = kept + observed
             span["events"] = [e for e in span.get("events", ()) if e["name"] == "exception"]
-        if variant == "delegated":
+        rewrite = _REWRITES.get(variant)
+        if rewrite is not None:
             for scope_spans in (ss for rs in request["resourceSpans"] for ss in rs["scopeSpans"]):
-                _delegated(scope_spans["spans"])
+                rewrite(scope_spans["spans"])
     text = json.dumps(requests)
     assert "gen_ai." not in text
     return requests
+
+
+_REWRITES = {
+    "delegated": _delegated,
+    "memory_reads": _memory_reads,
+    "run_totals": _run_totals,
+    "answer_call_uncontented": _answer_call_uncontented,
+    "prompts_under_any_key": _prompts_under_any_key,
+}
 
 
 def _what_happened(session: dict[str, Any]) -> dict[str, Any]:

@@ -224,3 +224,26 @@ def test_the_odd_request_has_keys_of_every_kind_and_rejected_spans() -> None:
     for field in ("traceId", "spanId", "endTimeUnixNano", "kind", "startTimeUnixNano"):
         assert field in problems
     assert "cyclic parents" in problems and "links.traceId" in problems
+
+
+def test_a_hidden_named_key_leaves_the_namespaced_one_to_route_by() -> None:
+    # A named key whose value only hides it (default scrubbing) is no key: the session is the
+    # namespaced copy's, and the heads serve routes by must find that copy too.
+    hidden_values = ("[Scrubbed due to 'session']", "[REDACTED]")
+    spans = [
+        _span(
+            n + 1,
+            (named, _value(string_value=value)),
+            ("app.session.id", _value(string_value="abc")),
+        )
+        for n, (named, value) in enumerate(
+            (named, value) for named in ("session_id", "session.id") for value in hidden_values
+        )
+    ]
+    body = ExportTraceServiceRequest(
+        resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=spans)])]
+    ).SerializeToString()
+    heads = decode_heads(body, Limits(), CHECKS, KEYS)
+    whole = decode_body(body, FORMAT_PROTOBUF, Limits(), CHECKS)
+    assert [session_key(r, KEYS) for r in whole.records] == [("abc", "app.session.id")] * 4
+    assert [session_key(h, KEYS) for h in heads.records] == [("abc", "app.session.id")] * 4

@@ -55,6 +55,11 @@ def _yaml(skills: Skills) -> str:
     return f"skills:\n{entries}"
 
 
+def _markdown_list_with_locations(skills: Skills) -> str:
+    # each skill's folder in brackets after its name
+    return "Available skills:\n" + "\n".join(f"- {n} (/skills/{n}) - {d}" for n, d in skills)
+
+
 def _plain_dash_lines(skills: Skills) -> str:
     return "Skills:\n" + "\n".join(f"{n} - {d}" for n, d in skills)
 
@@ -69,6 +74,7 @@ LAYOUTS: dict[str, Callable[[Skills], str]] = {
     "xml_attribute_blocks": _xml_attribute_blocks,
     "markdown_list": _markdown_list,
     "markdown_list_on_one_line": _markdown_list_on_one_line,
+    "markdown_list_with_locations": _markdown_list_with_locations,
     "markdown_table": _markdown_table,
     "markdown_headings": _markdown_headings,
     "json_array": _json_array,

@@ -312,12 +312,14 @@ def call_record(value: Any) -> tuple[list[Any], dict[str, Any]] | None:
 
 def call_record_arguments(value: Any) -> Any:
     """The arguments of a recorded Python call (`call_record`) as one mapping: its keyword
-    arguments, with the positional ones under `args` when there are any. Any other value as
-    it is."""
+    arguments, with the positional ones under `args` when there are any, or the one mapping
+    it was handed as its only argument. Any other value as it is."""
     record = call_record(value)
     if record is None:
         return value
     args, kwargs = record
+    if len(args) == 1 and not kwargs and isinstance(args[0], dict):
+        return args[0]  # the one mapping a tool was handed (`run({"city": "Paris"})`)
     return {"args": args, **kwargs} if args else kwargs
 
 

@@ -6,7 +6,8 @@ a loader tool's description:
   Claude-style XML), or "- name: description" lines inside that block;
 - Deep Agents: "- **name**: description" lines under "**Available Skills:**";
 - markdown lists under any heading that says "available skills" (OpenAI Agents / Codex:
-  "### Available skills" then "- name: description (file: .../SKILL.md)"), or a line ending
+  "### Available skills" then "- name: description (file: .../SKILL.md)", or the location in
+  brackets after the name: "- name (/skills/name) - description"), or a line ending
   "available skills:" in a tool description (Haystack's `load_skill`);
 - a list after a line saying its items "can be loaded" (pydantic-ai-harness: "The following
   capabilities are deferred and can be loaded using the `load_capability` tool").
@@ -48,21 +49,28 @@ _SKILL_BLOCK = re.compile(
     re.DOTALL,
 )
 # "- name: description" lists, as several harnesses render their catalogue.
-_SKILL_LINE = re.compile(r"^\s*[-*]\s*\**`?([A-Za-z0-9_.:-]+)`?\**\s*[:\u2014-]\s+(.+?)\s*$", re.M)
+# (the description's trailing blanks are stripped by the reader: a lazy part before `\s*$`
+# backtracks quadratically on a long run of blanks)
+_SKILL_LINE = re.compile(
+    r"^[ \t]*[-*]\s*\**`?([A-Za-z0-9_.:-]+)`?\**\s*[:\u2014-]\s+(\S[^\n]*)$", re.M
+)
 # A heading or lead-in line that announces the list: "### Available skills", "**Available
 # Skills:**", "Available skills:", "The following skills are available:", "... capabilities
 # ... can be loaded ...".
 _HEADING = re.compile(
-    r"^[ \t]*(?:#{1,6}[ \t]*|\*\*)?[^\n]{0,60}?"
+    r"^[ \t]*(?![-*+][ \t])(?:#{1,6}[ \t]*|\*\*)?[^\n]{0,60}?"
     r"\b(?:available[ \t]+skills|skills[ \t]+(?:are[ \t]+)?available)\b[^\n]{0,40}$"
     r"|^[^\n]{0,80}\b(?:skills|capabilities)\b[^\n]{0,40}\bcan[ \t]+be[ \t]+loaded\b[^\n]{0,120}$",
     re.I | re.M,
 )
+# "- name: description", also with the skill's location in brackets after its name:
+# "- name (/skills/name) - description"
 _ITEM = re.compile(
-    r"^[ \t]*[-*][ \t]+(?:\*\*|`)?([A-Za-z0-9][A-Za-z0-9_.:/-]*?)(?:\*\*|`)?[ \t]*"
-    r"(?::|\u2014|[ \t]-)[ \t]*(.*?)[ \t]*$"
+    r"^[ \t]*[-*][ \t]+(?:\*\*|`)?([A-Za-z0-9][A-Za-z0-9_.:/-]*?)(?:\*\*|`)?"
+    r"(?:[ \t]+\([^()\n]{0,200}\))?[ \t]*(?::|\u2014|[ \t]-)[ \t]*(.*)$"
 )
-_FILE_SUFFIX = re.compile(r"\s*\((?:file|path|location):\s*[^)]*\)\s*$", re.I)
+# the skill's file after its description, "(file: .../SKILL.md)", on text already stripped
+_FILE_SUFFIX = re.compile(r"\((?:file|path|location):[^)]*\)$", re.I)
 
 
 @remembered_within()  # system prompts and tool descriptions repeat on every model call
@@ -82,7 +90,9 @@ def parse_catalogue(
             entries.setdefault(name, CatalogueEntry(name=name, description=description or None))
         if not entries:
             for name, description in _SKILL_LINE.findall(block):
-                entries.setdefault(name, CatalogueEntry(name=name, description=description))
+                entries.setdefault(
+                    name, CatalogueEntry(name=name, description=description.rstrip())
+                )
     for heading in _HEADING.finditer(text):
         for name, description in _listed(text, heading.end()):
             entries.setdefault(name, CatalogueEntry(name=name, description=description or None))
@@ -120,7 +130,9 @@ def _listed(text: str, start: int) -> list[tuple[str, str]]:
             continue
         match = _ITEM.match(line)
         if match is not None:
-            items.append((match.group(1), _FILE_SUFFIX.sub("", match.group(2))))
+            description = match.group(2).strip()  # (stripped here: a pattern ending in
+            # `[ \t]*$` after a lazy part backtracks quadratically on a long run of blanks)
+            items.append((match.group(1), _FILE_SUFFIX.sub("", description).rstrip()))
         elif items and line[:1] in (" ", "\t"):
             continue  # "  -> Read `/skills/x/SKILL.md` for full instructions"
         elif items or line.lstrip().startswith(("#", "**")) or prose >= 2:

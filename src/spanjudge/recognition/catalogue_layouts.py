@@ -7,8 +7,9 @@ one-line descriptions, and something says they are skills: a heading, lead-in li
 mentioning skills within the few lines before the run, or the run's own header (a table's, an
 element's), or, whatever the run is called ("playbooks", "procedures"), one of its names is a
 skill the session shows elsewhere (``known``: the skills directory, a SKILL.md's front matter, a
-load). Entries that carry parameters or a schema are tool definitions, and a run introduced as
-an example is an example: neither is a catalogue.
+load). Entries that carry parameters or a schema are tool definitions, a run introduced as
+an example is an example, and one whose lead-in line names tools ("Use these tools:") lists
+tools: none is a catalogue.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import json
 import re
 from collections.abc import Collection, Iterator
 
+from spanjudge.trajectory.toolnames import same_tool
+
 Run = tuple[int, int, list[tuple[str, str]]]  # start, end, entries
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,79}")
@@ -24,6 +27,8 @@ _WRAP = "`*\"'"  # markup around a name: `name`, **name**, "name"
 # What announces skills: a word, a tag (`<available_skills>`) or a key (`"skills":`).
 _ANNOUNCE = re.compile(r"skill|capabilit", re.I)
 _EXAMPLE = re.compile(r"\bexamples?\b|\be\.g\.|\bfor instance\b|\bsample\b", re.I)
+# A lead-in that names tools as what follows ("Use these tools:", "## Tools"): a list of tools
+_TOOLS_LEAD = re.compile(r"\btools\W*$", re.I)
 _LOOKBACK_LINES = 3
 # Keys of a tool definition: such an entry is a tool, not a skill.
 _TOOL_KEYS = frozenset(
@@ -48,41 +53,56 @@ _HEADING = re.compile(r"^(#{1,6})[ \t]+(\S[^\n]*?)[ \t]*#*[ \t]*$", re.M)
 _SECTION_BODY = re.compile(r"#|[-*+\u2022][ \t]|\d{1,3}[.)][ \t]|\|")
 _TABLE_ROW = re.compile(r"^[ \t]*\|(.+)\|[ \t]*$")
 _TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t:|-]+\|?[ \t]*$")
-# "- name: description", "* **name** - description", "1. name — description", "name: description"
+# "- name: description", "* **name** - description", "1. name — description", "name: description",
+# the name followed by the skill's location in brackets: "- name (/skills/name) - description"
 _LINE = re.compile(
     r"^[ \t]*(?:[-*+•][ \t]+|\d{1,3}[.)][ \t]+)?"
-    r"([`*\"']{0,2}[A-Za-z0-9][A-Za-z0-9_.:-]*?[`*\"']{0,2})"
-    r"[ \t]*(?::|[ \t]-{1,2}|[ \t]\u2013|[ \t]?\u2014)[ \t]+(\S.*?)[ \t]*$"
+    r"([`*\"']{0,2}[A-Za-z0-9][A-Za-z0-9_.:-]*?[`*\"']{0,2})(?:[ \t]+\([^()\n]{0,200}\))?"
+    r"[ \t]*(?::|[ \t]-{1,2}|[ \t]\u2013|[ \t]?\u2014)[ \t]+(\S.*)$"
 )
-_YAML_NAME = re.compile(r"^([ \t]*)(?:-[ \t]+)?name:[ \t]*(.+?)[ \t]*$")
-_YAML_DESCRIPTION = re.compile(r"^[ \t]*(?:description|desc|summary):[ \t]*(.+?)[ \t]*$")
+# (each value's trailing blanks are stripped by the reader: a lazy part before `[ \t]*$` would
+# backtrack quadratically on a long run of blanks)
+_YAML_NAME = re.compile(r"^([ \t]*)(?:-[ \t]+)?name:[ \t]*(.+)$")
+_YAML_DESCRIPTION = re.compile(r"^[ \t]*(?:description|desc|summary):[ \t]*(.+)$")
 
 
 def by_layout(
-    text: str, known: Collection[str] = (), *, announced: bool = False
+    text: str,
+    known: Collection[str] = (),
+    *,
+    announced: bool = False,
+    tools: Collection[str] = (),
 ) -> list[tuple[str, str]]:
     """Entries of every run in ``text`` that is a catalogue, in order, each name once; a run
     naming one of the ``known`` skills needs nothing else to say it lists skills, nor does any
-    run of a text ``announced`` as offering skills by where it is. A text whose line breaks
-    were printed as runs of spaces (a tool's description on one line of a prompt's tool list)
-    is read with them back, where it shows none as it is."""
-    found = _by_layout(text, known, announced)
+    run of a text ``announced`` as offering skills by where it is. A run naming one of the
+    session's ``tools`` (one it offers or calls) that is no known skill lists tools ("Use these
+    tools: - list_skills: list available skills"), not skills. A text whose line breaks were
+    printed as runs of spaces (a tool's description on one line of a prompt's tool list) is
+    read with them back, where it shows none as it is."""
+    found = _by_layout(text, known, announced, tools)
     if not found and _FLATTENED_LINE.search(text):
-        found = _by_layout(_LINE_STARTS.sub("\n", text), known, announced)
+        found = _by_layout(_LINE_STARTS.sub("\n", text), known, announced, tools)
     return found
 
 
 # Where a flattened text's lines began: two or more spaces before a list item or a heading,
 # and a closing tag (the end of the element the text was printed in).
-_FLATTENED_LINE = re.compile(r"[ \t]{2,}(?=(?:[-*+\u2022]|\d{1,3}[.)]|#{1,6})[ \t])")
+# (A run is matched from its first blank only: tried from inside a long run of blanks, the
+# pattern would backtrack quadratically.)
+_FLATTENED_LINE = re.compile(r"(?<![ \t])[ \t]{2,}(?=(?:[-*+\u2022]|\d{1,3}[.)]|#{1,6})[ \t])")
 _LINE_STARTS = re.compile(rf"{_FLATTENED_LINE.pattern}|(?=</[A-Za-z])")
 
 
-def _by_layout(text: str, known: Collection[str], announced: bool) -> list[tuple[str, str]]:
+def _by_layout(
+    text: str, known: Collection[str], announced: bool, tools: Collection[str]
+) -> list[tuple[str, str]]:
     out: dict[str, str] = {}
     for reader in (_xml_elements, _xml_attributes, _json_arrays, _tables, _yaml, _headings, _lines):
         for start, end, entries in reader(text):
-            if _is_catalogue(text, start, end, entries, known, announced=announced):
+            if _is_catalogue(
+                text, start, end, entries, known, announced=announced
+            ) and not _names_tools(entries, known, tools):
                 for name, description in entries:
                     out.setdefault(name, description)
         if out:
@@ -107,8 +127,20 @@ def _is_catalogue(
     head = text[start:end].split("\n", 1)[0]  # a table's header, an element's tag
     if _EXAMPLE.search(lead):
         return False
+    nearest = next((line for line in reversed(before) if line.strip()), "")
+    if _TOOLS_LEAD.search(nearest) and not _ANNOUNCE.search(nearest):
+        return False  # "Use these tools:" then "- list_skills: list available skills"
     return bool(
         announced or _ANNOUNCE.search(lead) or _ANNOUNCE.search(head) or not names.isdisjoint(known)
+    )
+
+
+def _names_tools(
+    entries: list[tuple[str, str]], known: Collection[str], tools: Collection[str]
+) -> bool:
+    """One of the entries is a tool of the session, and no skill it knows by that name."""
+    return any(
+        name not in known and any(same_tool(tool, name) for tool in tools) for name, _ in entries
     )
 
 
@@ -238,7 +270,8 @@ def _yaml(text: str) -> list[Run]:
             described = _YAML_DESCRIPTION.match(follow)
             if described is not None:
                 end = starts[lines.index(follow, i + 1) + 1]
-                found.append((starts[i], end, _pair(named[2], described[1].strip("\"'"))))
+                description = described[1].rstrip().strip("\"'")
+                found.append((starts[i], end, _pair(named[2].rstrip(), description)))
                 break
     return _runs(iter(found), text)
 
@@ -273,6 +306,7 @@ def _lines(text: str) -> list[Run]:
     offset = 0
     for line in text.splitlines(keepends=True):
         match = _LINE.match(line.rstrip("\n"))
-        found.append((offset, offset + len(line), _pair(match[1], match[2]) if match else None))
+        pair = _pair(match[1], match[2].rstrip()) if match else None
+        found.append((offset, offset + len(line), pair))
         offset += len(line)
     return _runs(iter(found), text)

@@ -2,7 +2,8 @@
 
 Three spellings of the same facts are read (ARCHITECTURE.md section 2):
 - v1.36 events: `gen_ai.user.message`, `gen_ai.system.message`, `gen_ai.tool.message`,
-  `gen_ai.choice` (Strands' default);
+  `gen_ai.choice` (Strands' default), a choice's message under `message` or, as a google-genai
+  `Content` (`role`, `parts`), under `content` (ADK Go's log records);
 - latest experimental: `gen_ai.client.inference.operation.details` events carrying
   `gen_ai.input.messages` / `gen_ai.output.messages` / `gen_ai.system_instructions`;
 - attributes only: the same keys as span attributes (Strands' `gen_ai_span_attributes_only`,
@@ -376,14 +377,7 @@ def model_output(
             if text is None and not _parts(said):  # a framework's own message shape
                 text = assistant_text(said)
             calls = _last_calls(outputs, at)
-            asked = tuple(
-                ToolRequest(
-                    name=str(p.get("name") or ""),
-                    call_id=str(p["id"]) if p.get("id") else None,
-                    arguments=parse_arguments(p.get("arguments")),
-                )
-                for p in (calls if requests else ())
-            )
+            asked = _requested(calls if requests else [])
             if not calls:  # a chat completions message: its `tool_calls`
                 asked = chat_tool_calls(said.get("tool_calls"))
                 return text, str(reason) if reason else None, bool(asked), asked * requests
@@ -392,6 +386,18 @@ def model_output(
         if event.name == sc.EV_GEN_AI_CHOICE:
             message = event.attributes.get("message")
             reason = event.attributes.get("finish_reason")
+            # a choice without `message` holds the model's content object as its `content`
+            # (`role`, `parts` of text and function calls: a google-genai Content)
+            content = (
+                None
+                if message is not None
+                else vertex_agent.content_message(event.attributes.get("content"))
+            )
+            if content is not None:
+                calls = parts(content, "tool_call")
+                text = content_text(parts(content, "text"))
+                asked = _requested(calls if requests else [])
+                return text, str(reason) if reason else None, bool(calls), asked
             decoded = read_json(message) if isinstance(message, str) else message
             asked_tools = False
             uses = []  # (one pass over the blocks for both)
@@ -424,6 +430,18 @@ def model_output(
                 text = assistant_text(decoded)
             return text, str(reason) if reason else None, asked_tools, asked
     return None, None, False, ()
+
+
+def _requested(calls: Sequence[dict[str, Any]]) -> tuple[ToolRequest, ...]:
+    """GenAI `tool_call` parts as the tool requests they are."""
+    return tuple(
+        ToolRequest(
+            name=str(p.get("name") or ""),
+            call_id=str(p["id"]) if p.get("id") else None,
+            arguments=parse_arguments(p.get("arguments")),
+        )
+        for p in calls
+    )
 
 
 def _last_calls(outputs: Sequence[dict[str, Any]], at: int) -> list[dict[str, Any]]:

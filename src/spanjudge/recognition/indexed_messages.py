@@ -119,12 +119,20 @@ def indexed_messages(span: SpanRecord, key: str) -> list[dict[str, Any]]:
     return out
 
 
+# each legacy prefix of offered tools, with its first tool's name key
+_FUNCTIONS = tuple(
+    (base, f"{base}.0.name") for base in (sc.GEN_AI_LEGACY_FUNCTIONS, sc.LLM_LEGACY_FUNCTIONS)
+)
+
+
 def indexed_tool_definitions(span: SpanRecord) -> list[dict[str, Any]]:
     """The tools the span offered the model, flattened the same legacy way
     (`gen_ai.request.functions.N.name` / `.description` / `.parameters`, or under
     `llm.request.functions`), as `gen_ai.tool.definitions` items; empty when it has none."""
     attrs = span.attributes
-    for base in (sc.GEN_AI_LEGACY_FUNCTIONS, sc.LLM_LEGACY_FUNCTIONS):
+    for base, first in _FUNCTIONS:
+        if first not in attrs:
+            continue
         out: list[dict[str, Any]] = []
         for n in range(_MAX_MESSAGES):
             name = attrs.get(f"{base}.{n}.name")

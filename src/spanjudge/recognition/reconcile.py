@@ -297,7 +297,7 @@ def _catalogue_by_names(
     if not known:
         return steps
     out = []
-    read = _Read()
+    read = _Read(tools=_session_tools(steps))
     for step in steps:
         span = spans_by_id.get(step.span_id) if step.kind in _PROMPTED else None
         entries = _entries_naming(span, known, read) if span is not None else ()
@@ -320,6 +320,16 @@ class _Read:
     # attribute text -> the texts within it
     texts: dict[str, list[str]] = field(default_factory=dict)
     layouts: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # text -> entries
+    tools: frozenset[str] = frozenset()  # the session's tools: a list naming them is no catalogue
+
+
+def _session_tools(steps: list[Step]) -> frozenset[str]:
+    """The tools the session calls, asks for or offers (its model calls' definitions)."""
+    names = {s.name for s in steps if s.kind in ("tool_call", "skill_load")}
+    for step in steps:
+        names.update(request.name for request in step.tool_requests)
+        names.update(step.tool_schemas)
+    return frozenset(names)
 
 
 def _entries_naming(span: SpanRecord, known: set[str], read: _Read) -> tuple[CatalogueEntry, ...]:
@@ -348,7 +358,7 @@ def _entries_in(span: SpanRecord, known: set[str], read: _Read) -> tuple[Catalog
     for text in texts:
         layout = read.layouts.get(text)
         if layout is None:
-            layout = read.layouts[text] = by_layout(text, known)
+            layout = read.layouts[text] = by_layout(text, known, tools=read.tools)
         for name, description in layout:
             found.setdefault(
                 name, CatalogueEntry(name=name, description=description, source=TRACE_LAYOUT)

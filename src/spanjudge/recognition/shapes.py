@@ -13,13 +13,19 @@ An agent library's own tracing may use keys nobody listed (`<prefix>.toolCall.na
   (`<prefix>.response.text`, `<prefix>.response`, `<prefix>.completion`, `<prefix>.output.text`);
 - a model call: a span below the turn with a prompt and a response or the tool calls it asked
   for (under a `tool calls` key), with its `prompt`/`input` and `completion`/`output` token
-  counts.
+  counts (a turn's own counts are its run's).
 - a span that says its own role: a `<prefix>.type` (or `.kind`, `.subtype`) of tool, generation /
   llm / model, or agent, beside `<prefix>.input` and/or `<prefix>.output`; the role key may sit
   in a namespace inside the prefix (`<prefix>:metadata:subtype` beside `<prefix>:input`), and
-  `:` separates namespaces as `.` does. A tool's name is `<prefix>.name`
-  or the span's name, its arguments the input (of a function's `{"args", "kwargs"}` envelope,
-  the keyword arguments), its result the output; a model call's or a turn's prompt is the
+  `:` separates namespaces as `.` does. A role key stating something else, with no word of
+  those (`memory`), says the span is no model call; one saying model is a model call, its token
+  counts, with no prompt or response read, its prompt the role messages any attribute holds. A
+  key that types the span itself (`span.type`, `<x>.span.type`) with no input or output of its
+  own prefix is beside the span's own unprefixed `input` / `output` (an `entity.type` says what
+  the span belongs to, not what it is). A tool's name is `<prefix>.name`, a tool-name key beside
+  it (`tool.name`: its `tool.parameters` beside, a schema, are then no arguments) or the span's
+  name, its arguments the input (of a function's `{"args", "kwargs"}` envelope, the keyword
+  arguments), its result the output; a model call's or a turn's prompt is the
   input, its response the output (an assistant message, with the tool calls it asked for). With
   no role said, a `<prefix>.input` holding messages (`{"messages": [...]}` or a list of role
   messages) is a model call's prompt and `<prefix>.output` its response. Token counts may sit
@@ -57,6 +63,9 @@ from spanjudge.trajectory.steps import Step, ToolRequest, ToolResult
 PRESET = "shape"
 # `<prefix><sep>name` where the prefix's last word says tool or function: `x.toolCall.name`,
 # `x.tool.name`, `agent.function_call.name`, `tool_name`, `toolName`.
+# Attribute keys are short; the tool-name pattern backtracks on long runs of letters, so a key
+# longer than this is never matched against it.
+_MAX_KEY_CHARS = 200
 _TOOL_NAME = re.compile(r"^(?P<p>(?:.*[._])?[A-Za-z]*(?:tool|function)[A-Za-z_]*?)[._]?name$", re.I)
 _ARGUMENT_WORDS = ("args", "arguments", "input", "parameters", "params")
 _RESULT_WORDS = ("result", "output", "response", "return", "returned")
@@ -96,6 +105,8 @@ _OUTPUT_KEY = re.compile(r"(?:^|[.:])output$", re.I)
 # A role is its value's last word, the noun a compound names (`chat_model`, `CHAT_MODEL`).
 _ROLES = {"tool": "tool", "generation": "model", "llm": "model", "model": "model", "agent": "agent"}
 _ROLE_WORDS = re.compile(r"[^a-z]+")
+# The OpenTelemetry span kinds: how a span communicates, not what it is
+_OTEL_KINDS = frozenset({"internal", "server", "client", "producer", "consumer", "unspecified"})
 _USER_ROLES = frozenset({"user", "human"})
 _SYSTEM_ROLES = frozenset({"system", "developer"})
 
@@ -116,7 +127,40 @@ class ShapeRecogniser:
         shaped = _shaped_keys(span)
         if span.parent_span_id is None and (turn := self._turn(span, shaped)):
             return turn
-        return self._model_call(span, shaped)
+        if role is None and _says_another_role(span):
+            return None  # a memory read's query and the messages it found are no model call
+        return self._model_call(span, shaped) or self._said_model_call(span)
+
+    def _said_model_call(self, span: SpanRecord) -> list[Step] | None:
+        """A span whose role key says it is a model call (`span.type` = `llm`) is one, though
+        it records no prompt or response we read, when it shows the call: its token counts,
+        or an attribute of any name holding the role messages it was sent (`llm.messages`),
+        its prompt."""
+        if not _says_model(span):
+            return None
+        prompt = next(
+            (v for v in span.attributes.values() if isinstance(v, str) and _holds_messages(v)),
+            None,
+        )
+        input_tokens, output_tokens = _tokens(span, _INPUT_TOKENS), _tokens(span, _OUTPUT_TOKENS)
+        if prompt is None and input_tokens is None and output_tokens is None:
+            return None  # a role word alone (`error.type` = `unknown_model`) shows no call
+        request, system = _request(prompt) if prompt is not None else (None, None)
+        return [
+            Step(
+                kind="model_call",
+                name=span.name,
+                request=request if prompt is not None and _ends_with_user(prompt) else None,
+                works_on=request,
+                instructions=instructions_opening(system),
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+                tool_results=_sent_back(prompt) if prompt is not None else (),
+                catalogue=parse_catalogue(system),
+                error=span_error(span),
+                **span_fields(span, PRESET),
+            )
+        ]
 
     def finalise(self, steps: list[Step], spans: Sequence[SpanRecord]) -> list[Step]:
         """Turns and model calls by where a span read by shape sits among what was read.
@@ -226,6 +270,9 @@ class ShapeRecogniser:
                 kind="agent_turn",
                 name=span.name,
                 text=request,
+                # the run's own counts (of every model call in it, traced or not)
+                input_tokens=_tokens(span, _INPUT_TOKENS),
+                output_tokens=_tokens(span, _OUTPUT_TOKENS),
                 catalogue=parse_catalogue(system),
                 error=span_error(span),
                 **base,
@@ -281,9 +328,39 @@ def _role(span: SpanRecord) -> tuple[str, str, str | None, str | None] | None:
         if role is None:
             continue
         named = _said(attributes.get(name_key)) if name_key is not None else None
+        if named is None and role == "tool":  # a tool's name beside its role: `tool.name`
+            named = _said(
+                next((attributes[k] for k, _ in _layout(attributes)[0] if _given(span, k)), None)
+            )
         name = named.strip() if isinstance(named, str) and named.strip() else span.name
         return role, name, _given(span, inputs) if inputs else None, output
     return None
+
+
+def _says_model(span: SpanRecord) -> bool:
+    """A `<prefix>.type` / `.kind` key of the span says model call (`_role_of`)."""
+    return any(
+        key[-4:].lower() in ("type", "kind")
+        and _ROLE_KEY.match(key) is not None
+        and _role_of(value) == "model"
+        for key, value in span.attributes.items()
+    )
+
+
+def _says_another_role(span: SpanRecord) -> bool:
+    """The span's role keys (`_role`) state what it is, and none says tool, model or agent in
+    any word (`memory`, `retriever`; `model_step` is a model's): it is none of those. An
+    OpenTelemetry span kind copied into an attribute (`span.kind` = `internal`) says how the
+    span communicates, not what it is."""
+    attributes = span.attributes
+    stated = False
+    for key, (inputs, _, _) in _layout(attributes)[2]:
+        said = _said(attributes[key]) if key != inputs else None
+        words = [w for w in _ROLE_WORDS.split(said.lower()) if w] if isinstance(said, str) else []
+        if any(w in _ROLES for w in words):
+            return False
+        stated = stated or (bool(words) and not _OTEL_KINDS.issuperset(words))
+    return stated
 
 
 def _role_of(value: Any) -> str | None:
@@ -377,6 +454,11 @@ def _read_layout(keys: tuple[str, ...]) -> _Layout:
         for prefix in _enclosing(role.group("p")) if role is not None else ():
             inputs = _under(present, prefix, _INPUT_WORDS)
             output = _under(present, prefix, _OUTPUT_WORDS)
+            if inputs is None and output is None and _types_the_span(prefix):
+                # `span.type` says what the span is (`entity.type`, what it belongs to): its
+                # input and output are the span's own, unprefixed
+                inputs = _BARE[0] if _BARE[0] in present else None
+                output = _BARE[1] if _BARE[1] in present else None
             if inputs is not None or output is not None:
                 said.add(prefix)
                 roles.append((key, (inputs, output, _under(present, prefix, ("name",)))))
@@ -388,6 +470,12 @@ def _read_layout(keys: tuple[str, ...]) -> _Layout:
             names = _under(present, prefix, ("name",))
             roles.append((key, (key, _under(present, prefix, ("output",)), names)))
     return tuple(named), tuple(shaped), tuple(roles)
+
+
+def _types_the_span(prefix: str) -> bool:
+    """``prefix`` of a `.type` / `.kind` key names the span itself: `span`, `x.span`."""
+    lowered = prefix.lower()
+    return lowered == "span" or lowered.endswith((".span", "_span"))
 
 
 def _enclosing(prefix: str) -> Iterator[str]:
@@ -402,7 +490,10 @@ def _enclosing(prefix: str) -> Iterator[str]:
 
 @remembered_when_short(maxsize=1024)  # spans of one kind carry the same keys: matched once
 def _tool_prefix(key: str) -> str | None:
-    """The `<prefix>` of a `<prefix>.name` key whose prefix says tool or function, else None."""
+    """The `<prefix>` of a `<prefix>.name` key whose prefix says tool or function, else None.
+    (A key longer than `_MAX_KEY_CHARS` names no tool: the pattern is not run on it.)"""
+    if len(key) > _MAX_KEY_CHARS:
+        return None
     match = _TOOL_NAME.match(key)
     return match.group("p") if match is not None else None
 
@@ -434,7 +525,7 @@ def _is_tool_key(key: str) -> bool:
     prefix = key.rsplit(".", 1)[0]
     if prefix.lower().endswith(".call"):
         prefix = prefix[: -len(".call")]
-    return _TOOL_NAME.match(prefix + ".name") is not None
+    return _tool_prefix(prefix + ".name") is not None
 
 
 def _given(span: SpanRecord, key: str) -> str | None:
@@ -558,12 +649,15 @@ def _sent_back(prompt: Any) -> tuple[ToolResult, ...]:
 
 def _sole_text(given: Any) -> str | None:
     """The request a turn's input names when it is the function's arguments by name
-    (`{"question": "...", "limit": 5}`) with one text among them: what the agent was asked."""
+    (`{"question": "...", "limit": 5}`) with one text of words among them: what the agent was
+    asked."""
     decoded = parse_json(given)
     if not isinstance(decoded, dict):
         return None
     texts = [v.strip() for v in decoded.values() if isinstance(v, str) and v.strip()]
-    return texts[0] if len(texts) == 1 else None
+    # words, not an id (`{"user_id": "u-42", "question": "..."}`): a request is written in words
+    said = [t for t in texts if len(t.split(None, 1)) > 1]
+    return said[0] if len(said) == 1 else None
 
 
 def _ends_with_user(prompt: Any) -> bool:
@@ -594,7 +688,12 @@ def _tokens(span: SpanRecord, pattern: re.Pattern[str]) -> int | None:
         if not isinstance(value, str):
             continue
         counts = parse_json(value) if "usage" in key.rsplit(".", 1)[-1].lower() else None
-        if counts is None and _OUTPUT_KEY.search(key) and value.lstrip().startswith("{"):
+        if (
+            counts is None
+            and _OUTPUT_KEY.search(key)
+            and value.lstrip().startswith("{")
+            and '"usage"' in value
+        ):
             decoded = parse_json(value)  # an output that carries its own `usage` counts
             counts = decoded.get("usage") if isinstance(decoded, dict) else None
         if isinstance(counts, dict):

@@ -7,6 +7,8 @@ ADK 1.x records the model request and response only as JSON in `gcp.vertex.agent
 `gcp.vertex.agent.tool_response` on `execute_tool` spans. Contents are google-genai `Content`
 dicts: `parts` of `text`, `function_call` (`id`, `name`, `args`) and `function_response`.
 With content capture off ADK writes `{}` placeholders; those say nothing and are read as absent.
+`content_message` reads a `Content` given as a structured value (ADK Go's `gen_ai.choice` log
+records hold the model's output so, its parts' keys in camelCase).
 The GenAI readers (genai.py) fall back to these: contents become GenAI message dicts
 (`role`, `parts` of `text`, `tool_call`, `tool_call_response`), so every rule that reads
 messages (requests, answers, tool requests, replayed turns) reads these too.
@@ -34,7 +36,7 @@ def _payload(span: SpanRecord, key: str) -> dict[str, Any] | None:
 
 def _parts(content: Any) -> list[dict[str, Any]]:
     parts = content.get("parts") if isinstance(content, dict) else None
-    return [p for p in parts or () if isinstance(p, dict)] if isinstance(parts, list) else []
+    return [p for p in parts if isinstance(p, dict)] if isinstance(parts, (list, tuple)) else []
 
 
 def _text(parts: list[dict[str, Any]]) -> str | None:
@@ -50,7 +52,9 @@ def _message(content: Any, finish_reason: Any = None) -> dict[str, Any] | None:
         return None
     parts: list[dict[str, Any]] = []
     for part in _parts(content):
-        call, response = part.get("function_call"), part.get("function_response")
+        # (snake_case as Python's google-genai dumps a Part, camelCase as its JSON mapping is)
+        call = part.get("function_call", part.get("functionCall"))
+        response = part.get("function_response", part.get("functionResponse"))
         if isinstance(part.get("text"), str) and not part.get("thought"):
             parts.append({"type": "text", "content": part["text"]})
         elif isinstance(call, dict):
@@ -74,6 +78,14 @@ def _message(content: Any, finish_reason: Any = None) -> dict[str, Any] | None:
     if finish_reason:
         message["finish_reason"] = str(finish_reason).lower()
     return message
+
+
+def content_message(content: Any) -> dict[str, Any] | None:
+    """A google-genai `Content` recorded as a structured value (a mapping with `parts`, as a
+    log record's body holds it) as a GenAI message dict; None for anything else."""
+    if not isinstance(content, dict) or not isinstance(content.get("parts"), (list, tuple)):
+        return None
+    return _message(content)
 
 
 def vertex_messages(span: SpanRecord, key: str) -> list[dict[str, Any]]:

@@ -37,6 +37,7 @@ from spanjudge.spans.sizes import (
     content_size,
 )
 from spanjudge.spans.wire_text import parse_message, varint
+from spanjudge.trajectory.hidden import hidden
 
 if TYPE_CHECKING:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -448,8 +449,11 @@ def read_heads(
                         if value is not None:
                             attributes[key] = _key_value(value, cap, limits)
                     # a suffix check on each name, none decoded for it; not needed where the
-                    # span has a named key with a text value (it comes before any suffix)
-                    if key_suffixes and not any(type(v) is str and v for v in attributes.values()):
+                    # span has a named key with a text value that hides nothing (it comes
+                    # before any suffix: `sessions.keys`)
+                    if key_suffixes and not any(
+                        type(v) is str and v and not hidden(v) for v in attributes.values()
+                    ):
                         for key in [k for k in found if k.endswith(key_suffixes)]:
                             attributes[key] = _key_value(found[key], cap, limits)
                 else:  # read as `decode_request` reads them

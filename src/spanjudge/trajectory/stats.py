@@ -31,9 +31,9 @@ def compute_stats(
     retried: list[str] = []
     undone: list[str] = []
     tool_calls = errors = model_calls = skill_loads = 0
-    # token counts: the sum of those recorded, None when no model call recorded any
-    input_tokens: int | None = None
-    output_tokens: int | None = None
+    # token counts by turn: the sum of those its model calls recorded, or the turn's own
+    # (the run's totals) where they are more: some of its model calls went untraced
+    counted: dict[int, list[int | None]] = {}  # turn -> [model in, model out, own in, own out]
     for s in steps:  # one pass counts every kind
         kind = s.kind
         if kind == "tool_call" or kind == "skill_load":
@@ -62,10 +62,18 @@ def compute_stats(
                     written.discard(resource)
         elif kind == "model_call":
             model_calls += 1
-            if s.input_tokens is not None:
-                input_tokens = (input_tokens or 0) + s.input_tokens
-            if s.output_tokens is not None:
-                output_tokens = (output_tokens or 0) + s.output_tokens
+            if s.input_tokens is not None or s.output_tokens is not None:
+                turn = counted.setdefault(s.turn, [None, None, None, None])
+                turn[0] = _plus(turn[0], s.input_tokens)
+                turn[1] = _plus(turn[1], s.output_tokens)
+        elif kind == "agent_turn" and (s.input_tokens is not None or s.output_tokens is not None):
+            turn = counted.setdefault(s.turn, [None, None, None, None])
+            turn[2] = turn[2] if turn[2] is not None else s.input_tokens
+            turn[3] = turn[3] if turn[3] is not None else s.output_tokens
+    input_tokens = output_tokens = None
+    for model_in, model_out, own_in, own_out in counted.values():
+        input_tokens = _plus(input_tokens, _most(model_in, own_in))
+        output_tokens = _plus(output_tokens, _most(model_out, own_out))
     start = min(map(_START, spans), default=0)
     end = max(map(_END, spans), default=0)
     stats = Stats(
@@ -81,3 +89,12 @@ def compute_stats(
         backtracks=len(undone),
     )
     return stats, tuple(retried), tuple(undone)
+
+
+def _plus(total: int | None, count: int | None) -> int | None:
+    """``total`` with ``count`` added; None while neither is a count."""
+    return total if count is None else (total or 0) + count
+
+
+def _most(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else max(a, b)
