@@ -102,14 +102,19 @@ def assert_matches_record(got: dict[str, Any], record: dict[str, Any]) -> None:
         keys = ("skill", "status", "body_source")
     loads = [tuple(x[k] for k in keys) for x in got["skill_loads"]]
     expected_loads = [tuple(x[k] for k in keys) for x in record["skill_loads"]]
+    unseen = 0
     if "skill_loads" in hidden:
         assert all(load in expected_loads for load in loads)
+        # a load the trace cannot name as one may still show as a call of its tool
+        unseen = len(expected_loads) - len(loads)
     else:
         assert loads == expected_loads
     stats = got["stats"]
     for key in ("turns", "tool_calls", "model_calls", "errors", "retries", "backtracks"):
         if key in hidden:
             assert stats[key] <= record[key], key
+        elif key == "tool_calls" and unseen:
+            assert record[key] <= stats[key] <= record[key] + unseen, key
         elif key in record:
             assert stats[key] == record[key], f"{key}: {stats[key]} != scenario {record[key]}"
     for key in ("input_tokens", "output_tokens"):
