@@ -66,6 +66,7 @@ NOT_IN_PROCESS = {
             "crewai",
             "dspy",
             "langfuse",
+            "litellm",
             "llamaindex",
             "lmnr",
             "logfire",
