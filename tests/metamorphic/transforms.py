@@ -557,7 +557,7 @@ def _joined(value: Any) -> str:
 def _chat_parts(message: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]], list[Any]]:
     """(text, OpenAI `tool_calls`, tool responses as (id, content)) of one GenAI message, or
     of one already in the chat completions shape (its own `content`, `tool_calls` and, for a
-    tool's answer, `tool_call_id`)."""
+    tool's answer, `tool_call_id`), or of GenAI parts beside those chat completions fields."""
     if "parts" not in message:
         content = message.get("content")
         text = content if isinstance(content, str) else None
@@ -599,7 +599,12 @@ def _chat_parts(message: dict[str, Any]) -> tuple[str | None, list[dict[str, Any
                     else json.dumps(response, ensure_ascii=False),
                 )
             )
-    return ("\n".join(texts) if texts else None), calls, responses
+    held = message.get("tool_calls")
+    calls += [c for c in held if isinstance(c, dict)] if isinstance(held, list) else []
+    text = "\n".join(texts) if texts else None
+    if message.get("role") == "tool" and message.get("tool_call_id") and not responses:
+        return None, calls, [(message["tool_call_id"], text)]
+    return text, calls, responses
 
 
 def _chat_events(at: Any, message: Any) -> list[dict[str, Any]]:

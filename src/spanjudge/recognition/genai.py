@@ -464,9 +464,12 @@ def chat_tool_calls(value: Any) -> tuple[ToolRequest, ...]:
 
 def history_requests(span: SpanRecord) -> tuple[ToolRequest, ...]:
     """The tool calls with a call id that the assistant messages of the span's input hold
-    (`tool_call` parts, chat completions `tool_calls`): what the model asked for earlier in
-    the conversation, as its history repeats it."""
+    (`tool_call` parts, chat completions `tool_calls`, in messages or `gen_ai.assistant.message`
+    events): what the model asked for earlier in the conversation, as its history repeats it."""
     found: list[ToolRequest] = []
+    for event in span.events:
+        if event.name == sc.EV_GEN_AI_ASSISTANT_MESSAGE:
+            found += [r for r in chat_tool_calls(event.attributes.get("tool_calls")) if r.call_id]
     for message in messages(span, sc.GEN_AI_INPUT_MESSAGES):
         if message.get("role") not in ("assistant", "model"):
             continue
