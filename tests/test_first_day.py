@@ -67,6 +67,7 @@ NOT_IN_PROCESS = {
             "crewai",
             "dspy",
             "langfuse",
+            "litellm",
             "llamaindex",
             "lmnr",
             "logfire",
