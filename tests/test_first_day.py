@@ -69,6 +69,7 @@ NOT_IN_PROCESS = {
             "crewai",
             "dspy",
             "langfuse",
+            "litellm",
             "llamaindex",
             "lmnr",
             "logfire",

@@ -2,8 +2,8 @@
 under a namespace, its attributes and spans in another order, its session id on the resource,
 on every span, on root spans only or under a namespace of its own, its message content in span
 events or in OTLP log records, its answers in several parts, its model outputs as a chat
-completion's choices or as choices holding the model's own content object) leaves every
-verdict as it was.
+completion's choices or as choices holding the model's own content object, its tool calls seen
+only in the next input's history) leaves every verdict as it was.
 
 Every fixture file of every framework is evaluated as `spanjudge eval FILE --expect
 expectations.yaml` would (with each session's calls, from its generator's log, as its reference
@@ -50,6 +50,7 @@ from tests.metamorphic.transforms import (
     session_id_on_root_spans,
     shuffle_order,
     split_answers,
+    tool_calls_only_in_input_history,
     tool_content_only_in_messages,
     turn_inputs_by_name,
 )
@@ -353,6 +354,18 @@ def test_tool_content_only_in_the_models_messages(name: str) -> None:
     if requests == _requests(name):
         pytest.skip(f"{name} records no tool content its model messages also hold")
     _assert_unchanged("tool content only in the model's messages", name, requests)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_tool_calls_only_in_the_input_history(name: str) -> None:
+    # As an instrumentation records a model call that keeps only the text of the output and
+    # the chat completions request as sent: the calls the model asked for are seen only in
+    # the next input's history, each result in a `tool` message under its call id.
+    requests = _requests(name)
+    tool_calls_only_in_input_history(requests)
+    if requests == _requests(name):
+        pytest.skip(f"{name} records no tool call in a model call's input history")
+    _assert_unchanged("tool calls only in the input history", name, requests)
 
 
 @pytest.mark.parametrize("name", FILES)

@@ -557,7 +557,7 @@ def _joined(value: Any) -> str:
 def _chat_parts(message: dict[str, Any]) -> tuple[str | None, list[dict[str, Any]], list[Any]]:
     """(text, OpenAI `tool_calls`, tool responses as (id, content)) of one GenAI message, or
     of one already in the chat completions shape (its own `content`, `tool_calls` and, for a
-    tool's answer, `tool_call_id`)."""
+    tool's answer, `tool_call_id`), or of GenAI parts beside those chat completions fields."""
     if "parts" not in message:
         content = message.get("content")
         text = content if isinstance(content, str) else None
@@ -599,7 +599,12 @@ def _chat_parts(message: dict[str, Any]) -> tuple[str | None, list[dict[str, Any
                     else json.dumps(response, ensure_ascii=False),
                 )
             )
-    return ("\n".join(texts) if texts else None), calls, responses
+    held = message.get("tool_calls")
+    calls += [c for c in held if isinstance(c, dict)] if isinstance(held, list) else []
+    text = "\n".join(texts) if texts else None
+    if message.get("role") == "tool" and message.get("tool_call_id") and not responses:
+        return None, calls, [(message["tool_call_id"], text)]
+    return text, calls, responses
 
 
 def _chat_events(at: Any, message: Any) -> list[dict[str, Any]]:
@@ -1012,3 +1017,97 @@ def turn_inputs_by_name(request: dict[str, Any]) -> None:
             and isinstance(decoded["args"][0], str)
         ):
             given["value"]["stringValue"] = json.dumps({"question": decoded["args"][0]})
+
+
+# -- tool calls only in the history of the model calls' inputs ---------------------------------
+
+
+def tool_calls_only_in_input_history(requests: list[dict[str, Any]]) -> None:
+    """Every model call's GenAI messages as an instrumentation writes them that keeps only the
+    text of the model's output and the chat completions request as sent: the output leaves off
+    the `tool_call` parts a later input's history repeats (its parts may end empty); in the
+    input, an assistant message holds its calls as chat completions `tool_calls`, and each
+    result sent back is a `tool` message of its own with a text part and its `tool_call_id`."""
+    in_history: set[str] = set()
+    for request in requests:
+        for attribute in _message_attributes(request, "gen_ai.input.messages"):
+            for message in _loaded(attribute["value"].get("stringValue") or "") or ():
+                if isinstance(message, dict):
+                    in_history.update(str(p.get("id")) for p in _typed(message, "tool_call"))
+    for request in requests:
+        for attribute in _message_attributes(request, "gen_ai.output.messages"):
+            outputs = _loaded(attribute["value"].get("stringValue") or "")
+            if not isinstance(outputs, list):
+                continue
+            for message in outputs:
+                if isinstance(message, dict) and isinstance(message.get("parts"), list):
+                    message["parts"] = [
+                        p
+                        for p in message["parts"]
+                        if not (
+                            isinstance(p, dict)
+                            and p.get("type") == "tool_call"
+                            and str(p.get("id")) in in_history
+                        )
+                    ]
+            attribute["value"] = {"stringValue": json.dumps(outputs, ensure_ascii=False)}
+        for attribute in _message_attributes(request, "gen_ai.input.messages"):
+            inputs = _loaded(attribute["value"].get("stringValue") or "")
+            if isinstance(inputs, list):
+                rewritten = [m for message in inputs for m in _as_chat_request(message)]
+                attribute["value"] = {"stringValue": json.dumps(rewritten, ensure_ascii=False)}
+
+
+def _message_attributes(request: dict[str, Any], key: str) -> Iterator[dict[str, Any]]:
+    for span in spans(request):
+        for attribute in span.get("attributes", ()):
+            if attribute["key"] == key and "stringValue" in attribute["value"]:
+                yield attribute
+
+
+def _typed(message: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    held = message.get("parts")
+    return [p for p in held if isinstance(p, dict) and p.get("type") == kind] if held else []
+
+
+def _as_chat_request(message: Any) -> list[Any]:
+    """One GenAI input message as the chat completions request wrote it (one or more)."""
+    if not isinstance(message, dict) or not isinstance(message.get("parts"), list):
+        return [message]
+    calls = _typed(message, "tool_call")
+    responses = _typed(message, "tool_call_response")
+    if not calls and not responses:
+        return [message]
+    rest = [p for p in message["parts"] if p not in calls and p not in responses]
+    out: list[Any] = []
+    if calls:
+        out.append(
+            {
+                **message,
+                "parts": rest or [{"type": "text", "content": ""}],
+                "tool_calls": [
+                    {
+                        "function": {
+                            "arguments": _joined(c.get("arguments")),
+                            "name": c.get("name"),
+                        },
+                        "id": c.get("id"),
+                        "type": "function",
+                    }
+                    for c in calls
+                ],
+            }
+        )
+    elif rest:
+        out.append({**message, "parts": rest})
+    for response in responses:
+        held = response.get("response", response.get("result"))
+        text = held if isinstance(held, str) else json.dumps(held, ensure_ascii=False)
+        out.append(
+            {
+                "role": "tool",
+                "parts": [{"type": "text", "content": text}],
+                "tool_call_id": response.get("id"),
+            }
+        )
+    return out

@@ -480,6 +480,26 @@ def chat_tool_calls(value: Any) -> tuple[ToolRequest, ...]:
     return tuple(out)
 
 
+def history_requests(span: SpanRecord) -> tuple[ToolRequest, ...]:
+    """The tool calls with a call id that the assistant messages of the span's input hold
+    (`tool_call` parts, chat completions `tool_calls`, in messages or `gen_ai.assistant.message`
+    events): what the model asked for earlier in the conversation, as its history repeats it."""
+    found: list[ToolRequest] = []
+    for event in span.events:
+        if event.name == sc.EV_GEN_AI_ASSISTANT_MESSAGE:
+            found += [r for r in chat_tool_calls(event.attributes.get("tool_calls")) if r.call_id]
+    for message in messages(span, sc.GEN_AI_INPUT_MESSAGES):
+        if message.get("role") not in ("assistant", "model"):
+            continue
+        for part in parts(message, "tool_call"):
+            if part.get("id"):
+                name = str(part.get("name") or "")
+                arguments = parse_arguments(part.get("arguments"))
+                found.append(ToolRequest(name=name, call_id=str(part["id"]), arguments=arguments))
+        found += [r for r in chat_tool_calls(message.get("tool_calls")) if r.call_id]
+    return tuple(found)
+
+
 def tool_results(span: SpanRecord) -> tuple[ToolResult, ...]:
     """The tool results the agent sent back that the span's messages hold, by call id:
     `tool_call_response` parts, chat completions tool messages (`tool_call_id`), a Bedrock
@@ -491,7 +511,8 @@ def tool_results(span: SpanRecord) -> tuple[ToolResult, ...]:
                 response = part.get("response", part.get("result"))
                 failed = marked_failed(part) or marked_failed(message)
                 _add_result(found, part.get("id"), result_text(response), failed)
-            if message.get("role") == "tool" and not _parts(message):
+            # a chat completions tool message, its text in parts or content, its call id its own
+            if message.get("role") == "tool" and not parts(message, "tool_call_response"):
                 failed = marked_failed(message) or any(
                     marked_failed(b) for b in _content_parts(message.get("content"))
                 )
@@ -826,6 +847,7 @@ class GenAIRecogniser:
             catalogue=catalogue(span, system),
             tool_schemas=tool_schemas(span),
             tool_requests=requests,
+            history_requests=history_requests(span),
             tool_results=tool_results(span),
             tool_descriptions=tool_descriptions(span),
             bodies_seen=bodies_in(input_texts(span)),

@@ -4,6 +4,10 @@
   `call_llm` around `generate_content`) is merged into the call it wraps, tokens counted once;
 - one tool call per call: a tool span nested in a tool span of the same tool (an MCP client
   span and the server span it propagated to) is one call;
+- a model call whose output recorded no tool call (an instrumentation that keeps only the
+  output's text) asked for the calls the next input's history shows first: a call id no output
+  asked for belongs to the latest model call of its trace before the first input holding it
+  that recorded no request and no answer of its own;
 - a tool span with a call id that recorded no arguments or no result takes them from the model
   output that asked for that call id and from the result the agent sent back with it, and is
   decided again (load, failure or ordinary call) on what it then holds;
@@ -65,7 +69,13 @@ from spanjudge.recognition.evidence import (
 from spanjudge.remembered import remembered_within
 from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.skills import EMPTY_LIBRARY, SkillLibrary
-from spanjudge.trajectory.steps import TRACE_LAYOUT, CatalogueEntry, Step, ToolResult
+from spanjudge.trajectory.steps import (
+    TRACE_LAYOUT,
+    CatalogueEntry,
+    Step,
+    ToolRequest,
+    ToolResult,
+)
 from spanjudge.trajectory.toolnames import candidates
 
 _TOOL_KINDS = ("tool_call", "skill_load")
@@ -125,6 +135,8 @@ def reconcile(
             ):
                 unrecorded = True
     out = list(steps)
+    if calls:
+        out = _requests_from_history(out)
     if nested_calls:
         out = _merge_nested(out, spans_by_id, parents, "model_call")
     if nested_tools:
@@ -163,6 +175,51 @@ def reconcile(
     if "skill_load" not in map(_KIND, out):
         return out
     return [_with_body_source(s, library) if s.kind == "skill_load" else s for s in out]
+
+
+def _requests_from_history(steps: list[Step]) -> list[Step]:
+    """Each call id the model calls' input histories show and no model output asked for, given
+    to the call that asked it: the latest model call of the trace that ended before the first
+    input holding the id and whose own output recorded no request and is no answer (no text,
+    or a finish reason saying it stopped for tools)."""
+    asked = {
+        r.call_id for s in steps if s.kind == "model_call" for r in s.tool_requests if r.call_id
+    }
+    calls = sorted(
+        (s for s in steps if s.kind == "model_call"),
+        key=lambda s: (s.start_unix_nano, s.end_unix_nano),
+    )
+    added: dict[int, list[ToolRequest]] = {}
+    for at, call in enumerate(calls):
+        for request in call.history_requests:
+            if not request.call_id or request.call_id in asked:
+                continue
+            asked.add(request.call_id)
+            asker = next(
+                (
+                    before
+                    for before in range(at - 1, -1, -1)
+                    if _may_have_asked(calls[before], call)
+                ),
+                None,
+            )
+            if asker is not None:
+                added.setdefault(asker, []).append(request)
+    if not added:
+        return steps
+    given = {id(calls[at]): tuple(requests) for at, requests in added.items()}
+    return [replace(s, tool_requests=given[id(s)]) if id(s) in given else s for s in steps]
+
+
+def _may_have_asked(before: Step, call: Step) -> bool:
+    """Whether model call ``before`` may be the one whose unrecorded output ``call``'s input
+    history repeats: the same trace, ended before it, no request recorded and no answer."""
+    return (
+        before.trace_id == call.trace_id
+        and before.end_unix_nano <= call.start_unix_nano
+        and not before.tool_requests
+        and (not before.text or (before.finish_reason or "").lower().startswith("tool"))
+    )
 
 
 def _turns_from_model_calls(steps: list[Step], spans_by_id: Mapping[str, SpanRecord]) -> list[Step]:

@@ -339,12 +339,8 @@ def _role(span: SpanRecord) -> tuple[str, str, str | None, str | None] | None:
 
 def _says_model(span: SpanRecord) -> bool:
     """A `<prefix>.type` / `.kind` key of the span says model call (`_role_of`)."""
-    return any(
-        key[-4:].lower() in ("type", "kind")
-        and _ROLE_KEY.match(key) is not None
-        and _role_of(value) == "model"
-        for key, value in span.attributes.items()
-    )
+    attributes = span.attributes
+    return any(_role_of(attributes[key]) == "model" for key in _layout(attributes)[3])
 
 
 def _says_another_role(span: SpanRecord) -> bool:
@@ -415,6 +411,7 @@ _Layout = tuple[
     tuple[tuple[str, tuple[str | None, str | None]], ...],
     tuple[tuple[str, tuple[bool, ...]], ...],
     tuple[tuple[str, tuple[str | None, str | None, str | None]], ...],
+    tuple[str, ...],  # every key shaped as a role key, whatever is beside it
 ]
 _LAYOUTS_MAX = 1024  # layouts kept: dropped all at once when full
 _LAYOUT_CHARS = 2048  # a layout whose keys come to more characters is read, not kept
@@ -441,6 +438,7 @@ def _read_layout(keys: tuple[str, ...]) -> _Layout:
     shaped = []
     roles = []
     said = set()  # the prefixes whose role a `.type` or `.kind` key says
+    role_keys = []
     for key in keys:
         prefix = _tool_prefix(key) if key[-4:].lower() == "name" else None
         if prefix is not None:
@@ -451,6 +449,8 @@ def _read_layout(keys: tuple[str, ...]) -> _Layout:
             if True in shapes:
                 shaped.append((key, shapes))
         role = _ROLE_KEY.match(key) if key[-4:].lower() in ("type", "kind") else None
+        if role is not None:
+            role_keys.append(key)
         for prefix in _enclosing(role.group("p")) if role is not None else ():
             inputs = _under(present, prefix, _INPUT_WORDS)
             output = _under(present, prefix, _OUTPUT_WORDS)
@@ -469,7 +469,7 @@ def _read_layout(keys: tuple[str, ...]) -> _Layout:
             prefix = given.group("p")
             names = _under(present, prefix, ("name",))
             roles.append((key, (key, _under(present, prefix, ("output",)), names)))
-    return tuple(named), tuple(shaped), tuple(roles)
+    return tuple(named), tuple(shaped), tuple(roles), tuple(role_keys)
 
 
 def _types_the_span(prefix: str) -> bool:

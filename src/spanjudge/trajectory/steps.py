@@ -93,6 +93,9 @@ class Step:
     output_tokens: int | None = None
     finish_reason: str | None = None
     tool_requests: tuple[ToolRequest, ...] = ()  # a model output asking for tools is no answer
+    # model_call: the tool calls (with call ids) its input's history says the model asked for
+    # earlier, in the assistant messages it repeats
+    history_requests: tuple[ToolRequest, ...] = ()
     # tool results the agent sent back, seen in the messages of a model call or agent span
     tool_results: tuple[ToolResult, ...] = ()
     # SKILL.md bodies (name, text) seen in the messages a model call was given
