@@ -114,8 +114,11 @@ def test_skipping_a_required_step_caps_at_partially(
         # No content recorded (Claude Code default): no body, honestly not evaluated.
         assert plain.outcome == "not_evaluated"
         return
-    # The scenario skips `calculate`, which the body does not insist on: one step of four.
-    assert plain.label == "mostly", plain.explanation
+    # The scenario skips `calculate`, which the body does not insist on: one step of four. Where
+    # the trace holds no answer (Spring AI logs it as plain text), the answering step has no
+    # evidence either: two of four.
+    answered = "final_answer" not in record.get("unobservable", ())
+    assert plain.label == ("mostly" if answered else "partially"), plain.explanation
     edited = _judge(source, {CALCULATE_STEP: REQUIRED_STEP}, tmp_path, record["session_id"])
     verdict = _only(edited, "instruction_following")
     assert (verdict.label, verdict.outcome) == ("partially", "fail"), verdict.explanation
