@@ -14,7 +14,12 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyVa
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
 from spanjudge.pipeline import agent_spans
-from spanjudge.sessions.keys import BARE_KEY_COPIES, NAMESPACED_KEY_SUFFIXES, session_key
+from spanjudge.sessions.keys import (
+    BARE_KEY_COPIES,
+    NAMESPACED_KEY_SUFFIXES,
+    decides,
+    session_key,
+)
 from spanjudge.sidecar.config import InputConfig
 from spanjudge.sidecar.evaluation_process import payload, records_of
 from spanjudge.sidecar.intake import FORMAT_PROTOBUF, decode_body, decode_heads
@@ -174,7 +179,7 @@ def test_heads_route_and_decode_as_the_whole_request(bodies: list[bytes], limits
             named = {k: v for k, v in record.attributes.items() if k in wanted}
             assert {k: v for k, v in head.attributes.items() if k in wanted} == named
             assert all(record.attributes[k] == v for k, v in head.attributes.items())
-            if not any(isinstance(v, str) and v for v in named.values()):  # else not needed
+            if not any(map(decides, named.values())):  # else not needed
                 namespaced = {k for k in record.attributes if k.endswith(NAMESPACED_KEY_SUFFIXES)}
                 assert namespaced <= head.attributes.keys()
             assert session_key(head, KEYS) == session_key(record, KEYS)

@@ -59,6 +59,14 @@ def key_text(value: str) -> str:
     return value[:MAX_KEY_CHARS] + CUT_MARK.format(digest=digest)
 
 
+def decides(value: object) -> bool:
+    """A named key attribute's ``value`` settles the span's key, so that no namespaced copy is
+    looked at: a text that hides nothing, or an integer (`_first_key`)."""
+    if type(value) is str:
+        return bool(value) and not hidden(value)
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def namespaced_keys(names: Iterable[str], tried: Sequence[str] = ()) -> list[str]:
     """The namespaced copies of a standard key among ``names`` (less those in ``tried``), in
     precedence order."""

@@ -19,6 +19,7 @@ from spanjudge.sessions.keys import (
     BARE_KEY_COPIES,
     DEFAULT_KEY_ATTRIBUTES,
     NAMESPACED_KEY_SUFFIXES,
+    decides,
 )
 from spanjudge.sidecar.config import InputConfig
 from spanjudge.spans import jsonfast
@@ -159,7 +160,7 @@ def decode_heads(
         except ValueError as exc:
             raise BadRequest(str(exc)) from None
         keys = {*DEFAULT_KEY_ATTRIBUTES, *key_attributes, *BARE_KEY_COPIES}
-        heads, problems = read_heads(request, data, limits, keys, NAMESPACED_KEY_SUFFIXES)
+        heads, problems = read_heads(request, data, limits, keys, NAMESPACED_KEY_SUFFIXES, decides)
     return check_records(heads, problems, checks)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from sys import getsizeof
 from typing import TYPE_CHECKING, Any
@@ -37,7 +37,6 @@ from spanjudge.spans.sizes import (
     content_size,
 )
 from spanjudge.spans.wire_text import parse_message, varint
-from spanjudge.trajectory.hidden import hidden
 
 if TYPE_CHECKING:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -399,10 +398,13 @@ def read_heads(
     limits: Limits,
     key_attributes: Collection[str],
     key_suffixes: tuple[str, ...] = (),
+    decides: Callable[[Any], bool] = bool,
 ) -> tuple[list[SpanHead], list[SpanProblem]]:
     """Each span's `SpanHead` (the attributes to decode: ``key_attributes``, and those whose
-    names end with one of ``key_suffixes``); a span that `decode_request` would reject is
-    reported with the same path and message instead. ``request``: `parse_keyed` of ``data``."""
+    names end with one of ``key_suffixes``, which are not looked for where one of the former
+    holds a value that ``decides`` the span's key); a span that `decode_request` would reject
+    is reported with the same path and message instead. ``request``: `parse_keyed` of
+    ``data``."""
     from google.protobuf.unknown_fields import UnknownFieldSet
     from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
@@ -448,12 +450,9 @@ def read_heads(
                         value = found.get(key)
                         if value is not None:
                             attributes[key] = _key_value(value, cap, limits)
-                    # a suffix check on each name, none decoded for it; not needed where the
-                    # span has a named key with a text value that hides nothing (it comes
-                    # before any suffix: `sessions.keys`)
-                    if key_suffixes and not any(
-                        type(v) is str and v and not hidden(v) for v in attributes.values()
-                    ):
+                    # a suffix check on each name, none decoded for it; not needed where a
+                    # named key decides (it comes before any suffix: `sessions.keys`)
+                    if key_suffixes and not any(map(decides, attributes.values())):
                         for key in [k for k in found if k.endswith(key_suffixes)]:
                             attributes[key] = _key_value(found[key], cap, limits)
                 else:  # read as `decode_request` reads them
