@@ -22,7 +22,14 @@ from typing import Any
 
 import pytest
 
-from tests.support.rewritten import attribute, file_requests, file_truth, report_of, spans
+from tests.support.rewritten import (
+    attribute,
+    file_requests,
+    file_truth,
+    report_of,
+    spans,
+    what_happened,
+)
 
 FILE = ("genai_manual", "genai_manual.jsonl")
 EXPECTATIONS = "genai_manual/expectations.yaml"
@@ -116,23 +123,6 @@ def _as_actions() -> list[dict[str, Any]]:
     return requests
 
 
-def _what_happened(session: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "turns": [s["text"] for s in session["steps"] if s["kind"] == "agent_turn"],
-        "model_calls": session["stats"]["model_calls"],
-        "tokens": (session["stats"]["input_tokens"], session["stats"]["output_tokens"]),
-        "tool_calls": [
-            (s["name"], s["arguments"], s["status"])
-            for s in session["steps"]
-            if s["kind"] == "tool_call"
-        ],
-        "skill_loads": [(x["skill"], x["status"]) for x in session["skill_loads"]],
-        "catalogue": session["coverage"]["catalogue_source"],
-        "final_answer": session["final_answer"],
-        "verdicts": [(v["evaluator"], v["outcome"], v["label"]) for v in session["verdicts"]],
-    }
-
-
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], dict[str, Any]]:
     original_dir: Path = tmp_path_factory.mktemp("original")
@@ -159,4 +149,4 @@ def test_steps_and_verdicts_do_not_move(
     session_id: str, reports: tuple[dict[str, Any], dict[str, Any]]
 ) -> None:
     original, rewritten = reports
-    assert _what_happened(rewritten[session_id]) == _what_happened(original[session_id])
+    assert what_happened(rewritten[session_id]) == what_happened(original[session_id])

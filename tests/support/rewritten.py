@@ -107,3 +107,22 @@ def verdict(session: dict[str, Any], evaluator: str) -> dict[str, Any]:
     found = [v for v in session["verdicts"] if v["evaluator"] == evaluator]
     assert len(found) == 1, f"{evaluator}: {found}"
     return found[0]
+
+
+def what_happened(session: dict[str, Any]) -> dict[str, Any]:
+    """What a report says a session did, as rewrites of its trace must leave it: turns, model
+    calls, tokens, tool calls, skill loads, the catalogue's source, the answer, the verdicts."""
+    return {
+        "turns": [s["text"] for s in session["steps"] if s["kind"] == "agent_turn"],
+        "model_calls": session["stats"]["model_calls"],
+        "tokens": (session["stats"]["input_tokens"], session["stats"]["output_tokens"]),
+        "tool_calls": [
+            (s["name"], s["arguments"], s["status"])
+            for s in session["steps"]
+            if s["kind"] == "tool_call"
+        ],
+        "skill_loads": [(x["skill"], x["status"]) for x in session["skill_loads"]],
+        "catalogue": session["coverage"]["catalogue_source"],
+        "final_answer": session["final_answer"],
+        "verdicts": [(v["evaluator"], v["outcome"], v["label"]) for v in session["verdicts"]],
+    }
