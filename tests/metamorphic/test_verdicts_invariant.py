@@ -44,6 +44,7 @@ from tests.metamorphic.transforms import (
     roles_as_compound_words,
     roles_in_stem_keys,
     session_id_as_keyword,
+    session_id_as_metadata,
     session_id_namespaced,
     session_id_on_every_span,
     session_id_on_resource,
@@ -264,6 +265,7 @@ SESSION_ID_MOVES = {
     "on root spans only": session_id_on_root_spans,
     "under a namespace": session_id_namespaced,
     "as a keyword argument": session_id_as_keyword,
+    "as metadata the user attached": session_id_as_metadata,
 }
 SESSION_ID_CASES = [(move, name) for name in FILES for move in sorted(SESSION_ID_MOVES)]
 

@@ -295,6 +295,24 @@ def session_id_as_keyword(requests: list[dict[str, Any]]) -> None:
                         attribute["key"] = keyword
 
 
+def session_id_as_metadata(requests: list[dict[str, Any]]) -> None:
+    """Each session key renamed into a bag of metadata the user filled
+    (`app.association.properties.session_id`, `app.telemetry.metadata.conversationId`), as
+    OpenLLMetry's association properties and Vercel AI's telemetry metadata carry it."""
+    renamed = {
+        "session.id": "app.association.properties.session_id",
+        "gen_ai.conversation.id": "app.telemetry.metadata.conversationId",
+    }
+    for request in requests:
+        for resource in request.get("resourceSpans", ()):
+            held = [resource.get("resource", {}).get("attributes", ())]
+            held += [s.get("attributes", ()) for s in _resource_spans(resource)]
+            for attributes in held:
+                for attribute in attributes:
+                    if attribute["key"] in renamed:
+                        attribute["key"] = renamed[attribute["key"]]
+
+
 def _resource_spans(resource: dict[str, Any]) -> list[dict[str, Any]]:
     return [s for scope in resource.get("scopeSpans", ()) for s in scope.get("spans", ())]
 

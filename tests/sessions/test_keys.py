@@ -111,11 +111,23 @@ def test_a_hidden_session_id_is_no_key_and_merges_nothing() -> None:
     assert scrubbed not in closed
 
 
+def test_a_session_id_the_user_attached_as_metadata_is_a_key() -> None:
+    for name in (
+        "traceloop.association.properties.session_id",
+        "lmnr.association.properties.session_id",
+        "ai.telemetry.metadata.sessionId",
+        "langsmith.metadata.conversation_id",
+    ):
+        assert session_key(span(1, attrs={name: "x"})) == ("x", name), name
+    # a conversation id before a session id, as the standard keys come
+    both = {"a.metadata.sessionId": "s", "z.properties.conversationId": "c"}
+    assert session_key(span(1, attrs=both)) == ("c", "z.properties.conversationId")
+
+
 def test_names_that_only_mention_a_session_are_no_key() -> None:
     for name in (
         "mcp.session.id",  # a protocol connection that conversations share
-        "acme.trace.session_id",  # a free-form name: a project, a browser tab, a session
-        "acme.properties.sessionId",
+        "acme.trace.session_id",  # a vendor's "session" that is its project, say
         "acme.session",
         "acme_session.id",
         "acme.session.identifier",

@@ -6,13 +6,15 @@ A copy of a standard key under another name is a bare `conversation.id`, a stand
 as a keyword argument spells it (`conversation_id`, `session_id`: a Python keyword cannot hold
 a dot, so APIs that take attributes as keyword arguments, such as Logfire's spans and baggage,
 write it so), then an attribute whose name ends as a standard key's does after a namespace
-(`<namespace>.conversation.id`, `<namespace>.session.id`): the forms tracing libraries give the
-session id they record under their own name. Names that only mention a session in another form
-(`session_id` in a namespaced bag of user properties, a vendor's "session" that is its project)
-say nothing certain and are left to `sessions.key_attributes`;
-so is `mcp.session.id`, which ends the same way but names a protocol connection that
-conversations share. Among several namespaced copies the `.conversation.id` ones come first,
-as the standard keys do, then by name, so the choice never depends on attribute order.
+(`<namespace>.conversation.id`, `<namespace>.session.id`), or a conversation or session id the
+user attached in a bag of metadata or properties (`<ns>.properties.session_id`,
+`<ns>.metadata.sessionId`): the forms tracing libraries give the session id they record under
+their own name. Names that only mention a session in another form (a vendor's "session" that
+is its project, `langsmith.trace.session_id`) say nothing certain and are left to
+`sessions.key_attributes`; so is `mcp.session.id`, which ends the same way but names a protocol
+connection that conversations share. Among several namespaced copies the conversation ones
+come first, as the standard keys do, then by name, so the choice never depends on attribute
+order.
 
 A key longer than `MAX_KEY_CHARS` keeps its first characters and a hash of the whole, so two
 long ids that share a prefix stay two sessions, and the id shown in the report says it was cut.
@@ -34,8 +36,21 @@ from spanjudge.spans.record import SpanRecord
 from spanjudge.trajectory.hidden import hidden
 
 DEFAULT_KEY_ATTRIBUTES: tuple[str, ...] = (semconv.GEN_AI_CONVERSATION_ID, semconv.SESSION_ID)
-# what a namespaced copy of a standard key ends with, in precedence order
-NAMESPACED_KEY_SUFFIXES: tuple[str, ...] = (".conversation.id", "." + semconv.SESSION_ID)
+# a conversation or session id the user attached in a bag of metadata or properties
+# (OpenLLMetry's and Laminar's `<ns>.association.properties.session_id`, Vercel AI's
+# `ai.telemetry.metadata.sessionId`): the bag says the user gave it, its name what it is
+_USER_BAG_SUFFIXES = tuple(
+    f".{bag}.{name}"
+    for bag in ("metadata", "properties")
+    for name in ("conversation_id", "conversationId", "session_id", "sessionId")
+)
+# what a namespaced copy of a standard key ends with
+NAMESPACED_KEY_SUFFIXES: tuple[str, ...] = (
+    ".conversation.id",
+    "." + semconv.SESSION_ID,
+    *_USER_BAG_SUFFIXES,
+)
+_CONVERSATION_ENDS = (".conversation.id", ".conversation_id", ".conversationId")
 # a standard key's name without its namespace (VoltAgent's `conversation.id`) or as a keyword
 # argument spells it (no namespace either): tried right after the configured attributes, before
 # any namespaced copy, the conversation ones first
@@ -72,7 +87,7 @@ def namespaced_keys(names: Iterable[str], tried: Sequence[str] = ()) -> list[str
     precedence order."""
     found = {n for n in names if n.endswith(NAMESPACED_KEY_SUFFIXES)} - _NOT_KEYS
     found.difference_update(tried)
-    return sorted(found, key=lambda n: (not n.endswith(NAMESPACED_KEY_SUFFIXES[0]), n))
+    return sorted(found, key=lambda n: (not n.endswith(_CONVERSATION_ENDS), n))
 
 
 def session_key(
