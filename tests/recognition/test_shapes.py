@@ -22,7 +22,13 @@ from opentelemetry.trace import Tracer
 
 from tests.conftest import load_schema
 from tests.recognition.agent_spans import trajectory_of
-from tests.support.rewritten import attribute, report_of, session_requests, spans
+from tests.support.rewritten import (
+    attribute,
+    report_of,
+    session_requests,
+    spans,
+    string_attributes,
+)
 
 FILE = "strands/strands_latest.jsonl"
 EXPECTATIONS = "strands/expectations.yaml"
@@ -61,11 +67,11 @@ def _in_own_namespace(prefix: str, tool_key: str) -> list[dict[str, Any]]:
                     {"role": m["role"], "content": m["parts"][0]["content"]} for m in inputs
                 ]
                 answer = output["parts"][0]["content"]
-                kept += _strings({f"{prefix}.prompt.messages": json.dumps(prompt)})
-                kept += _strings({f"{prefix}.response.text": answer})
+                kept += string_attributes({f"{prefix}.prompt.messages": json.dumps(prompt)})
+                kept += string_attributes({f"{prefix}.response.text": answer})
                 span["name"] = f"{prefix}.run"
             elif span["name"].startswith("execute_tool"):
-                kept += _strings(
+                kept += string_attributes(
                     {
                         f"{prefix}.{tool_key}.name": attribute(span, "gen_ai.tool.name"),
                         f"{prefix}.{tool_key}.args": attribute(span, "gen_ai.tool.call.arguments"),
@@ -95,7 +101,7 @@ def _model_call(span: dict[str, Any], prefix: str, system: str) -> list[dict[str
         if p["type"] == "tool_call"
     ]
     tokens = {a["key"]: a["value"]["intValue"] for a in span["attributes"] if "usage" in a["key"]}
-    out = _strings(
+    out = string_attributes(
         {
             f"{prefix}.prompt.messages": json.dumps(
                 [{"role": "system", "content": system}, *inputs]
@@ -115,10 +121,6 @@ def _model_call(span: dict[str, Any], prefix: str, system: str) -> list[dict[str
             "value": {"intValue": tokens["gen_ai.usage.output_tokens"]},
         },
     ]
-
-
-def _strings(values: dict[str, str | None]) -> list[dict[str, Any]]:
-    return [{"key": k, "value": {"stringValue": v}} for k, v in values.items() if v is not None]
 
 
 def _what_happened(session: dict[str, Any]) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from tests.support.rewritten import (
     file_truth,
     report_of,
     spans,
+    string_attributes,
     what_happened,
 )
 
@@ -35,10 +36,6 @@ FILE = ("genai_manual", "genai_manual.jsonl")
 EXPECTATIONS = "genai_manual/expectations.yaml"
 PREFIX = "acme"
 _KEEP = ("session.id", "spanjudge.expected_skills")
-
-
-def _strings(values: dict[str, str | None]) -> list[dict[str, Any]]:
-    return [{"key": k, "value": {"stringValue": v}} for k, v in values.items() if v is not None]
 
 
 def _content(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -69,7 +66,7 @@ def _int(span: dict[str, Any], key: str) -> int | None:
 
 
 def _action(name: str, role: str, inputs: str | None, output: str | None) -> list[dict[str, Any]]:
-    return _strings(
+    return string_attributes(
         {
             f"{PREFIX}:type": "action",
             f"{PREFIX}:meta:subtype": role,
@@ -114,7 +111,7 @@ def _as_actions() -> list[dict[str, Any]]:
                 by_trace[span["traceId"]] = key
         for span in spans(request):
             kept = [a for a in span.get("attributes", ()) if a["key"] in _KEEP[1:]]
-            kept += _strings({"session.id": by_trace.get(span["traceId"])})
+            kept += string_attributes({"session.id": by_trace.get(span["traceId"])})
             span["name"], rewritten = _rewritten(span)
             span["attributes"] = kept + rewritten
             span["events"] = [e for e in span.get("events", ()) if e["name"] == "exception"]

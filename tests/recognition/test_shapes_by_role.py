@@ -39,6 +39,7 @@ from tests.support.rewritten import (
     file_truth,
     report_of,
     spans,
+    string_attributes,
     what_happened,
 )
 
@@ -46,10 +47,6 @@ FILE = ("genai_manual", "genai_manual.jsonl")
 EXPECTATIONS = "genai_manual/expectations.yaml"
 PREFIX = "acme.observation"
 _KEEP = ("session.id", "spanjudge.expected_skills")
-
-
-def _strings(values: dict[str, str | None]) -> list[dict[str, Any]]:
-    return [{"key": k, "value": {"stringValue": v}} for k, v in values.items() if v is not None]
 
 
 def _text(parts: list[dict[str, Any]]) -> str | None:
@@ -99,7 +96,7 @@ def _observation(span: dict[str, Any], variant: str) -> tuple[str, list[dict[str
         name = attribute(span, "gen_ai.tool.name") or span["name"]
         if variant == "span_typed_tools":
             schema = {"type": "object", "properties": {k: {"type": "string"} for k in arguments}}
-            return f"run-tool:{name}", _strings(
+            return f"run-tool:{name}", string_attributes(
                 {
                     "acme.span.type": "tool",
                     "acme.tool.name": name,
@@ -108,7 +105,7 @@ def _observation(span: dict[str, Any], variant: str) -> tuple[str, list[dict[str
                     "output": attribute(span, "gen_ai.tool.call.result"),
                 }
             )
-        return name, _strings(
+        return name, string_attributes(
             {
                 f"{PREFIX}.type": "tool",
                 f"{PREFIX}.input": json.dumps({"args": [], "kwargs": arguments}),
@@ -119,7 +116,7 @@ def _observation(span: dict[str, Any], variant: str) -> tuple[str, list[dict[str
     (output,) = json.loads(attribute(span, "gen_ai.output.messages") or "[]")
     if operation == "invoke_agent":
         (request,) = [_text(m["parts"]) for m in inputs if m["role"] == "user"][-1:]
-        return "shop_ops_agent", _strings(
+        return "shop_ops_agent", string_attributes(
             {
                 f"{PREFIX}.type": "agent",
                 f"{PREFIX}.input": json.dumps({"args": [request], "kwargs": {}}),
@@ -135,7 +132,7 @@ def _observation(span: dict[str, Any], variant: str) -> tuple[str, list[dict[str
         "prompt_tokens": _int(span, "gen_ai.usage.input_tokens"),
         "completion_tokens": _int(span, "gen_ai.usage.output_tokens"),
     }
-    return "model-generation", _strings(
+    return "model-generation", string_attributes(
         {
             f"{PREFIX}.type": None if variant == "model_role_unsaid" else "generation",
             f"{PREFIX}.input": json.dumps(
@@ -200,7 +197,7 @@ def _memory_reads(request_spans: list[dict[str, Any]]) -> None:
         memory["name"] = "memory.read"
         memory["attributes"] = [
             a for a in span["attributes"] if not a["key"].startswith(f"{PREFIX}.")
-        ] + _strings(
+        ] + string_attributes(
             {
                 "acme.span.type": "memory",
                 "input": json.dumps({"query": "sales", "limit": 10}),
@@ -269,7 +266,7 @@ def _prompts_under_any_key(request_spans: list[dict[str, Any]]) -> None:
         prompt = json.loads(attribute(call, f"{PREFIX}.input") or "{}")
         call["attributes"] = [
             a for a in call["attributes"] if a["key"] not in (f"{PREFIX}.input", f"{PREFIX}.output")
-        ] + _strings({"acme.llm.messages": json.dumps(prompt["messages"])})
+        ] + string_attributes({"acme.llm.messages": json.dumps(prompt["messages"])})
 
 
 def _as_observations(variant: str) -> list[dict[str, Any]]:
@@ -282,10 +279,10 @@ def _as_observations(variant: str) -> list[dict[str, Any]]:
                 by_trace[span["traceId"]] = key
         for span in spans(request):
             kept = [a for a in span.get("attributes", ()) if a["key"] in _KEEP[1:]]
-            kept += _strings({"session.id": by_trace.get(span["traceId"])})
+            kept += string_attributes({"session.id": by_trace.get(span["traceId"])})
             span["name"], observed = _observation(span, variant)
             if variant == "span_typed_tools":  # said first, as the span's other types are
-                kept += _strings({"acme.entity.type": "agent"})
+                kept += string_attributes({"acme.entity.type": "agent"})
             span["attributes"] = kept + observed
             span["events"] = [e for e in span.get("events", ()) if e["name"] == "exception"]
         rewrite = _REWRITES.get(variant)

@@ -109,6 +109,11 @@ def verdict(session: dict[str, Any], evaluator: str) -> dict[str, Any]:
     return found[0]
 
 
+def string_attributes(values: dict[str, str | None]) -> list[dict[str, Any]]:
+    """OTLP JSON string attributes of ``values``, leaving out those that are None."""
+    return [{"key": k, "value": {"stringValue": v}} for k, v in values.items() if v is not None]
+
+
 def what_happened(session: dict[str, Any]) -> dict[str, Any]:
     """What a report says a session did, as rewrites of its trace must leave it: turns, model
     calls, tokens, tool calls, skill loads, the catalogue's source, the answer, the verdicts."""

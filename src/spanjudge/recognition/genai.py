@@ -491,11 +491,7 @@ def history_requests(span: SpanRecord) -> tuple[ToolRequest, ...]:
     for message in messages(span, sc.GEN_AI_INPUT_MESSAGES):
         if message.get("role") not in ("assistant", "model"):
             continue
-        for part in parts(message, "tool_call"):
-            if part.get("id"):
-                name = str(part.get("name") or "")
-                arguments = parse_arguments(part.get("arguments"))
-                found.append(ToolRequest(name=name, call_id=str(part["id"]), arguments=arguments))
+        found += [r for r in _requested(parts(message, "tool_call")) if r.call_id]
         found += [r for r in chat_tool_calls(message.get("tool_calls")) if r.call_id]
     return tuple(found)
 
