@@ -44,7 +44,7 @@ def assistant_text(value: Any) -> str | None:
                 return assistant_text(decoded) if not isinstance(decoded, str) else decoded.strip()
         return stripped or None
     if isinstance(value, Mapping):
-        if "role" in value or any(key in value for key in _MESSAGE_KEYS):
+        if is_message(value):
             return message_text(value) if _speaks(value) else None
         chosen = response_message(value)
         return assistant_text(chosen) if chosen is not None else None
@@ -57,6 +57,12 @@ def assistant_text(value: Any) -> str | None:
             return None
         return _parts_text(value)
     return None
+
+
+def is_message(value: Mapping[str, Any]) -> bool:
+    """``value`` is a message of its own: it has a `role`, or content under any framework's key
+    (`parts`, `items`, `content`, `text`)."""
+    return "role" in value or any(key in value for key in _MESSAGE_KEYS)
 
 
 def response_message(value: Mapping[str, Any]) -> Mapping[str, Any] | None:

@@ -26,7 +26,7 @@ from typing import Any
 
 from spanjudge import semconv as sc
 from spanjudge.recognition import vertex_agent
-from spanjudge.recognition.answers import assistant_text, message_text
+from spanjudge.recognition.answers import assistant_text, is_message, message_text
 from spanjudge.recognition.base import (
     as_text,
     call_message,
@@ -158,19 +158,15 @@ def _message_list(decoded: Any) -> tuple[dict[str, Any], ...]:
     return ()
 
 
-# What makes a dict a message of its own: a `role`, or content under any framework's key.
-_OWN_MESSAGE_KEYS = ("role", "parts", "items", "content", "text")
-
-
 def _chosen(entry: dict[str, Any]) -> dict[str, Any]:
     """An output written as a chat completion's choice (`{"finish_reason", "index",
     "message": {"role", "content", "tool_calls"}}`, the response's `choices` as they are) is
     the message it holds, with the choice's finish reason; an entry that is a message itself
     is left as it is."""
     message = entry.get("message")
-    if not isinstance(message, dict) or any(key in entry for key in _OWN_MESSAGE_KEYS):
+    if not isinstance(message, dict) or is_message(entry):
         return entry
-    if not any(key in message for key in (*_OWN_MESSAGE_KEYS, "tool_calls")):
+    if not is_message(message) and "tool_calls" not in message:
         return entry
     reason = entry.get("finish_reason")
     return {**message, "finish_reason": reason} if reason else message
